@@ -1,0 +1,157 @@
+package app_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"hookbox/app"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestParseConfig(t *testing.T) {
+	t.Run("Defaults", func(t *testing.T) {
+		cfg, err := app.ParseConfig("c.toml", `[[source]]
+name = "gh"
+provider = "github"
+secret = "s3cret"
+`, env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := cfg.Server.Listen, "127.0.0.1:8080"; got != want {
+			t.Errorf("listen = %q, want %q", got, want)
+		}
+		if cfg.Server.DataDir != "./data" || cfg.Server.MaxBodyBytes != 1<<20 {
+			t.Errorf("server = %+v", cfg.Server)
+		}
+		if cfg.Retention.EventIDs != 720*time.Hour || cfg.Retention.Sweep != "@hourly" {
+			t.Errorf("retention = %+v", cfg.Retention)
+		}
+		if s := cfg.SourceByName("gh"); s == nil || s.URL != "/in/gh" || s.Verify == nil {
+			t.Errorf("source = %+v", s)
+		}
+	})
+	t.Run("SecretsFromEnv", func(t *testing.T) {
+		cfg, err := app.ParseConfig("c.toml", `[server]
+public_url = "https://hooks.example.com/"
+[[source]]
+name = "sq"
+provider = "square"
+secrets_env = ["OLD", "NEW"]
+`, env(map[string]string{"OLD": "a", "NEW": "b"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := cfg.Sources[0].URL, "https://hooks.example.com/in/sq"; got != want {
+			t.Errorf("URL = %q, want %q", got, want)
+		}
+	})
+	t.Run("DefaultFile", func(t *testing.T) {
+		// The repository's config.toml is what `go run .` serves with.
+		cfg, err := app.LoadConfig(filepath.Join("..", "config.toml"), env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Server.Listen != "127.0.0.1:8080" || cfg.Server.DataDir != "./data" || cfg.SourceByName("demo") == nil {
+			t.Fatalf("default config = %+v", cfg)
+		}
+	})
+}
+
+func TestParseConfig_Errors(t *testing.T) {
+	const src = "[[source]]\nname = \"s\"\nprovider = \"github\"\nsecret = \"x\"\n"
+	for _, tt := range []struct {
+		name, toml, key, reason string
+	}{
+		{"UnknownKey", "[server]\nlisten = \"127.0.0.1:1\"\nlistne = 1\n", "server.listne", "unknown key"},
+		{"UnknownTable", "[sever]\nlisten = 1\n", "sever", "unknown key"},
+		{"UnknownSourceKey", src + "secrett = \"y\"\n", "source.secrett", "unknown key"},
+		{"BadDuration", src + "[retention]\nevent_ids = \"3 days\"\n", "retention.event_ids", "not a duration"},
+		{"NegativeDuration", src + "[retention]\nevents = \"-1h\"\n", "retention.events", "must be positive"},
+		{"BadTolerance", src + "tolerance = \"soon\"\n", "source[0] (s).tolerance", "not a duration"},
+		{"BadCron", src + "[retention]\nsweep = \"every hour\"\n", "retention.sweep", "not a cron spec"},
+		{"NoSecret", "[[source]]\nname = \"s\"\nprovider = \"github\"\n", "source[0] (s).secret", "no secret"},
+		{"EmptySecret", "[[source]]\nname = \"s\"\nprovider = \"github\"\nsecret = \"\"\nsecrets = [\"\"]\n", "source[0] (s).secrets[0]", "is empty"},
+		{"EnvUnset", "[[source]]\nname = \"s\"\nprovider = \"github\"\nsecret_env = \"NOPE\"\n", "source[0] (s).secret_env", "NOPE is not set"},
+		{"DuplicateName", src + src, "source[1] (s).name", "duplicate source name"},
+		{"UnknownProvider", "[[source]]\nname = \"s\"\nprovider = \"shopfiy\"\nsecret = \"x\"\n", "source[0] (s).provider", `unknown provider "shopfiy"`},
+		{"BadName", "[[source]]\nname = \"Bad Name\"\nprovider = \"github\"\nsecret = \"x\"\n", "source[0] (Bad Name).name", "must be"},
+		{"SquareNeedsPublicURL", "[[source]]\nname = \"sq\"\nprovider = \"square\"\nsecret = \"x\"\n", "server.public_url", "signs the notification URL"},
+		{"HMACNeedsHeader", "[[source]]\nname = \"h\"\nprovider = \"hmac\"\nsecret = \"x\"\nid = \"{body.id}\"\n", "source[0] (h).signature_header", "needs the name"},
+		{"HMACNeedsID", "[[source]]\nname = \"h\"\nprovider = \"hmac\"\nsecret = \"x\"\nsignature_header = \"X-Sig\"\n", "source[0] (h).id", "needs an id template"},
+		{"BadTemplate", src + "id = \"{body.}\"\n", "source[0] (s).id", "empty path element"},
+		{"BadListen", "[server]\nlisten = \"8080\"\n", "server.listen", "not host:port"},
+		{"BadPublicURL", "[server]\npublic_url = \"hooks.example.com\"\n", "server.public_url", "not an absolute"},
+		{"BodyLimit", "[server]\nmax_body_bytes = 0\n", "server.max_body_bytes", "must be between"},
+		{"BadStandardSecret", "[[source]]\nname = \"s\"\nprovider = \"standard\"\nsecret = \"whsec_!!!notbase64\"\n", "source[0] (s).secret", ""},
+		{"Syntax", "[server\nlisten = 1\n", "line", ""},
+		{"WrongType", "[server]\nmax_body_bytes = \"big\"\n", "", "max_body_bytes"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := app.ParseConfig("hookbox.toml", tt.toml, env(nil))
+			var ce *app.ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want a ConfigError", err)
+			}
+			if ce.File != "hookbox.toml" || !strings.HasPrefix(ce.Key, tt.key) || !strings.Contains(ce.Error(), tt.reason) {
+				t.Fatalf("err = %q (key %q); want key %q and reason containing %q", err, ce.Key, tt.key, tt.reason)
+			}
+			if !strings.HasPrefix(err.Error(), "hookbox.toml: ") {
+				t.Fatalf("err = %q does not start with the file name", err)
+			}
+		})
+	}
+}
+
+// Config errors name keys and variables, never secret values.
+func TestParseConfig_ErrorsHideSecrets(t *testing.T) {
+	const secret = "whsec_!!SUPER-SECRET!!"
+	_, err := app.ParseConfig("c.toml", "[[source]]\nname = \"s\"\nprovider = \"standard\"\nsecret = \""+secret+"\"\n", env(nil))
+	if err == nil {
+		t.Fatal("want an error for a secret that is not base64")
+	}
+	if strings.Contains(err.Error(), "SUPER-SECRET") {
+		t.Fatalf("error leaks the secret: %v", err)
+	}
+}
+
+func TestLoadConfig_Missing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope.toml")
+	_, err := app.LoadConfig(path, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), path+": cannot read") {
+		t.Fatalf("err = %v", err)
+	}
+	if !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("err = %v does not say the file is missing", err)
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	data, err := os.ReadFile(filepath.Join("..", "config.toml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(data))
+	f.Add("[[source]]\nname = \"h\"\nprovider = \"hmac\"\nsecret = \"x\"\nsignature_header = \"X-Sig\"\nid = \"{body.id}\"\n")
+	f.Add("[retention]\nsweep = \"*/5 * * * *\"\nevent_ids = \"1h\"\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		cfg, err := app.ParseConfig("f.toml", s, env(map[string]string{"A": "b"}))
+		if err != nil {
+			var ce *app.ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error is not a ConfigError: %v", err)
+			}
+			return
+		}
+		if cfg.Server.MaxBodyBytes <= 0 || cfg.Retention.EventIDs <= 0 {
+			t.Fatalf("accepted an invalid config: %+v", cfg)
+		}
+	})
+}

@@ -1,0 +1,205 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"hookbox/app/provider"
+	"hookbox/app/template"
+)
+
+// MaxIDLen bounds an event id; longer ones are refused with 400.
+const MaxIDLen = 512
+
+// Outcome says what became of a received webhook.
+type Outcome int
+
+// The outcomes of Receive.
+const (
+	Accepted  Outcome = iota + 1 // new event, durably stored
+	Duplicate                    // id already remembered; nothing stored
+	Ping                         // a sender's handshake; nothing stored
+)
+
+// String returns the outcome as the "status" of the HTTP answer.
+func (o Outcome) String() string {
+	switch o {
+	case Accepted:
+		return "accepted"
+	case Duplicate:
+		return "duplicate"
+	case Ping:
+		return "ping"
+	}
+	return "unknown"
+}
+
+// Result is the answer to one received webhook.
+type Result struct {
+	Outcome Outcome
+	ID      string
+}
+
+// Inbound is a webhook as it arrived: the raw body and every header. The
+// receiver only reads them; Accept copies what it keeps.
+type Inbound struct {
+	Body   []byte
+	Header []HeaderField
+}
+
+// Get returns the value of the first header called name, ignoring case.
+func (in *Inbound) Get(name string) string {
+	for i := range in.Header {
+		if strings.EqualFold(in.Header[i].Name, name) {
+			return in.Header[i].Value
+		}
+	}
+	return ""
+}
+
+// SourceStats counts what happened at one source since start.
+type SourceStats struct {
+	Accepted  atomic.Uint64
+	Duplicate atomic.Uint64
+	Rejected  atomic.Uint64 // bad or missing signature
+	Invalid   atomic.Uint64 // genuine but unusable (no event id)
+	Failed    atomic.Uint64 // storage failed; answered 503
+	Pings     atomic.Uint64
+	lastWarn  atomic.Int64 // unix seconds of the last rejection logged
+}
+
+// Receiver turns verified webhooks into durable events: verify, identify,
+// remember once, store — and only then answer.
+type Receiver struct {
+	store     Store
+	sources   map[string]*Source
+	stats     map[string]*SourceStats
+	retention time.Duration
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+	// Logger receives rejections (rate-limited) and storage failures.
+	Logger *slog.Logger
+}
+
+// NewReceiver builds a receiver for cfg's sources over store.
+func NewReceiver(cfg *Config, store Store) *Receiver {
+	r := &Receiver{
+		store:     store,
+		sources:   make(map[string]*Source, len(cfg.Sources)),
+		stats:     make(map[string]*SourceStats, len(cfg.Sources)),
+		retention: cfg.Retention.EventIDs,
+		Now:       time.Now,
+		Logger:    slog.With("component", "receive"),
+	}
+	for _, s := range cfg.Sources {
+		r.sources[s.Name] = s
+		r.stats[s.Name] = &SourceStats{}
+	}
+	return r
+}
+
+// Stats returns the counters of source, or nil for an unknown source.
+func (r *Receiver) Stats(source string) *SourceStats { return r.stats[source] }
+
+// Receive verifies in as a webhook for source and, when genuine and new,
+// stores it durably before returning Accepted.
+func (r *Receiver) Receive(ctx context.Context, source string, in *Inbound) (Result, error) {
+	src, ok := r.sources[source]
+	if !ok {
+		return Result{}, Errorf(ENOTFOUND, "unknown source")
+	}
+	st := r.stats[source]
+	now := r.Now()
+	v, err := src.Verify(provider.Request{Body: in.Body, Header: in, URL: src.URL}, now)
+	if err != nil {
+		st.Rejected.Add(1)
+		r.warnRejected(st, source, err, now)
+		return Result{}, Errorf(EUNAUTHORIZED, "%s", err.Error())
+	}
+	if v.Ping {
+		st.Pings.Add(1)
+		return Result{Outcome: Ping}, nil
+	}
+	id, topic, err := r.identify(src, v, in)
+	if err != nil {
+		st.Invalid.Add(1)
+		return Result{}, err
+	}
+	e := &Event{
+		Source:     source,
+		ID:         id,
+		Topic:      topic,
+		ReceivedAt: now,
+		Header:     keptHeaders(in.Header),
+		Body:       in.Body,
+	}
+	dup, err := r.store.Accept(ctx, e, now.Add(r.retention))
+	if err != nil {
+		st.Failed.Add(1)
+		r.Logger.Error("store event", "source", source, slog.Any("error", err))
+		return Result{}, Errorf(EUNAVAILABLE, "storage unavailable, retry later")
+	}
+	if dup {
+		st.Duplicate.Add(1)
+		return Result{Outcome: Duplicate, ID: id}, nil
+	}
+	st.Accepted.Add(1)
+	return Result{Outcome: Accepted, ID: id}, nil
+}
+
+// identify applies the source's id and topic overrides to the provider's
+// verdict. Only called on a verified request: overrides may parse the body.
+func (r *Receiver) identify(src *Source, v provider.Verdict, in *Inbound) (id, topic string, err error) {
+	id, topic = v.ID, v.Topic
+	if src.Topic != nil {
+		// A topic the template cannot build is left empty, not refused.
+		topic, _ = src.Topic.Render(template.Input{Body: in.Body, Header: in, Source: src.Name, Topic: v.Topic})
+	}
+	if src.ID != nil {
+		id, err = src.ID.Render(template.Input{Body: in.Body, Header: in, Source: src.Name, Topic: topic})
+		if err != nil {
+			return "", "", Errorf(EINVALID, "no event id: %s", err.Error())
+		}
+	}
+	switch {
+	case id == "":
+		return "", "", Errorf(EINVALID, "no event id in the request (provider %s)", src.Provider)
+	case len(id) > MaxIDLen:
+		return "", "", Errorf(EINVALID, "event id longer than %d bytes", MaxIDLen)
+	}
+	return id, topic, nil
+}
+
+// warnRejected logs rejections at most once a minute per source, so a flood
+// of forged requests cannot flood the log; the counter has the full count.
+func (r *Receiver) warnRejected(st *SourceStats, source string, err error, now time.Time) {
+	last := st.lastWarn.Load()
+	if now.Unix()-last < 60 || !st.lastWarn.CompareAndSwap(last, now.Unix()) {
+		return
+	}
+	r.Logger.Warn("webhook rejected", "source", source, "reason", err.Error(),
+		"rejected_total", st.Rejected.Load())
+}
+
+// droppedHeaders are never stored: credentials of the sender's own systems
+// and per-hop headers that mean nothing after this request.
+var droppedHeaders = map[string]bool{
+	"authorization": true, "proxy-authorization": true, "cookie": true,
+	"connection": true, "keep-alive": true, "transfer-encoding": true, "te": true,
+	"upgrade": true, "host": true, "content-length": true, "accept-encoding": true,
+	"expect": true,
+}
+
+// keptHeaders returns the headers stored with an event.
+func keptHeaders(h []HeaderField) []HeaderField {
+	out := make([]HeaderField, 0, len(h))
+	for _, f := range h {
+		if !droppedHeaders[strings.ToLower(f.Name)] {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,268 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"hookbox/app"
+	"hookbox/app/provider"
+	"hookbox/storage"
+)
+
+var now0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+const testConfig = `
+[server]
+public_url = "https://hooks.example.com"
+[retention]
+event_ids = "24h"
+[[source]]
+name = "shop"
+provider = "shopify"
+secrets = ["old-secret", "new-secret"]
+[[source]]
+name = "stripe"
+provider = "stripe"
+secret = "whsec_test"
+[[source]]
+name = "woo"
+provider = "woocommerce"
+secret = "woo-secret"
+[[source]]
+name = "erp"
+provider = "hmac"
+secret = "erp-secret"
+signature_header = "X-Signature"
+signature_prefix = "sha256="
+id = "{header.X-Shop}:{body.event.id}"
+topic = "{body.event.kind}"
+[[source]]
+name = "gh"
+provider = "github"
+secret = "gh-secret"
+id = "{body.id}"
+`
+
+// newReceiver returns a receiver over a real bbolt file with its clock at *now.
+func newReceiver(t *testing.T, now *time.Time) (*app.Receiver, *storage.DB) {
+	t.Helper()
+	cfg, err := app.ParseConfig("test.toml", testConfig, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	r := app.NewReceiver(cfg, db)
+	r.Now = func() time.Time { return *now }
+	return r, db
+}
+
+// signed builds an inbound request for a source, signed with secret.
+func signed(t *testing.T, prov, secret string, body []byte, url, id, topic string, at time.Time) *app.Inbound {
+	t.Helper()
+	h, err := provider.Sign(prov, provider.Settings{Secrets: [][]byte{[]byte(secret)}, SignatureHeader: "X-Signature", SignaturePrefix: "sha256="},
+		body, url, id, topic, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inbound(body, h)
+}
+
+func inbound(body []byte, h http.Header) *app.Inbound {
+	in := &app.Inbound{Body: body}
+	for k, vs := range h {
+		for _, v := range vs {
+			in.Header = append(in.Header, app.HeaderField{Name: k, Value: v})
+		}
+	}
+	return in
+}
+
+func TestReceiver_Receive(t *testing.T) {
+	ctx := context.Background()
+	now := now0
+	r, db := newReceiver(t, &now)
+	body := []byte(`{"id": 1, "title": "a/b & <c>"}`)
+
+	t.Run("Accepted", func(t *testing.T) {
+		res, err := r.Receive(ctx, "shop", signed(t, "shopify", "new-secret", body, "", "wh-1", "orders/create", now))
+		if err != nil || res.Outcome != app.Accepted || res.ID != "wh-1" {
+			t.Fatalf("Receive = %+v, %v", res, err)
+		}
+		_, seq, ok, _ := db.LookupID("shop", "wh-1")
+		e, err := db.Event(seq)
+		if !ok || err != nil || string(e.Body) != string(body) || e.Topic != "orders/create" {
+			t.Fatalf("stored %+v, %v", e, err)
+		}
+	})
+	t.Run("Duplicate", func(t *testing.T) {
+		res, err := r.Receive(ctx, "shop", signed(t, "shopify", "new-secret", body, "", "wh-1", "orders/create", now))
+		if err != nil || res.Outcome != app.Duplicate {
+			t.Fatalf("Receive = %+v, %v", res, err)
+		}
+	})
+	t.Run("OldSecretDuringRotation", func(t *testing.T) {
+		res, err := r.Receive(ctx, "shop", signed(t, "shopify", "old-secret", body, "", "wh-2", "orders/create", now))
+		if err != nil || res.Outcome != app.Accepted {
+			t.Fatalf("Receive = %+v, %v", res, err)
+		}
+	})
+	t.Run("ErrUnauthorized", func(t *testing.T) {
+		_, err := r.Receive(ctx, "shop", signed(t, "shopify", "wrong", body, "", "wh-3", "x", now))
+		if app.ErrorCode(err) != app.EUNAUTHORIZED {
+			t.Fatalf("err = %v, want unauthorized", err)
+		}
+		if got := r.Stats("shop").Rejected.Load(); got != 1 {
+			t.Fatalf("rejected counter = %d, want 1", got)
+		}
+		if _, _, ok, _ := db.LookupID("shop", "wh-3"); ok {
+			t.Fatal("a rejected request was stored")
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		if _, err := r.Receive(ctx, "nope", &app.Inbound{}); app.ErrorCode(err) != app.ENOTFOUND {
+			t.Fatalf("err = %v, want not found", err)
+		}
+	})
+	t.Run("ErrInvalidNoID", func(t *testing.T) {
+		_, err := r.Receive(ctx, "shop", signed(t, "shopify", "new-secret", body, "", "", "orders/create", now))
+		if app.ErrorCode(err) != app.EINVALID {
+			t.Fatalf("err = %v, want invalid", err)
+		}
+	})
+	t.Run("StripeStaleTimestamp", func(t *testing.T) {
+		sb := []byte(`{"id": "evt_1", "type": "charge.succeeded"}`)
+		_, err := r.Receive(ctx, "stripe", signed(t, "stripe", "whsec_test", sb, "", "", "", now.Add(-6*time.Minute)))
+		if app.ErrorCode(err) != app.EUNAUTHORIZED {
+			t.Fatalf("err = %v, want unauthorized", err)
+		}
+		res, err := r.Receive(ctx, "stripe", signed(t, "stripe", "whsec_test", sb, "", "", "", now.Add(-time.Minute)))
+		if err != nil || res.ID != "evt_1" {
+			t.Fatalf("Receive = %+v, %v", res, err)
+		}
+	})
+	t.Run("WooCommercePing", func(t *testing.T) {
+		h := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+		res, err := r.Receive(ctx, "woo", inbound([]byte("webhook_id=17"), h))
+		if err != nil || res.Outcome != app.Ping {
+			t.Fatalf("Receive = %+v, %v", res, err)
+		}
+		if _, events, _ := db.Counts(); events != 3 {
+			t.Fatalf("events = %d, want 3 (the ping is not stored)", events)
+		}
+	})
+	t.Run("OverriddenIDAndTopic", func(t *testing.T) {
+		eb := []byte(`{"event": {"id": 42, "kind": "stock.changed"}}`)
+		in := signed(t, "hmac", "erp-secret", eb, "", "", "", now)
+		in.Header = append(in.Header, app.HeaderField{Name: "X-Shop", Value: "north"})
+		res, err := r.Receive(ctx, "erp", in)
+		if err != nil || res.ID != "north:42" {
+			t.Fatalf("Receive = %+v, %v", res, err)
+		}
+		_, seq, _, _ := db.LookupID("erp", "north:42")
+		if e, _ := db.Event(seq); e == nil || e.Topic != "stock.changed" {
+			t.Fatalf("stored %+v", e)
+		}
+		// Without the header the id cannot be built: 400, nothing stored.
+		_, err = r.Receive(ctx, "erp", signed(t, "hmac", "erp-secret", eb, "", "", "", now))
+		if app.ErrorCode(err) != app.EINVALID {
+			t.Fatalf("err = %v, want invalid", err)
+		}
+	})
+	t.Run("SecretsNotStored", func(t *testing.T) {
+		in := signed(t, "github", "gh-secret", []byte(`{"id": "g1"}`), "", "del-1", "push", now)
+		in.Header = append(in.Header, app.HeaderField{Name: "Authorization", Value: "Bearer top-secret"}, app.HeaderField{Name: "Cookie", Value: "s=1"})
+		if _, err := r.Receive(ctx, "gh", in); err != nil {
+			t.Fatal(err)
+		}
+		_, seq, _, _ := db.LookupID("gh", "g1")
+		e, _ := db.Event(seq)
+		for _, h := range e.Header {
+			if h.Name == "Authorization" || h.Name == "Cookie" {
+				t.Fatalf("stored header %s", h.Name)
+			}
+		}
+	})
+	t.Run("ErrUnavailable", func(t *testing.T) {
+		r2, db2 := newReceiver(t, &now)
+		db2.Close()
+		_, err := r2.Receive(ctx, "shop", signed(t, "shopify", "new-secret", body, "", "wh-9", "x", now))
+		if app.ErrorCode(err) != app.EUNAVAILABLE {
+			t.Fatalf("err = %v, want unavailable", err)
+		}
+	})
+}
+
+// 100 concurrent deliveries of one event id: exactly one accepted.
+func TestReceiver_Receive_ConcurrentSameID(t *testing.T) {
+	now := now0
+	r, db := newReceiver(t, &now)
+	body := []byte(`{"id": 7}`)
+	var accepted, dups atomic.Int64
+	var wg sync.WaitGroup
+	for range 100 {
+		in := signed(t, "shopify", "new-secret", body, "", "same", "orders/paid", now)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := r.Receive(context.Background(), "shop", in)
+			switch {
+			case err != nil:
+				t.Error(err)
+			case res.Outcome == app.Accepted:
+				accepted.Add(1)
+			case res.Outcome == app.Duplicate:
+				dups.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if accepted.Load() != 1 || dups.Load() != 99 {
+		t.Fatalf("accepted %d, duplicates %d; want 1 and 99", accepted.Load(), dups.Load())
+	}
+	if _, events, _ := db.Counts(); events != 1 {
+		t.Fatalf("events = %d, want 1", events)
+	}
+}
+
+// After the retention passes the sweep forgets an id and it is accepted again.
+func TestSweeper_Sweep(t *testing.T) {
+	now := now0
+	r, db := newReceiver(t, &now)
+	cfg, _ := app.ParseConfig("test.toml", testConfig, nil)
+	sw := app.NewSweeper(cfg, db)
+	sw.Now = func() time.Time { return now }
+	sw.Chunk = 7
+	ctx := context.Background()
+	for i := range 20 {
+		in := signed(t, "shopify", "new-secret", []byte(`{}`), "", fmt.Sprint("e", i), "x", now)
+		if _, err := r.Receive(ctx, "shop", in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now0.Add(23 * time.Hour)
+	if res, err := sw.Sweep(ctx); err != nil || res.IDs != 0 {
+		t.Fatalf("early sweep = %+v, %v; want nothing forgotten", res, err)
+	}
+	in := signed(t, "shopify", "new-secret", []byte(`{}`), "", "e3", "x", now)
+	if res, _ := r.Receive(ctx, "shop", in); res.Outcome != app.Duplicate {
+		t.Fatalf("before expiry: %v, want duplicate", res.Outcome)
+	}
+	now = now0.Add(25 * time.Hour)
+	res, err := sw.Sweep(ctx)
+	if err != nil || res.IDs != 20 || res.Chunks < 3 {
+		t.Fatalf("sweep = %+v, %v; want 20 ids in chunks of 7", res, err)
+	}
+	in = signed(t, "shopify", "new-secret", []byte(`{}`), "", "e3", "x", now)
+	if res, _ := r.Receive(ctx, "shop", in); res.Outcome != app.Accepted {
+		t.Fatalf("after sweep: %v, want accepted", res.Outcome)
+	}
+}

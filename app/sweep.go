@@ -1,0 +1,105 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// DefaultSweepChunk is how many records one sweep transaction deletes. Each
+// chunk is its own short transaction, so ingest batches commit in between.
+const DefaultSweepChunk = 5000
+
+// Sweeper forgets expired event ids and deletes old events.
+type Sweeper struct {
+	Store Store
+	// IDs and Events are the retention periods (Config.Retention).
+	IDs, Events time.Duration
+	// Chunk bounds the records deleted per transaction.
+	Chunk int
+	// Now is the clock; tests replace it.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// NewSweeper builds a sweeper for cfg's retention over store.
+func NewSweeper(cfg *Config, store Store) *Sweeper {
+	return &Sweeper{
+		Store:  store,
+		IDs:    cfg.Retention.EventIDs,
+		Events: cfg.Retention.Events,
+		Chunk:  DefaultSweepChunk,
+		Now:    time.Now,
+		Logger: slog.With("component", "sweep"),
+	}
+}
+
+// SweepResult counts what one sweep removed and how many transactions it took.
+type SweepResult struct {
+	IDs, Events, Chunks int
+}
+
+// Sweep removes everything expired at Now, one bounded chunk per
+// transaction, until nothing expired is left or ctx is done.
+func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
+	var res SweepResult
+	now := s.Now()
+	for {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		n, err := s.Store.ForgetExpiredIDs(now, s.Chunk)
+		if err != nil {
+			return res, err
+		}
+		res.IDs += n
+		res.Chunks++
+		if n < s.Chunk {
+			break
+		}
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		n, err := s.Store.DeleteEventsBefore(now.Add(-s.Events), s.Chunk)
+		if err != nil {
+			return res, err
+		}
+		res.Events += n
+		res.Chunks++
+		if n < s.Chunk {
+			break
+		}
+	}
+	return res, nil
+}
+
+// Run is the cron job: it sweeps and logs the outcome.
+func (s *Sweeper) Run(ctx context.Context) {
+	start := time.Now()
+	res, err := s.Sweep(ctx)
+	if err != nil {
+		s.Logger.Error("sweep failed", slog.Any("error", err), "ids", res.IDs, "events", res.Events)
+		return
+	}
+	s.Logger.Info("sweep done", "ids", res.IDs, "events", res.Events, "chunks", res.Chunks,
+		"duration", time.Since(start).Round(time.Millisecond))
+}
+
+// NewCron returns a cron scheduler whose jobs recover from panics and never
+// overlap themselves (the default chain does neither), logging through l.
+func NewCron(l *slog.Logger) *cron.Cron {
+	cl := cronLogger{l}
+	return cron.New(cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl)), cron.WithLogger(cl))
+}
+
+// cronLogger adapts slog to cron's logger; cron's chatty Info goes to Debug.
+type cronLogger struct{ l *slog.Logger }
+
+func (c cronLogger) Info(msg string, kv ...any) { c.l.Debug("cron "+msg, kv...) }
+func (c cronLogger) Error(err error, msg string, kv ...any) {
+	c.l.Error("cron "+msg, append(kv, slog.Any("error", err))...)
+}

@@ -1,0 +1,151 @@
+// Package web is hookbox's HTTP face on Fiber: the inbound webhook endpoint
+// and the health check. It maps the domain's errors to status codes in one
+// place and never sends internal error text.
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+
+	"hookbox/app"
+)
+
+// Timeouts for every connection, so a slow or stalled client cannot hold a
+// worker: a sender that drips bytes is cut off by ReadTimeout.
+const (
+	ReadTimeout    = 10 * time.Second
+	WriteTimeout   = 10 * time.Second
+	IdleTimeout    = 60 * time.Second
+	ReadBufferSize = 16 << 10 // request line and headers
+)
+
+// Health reports whether the store can serve; nil means healthy.
+type Health func() error
+
+// Server serves hookbox's HTTP endpoints.
+type Server struct {
+	fiber    *fiber.App
+	receiver *app.Receiver
+	health   Health
+	maxBody  int
+	Logger   *slog.Logger
+}
+
+// New builds the server for cfg around receiver; health backs /healthz.
+func New(cfg *app.Config, receiver *app.Receiver, health Health) *Server {
+	s := &Server{
+		receiver: receiver,
+		health:   health,
+		maxBody:  cfg.Server.MaxBodyBytes,
+		Logger:   slog.With("component", "http"),
+	}
+	s.fiber = fiber.New(fiber.Config{
+		BodyLimit:             cfg.Server.MaxBodyBytes,
+		ReadTimeout:           ReadTimeout,
+		WriteTimeout:          WriteTimeout,
+		IdleTimeout:           IdleTimeout,
+		ReadBufferSize:        ReadBufferSize,
+		DisableStartupMessage: true,
+		ErrorHandler:          s.handleError,
+		AppName:               "hookbox",
+	})
+	s.fiber.Use(recover.New())
+	s.fiber.Post("/in/:source", s.handleInbound)
+	s.fiber.Get("/healthz", s.handleHealth)
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.fiber.Listener(ln) }
+
+// Shutdown stops accepting, lets in-flight requests finish until ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error { return s.fiber.ShutdownWithContext(ctx) }
+
+// App exposes the Fiber app to tests (app.Test).
+func (s *Server) App() *fiber.App { return s.fiber }
+
+// answer is the JSON body of every /in/ response.
+type answer struct {
+	Status string `json:"status"`
+	ID     string `json:"id,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+func (s *Server) handleInbound(c *fiber.Ctx) error {
+	// The body is only read during this call: the store copies what it keeps.
+	in := &app.Inbound{Body: c.Body(), Header: make([]app.HeaderField, 0, c.Request().Header.Len())}
+	c.Request().Header.VisitAll(func(k, v []byte) {
+		in.Header = append(in.Header, app.HeaderField{Name: string(k), Value: string(v)})
+	})
+	res, err := s.receiver.Receive(c.UserContext(), c.Params("source"), in)
+	if err != nil {
+		return s.sendError(c, err)
+	}
+	return c.JSON(answer{Status: res.Outcome.String(), ID: res.ID})
+}
+
+func (s *Server) handleHealth(c *fiber.Ctx) error {
+	if err := s.health(); err != nil {
+		s.Logger.Error("health check failed", slog.Any("error", err))
+		return c.Status(fiber.StatusServiceUnavailable).JSON(answer{Status: "unavailable"})
+	}
+	return c.JSON(answer{Status: "ok"})
+}
+
+// statusOf maps the domain's error codes to HTTP status codes.
+var statusOf = map[string]int{
+	app.ENOTFOUND:     fiber.StatusNotFound,
+	app.EUNAUTHORIZED: fiber.StatusUnauthorized,
+	app.EINVALID:      fiber.StatusBadRequest,
+	app.EUNAVAILABLE:  fiber.StatusServiceUnavailable,
+	app.EINTERNAL:     fiber.StatusInternalServerError,
+}
+
+func (s *Server) sendError(c *fiber.Ctx, err error) error {
+	code := app.ErrorCode(err)
+	status := statusOf[code]
+	if code == app.EUNAVAILABLE {
+		c.Set(fiber.HeaderRetryAfter, "5")
+	}
+	return c.Status(status).JSON(answer{Status: "error", Error: app.ErrorMessage(err)})
+}
+
+// handleError answers errors raised outside the handlers (body too large,
+// unknown route, wrong method, panics) with fixed texts, never err.Error()
+// of an internal error.
+func (s *Server) handleError(c *fiber.Ctx, err error) error {
+	var fe *fiber.Error
+	status, msg := fiber.StatusInternalServerError, "internal error"
+	if errors.As(err, &fe) {
+		status = fe.Code
+		switch status {
+		case fiber.StatusRequestEntityTooLarge:
+			msg = "body larger than max_body_bytes"
+		case fiber.StatusNotFound:
+			msg = "not found"
+		case fiber.StatusMethodNotAllowed:
+			msg = "method not allowed"
+		case fiber.StatusRequestHeaderFieldsTooLarge:
+			msg = "request headers too large"
+		case fiber.StatusBadRequest:
+			msg = "bad request"
+		case fiber.StatusRequestTimeout:
+			msg = "request timeout"
+		default:
+			msg = fiber.NewError(status).Message // the standard reason phrase
+			if status >= 500 {
+				msg = "internal error"
+				s.Logger.Error("request failed", "path", c.Path(), slog.Any("error", err))
+			}
+		}
+	} else {
+		s.Logger.Error("request failed", "path", c.Path(), slog.Any("error", err))
+	}
+	return c.Status(status).JSON(answer{Status: "error", Error: msg})
+}

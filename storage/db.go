@@ -1,0 +1,303 @@
+// Package storage keeps hookbox's state in one bbolt file: remembered event
+// ids with their expiry index, and the events themselves. Every write that
+// backs an answer to a sender is committed with fsync before it returns.
+package storage
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"hookbox/app"
+)
+
+// Bucket names. Keys are documented where they are built (encoding.go).
+var (
+	bucketIDs    = []byte("ids")    // source\x00id → expiry(8) seq(8)
+	bucketExpiry = []byte("expiry") // expiry(8) source\x00id → nil
+	bucketEvents = []byte("events") // seq(8) → encoded event
+)
+
+// FileName is the name of the bbolt file inside the data directory.
+const FileName = "hookbox.db"
+
+// ErrLocked means another process holds the data file.
+var ErrLocked = errors.New("data file is locked by another process (is hookbox already running?)")
+
+// DB is the bbolt-backed implementation of app.Store.
+type DB struct {
+	db   *bolt.DB
+	path string
+
+	queue      chan write    // writes waiting for the committer
+	closing    chan struct{} // closed by Close once no write is in flight
+	stopped    chan struct{} // closed when the committer has returned
+	mu         sync.RWMutex  // guards closed
+	closed     bool
+	inflight   sync.WaitGroup // writes between their check of closed and their answer
+	batchDelay time.Duration  // >0: use bbolt's Batch (SetBatch)
+	lingerGap  time.Duration  // see gather
+	lingerMax  time.Duration
+}
+
+var _ app.Store = (*DB)(nil)
+
+// Open opens (creating if needed) the data file in dir. It fails within a
+// second with ErrLocked when another process holds the file.
+func Open(dir string) (*DB, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, FileName)
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketIDs, bucketExpiry, bucketEvents} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("init %s: %w", path, err)
+	}
+	d := &DB{
+		db:        bdb,
+		path:      path,
+		queue:     make(chan write, maxGroup),
+		closing:   make(chan struct{}),
+		stopped:   make(chan struct{}),
+		lingerGap: lingerGap,
+		lingerMax: lingerMax,
+	}
+	go d.committer()
+	return d, nil
+}
+
+// Path returns the data file's path.
+func (d *DB) Path() string { return d.path }
+
+// Close lets writes already in flight commit, refuses new ones with
+// ErrClosed, stops the committer and closes the data file.
+func (d *DB) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	d.mu.Unlock()
+	d.inflight.Wait()
+	close(d.closing)
+	<-d.stopped
+	return d.db.Close()
+}
+
+// Accept checks and records e's id and stores e in one write transaction,
+// group-committed with concurrent calls. It returns only after the commit's
+// fsync, so an acknowledged event survives a crash.
+func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time) (bool, error) {
+	key := idKey(e.Source, e.ID)
+	rec := encodeEvent(e)
+	var dup bool
+	var seq uint64
+	// The committer may run this function more than once: it only sets results.
+	err := d.update(func(tx *bolt.Tx) error {
+		dup, seq = false, 0
+		ids := tx.Bucket(bucketIDs)
+		exp := tx.Bucket(bucketExpiry)
+		if v := ids.Get(key); v != nil {
+			old, _, err := parseIDValue(v)
+			if err != nil {
+				return fmt.Errorf("id record %q: %w", e.ID, err)
+			}
+			if old.After(e.ReceivedAt) {
+				dup = true
+				return nil
+			}
+			// Expired but not swept yet: it may be accepted again.
+			if err := exp.Delete(timeKey(old, key)); err != nil {
+				return err
+			}
+		}
+		events := tx.Bucket(bucketEvents)
+		s, err := events.NextSequence()
+		if err != nil {
+			return err
+		}
+		if err := events.Put(seqKey(s), rec); err != nil {
+			return err
+		}
+		if err := ids.Put(key, idValue(idExpires, s)); err != nil {
+			return err
+		}
+		if err := exp.Put(timeKey(idExpires, key), nil); err != nil {
+			return err
+		}
+		seq = s
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("accept %s/%s: %w", e.Source, e.ID, err)
+	}
+	if !dup {
+		e.Seq = seq
+	}
+	return dup, nil
+}
+
+// ForgetExpiredIDs forgets at most limit ids whose expiry is at or before
+// now. It reads the expiry index from its start, so its cost grows with
+// what expired, not with what is stored.
+func (d *DB) ForgetExpiredIDs(now time.Time, limit int) (int, error) {
+	var n int
+	err := d.db.Update(func(tx *bolt.Tx) error {
+		n = 0
+		ids := tx.Bucket(bucketIDs)
+		exp := tx.Bucket(bucketExpiry)
+		end := uint64(now.UnixNano())
+		var keys [][]byte
+		c := exp.Cursor()
+		for k, _ := c.First(); k != nil && len(keys) < limit; k, _ = c.Next() {
+			if len(k) < 8 || binary.BigEndian.Uint64(k) > end {
+				break
+			}
+			keys = append(keys, append([]byte(nil), k...))
+		}
+		// Delete after iterating: deleting under a cursor skips keys.
+		for _, k := range keys {
+			if err := exp.Delete(k); err != nil {
+				return err
+			}
+			idk := k[8:]
+			if v := ids.Get(idk); v != nil {
+				if old, _, err := parseIDValue(v); err == nil && !old.After(time.Unix(0, int64(binary.BigEndian.Uint64(k)))) {
+					if err := ids.Delete(idk); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		n = len(keys)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("forget expired ids: %w", err)
+	}
+	return n, nil
+}
+
+// DeleteEventsBefore deletes at most limit of the oldest events received
+// before t. Events are keyed by sequence, which follows arrival, so the scan
+// stops at the first event that is young enough.
+func (d *DB) DeleteEventsBefore(t time.Time, limit int) (int, error) {
+	var n int
+	err := d.db.Update(func(tx *bolt.Tx) error {
+		n = 0
+		events := tx.Bucket(bucketEvents)
+		var keys [][]byte
+		c := events.Cursor()
+		for k, v := c.First(); k != nil && len(keys) < limit; k, v = c.Next() {
+			at, err := receivedAt(v)
+			if err == nil && !at.Before(t) {
+				break
+			}
+			keys = append(keys, append([]byte(nil), k...))
+		}
+		for _, k := range keys {
+			if err := events.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(keys)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete old events: %w", err)
+	}
+	return n, nil
+}
+
+// Event returns the event stored under seq, or nil when there is none.
+func (d *DB) Event(seq uint64) (*app.Event, error) {
+	var e *app.Event
+	err := d.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketEvents).Get(seqKey(seq))
+		if v == nil {
+			return nil
+		}
+		var err error
+		e, err = decodeEvent(v)
+		if e != nil {
+			e.Seq = seq
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("event %d: %w", seq, err)
+	}
+	return e, nil
+}
+
+// LookupID reports whether source's id is remembered, until when, and the
+// sequence number of the event that was accepted with it.
+func (d *DB) LookupID(source, id string) (expires time.Time, seq uint64, ok bool, err error) {
+	err = d.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketIDs).Get(idKey(source, id))
+		if v == nil {
+			return nil
+		}
+		ok = true
+		expires, seq, err = parseIDValue(v)
+		return err
+	})
+	return expires, seq, ok, err
+}
+
+// Counts reports how many ids are remembered and how many events are stored.
+func (d *DB) Counts() (ids, events int, err error) {
+	err = d.db.View(func(tx *bolt.Tx) error {
+		ids = tx.Bucket(bucketIDs).Stats().KeyN
+		events = tx.Bucket(bucketEvents).Stats().KeyN
+		return nil
+	})
+	return ids, events, err
+}
+
+// Ping reports whether the data file can be read; it backs /healthz.
+func (d *DB) Ping() error {
+	return d.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketEvents) == nil {
+			return errors.New("events bucket missing")
+		}
+		return nil
+	})
+}
+
+// Check runs bbolt's consistency check and returns the first problem found.
+func (d *DB) Check() error {
+	return d.db.View(func(tx *bolt.Tx) error {
+		var first error
+		for err := range tx.Check() { // drain: the checker runs until done
+			if first == nil {
+				first = err
+			}
+		}
+		return first
+	})
+}
