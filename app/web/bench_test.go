@@ -117,16 +117,28 @@ func BenchmarkIngest(b *testing.B) {
 		})
 		load(b, serve(b, a), body, hdr)
 	})
-	b.Run("durable", func(b *testing.B) {
-		db, err := storage.Open(b.TempDir())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer db.Close()
-		srv := web.New(cfg, app.NewReceiver(cfg, db), db.Ping)
-		load(b, serve(b, srv.App()), body, hdr)
-		if _, events, _ := db.Counts(); events < b.N {
-			b.Fatalf("stored %d events for %d requests", events, b.N)
-		}
-	})
+	for _, mode := range []struct {
+		name  string
+		delay time.Duration // >0: bbolt's Batch with this delay instead of the committer
+	}{
+		{"durable", 0},
+		{"durable-bbolt-batch-2ms", 2 * time.Millisecond},
+		{"durable-bbolt-batch-10ms", 10 * time.Millisecond},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			db, err := storage.Open(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			if mode.delay > 0 {
+				db.SetBatch(mode.delay, 1000)
+			}
+			srv := web.New(cfg, app.NewReceiver(cfg, db), db.Ping)
+			load(b, serve(b, srv.App()), body, hdr)
+			if _, events, _ := db.Counts(); events < b.N {
+				b.Fatalf("stored %d events for %d requests", events, b.N)
+			}
+		})
+	}
 }
