@@ -10,8 +10,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +34,9 @@ const usage = `hookbox receives webhooks, verifies them and stores each event on
 Usage:
   hookbox [serve] [-config FILE]   serve (the default command)
   hookbox check [-config FILE]     validate the config and print a summary
+  hookbox replay [-config FILE] -all | ID...
+                                   replay dead deliveries (all, or by id) through
+                                   the running server's admin API
   hookbox version                  print the version
 `
 
@@ -50,6 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	configPath := fs.String("config", "config.toml", "path of the config file")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	all := fs.Bool("all", false, "replay: every dead delivery")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -70,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "check":
 		return check(*configPath, stdout, stderr)
+	case "replay":
+		return replay(*configPath, *all, fs.Args(), stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "hookbox", version)
 		return 0
@@ -106,18 +114,32 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	}
 	defer db.Close()
 
-	receiver := app.NewReceiver(cfg, db)
-	sweeper := app.NewSweeper(cfg, db)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+
+	dispatcher := app.NewDispatcher(cfg, db)
+	dispatcher.Version = version
+	receiver := app.NewReceiver(cfg, db)
+	receiver.Notify = dispatcher.Wake
+	sweeper := app.NewSweeper(cfg, db)
+	alerter := app.NewAlerter(cfg, db)
 
 	sched := app.NewCron(logger.With("component", "cron"))
 	if _, err := sched.AddFunc(cfg.Retention.Sweep, func() { sweeper.Run(ctx) }); err != nil {
 		return fmt.Errorf("%s: retention.sweep: %w", path, err)
 	}
+	if _, err := sched.AddFunc(cfg.Alerts.Check, func() { alerter.Check(ctx) }); err != nil {
+		return fmt.Errorf("%s: alerts.check: %w", path, err)
+	}
 	sched.Start()
 
-	srv := web.New(cfg, receiver, db.Ping)
+	// Sends go on after ctx ends, until the shutdown deadline cancels them.
+	sendCtx, cancelSends := context.WithCancel(context.Background())
+	defer cancelSends()
+	dispatched := make(chan struct{})
+	go func() { dispatcher.Run(ctx, sendCtx); close(dispatched) }()
+
+	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: db.Ping})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen in %s): %w", cfg.Server.Listen, path, err)
@@ -129,16 +151,76 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 
 	select {
 	case err = <-served:
+		stop()
 	case <-ctx.Done():
-		logger.Info("shutting down")
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		err = srv.Shutdown(sctx)
-		cancel()
 	}
+	logger.Info("shutting down")
+	deadline := time.AfterFunc(shutdownGrace, cancelSends)
+	defer deadline.Stop()
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	if serr := srv.Shutdown(sctx); err == nil {
+		err = serr
+	}
+	cancel()
+	<-dispatched
+	dispatcher.Wait()     // in-flight sends finish, or are cut at the deadline and sent again after a restart
 	<-sched.Stop().Done() // wait for a running sweep before closing the file
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
 	}
 	logger.Info("hookbox stopped")
 	return nil
+}
+
+// replay asks the running server to replay dead deliveries. The server
+// holds the data file, so the CLI goes through its admin API on the
+// configured listen address with the [status] login.
+func replay(path string, all bool, ids []string, stdout, stderr io.Writer) int {
+	if all == (len(ids) > 0) {
+		fmt.Fprintln(stderr, "hookbox replay: give -all or delivery ids, not both or neither")
+		return 2
+	}
+	cfg, err := app.LoadConfig(path, nil)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if cfg.Status.Password == "" {
+		fmt.Fprintf(stderr, "hookbox replay: %s: status.password: not set; the admin API is closed\n", path)
+		return 1
+	}
+	host, port, _ := net.SplitHostPort(cfg.Server.Listen)
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	base := "http://" + net.JoinHostPort(host, port) + "/api/v1"
+	paths := []string{"/dead-letters/replay"}
+	if !all {
+		paths = paths[:0]
+		for _, id := range ids {
+			if _, err := strconv.ParseUint(id, 10, 64); err != nil {
+				fmt.Fprintf(stderr, "hookbox replay: %q is not a delivery id\n", id)
+				return 2
+			}
+			paths = append(paths, "/deliveries/"+id+"/replay")
+		}
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	code := 0
+	for _, p := range paths {
+		req, _ := http.NewRequest(http.MethodPost, base+p, nil)
+		req.SetBasicAuth(cfg.Status.User, cfg.Status.Password)
+		resp, err := client.Do(req)
+		if err != nil {
+			fmt.Fprintf(stderr, "hookbox replay: is hookbox running on %s? %v\n", cfg.Server.Listen, errors.Unwrap(err))
+			return 1
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		fmt.Fprintf(stdout, "%s\n", strings.TrimSpace(string(body)))
+		if resp.StatusCode != http.StatusOK {
+			code = 1
+		}
+	}
+	return code
 }

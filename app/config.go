@@ -20,10 +20,132 @@ import (
 // Config is hookbox's whole configuration, loaded from one TOML file and
 // validated before anything starts.
 type Config struct {
-	Path      string
-	Server    ServerConfig
-	Sources   []*Source
-	Retention RetentionConfig
+	Path         string
+	Server       ServerConfig
+	Status       StatusConfig
+	Sources      []*Source
+	Destinations []*Destination
+	Routes       []*Route
+	Retention    RetentionConfig
+	Alerts       AlertsConfig
+}
+
+// StatusConfig is the [status] table: the login of the status page and
+// the admin API.
+type StatusConfig struct {
+	User     string
+	Password string // empty: the admin API is closed
+}
+
+// AlertsConfig is the [alerts] table.
+type AlertsConfig struct {
+	// DeadLettersOver is the number of dead deliveries above which an alert
+	// goes out.
+	DeadLettersOver int
+	// URL receives Slack-compatible JSON ({"text": …}); empty: no alerts.
+	URL string
+	// Check is the cron spec of the check.
+	Check string
+}
+
+// Destination is one [[destination]]: an endpoint of the merchant's.
+type Destination struct {
+	Name string
+	URL  string
+	// Secret, when set, signs requests with Standard Webhooks headers.
+	Secret      []byte
+	Timeout     time.Duration
+	Retry       []time.Duration
+	Headers     map[string]string
+	Concurrency int
+}
+
+// Route is one [[route]]: events of Source whose topic matches one of
+// Topics (all when empty) go to the destinations To.
+type Route struct {
+	Source string
+	Topics []string
+	To     []string
+}
+
+// Matches reports whether an event of source with topic takes this route.
+func (r *Route) Matches(source, topic string) bool {
+	if r.Source != source {
+		return false
+	}
+	if len(r.Topics) == 0 {
+		return true
+	}
+	for _, g := range r.Topics {
+		if Glob(g, topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// Destinations returns the names of the destinations an event of source
+// with topic goes to, each once, in config order; nil means unrouted.
+func (c *Config) DestinationsFor(source, topic string) []string {
+	var out []string
+	for _, r := range c.Routes {
+		if !r.Matches(source, topic) {
+			continue
+		}
+	next:
+		for _, d := range r.To {
+			for _, have := range out {
+				if have == d {
+					continue next
+				}
+			}
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// DestinationByName returns the destination called name, or nil.
+func (c *Config) DestinationByName(name string) *Destination {
+	for _, d := range c.Destinations {
+		if d.Name == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// Glob matches s against a pattern where '*' stands for any run of
+// characters (slashes included) and '?' for one character.
+func Glob(pattern, s string) bool {
+	for len(pattern) > 0 {
+		switch pattern[0] {
+		case '*':
+			for len(pattern) > 0 && pattern[0] == '*' {
+				pattern = pattern[1:]
+			}
+			if pattern == "" {
+				return true
+			}
+			for i := 0; i <= len(s); i++ {
+				if Glob(pattern, s[i:]) {
+					return true
+				}
+			}
+			return false
+		case '?':
+			if s == "" {
+				return false
+			}
+			pattern, s = pattern[1:], s[1:]
+		default:
+			if s == "" || s[0] != pattern[0] {
+				return false
+			}
+			pattern, s = pattern[1:], s[1:]
+		}
+	}
+	return s == ""
 }
 
 // ServerConfig is the [server] table.
@@ -65,6 +187,10 @@ const (
 	DefaultEventIDs     = 720 * time.Hour
 	DefaultEvents       = 720 * time.Hour
 	DefaultSweep        = "@hourly"
+	DefaultTimeout      = 15 * time.Second
+	DefaultConcurrency  = 8
+	DefaultAlertCheck   = "@every 1m"
+	DefaultStatusUser   = "admin"
 	maxMaxBodyBytes     = 64 << 20
 )
 
@@ -85,10 +211,47 @@ func (e *ConfigError) Error() string {
 
 // The raw TOML shapes. Durations are strings so that errors can name the key.
 type rawConfig struct {
-	Server    rawServer    `toml:"server"`
-	Source    []rawSource  `toml:"source"`
-	Retention rawRetention `toml:"retention"`
+	Server      rawServer        `toml:"server"`
+	Status      rawStatus        `toml:"status"`
+	Source      []rawSource      `toml:"source"`
+	Destination []rawDestination `toml:"destination"`
+	Route       []rawRoute       `toml:"route"`
+	Retention   rawRetention     `toml:"retention"`
+	Alerts      rawAlerts        `toml:"alerts"`
 }
+
+type rawStatus struct {
+	User        string `toml:"user"`
+	Password    string `toml:"password"`
+	PasswordEnv string `toml:"password_env"`
+}
+
+type rawAlerts struct {
+	DeadLettersOver *int   `toml:"dead_letters_over"`
+	URL             string `toml:"url"`
+	URLEnv          string `toml:"url_env"`
+	Check           string `toml:"check"`
+}
+
+type rawDestination struct {
+	Name        string            `toml:"name"`
+	URL         string            `toml:"url"`
+	Secret      string            `toml:"secret"`
+	SecretEnv   string            `toml:"secret_env"`
+	Timeout     string            `toml:"timeout"`
+	Retry       *[]string         `toml:"retry"`
+	Headers     map[string]string `toml:"headers"`
+	Concurrency *int              `toml:"concurrency"`
+}
+
+type rawRoute struct {
+	Source string   `toml:"source"`
+	Topics []string `toml:"topics"`
+	To     []string `toml:"to"`
+}
+
+// DefaultRetry is the retry schedule of a destination that sets none.
+var DefaultRetry = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 8 * time.Hour}
 
 type rawServer struct {
 	Listen       string `toml:"listen"`
@@ -172,10 +335,145 @@ func ParseConfig(file, data string, lookupEnv func(string) (string, bool)) (*Con
 			cfg.Sources = append(cfg.Sources, s)
 		}
 	}
+	v.status(&cfg.Status, raw.Status)
+	v.alerts(&cfg.Alerts, raw.Alerts)
+	dseen := map[string]bool{}
+	for i, rd := range raw.Destination {
+		key := fmt.Sprintf("destination[%d]", i)
+		if rd.Name != "" {
+			key = fmt.Sprintf("destination[%d] (%s)", i, rd.Name)
+		}
+		if dseen[rd.Name] && rd.Name != "" {
+			v.fail(key+".name", "duplicate destination name")
+			continue
+		}
+		dseen[rd.Name] = true
+		if d := v.destination(key, rd); d != nil {
+			cfg.Destinations = append(cfg.Destinations, d)
+		}
+	}
+	for i, rr := range raw.Route {
+		cfg.Routes = append(cfg.Routes, v.route(fmt.Sprintf("route[%d]", i), rr, cfg))
+	}
 	if v.err != nil {
 		return nil, v.err
 	}
 	return cfg, nil
+}
+
+func (v *validator) status(s *StatusConfig, r rawStatus) {
+	s.User = r.User
+	if s.User == "" {
+		s.User = DefaultStatusUser
+	}
+	s.Password = r.Password
+	if r.PasswordEnv != "" {
+		s.Password = v.env1("status.password_env", r.PasswordEnv)
+	}
+}
+
+func (v *validator) alerts(a *AlertsConfig, r rawAlerts) {
+	if r.DeadLettersOver != nil {
+		a.DeadLettersOver = *r.DeadLettersOver
+		if a.DeadLettersOver < 0 {
+			v.fail("alerts.dead_letters_over", "must be 0 or more")
+		}
+	}
+	a.URL = r.URL
+	if r.URLEnv != "" {
+		a.URL = v.env1("alerts.url_env", r.URLEnv)
+	}
+	if a.URL != "" && !httpURL(a.URL) {
+		v.fail("alerts.url", "is not an absolute http(s) URL")
+	}
+	a.Check = r.Check
+	if a.Check == "" {
+		a.Check = DefaultAlertCheck
+	}
+	if _, err := cron.ParseStandard(a.Check); err != nil {
+		v.fail("alerts.check", fmt.Sprintf("%q is not a cron spec: %v", a.Check, err))
+	}
+}
+
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// env1 reads one environment variable named by key, which must be set.
+func (v *validator) env1(key, name string) string {
+	val, ok := v.env(name)
+	switch {
+	case !ok:
+		v.fail(key, fmt.Sprintf("environment variable %s is not set", name))
+	case val == "":
+		v.fail(key, fmt.Sprintf("environment variable %s is empty", name))
+	}
+	return val
+}
+
+func (v *validator) destination(key string, r rawDestination) *Destination {
+	if !sourceName.MatchString(r.Name) {
+		v.fail(key+".name", "must be 1-64 of a-z, 0-9, '_' and '-', starting with a letter or digit")
+		return nil
+	}
+	d := &Destination{Name: r.Name, URL: r.URL, Headers: r.Headers, Concurrency: DefaultConcurrency, Retry: DefaultRetry}
+	if u, err := url.Parse(r.URL); err != nil || !httpURL(r.URL) || u.User != nil {
+		v.fail(key+".url", "must be an absolute http(s) URL without user:password (put credentials in headers)")
+	}
+	secret := r.Secret
+	if r.SecretEnv != "" {
+		secret = v.env1(key+".secret_env", r.SecretEnv)
+	}
+	if secret != "" {
+		if _, err := provider.New("standard", provider.Settings{Secrets: [][]byte{[]byte(secret)}}); err != nil {
+			v.fail(key+".secret", "must be a Standard Webhooks secret: whsec_ followed by base64")
+		}
+		d.Secret = []byte(secret)
+	}
+	d.Timeout = v.duration(key+".timeout", r.Timeout, DefaultTimeout)
+	if r.Retry != nil {
+		d.Retry = make([]time.Duration, 0, len(*r.Retry))
+		for i, s := range *r.Retry {
+			k := fmt.Sprintf("%s.retry[%d]", key, i)
+			if s == "" {
+				v.fail(k, "is empty")
+			}
+			d.Retry = append(d.Retry, v.duration(k, s, time.Minute))
+		}
+	}
+	if r.Concurrency != nil {
+		d.Concurrency = *r.Concurrency
+		if d.Concurrency < 1 || d.Concurrency > 1024 {
+			v.fail(key+".concurrency", "must be between 1 and 1024")
+		}
+	}
+	for name := range r.Headers {
+		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
+			v.fail(key+".headers", fmt.Sprintf("%q is not a header name", name))
+		}
+	}
+	return d
+}
+
+func (v *validator) route(key string, r rawRoute, cfg *Config) *Route {
+	if cfg.SourceByName(r.Source) == nil {
+		v.fail(key+".source", fmt.Sprintf("no [[source]] named %q", r.Source))
+	}
+	if len(r.To) == 0 {
+		v.fail(key+".to", "names no destination")
+	}
+	for i, name := range r.To {
+		if cfg.DestinationByName(name) == nil {
+			v.fail(fmt.Sprintf("%s.to[%d]", key, i), fmt.Sprintf("no [[destination]] named %q", name))
+		}
+	}
+	for i, g := range r.Topics {
+		if g == "" {
+			v.fail(fmt.Sprintf("%s.topics[%d]", key, i), "is empty")
+		}
+	}
+	return &Route{Source: r.Source, Topics: r.Topics, To: r.To}
 }
 
 // validator collects the first error; later checks become no-ops.
@@ -324,15 +622,7 @@ func (v *validator) secrets(key string, r rawSource) [][]byte {
 		out = append(out, []byte(s))
 	}
 	fromEnv := func(k, name string) {
-		val, ok := v.env(name)
-		switch {
-		case name == "":
-			v.fail(k, "names no environment variable")
-		case !ok:
-			v.fail(k, fmt.Sprintf("environment variable %s is not set", name))
-		case val == "":
-			v.fail(k, fmt.Sprintf("environment variable %s is empty", name))
-		default:
+		if val := v.env1(k, name); val != "" {
 			out = append(out, []byte(val))
 		}
 	}

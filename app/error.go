@@ -9,10 +9,14 @@ import (
 const (
 	ENOTFOUND     = "not_found"    // no such source
 	EUNAUTHORIZED = "unauthorized" // missing or bad signature
+	EFORBIDDEN    = "forbidden"    // not allowed from here, or not set up
 	EINVALID      = "invalid"      // the request lacks something it needs (an event id)
 	EUNAVAILABLE  = "unavailable"  // storage failed; the sender should retry
 	EINTERNAL     = "internal"     // a bug; details are logged, not sent
 )
+
+// ErrNotFound means no record has the given id.
+var ErrNotFound = errors.New("not found")
 
 // Error is an error a client may see: a code and a message safe to send.
 type Error struct {

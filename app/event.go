@@ -29,14 +29,33 @@ type HeaderField struct {
 // Store is the durable state behind hookbox. storage.DB implements it on
 // bbolt; a replicated store could implement it later.
 type Store interface {
-	// Accept records e's id for its source until idExpires and stores e, in
-	// one durable transaction. It reports duplicate=true, storing nothing,
-	// when the id is already remembered and unexpired at e.ReceivedAt.
-	Accept(ctx context.Context, e *Event, idExpires time.Time) (duplicate bool, err error)
+	// Accept records e's id for its source until idExpires, stores e and
+	// opens a delivery due now for each destination in dests, in one durable
+	// transaction. It reports duplicate=true, storing nothing, when the id is
+	// already remembered and unexpired at e.ReceivedAt.
+	Accept(ctx context.Context, e *Event, idExpires time.Time, dests []string) (duplicate bool, err error)
 	// ForgetExpiredIDs forgets at most limit ids that expired at or before
 	// now, and reports how many it forgot.
 	ForgetExpiredIDs(now time.Time, limit int) (int, error)
 	// DeleteEventsBefore deletes at most limit events received before t,
 	// and reports how many it deleted.
 	DeleteEventsBefore(t time.Time, limit int) (int, error)
+
+	// DueDeliveries returns up to limit deliveries to dest due by now, with
+	// their events, skipping ids for which skip is true; next is the due time
+	// of the first pending delivery not returned (zero if none).
+	DueDeliveries(dest string, now time.Time, limit int, skip func(id uint64) bool) (work []Work, next time.Time, err error)
+	// RecordAttempt stores attempt a of delivery id and moves the delivery to
+	// state (due at due when Pending).
+	RecordAttempt(id uint64, a *Attempt, state DeliveryState, due time.Time) error
+	// Replay makes a dead or delivered delivery pending again, due at now.
+	Replay(id uint64, now time.Time) error
+	// ReplayDead replays every dead delivery and reports how many.
+	ReplayDead(now time.Time) (int, error)
+	// Delivery returns a delivery and its attempts.
+	Delivery(id uint64) (*Delivery, []*Attempt, error)
+	// DeadLetters pages through dead deliveries by id and counts them all.
+	DeadLetters(after uint64, limit int) ([]*Delivery, int, error)
+	// CountDead returns the number of dead deliveries.
+	CountDead() (int, error)
 }

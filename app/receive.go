@@ -68,13 +68,15 @@ type SourceStats struct {
 	Invalid   atomic.Uint64 // genuine but unusable (no event id)
 	Failed    atomic.Uint64 // storage failed; answered 503
 	Pings     atomic.Uint64
-	lastWarn  atomic.Int64 // unix seconds of the last rejection logged
+	Unrouted  atomic.Uint64 // accepted events that no route takes
+	lastWarn  atomic.Int64  // unix seconds of the last rejection logged
 }
 
 // Receiver turns verified webhooks into durable events: verify, identify,
 // remember once, store — and only then answer.
 type Receiver struct {
 	store     Store
+	cfg       *Config
 	sources   map[string]*Source
 	stats     map[string]*SourceStats
 	retention time.Duration
@@ -82,12 +84,17 @@ type Receiver struct {
 	Now func() time.Time
 	// Logger receives rejections (rate-limited) and storage failures.
 	Logger *slog.Logger
+	// Notify is called after a commit that opened deliveries (it wakes the
+	// dispatcher); it must not block.
+	Notify func()
 }
 
 // NewReceiver builds a receiver for cfg's sources over store.
 func NewReceiver(cfg *Config, store Store) *Receiver {
 	r := &Receiver{
 		store:     store,
+		cfg:       cfg,
+		Notify:    func() {},
 		sources:   make(map[string]*Source, len(cfg.Sources)),
 		stats:     make(map[string]*SourceStats, len(cfg.Sources)),
 		retention: cfg.Retention.EventIDs,
@@ -136,7 +143,8 @@ func (r *Receiver) Receive(ctx context.Context, source string, in *Inbound) (Res
 		Header:     keptHeaders(in.Header),
 		Body:       in.Body,
 	}
-	dup, err := r.store.Accept(ctx, e, now.Add(r.retention))
+	dests := r.cfg.DestinationsFor(source, topic)
+	dup, err := r.store.Accept(ctx, e, now.Add(r.retention), dests)
 	if err != nil {
 		st.Failed.Add(1)
 		r.Logger.Error("store event", "source", source, slog.Any("error", err))
@@ -147,6 +155,11 @@ func (r *Receiver) Receive(ctx context.Context, source string, in *Inbound) (Res
 		return Result{Outcome: Duplicate, ID: id}, nil
 	}
 	st.Accepted.Add(1)
+	if len(dests) == 0 {
+		st.Unrouted.Add(1)
+	} else {
+		r.Notify()
+	}
 	return Result{Outcome: Accepted, ID: id}, nil
 }
 

@@ -66,7 +66,7 @@ func newReceiver(t *testing.T, now *time.Time) (*app.Receiver, *storage.DB) {
 }
 
 // signed builds an inbound request for a source, signed with secret.
-func signed(t *testing.T, prov, secret string, body []byte, url, id, topic string, at time.Time) *app.Inbound {
+func signed(t testing.TB, prov, secret string, body []byte, url, id, topic string, at time.Time) *app.Inbound {
 	t.Helper()
 	h, err := provider.Sign(prov, provider.Settings{Secrets: [][]byte{[]byte(secret)}, SignatureHeader: "X-Signature", SignaturePrefix: "sha256="},
 		body, url, id, topic, at)

@@ -48,7 +48,7 @@ func BenchmarkAccept(b *testing.B) {
 					if bs.body > 0 {
 						e.Body = body
 					}
-					if _, err := db.Accept(context.Background(), e, t0.Add(time.Hour)); err != nil {
+					if _, err := db.Accept(context.Background(), e, t0.Add(time.Hour), nil); err != nil {
 						b.Error(err)
 						return
 					}

@@ -4,6 +4,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -65,7 +66,7 @@ func Open(dir string) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	err = bdb.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketIDs, bucketExpiry, bucketEvents} {
+		for _, b := range [][]byte{bucketIDs, bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -108,10 +109,11 @@ func (d *DB) Close() error {
 	return d.db.Close()
 }
 
-// Accept checks and records e's id and stores e in one write transaction,
-// group-committed with concurrent calls. It returns only after the commit's
-// fsync, so an acknowledged event survives a crash.
-func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time) (bool, error) {
+// Accept checks and records e's id, stores e and opens one delivery per
+// destination in dests, all in one write transaction, group-committed with
+// concurrent calls. It returns only after the commit's fsync, so an
+// acknowledged event survives a crash with its deliveries.
+func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, dests []string) (bool, error) {
 	key := idKey(e.Source, e.ID)
 	rec := encodeEvent(e)
 	var dup bool
@@ -147,6 +149,9 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time) (bool,
 			return err
 		}
 		if err := exp.Put(timeKey(idExpires, key), nil); err != nil {
+			return err
+		}
+		if err := addDeliveries(tx, s, dests, e.ReceivedAt); err != nil {
 			return err
 		}
 		seq = s
@@ -203,8 +208,10 @@ func (d *DB) ForgetExpiredIDs(now time.Time, limit int) (int, error) {
 }
 
 // DeleteEventsBefore deletes at most limit of the oldest events received
-// before t. Events are keyed by sequence, which follows arrival, so the scan
-// stops at the first event that is young enough.
+// before t whose deliveries are all delivered, with those deliveries and
+// their attempts. Events with a pending or dead delivery are kept. Events
+// are keyed by sequence, which follows arrival, so the scan stops at the
+// first event that is young enough.
 func (d *DB) DeleteEventsBefore(t time.Time, limit int) (int, error) {
 	var n int
 	err := d.db.Update(func(tx *bolt.Tx) error {
@@ -217,10 +224,16 @@ func (d *DB) DeleteEventsBefore(t time.Time, limit int) (int, error) {
 			if err == nil && !at.Before(t) {
 				break
 			}
-			keys = append(keys, append([]byte(nil), k...))
+			done, err := allDelivered(tx, k)
+			if err != nil {
+				return err
+			}
+			if done {
+				keys = append(keys, append([]byte(nil), k...))
+			}
 		}
 		for _, k := range keys {
-			if err := events.Delete(k); err != nil {
+			if err := deleteEvent(tx, k); err != nil {
 				return err
 			}
 		}
@@ -231,6 +244,48 @@ func (d *DB) DeleteEventsBefore(t time.Time, limit int) (int, error) {
 		return 0, fmt.Errorf("delete old events: %w", err)
 	}
 	return n, nil
+}
+
+// allDelivered reports whether every delivery of the event keyed k is delivered.
+func allDelivered(tx *bolt.Tx, k []byte) (bool, error) {
+	c := tx.Bucket(bucketEventDlv).Cursor()
+	for dk, _ := c.Seek(k); dk != nil && bytes.HasPrefix(dk, k); dk, _ = c.Next() {
+		dl, err := getDelivery(tx, binary.BigEndian.Uint64(dk[8:]))
+		if err != nil {
+			return false, err
+		}
+		if dl.State != app.Delivered {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// deleteEvent deletes the event keyed k, its deliveries and their attempts.
+func deleteEvent(tx *bolt.Tx, k []byte) error {
+	var links, attempts [][]byte
+	c := tx.Bucket(bucketEventDlv).Cursor()
+	for dk, _ := c.Seek(k); dk != nil && bytes.HasPrefix(dk, k); dk, _ = c.Next() {
+		links = append(links, append([]byte(nil), dk...))
+		ac := tx.Bucket(bucketAttempts).Cursor()
+		for ak, _ := ac.Seek(dk[8:]); ak != nil && bytes.HasPrefix(ak, dk[8:]); ak, _ = ac.Next() {
+			attempts = append(attempts, append([]byte(nil), ak...))
+		}
+	}
+	for _, ak := range attempts {
+		if err := tx.Bucket(bucketAttempts).Delete(ak); err != nil {
+			return err
+		}
+	}
+	for _, dk := range links {
+		if err := tx.Bucket(bucketDeliveries).Delete(dk[8:]); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketEventDlv).Delete(dk); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bucketEvents).Delete(k)
 }
 
 // Event returns the event stored under seq, or nil when there is none.

@@ -44,7 +44,7 @@ func TestDB_Accept(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		db := MustOpenDB(t)
 		e := newEvent("shop", "evt_1", t0)
-		dup, err := db.Accept(ctx, e, t0.Add(time.Hour))
+		dup, err := db.Accept(ctx, e, t0.Add(time.Hour), nil)
 		if err != nil || dup {
 			t.Fatalf("Accept = %v, %v; want false, nil", dup, err)
 		}
@@ -68,11 +68,11 @@ func TestDB_Accept(t *testing.T) {
 	})
 	t.Run("Duplicate", func(t *testing.T) {
 		db := MustOpenDB(t)
-		if _, err := db.Accept(ctx, newEvent("shop", "evt_1", t0), t0.Add(time.Hour)); err != nil {
+		if _, err := db.Accept(ctx, newEvent("shop", "evt_1", t0), t0.Add(time.Hour), nil); err != nil {
 			t.Fatal(err)
 		}
 		e := newEvent("shop", "evt_1", t0.Add(time.Minute))
-		dup, err := db.Accept(ctx, e, t0.Add(time.Hour+time.Minute))
+		dup, err := db.Accept(ctx, e, t0.Add(time.Hour+time.Minute), nil)
 		if err != nil || !dup {
 			t.Fatalf("Accept = %v, %v; want duplicate", dup, err)
 		}
@@ -83,18 +83,18 @@ func TestDB_Accept(t *testing.T) {
 	t.Run("SameIDOtherSource", func(t *testing.T) {
 		db := MustOpenDB(t)
 		for _, src := range []string{"shop", "shop2"} {
-			if dup, err := db.Accept(ctx, newEvent(src, "evt_1", t0), t0.Add(time.Hour)); err != nil || dup {
+			if dup, err := db.Accept(ctx, newEvent(src, "evt_1", t0), t0.Add(time.Hour), nil); err != nil || dup {
 				t.Fatalf("%s: Accept = %v, %v", src, dup, err)
 			}
 		}
 	})
 	t.Run("ExpiredNotYetSwept", func(t *testing.T) {
 		db := MustOpenDB(t)
-		if _, err := db.Accept(ctx, newEvent("shop", "evt_1", t0), t0.Add(time.Hour)); err != nil {
+		if _, err := db.Accept(ctx, newEvent("shop", "evt_1", t0), t0.Add(time.Hour), nil); err != nil {
 			t.Fatal(err)
 		}
 		later := t0.Add(2 * time.Hour)
-		if dup, err := db.Accept(ctx, newEvent("shop", "evt_1", later), later.Add(time.Hour)); err != nil || dup {
+		if dup, err := db.Accept(ctx, newEvent("shop", "evt_1", later), later.Add(time.Hour), nil); err != nil || dup {
 			t.Fatalf("Accept after expiry = %v, %v; want accepted", dup, err)
 		}
 		// The old expiry entry went with it: sweeping at the old expiry keeps the id.
@@ -111,7 +111,7 @@ func TestDB_Accept(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.Close()
-		if _, err := db.Accept(ctx, newEvent("shop", "x", t0), t0.Add(time.Hour)); err == nil {
+		if _, err := db.Accept(ctx, newEvent("shop", "x", t0), t0.Add(time.Hour), nil); err == nil {
 			t.Fatal("Accept on a closed DB succeeded")
 		}
 	})
@@ -127,7 +127,7 @@ func TestDB_Accept_Concurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			e := newEvent("shop", "evt_same", t0.Add(time.Duration(i)*time.Millisecond))
-			dup, err := db.Accept(context.Background(), e, t0.Add(time.Hour))
+			dup, err := db.Accept(context.Background(), e, t0.Add(time.Hour), nil)
 			switch {
 			case err != nil:
 				t.Error(err)
@@ -153,14 +153,14 @@ func TestDB_Reopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Accept(context.Background(), newEvent("shop", "evt_1", t0), t0.Add(time.Hour)); err != nil {
+	if _, err := db.Accept(context.Background(), newEvent("shop", "evt_1", t0), t0.Add(time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 	db = mustOpenDir(t, dir)
-	dup, err := db.Accept(context.Background(), newEvent("shop", "evt_1", t0.Add(time.Minute)), t0.Add(2*time.Hour))
+	dup, err := db.Accept(context.Background(), newEvent("shop", "evt_1", t0.Add(time.Minute)), t0.Add(2*time.Hour), nil)
 	if err != nil || !dup {
 		t.Fatalf("after reopen Accept = %v, %v; want duplicate", dup, err)
 	}
@@ -198,7 +198,7 @@ func acceptMany(tb testing.TB, db *storage.DB, source string, n int, exp time.Ti
 					return
 				}
 				e := newEvent(source, fmt.Sprintf("evt_%d", i), t0)
-				if _, err := db.Accept(context.Background(), e, exp); err != nil {
+				if _, err := db.Accept(context.Background(), e, exp, nil); err != nil {
 					tb.Error(err)
 					return
 				}
@@ -241,7 +241,7 @@ func TestDB_ForgetExpiredIDs(t *testing.T) {
 		t.Fatalf("ids left = %d (%v), want %d", ids, err, kept)
 	}
 	// A forgotten id is accepted again.
-	dup, err := db.Accept(context.Background(), newEvent("old", "evt_7", now), now.Add(time.Hour))
+	dup, err := db.Accept(context.Background(), newEvent("old", "evt_7", now), now.Add(time.Hour), nil)
 	if err != nil || dup {
 		t.Fatalf("re-accept after sweep = %v, %v", dup, err)
 	}
@@ -255,7 +255,7 @@ func TestDB_DeleteEventsBefore(t *testing.T) {
 	ctx := context.Background()
 	for i := range 10 {
 		at := t0.Add(time.Duration(i) * time.Minute)
-		if _, err := db.Accept(ctx, newEvent("shop", fmt.Sprint(i), at), at.Add(time.Hour)); err != nil {
+		if _, err := db.Accept(ctx, newEvent("shop", fmt.Sprint(i), at), at.Add(time.Hour), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -271,7 +271,7 @@ func TestDB_DeleteEventsBefore(t *testing.T) {
 		t.Fatalf("events left = %d, want 5", events)
 	}
 	// Ids outlive their events: still duplicates.
-	if dup, _ := db.Accept(ctx, newEvent("shop", "0", t0.Add(6*time.Minute)), t0.Add(2*time.Hour)); !dup {
+	if dup, _ := db.Accept(ctx, newEvent("shop", "0", t0.Add(6*time.Minute)), t0.Add(2*time.Hour), nil); !dup {
 		t.Fatal("id of a deleted event was accepted again")
 	}
 }

@@ -134,7 +134,7 @@ func BenchmarkIngest(b *testing.B) {
 			if mode.delay > 0 {
 				db.SetBatch(mode.delay, 1000)
 			}
-			srv := web.New(cfg, app.NewReceiver(cfg, db), db.Ping)
+			srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping})
 			load(b, serve(b, srv.App()), body, hdr)
 			if _, events, _ := db.Counts(); events < b.N {
 				b.Fatalf("stored %d events for %d requests", events, b.N)

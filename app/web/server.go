@@ -28,22 +28,39 @@ const (
 // Health reports whether the store can serve; nil means healthy.
 type Health func() error
 
-// Server serves hookbox's HTTP endpoints.
-type Server struct {
-	fiber    *fiber.App
-	receiver *app.Receiver
-	health   Health
-	maxBody  int
-	Logger   *slog.Logger
+// Deps are what the server serves from.
+type Deps struct {
+	Receiver *app.Receiver
+	// Store backs the admin API.
+	Store app.Store
+	// Wake tells the dispatcher that replayed work is due.
+	Wake func()
+	// Health backs /healthz.
+	Health Health
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 }
 
-// New builds the server for cfg around receiver; health backs /healthz.
-func New(cfg *app.Config, receiver *app.Receiver, health Health) *Server {
+// Server serves hookbox's HTTP endpoints.
+type Server struct {
+	fiber  *fiber.App
+	deps   Deps
+	status app.StatusConfig
+	Logger *slog.Logger
+}
+
+// New builds the server for cfg.
+func New(cfg *app.Config, deps Deps) *Server {
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.Wake == nil {
+		deps.Wake = func() {}
+	}
 	s := &Server{
-		receiver: receiver,
-		health:   health,
-		maxBody:  cfg.Server.MaxBodyBytes,
-		Logger:   slog.With("component", "http"),
+		deps:   deps,
+		status: cfg.Status,
+		Logger: slog.With("component", "http"),
 	}
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:             cfg.Server.MaxBodyBytes,
@@ -58,6 +75,7 @@ func New(cfg *app.Config, receiver *app.Receiver, health Health) *Server {
 	s.fiber.Use(recover.New())
 	s.fiber.Post("/in/:source", s.handleInbound)
 	s.fiber.Get("/healthz", s.handleHealth)
+	s.routeAPI(s.fiber.Group("/api/v1", s.requireLogin))
 	return s
 }
 
@@ -83,7 +101,7 @@ func (s *Server) handleInbound(c *fiber.Ctx) error {
 	c.Request().Header.VisitAll(func(k, v []byte) {
 		in.Header = append(in.Header, app.HeaderField{Name: string(k), Value: string(v)})
 	})
-	res, err := s.receiver.Receive(c.UserContext(), c.Params("source"), in)
+	res, err := s.deps.Receiver.Receive(c.UserContext(), c.Params("source"), in)
 	if err != nil {
 		return s.sendError(c, err)
 	}
@@ -91,7 +109,7 @@ func (s *Server) handleInbound(c *fiber.Ctx) error {
 }
 
 func (s *Server) handleHealth(c *fiber.Ctx) error {
-	if err := s.health(); err != nil {
+	if err := s.deps.Health(); err != nil {
 		s.Logger.Error("health check failed", slog.Any("error", err))
 		return c.Status(fiber.StatusServiceUnavailable).JSON(answer{Status: "unavailable"})
 	}
@@ -105,6 +123,7 @@ var statusOf = map[string]int{
 	app.EINVALID:      fiber.StatusBadRequest,
 	app.EUNAVAILABLE:  fiber.StatusServiceUnavailable,
 	app.EINTERNAL:     fiber.StatusInternalServerError,
+	app.EFORBIDDEN:    fiber.StatusForbidden,
 }
 
 func (s *Server) sendError(c *fiber.Ctx, err error) error {
@@ -135,6 +154,8 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 			msg = "request headers too large"
 		case fiber.StatusBadRequest:
 			msg = "bad request"
+		case fiber.StatusUnauthorized:
+			msg = "login required"
 		case fiber.StatusRequestTimeout:
 			msg = "request timeout"
 		default:

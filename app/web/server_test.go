@@ -40,7 +40,7 @@ func newServer(t *testing.T, health web.Health) (*web.Server, *storage.DB) {
 	if health == nil {
 		health = db.Ping
 	}
-	return web.New(cfg, app.NewReceiver(cfg, db), health), db
+	return web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: health}), db
 }
 
 // request sends one request through the Fiber app and decodes the JSON answer.

@@ -1,0 +1,63 @@
+package app
+
+import (
+	"time"
+)
+
+// DeliveryState is where a delivery stands.
+type DeliveryState uint8
+
+// The states of a delivery. A pending delivery has a due time in the outbox.
+const (
+	Pending   DeliveryState = 1
+	Delivered DeliveryState = 2
+	Dead      DeliveryState = 3
+)
+
+// String names the state as the API shows it.
+func (s DeliveryState) String() string {
+	switch s {
+	case Pending:
+		return "pending"
+	case Delivered:
+		return "delivered"
+	case Dead:
+		return "dead"
+	}
+	return "unknown"
+}
+
+// Delivery is one event on its way to one destination. Its ID is stable
+// across retries and replays.
+type Delivery struct {
+	ID          uint64
+	EventSeq    uint64
+	Destination string
+	State       DeliveryState
+	Attempts    int       // all attempts ever
+	Tries       int       // attempts since it was opened or last replayed: the step in the retry schedule
+	Due         time.Time // next attempt, for a pending delivery
+	Created     time.Time
+	Updated     time.Time
+	LastStatus  int    // HTTP status of the last attempt, 0 if none answered
+	LastError   string // short error of the last failed attempt
+}
+
+// Attempt is the record of one try to deliver.
+type Attempt struct {
+	N        int
+	Start    time.Time
+	Duration time.Duration
+	Status   int    // 0 when no HTTP answer came
+	Error    string // empty on success
+	Response []byte // the first MaxResponseSnippet bytes of the answer's body
+}
+
+// MaxResponseSnippet bounds the response body kept per attempt.
+const MaxResponseSnippet = 1024
+
+// Work is a due delivery with its event, ready to send.
+type Work struct {
+	Delivery *Delivery
+	Event    *Event
+}

@@ -1,0 +1,292 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"hookbox/app/provider"
+)
+
+// Dispatcher takes pending deliveries out of the outbox and sends them to
+// their destinations, each destination with its own concurrency limit so a
+// slow one never holds back the others. It wakes when a commit adds work
+// and on a timer for the next due time; it never polls.
+type Dispatcher struct {
+	store  Store
+	dests  []*Destination
+	client *http.Client
+	// Now is the clock; tests replace it.
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Version goes into the User-Agent.
+	Version string
+
+	wake     chan struct{}
+	mu       sync.Mutex
+	inflight map[uint64]bool // deliveries being sent: the in-memory lease
+	busy     map[string]int  // sends in progress per destination
+	sends    sync.WaitGroup
+}
+
+// NewDispatcher builds the dispatcher for cfg's destinations over store.
+func NewDispatcher(cfg *Config, store Store) *Dispatcher {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = 64
+	transport.Proxy = nil // send only to the configured addresses
+	return &Dispatcher{
+		store: store,
+		dests: cfg.Destinations,
+		client: &http.Client{
+			Transport: transport,
+			// A redirect could lead anywhere: hookbox only sends to the URL
+			// in its config, and a 3xx counts as a failed attempt.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		Now:      time.Now,
+		Logger:   slog.With("component", "dispatch"),
+		Version:  "dev",
+		wake:     make(chan struct{}, 1),
+		inflight: map[uint64]bool{},
+		busy:     map[string]int{},
+	}
+}
+
+// Wake tells the dispatcher that new work may be due. It never blocks.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run dispatches until ctx is done. Sends in progress then go on under
+// sendCtx; Wait waits for them.
+func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next := d.dispatch(sendCtx)
+		wait := time.Hour
+		if !next.IsZero() {
+			wait = max(next.Sub(d.Now()), 0)
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// Wait blocks until every send in progress has finished.
+func (d *Dispatcher) Wait() { d.sends.Wait() }
+
+// dispatch starts sends for what is due, as far as each destination has
+// free slots, and returns the earliest due time it did not start.
+func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
+	var earliest time.Time
+	now := d.Now()
+	for _, dest := range d.dests {
+		d.mu.Lock()
+		free := dest.Concurrency - d.busy[dest.Name]
+		d.mu.Unlock()
+		if free <= 0 {
+			continue // a finishing send wakes us
+		}
+		work, next, err := d.store.DueDeliveries(dest.Name, now, free, d.isInflight)
+		if err != nil {
+			d.Logger.Error("read outbox", "destination", dest.Name, slog.Any("error", err))
+			next = now.Add(5 * time.Second) // try again soon, not in a loop
+		}
+		if !next.IsZero() && (earliest.IsZero() || next.Before(earliest)) {
+			earliest = next
+		}
+		for _, w := range work {
+			d.mu.Lock()
+			d.inflight[w.Delivery.ID] = true
+			d.busy[dest.Name]++
+			d.mu.Unlock()
+			d.sends.Add(1)
+			go d.send(ctx, dest, w)
+		}
+	}
+	return earliest
+}
+
+func (d *Dispatcher) isInflight(id uint64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.inflight[id]
+}
+
+// send makes one attempt and records it. An attempt cut short by shutdown
+// is not recorded: the delivery stays due and goes out after the restart.
+func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work) {
+	defer func() {
+		d.mu.Lock()
+		delete(d.inflight, w.Delivery.ID)
+		d.busy[dest.Name]--
+		d.mu.Unlock()
+		d.sends.Done()
+		d.Wake()
+	}()
+	a := &Attempt{Start: d.Now()}
+	res := d.post(ctx, dest, w, w.Delivery.Attempts+1)
+	a.Duration = d.Now().Sub(a.Start)
+	if ctx.Err() != nil {
+		return
+	}
+	a.Status, a.Response = res.status, res.snippet
+	if res.err != nil {
+		a.Error = res.err.Error()
+	}
+	state, due := d.outcome(dest, w.Delivery, res, a.Start.Add(a.Duration))
+	if state != Delivered && a.Error == "" {
+		a.Error = fmt.Sprintf("HTTP %d", res.status)
+	}
+	if err := d.store.RecordAttempt(w.Delivery.ID, a, state, due); err != nil {
+		d.Logger.Error("record attempt", "delivery", w.Delivery.ID, slog.Any("error", err))
+		return
+	}
+	switch state {
+	case Dead:
+		d.Logger.Warn("delivery dead", "delivery", w.Delivery.ID, "destination", dest.Name,
+			"event", w.Event.ID, "attempts", w.Delivery.Attempts+1, "last_error", a.Error)
+	case Pending:
+		d.Logger.Debug("delivery will retry", "delivery", w.Delivery.ID, "destination", dest.Name, "due", due, "error", a.Error)
+	}
+}
+
+// outcome decides what follows an attempt: 2xx delivered; 410 dead at once;
+// otherwise the next step of the schedule (Retry-After honoured on 429 and
+// 503, capped by the longest step), or dead when the schedule is done.
+func (d *Dispatcher) outcome(dest *Destination, dl *Delivery, res result, now time.Time) (DeliveryState, time.Time) {
+	switch {
+	case res.err == nil && res.status >= 200 && res.status < 300:
+		return Delivered, time.Time{}
+	case res.status == http.StatusGone:
+		return Dead, time.Time{}
+	case dl.Tries >= len(dest.Retry):
+		return Dead, time.Time{}
+	}
+	wait := jitter(dest.Retry[dl.Tries])
+	if res.retryAfter > 0 && (res.status == http.StatusTooManyRequests || res.status == http.StatusServiceUnavailable) {
+		wait = min(res.retryAfter, slices.Max(dest.Retry))
+	}
+	return Pending, now.Add(wait)
+}
+
+// jitter spreads d over ±20% so that retries of a burst do not arrive
+// together.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// result is what one HTTP attempt produced.
+type result struct {
+	status     int
+	snippet    []byte
+	retryAfter time.Duration
+	err        error
+}
+
+// hopHeaders are not forwarded: they describe the inbound connection, or
+// hookbox sets them itself.
+var hopHeaders = map[string]bool{
+	"content-length": true, "host": true, "connection": true, "transfer-encoding": true,
+	"user-agent": true, "accept-encoding": true, "webhook-id": true, "webhook-timestamp": true,
+	"webhook-signature": true,
+}
+
+// MessageID is the webhook-id of the delivery of event (source, id) to
+// dest: stable across retries and replays, so the receiver can dedupe.
+func MessageID(source, id, dest string) string {
+	h := sha256.Sum256([]byte(source + "\x00" + id + "\x00" + dest))
+	return "msg_" + hex.EncodeToString(h[:16])
+}
+
+func (d *Dispatcher) post(ctx context.Context, dest *Destination, w Work, attempt int) result {
+	ctx, cancel := context.WithTimeout(ctx, dest.Timeout)
+	defer cancel()
+	e := w.Event
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, dest.URL, bytes.NewReader(e.Body))
+	if err != nil {
+		return result{err: errors.New("bad destination URL")}
+	}
+	for _, h := range e.Header {
+		if !hopHeaders[strings.ToLower(h.Name)] {
+			req.Header.Add(h.Name, h.Value)
+		}
+	}
+	for k, v := range dest.Headers {
+		req.Header.Set(k, v)
+	}
+	now := d.Now()
+	msgID := MessageID(e.Source, e.ID, dest.Name)
+	req.Header.Set("User-Agent", "hookbox/"+d.Version)
+	req.Header.Set("webhook-id", msgID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+	if dest.Secret != nil {
+		sig, err := provider.Sign("standard", provider.Settings{Secrets: [][]byte{dest.Secret}}, e.Body, "", msgID, "", now)
+		if err != nil {
+			return result{err: errors.New("cannot sign with the destination secret")}
+		}
+		req.Header.Set("webhook-signature", sig.Get("webhook-signature"))
+	}
+	req.Header.Set("X-Hookbox-Source", e.Source)
+	req.Header.Set("X-Hookbox-Event-Id", e.ID)
+	req.Header.Set("X-Hookbox-Topic", e.Topic)
+	req.Header.Set("X-Hookbox-Attempt", strconv.Itoa(attempt))
+
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return result{err: sendError(err, dest.Timeout)}
+	}
+	defer resp.Body.Close()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseSnippet))
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
+	return result{status: resp.StatusCode, snippet: snippet, retryAfter: retryAfter(resp.Header.Get("Retry-After"), now)}
+}
+
+// sendError turns a client error into a short text without the URL, which
+// may carry a credential in its query.
+func sendError(err error, timeout time.Duration) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if ue.Timeout() {
+			return fmt.Errorf("no answer within %v", timeout)
+		}
+		err = ue.Err
+	}
+	return err
+}
+
+// retryAfter parses a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

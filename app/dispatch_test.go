@@ -1,0 +1,380 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"hookbox/app"
+	"hookbox/storage"
+)
+
+const destSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// sink is a destination that answers with the codes its plan gives, in
+// order (the last one repeats), and records every request.
+type sink struct {
+	*httptest.Server
+	mu    sync.Mutex
+	plan  []int
+	got   []*http.Request
+	bodys [][]byte
+	hits  chan struct{}
+}
+
+func newSink(t *testing.T, plan ...int) *sink {
+	s := &sink{plan: plan, hits: make(chan struct{}, 1000)}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		n := len(s.got)
+		s.got = append(s.got, r)
+		s.bodys = append(s.bodys, body)
+		code := s.plan[min(n, len(s.plan)-1)]
+		s.mu.Unlock()
+		if code == 429 {
+			w.Header().Set("Retry-After", "1")
+		}
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "answer %d to attempt %d", code, n+1)
+		s.hits <- struct{}{}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *sink) setPlan(plan ...int) {
+	s.mu.Lock()
+	s.plan, s.got, s.bodys = plan, nil, nil
+	s.mu.Unlock()
+}
+func (s *sink) requests() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.got) }
+
+// harness runs a receiver and a dispatcher over a real bbolt file.
+type harness struct {
+	cfg  *app.Config
+	db   *storage.DB
+	recv *app.Receiver
+	disp *app.Dispatcher
+}
+
+func newHarness(t *testing.T, toml string) *harness {
+	t.Helper()
+	cfg, err := app.ParseConfig("test.toml", toml, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{cfg: cfg, db: db, recv: app.NewReceiver(cfg, db), disp: app.NewDispatcher(cfg, db)}
+	h.recv.Notify = h.disp.Wake
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.disp.Run(ctx, context.Background()); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; h.disp.Wait(); db.Close() })
+	return h
+}
+
+// send receives a GitHub-signed event with delivery id id for source gh.
+func (h *harness) send(t *testing.T, id string, body string) {
+	t.Helper()
+	in := signed(t, "github", "gh-secret", []byte(body), "", id, "push", time.Now())
+	res, err := h.recv.Receive(context.Background(), "gh", in)
+	if err != nil || res.Outcome != app.Accepted {
+		t.Fatalf("Receive = %+v, %v", res, err)
+	}
+}
+
+// deliveries returns the deliveries of the event accepted as id.
+func (h *harness) deliveries(t *testing.T, id string) []*app.Delivery {
+	t.Helper()
+	_, seq, ok, err := h.db.LookupID("gh", id)
+	if !ok || err != nil {
+		t.Fatalf("event %s not stored: %v", id, err)
+	}
+	ds, err := h.db.EventDeliveries(seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// waitState waits until delivery n of event id is in state.
+func (h *harness) waitState(t *testing.T, id string, n int, state app.DeliveryState) *app.Delivery {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ds := h.deliveries(t, id)
+		if len(ds) > n && ds[n].State == state {
+			return ds[n]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delivery %d of %s: %+v, want state %v", n, id, ds, state)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func config(retry string, dests ...string) string {
+	var b strings.Builder
+	b.WriteString("[[source]]\nname = \"gh\"\nprovider = \"github\"\nsecret = \"gh-secret\"\n")
+	var names []string
+	for i, url := range dests {
+		name := fmt.Sprintf("d%d", i)
+		names = append(names, fmt.Sprintf("%q", name))
+		fmt.Fprintf(&b, "[[destination]]\nname = %q\nurl = %q\nsecret = %q\ntimeout = \"2s\"\nretry = %s\nheaders = { X-Api-Key = \"k-%d\" }\n", name, url, destSecret, retry, i)
+	}
+	fmt.Fprintf(&b, "[[route]]\nsource = \"gh\"\ntopics = [\"push\", \"release/*\"]\nto = [%s]\n", strings.Join(names, ", "))
+	return b.String()
+}
+
+func TestDispatcher_RetryThenDeliver(t *testing.T) {
+	s := newSink(t, 500, 502, 500, 200)
+	h := newHarness(t, config(`["5ms", "5ms", "5ms", "5ms"]`, s.URL))
+	body := `{"ref": "main", "x": "a/b & <c>"}`
+	h.send(t, "evt-1", body)
+	d := h.waitState(t, "evt-1", 0, app.Delivered)
+	_, attempts, err := h.db.Delivery(d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(attempts) != 4 || d.Attempts != 4 {
+		t.Fatalf("%d attempts recorded (delivery says %d), want 4", len(attempts), d.Attempts)
+	}
+	for i, want := range []int{500, 502, 500, 200} {
+		a := attempts[i]
+		if a.N != i+1 || a.Status != want || a.Duration <= 0 || a.Start.IsZero() {
+			t.Errorf("attempt %d = %+v, want status %d", i+1, a, want)
+		}
+		if wantBody := fmt.Sprintf("answer %d to attempt %d", want, i+1); string(a.Response) != wantBody {
+			t.Errorf("attempt %d response %q, want %q", i+1, a.Response, wantBody)
+		}
+		if (want == 200) != (a.Error == "") {
+			t.Errorf("attempt %d error %q", i+1, a.Error)
+		}
+	}
+
+	// Every request: the original body byte-exact, the original headers,
+	// one stable webhook-id, a signature the Standard Webhooks library accepts.
+	wh, err := standardwebhooks.NewWebhook(destSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.got[0].Header.Get("webhook-id")
+	for i, r := range s.got {
+		if string(s.bodys[i]) != body {
+			t.Errorf("request %d body %q, want %q", i, s.bodys[i], body)
+		}
+		if got := r.Header.Get("webhook-id"); got != id || !strings.HasPrefix(id, "msg_") {
+			t.Errorf("request %d webhook-id %q, want %q", i, got, id)
+		}
+		if err := wh.Verify(s.bodys[i], r.Header); err != nil {
+			t.Errorf("request %d: Standard Webhooks verify: %v", i, err)
+		}
+		if r.Header.Get("X-Hub-Signature-256") == "" || r.Header.Get("X-GitHub-Delivery") != "evt-1" {
+			t.Errorf("request %d lacks the original provider headers: %v", i, r.Header)
+		}
+		if r.Header.Get("X-Hookbox-Attempt") != fmt.Sprint(i+1) || r.Header.Get("X-Hookbox-Topic") != "push" ||
+			r.Header.Get("X-Hookbox-Source") != "gh" || r.Header.Get("X-Api-Key") != "k-0" {
+			t.Errorf("request %d hookbox headers: %v", i, r.Header)
+		}
+		if r.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("request %d content type %q", i, r.Header.Get("Content-Type"))
+		}
+	}
+}
+
+func TestDispatcher_DeadAlertReplay(t *testing.T) {
+	s := newSink(t, 500)
+	var alerts []string
+	var amu sync.Mutex
+	alertSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		amu.Lock()
+		alerts = append(alerts, string(b))
+		amu.Unlock()
+	}))
+	defer alertSrv.Close()
+	h := newHarness(t, config(`["2ms", "2ms", "2ms"]`, s.URL)+
+		fmt.Sprintf("[alerts]\ndead_letters_over = 0\nurl = %q\n", alertSrv.URL))
+	alerter := app.NewAlerter(h.cfg, h.db)
+	ctx := context.Background()
+
+	h.send(t, "evt-dead", `{"n": 1}`)
+	d := h.waitState(t, "evt-dead", 0, app.Dead)
+	if d.Attempts != 4 || s.requests() != 4 {
+		t.Fatalf("dead after %d attempts (%d requests), want 4", d.Attempts, s.requests())
+	}
+	dead, total, err := h.db.DeadLetters(0, 10)
+	if err != nil || total != 1 || len(dead) != 1 || dead[0].ID != d.ID {
+		t.Fatalf("DeadLetters = %+v, %d, %v", dead, total, err)
+	}
+	alerter.Check(ctx)
+	alerter.Check(ctx) // still over: no second message
+	amu.Lock()
+	if len(alerts) != 1 || !strings.Contains(alerts[0], `"text":"hookbox: 1 dead deliveries`) {
+		t.Fatalf("alerts = %q, want one message", alerts)
+	}
+	amu.Unlock()
+
+	// The sink recovers; replay delivers, keeping the history.
+	s.setPlan(200)
+	if err := h.db.Replay(d.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h.disp.Wake()
+	d = h.waitState(t, "evt-dead", 0, app.Delivered)
+	if d.Attempts != 5 {
+		t.Fatalf("attempts after replay = %d, want 5", d.Attempts)
+	}
+	alerter.Check(ctx)
+	amu.Lock()
+	if len(alerts) != 2 || !strings.Contains(alerts[1], "back to 0") {
+		t.Fatalf("alerts = %q, want a recovery message", alerts)
+	}
+	amu.Unlock()
+}
+
+func TestDispatcher_GoneIsDeadAtOnce(t *testing.T) {
+	s := newSink(t, 410)
+	h := newHarness(t, config(`["2ms", "2ms"]`, s.URL))
+	h.send(t, "evt-gone", `{}`)
+	if d := h.waitState(t, "evt-gone", 0, app.Dead); d.Attempts != 1 || d.LastStatus != 410 {
+		t.Fatalf("delivery = %+v, want dead after one 410", d)
+	}
+}
+
+func TestDispatcher_RetryAfter(t *testing.T) {
+	s := newSink(t, 429, 200)
+	h := newHarness(t, config(`["1ms", "5s"]`, s.URL))
+	start := time.Now()
+	h.send(t, "evt-429", `{}`)
+	<-s.hits
+	// The schedule says ~1ms; Retry-After says 1s (under the 5s cap).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d := h.deliveries(t, "evt-429")[0]
+		if d.Attempts == 1 {
+			if wait := d.Due.Sub(start); wait < 900*time.Millisecond || wait > 3*time.Second {
+				t.Fatalf("next attempt due after %v, want about 1s (Retry-After)", wait)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("first attempt not recorded")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	h.waitState(t, "evt-429", 0, app.Delivered)
+}
+
+// One event, three destinations, one of them hanging: the healthy two are
+// delivered while the third is still waiting.
+func TestDispatcher_FanOut(t *testing.T) {
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(503)
+	}))
+	defer hang.Close()
+	defer close(release)
+	a, b := newSink(t, 200), newSink(t, 200)
+	h := newHarness(t, config(`["1h"]`, a.URL, hang.URL, b.URL))
+	for i := range 5 {
+		h.send(t, fmt.Sprint("fan-", i), fmt.Sprintf(`{"i": %d}`, i))
+	}
+	for i := range 5 {
+		h.waitState(t, fmt.Sprint("fan-", i), 0, app.Delivered)
+		h.waitState(t, fmt.Sprint("fan-", i), 2, app.Delivered)
+		if d := h.deliveries(t, fmt.Sprint("fan-", i))[1]; d.State != app.Pending || d.Attempts != 0 {
+			t.Fatalf("hanging destination's delivery = %+v, want pending without an attempt", d)
+		}
+	}
+}
+
+func TestDispatcher_Unrouted(t *testing.T) {
+	s := newSink(t, 200)
+	h := newHarness(t, config(`["1ms"]`, s.URL))
+	in := signed(t, "github", "gh-secret", []byte(`{}`), "", "other-topic", "issues", time.Now())
+	if res, err := h.recv.Receive(context.Background(), "gh", in); err != nil || res.Outcome != app.Accepted {
+		t.Fatalf("Receive = %+v, %v", res, err)
+	}
+	if ds := h.deliveries(t, "other-topic"); len(ds) != 0 {
+		t.Fatalf("unrouted event has deliveries %+v", ds)
+	}
+	if got := h.recv.Stats("gh").Unrouted.Load(); got != 1 {
+		t.Fatalf("unrouted = %d, want 1", got)
+	}
+}
+
+// BenchmarkDispatch measures deliveries per second to a local sink that
+// answers 200 at once, with 64 sends in flight.
+func BenchmarkDispatch(b *testing.B) {
+	var n atomic.Int64
+	done := make(chan struct{})
+	sinkSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if n.Add(1) == int64(b.N) {
+			close(done)
+		}
+	}))
+	defer sinkSrv.Close()
+	toml := strings.Replace(config(`["1s"]`, sinkSrv.URL), "timeout = \"2s\"", "timeout = \"2s\"\nconcurrency = 64", 1)
+	cfg, err := app.ParseConfig("bench.toml", toml, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := storage.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	// Fill the outbox first, then time the drain.
+	recv := app.NewReceiver(cfg, db)
+	body := []byte(fmt.Sprintf(`{"pad": %q}`, strings.Repeat("x", 2000)))
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				in := signed(b, "github", "gh-secret", body, "", fmt.Sprint("b-", i), "push", time.Now())
+				if _, err := recv.Receive(context.Background(), "gh", in); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	disp := app.NewDispatcher(cfg, db)
+	ctx, cancel := context.WithCancel(context.Background())
+	b.ResetTimer()
+	go disp.Run(ctx, context.Background())
+	<-done
+	b.StopTimer()
+	cancel()
+	disp.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+}

@@ -1,0 +1,338 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"hookbox/app"
+)
+
+// Outbox buckets.
+var (
+	bucketDeliveries = []byte("deliveries")  // id(8) → encoded delivery
+	bucketDue        = []byte("due")         // destination\x00 due(8) id(8) → nil, pending only
+	bucketDead       = []byte("dead")        // id(8) → nil
+	bucketAttempts   = []byte("attempts")    // id(8) n(4) → encoded attempt
+	bucketEventDlv   = []byte("event_deliv") // eventSeq(8) id(8) → nil
+)
+
+// ErrNotFound means no record has the given id.
+var ErrNotFound = app.ErrNotFound
+
+const deliveryVersion = 1
+
+func encodeDelivery(d *app.Delivery) []byte {
+	b := make([]byte, 0, 64+len(d.Destination)+len(d.LastError))
+	b = append(b, deliveryVersion, byte(d.State))
+	b = binary.BigEndian.AppendUint64(b, d.EventSeq)
+	b = binary.AppendUvarint(b, uint64(d.Attempts))
+	b = binary.AppendUvarint(b, uint64(d.Tries))
+	b = binary.BigEndian.AppendUint64(b, uint64(d.Due.UnixNano()))
+	b = binary.BigEndian.AppendUint64(b, uint64(d.Created.UnixNano()))
+	b = binary.BigEndian.AppendUint64(b, uint64(d.Updated.UnixNano()))
+	b = binary.AppendUvarint(b, uint64(d.LastStatus))
+	b = appendString(b, d.Destination)
+	return appendString(b, d.LastError)
+}
+
+func decodeDelivery(id uint64, b []byte) (*app.Delivery, error) {
+	dec := decoder{b: b}
+	if v := dec.byte(); v != deliveryVersion {
+		return nil, fmt.Errorf("%w: delivery version %d", errCorrupt, v)
+	}
+	d := &app.Delivery{ID: id, State: app.DeliveryState(dec.byte())}
+	d.EventSeq = dec.uint64()
+	d.Attempts = int(dec.uvarint())
+	d.Tries = int(dec.uvarint())
+	d.Due = time.Unix(0, int64(dec.uint64()))
+	d.Created = time.Unix(0, int64(dec.uint64()))
+	d.Updated = time.Unix(0, int64(dec.uint64()))
+	d.LastStatus = int(dec.uvarint())
+	d.Destination = string(dec.bytes())
+	d.LastError = string(dec.bytes())
+	if dec.err != nil {
+		return nil, dec.err
+	}
+	return d, nil
+}
+
+const attemptVersion = 1
+
+func encodeAttempt(a *app.Attempt) []byte {
+	b := make([]byte, 0, 32+len(a.Error)+len(a.Response))
+	b = append(b, attemptVersion)
+	b = binary.BigEndian.AppendUint64(b, uint64(a.Start.UnixNano()))
+	b = binary.AppendUvarint(b, uint64(a.Duration))
+	b = binary.AppendUvarint(b, uint64(a.Status))
+	b = appendString(b, a.Error)
+	return appendString(b, string(a.Response))
+}
+
+func decodeAttempt(n int, b []byte) (*app.Attempt, error) {
+	dec := decoder{b: b}
+	if v := dec.byte(); v != attemptVersion {
+		return nil, fmt.Errorf("%w: attempt version %d", errCorrupt, v)
+	}
+	a := &app.Attempt{N: n, Start: time.Unix(0, int64(dec.uint64()))}
+	a.Duration = time.Duration(dec.uvarint())
+	a.Status = int(dec.uvarint())
+	a.Error = string(dec.bytes())
+	a.Response = append([]byte(nil), dec.bytes()...)
+	return a, dec.err
+}
+
+func dueKey(dest string, due time.Time, id uint64) []byte {
+	k := make([]byte, 0, len(dest)+17)
+	k = append(k, dest...)
+	k = append(k, 0)
+	k = binary.BigEndian.AppendUint64(k, uint64(due.UnixNano()))
+	return binary.BigEndian.AppendUint64(k, id)
+}
+
+func attemptKey(id uint64, n int) []byte {
+	return binary.BigEndian.AppendUint32(seqKey(id), uint32(n))
+}
+
+// addDeliveries opens one pending delivery, due at once, per destination.
+func addDeliveries(tx *bolt.Tx, eventSeq uint64, dests []string, now time.Time) error {
+	dl := tx.Bucket(bucketDeliveries)
+	for _, dest := range dests {
+		id, err := dl.NextSequence()
+		if err != nil {
+			return err
+		}
+		d := &app.Delivery{ID: id, EventSeq: eventSeq, Destination: dest, State: app.Pending, Due: now, Created: now, Updated: now}
+		if err := putDelivery(tx, d); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketEventDlv).Put(append(seqKey(eventSeq), seqKey(id)...), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putDelivery writes d and keeps the due and dead indexes in step with its
+// state. The caller removes d's previous index entries first (unindex).
+func putDelivery(tx *bolt.Tx, d *app.Delivery) error {
+	if err := tx.Bucket(bucketDeliveries).Put(seqKey(d.ID), encodeDelivery(d)); err != nil {
+		return err
+	}
+	switch d.State {
+	case app.Pending:
+		return tx.Bucket(bucketDue).Put(dueKey(d.Destination, d.Due, d.ID), nil)
+	case app.Dead:
+		return tx.Bucket(bucketDead).Put(seqKey(d.ID), nil)
+	}
+	return nil
+}
+
+// unindex removes d's entry from the due or dead index.
+func unindex(tx *bolt.Tx, d *app.Delivery) error {
+	switch d.State {
+	case app.Pending:
+		return tx.Bucket(bucketDue).Delete(dueKey(d.Destination, d.Due, d.ID))
+	case app.Dead:
+		return tx.Bucket(bucketDead).Delete(seqKey(d.ID))
+	}
+	return nil
+}
+
+func getDelivery(tx *bolt.Tx, id uint64) (*app.Delivery, error) {
+	v := tx.Bucket(bucketDeliveries).Get(seqKey(id))
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	return decodeDelivery(id, v)
+}
+
+// DueDeliveries returns up to limit deliveries to dest due at or before now,
+// oldest first, with their events, skipping those for which skip is true (in
+// flight). next is the due time of the first pending delivery it did not
+// return (zero when there is none), for the dispatcher's timer.
+func (d *DB) DueDeliveries(dest string, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
+	prefix := append([]byte(dest), 0)
+	err = d.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketDue).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if len(k) != len(prefix)+16 {
+				return fmt.Errorf("due key %x: %w", k, errCorrupt)
+			}
+			due := time.Unix(0, int64(binary.BigEndian.Uint64(k[len(prefix):])))
+			id := binary.BigEndian.Uint64(k[len(prefix)+8:])
+			if skip(id) {
+				continue
+			}
+			if due.After(now) || len(work) >= limit {
+				next = due
+				return nil
+			}
+			dl, err := getDelivery(tx, id)
+			if err != nil {
+				return fmt.Errorf("delivery %d: %w", id, err)
+			}
+			ev := tx.Bucket(bucketEvents).Get(seqKey(dl.EventSeq))
+			if ev == nil {
+				return fmt.Errorf("event %d of delivery %d: %w", dl.EventSeq, id, ErrNotFound)
+			}
+			e, err := decodeEvent(ev)
+			if err != nil {
+				return err
+			}
+			e.Seq = dl.EventSeq
+			work = append(work, app.Work{Delivery: dl, Event: e})
+		}
+		return nil
+	})
+	return work, next, err
+}
+
+// RecordAttempt stores attempt a of delivery id and moves the delivery to
+// state, due at due when pending. Group-committed: the dispatcher's
+// bookkeeping shares fsyncs with ingest and with other attempts.
+func (d *DB) RecordAttempt(id uint64, a *app.Attempt, state app.DeliveryState, due time.Time) error {
+	rec := encodeAttempt(a)
+	return d.update(func(tx *bolt.Tx) error {
+		dl, err := getDelivery(tx, id)
+		if err != nil {
+			return fmt.Errorf("delivery %d: %w", id, err)
+		}
+		if err := unindex(tx, dl); err != nil {
+			return err
+		}
+		dl.Attempts++
+		dl.Tries++
+		a.N = dl.Attempts
+		if err := tx.Bucket(bucketAttempts).Put(attemptKey(id, dl.Attempts), rec); err != nil {
+			return err
+		}
+		dl.State, dl.Due, dl.Updated = state, due, a.Start.Add(a.Duration)
+		dl.LastStatus, dl.LastError = a.Status, a.Error
+		return putDelivery(tx, dl)
+	})
+}
+
+// Replay makes delivery id pending again, due at now, keeping its history.
+// It works on dead and on delivered deliveries; a pending one is left as is.
+func (d *DB) Replay(id uint64, now time.Time) error {
+	return d.update(func(tx *bolt.Tx) error {
+		dl, err := getDelivery(tx, id)
+		if err != nil {
+			return err
+		}
+		return replay(tx, dl, now)
+	})
+}
+
+func replay(tx *bolt.Tx, dl *app.Delivery, now time.Time) error {
+	if dl.State == app.Pending {
+		return nil
+	}
+	if err := unindex(tx, dl); err != nil {
+		return err
+	}
+	dl.State, dl.Due, dl.Updated, dl.Tries = app.Pending, now, now, 0
+	return putDelivery(tx, dl)
+}
+
+// ReplayDead makes every dead delivery pending again, due at now, and
+// reports how many.
+func (d *DB) ReplayDead(now time.Time) (int, error) {
+	var n int
+	err := d.db.Update(func(tx *bolt.Tx) error {
+		n = 0
+		var ids []uint64
+		c := tx.Bucket(bucketDead).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			ids = append(ids, binary.BigEndian.Uint64(k))
+		}
+		for _, id := range ids {
+			dl, err := getDelivery(tx, id)
+			if err != nil {
+				return fmt.Errorf("delivery %d: %w", id, err)
+			}
+			if err := replay(tx, dl, now); err != nil {
+				return err
+			}
+		}
+		n = len(ids)
+		return nil
+	})
+	return n, err
+}
+
+// Delivery returns delivery id and its attempts, oldest first.
+func (d *DB) Delivery(id uint64) (*app.Delivery, []*app.Attempt, error) {
+	var dl *app.Delivery
+	var attempts []*app.Attempt
+	err := d.db.View(func(tx *bolt.Tx) error {
+		var err error
+		if dl, err = getDelivery(tx, id); err != nil {
+			return err
+		}
+		prefix := seqKey(id)
+		c := tx.Bucket(bucketAttempts).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			a, err := decodeAttempt(int(binary.BigEndian.Uint32(k[8:])), v)
+			if err != nil {
+				return err
+			}
+			attempts = append(attempts, a)
+		}
+		return nil
+	})
+	return dl, attempts, err
+}
+
+// EventDeliveries returns the deliveries of event seq.
+func (d *DB) EventDeliveries(seq uint64) ([]*app.Delivery, error) {
+	var out []*app.Delivery
+	err := d.db.View(func(tx *bolt.Tx) error {
+		prefix := seqKey(seq)
+		c := tx.Bucket(bucketEventDlv).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			dl, err := getDelivery(tx, binary.BigEndian.Uint64(k[8:]))
+			if err != nil {
+				return err
+			}
+			out = append(out, dl)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeadLetters returns up to limit dead deliveries with ids above after,
+// in id order, and the total number of dead deliveries.
+func (d *DB) DeadLetters(after uint64, limit int) ([]*app.Delivery, int, error) {
+	var out []*app.Delivery
+	var total int
+	err := d.db.View(func(tx *bolt.Tx) error {
+		dead := tx.Bucket(bucketDead)
+		total = dead.Stats().KeyN
+		c := dead.Cursor()
+		for k, _ := c.Seek(seqKey(after + 1)); k != nil && len(out) < limit; k, _ = c.Next() {
+			dl, err := getDelivery(tx, binary.BigEndian.Uint64(k))
+			if err != nil {
+				return err
+			}
+			out = append(out, dl)
+		}
+		return nil
+	})
+	return out, total, err
+}
+
+// CountDead returns the number of dead deliveries.
+func (d *DB) CountDead() (int, error) {
+	var n int
+	err := d.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketDead).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
