@@ -46,8 +46,9 @@ func TestMain(m *testing.M) {
 
 const e2eSecret = "e2e-secret-value-9f8e7d"
 
-// writeConfig writes a config serving on 127.0.0.1:0 with data in dir.
-func writeConfig(t *testing.T, dir string) string {
+// writeConfig writes a config serving on 127.0.0.1:0 with data in dir,
+// followed by extra.
+func writeConfig(t *testing.T, dir string, extra ...string) string {
 	t.Helper()
 	path := filepath.Join(dir, "config.toml")
 	cfg := fmt.Sprintf(`[server]
@@ -59,7 +60,7 @@ max_body_bytes = 4096
 name = "gh"
 provider = "github"
 secret_env = "E2E_GH_SECRET"
-`, filepath.Join(dir, "data"))
+`, filepath.Join(dir, "data")) + strings.Join(extra, "\n")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func start(t *testing.T, config string) *proc {
 	t.Helper()
 	p := &proc{done: make(chan struct{})}
 	p.cmd = exec.Command(binary, "serve", "-config", config)
-	p.cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret)
+	p.cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

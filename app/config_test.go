@@ -92,6 +92,18 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"BodyLimit", "[server]\nmax_body_bytes = 0\n", "server.max_body_bytes", "must be between"},
 		{"BadStandardSecret", "[[source]]\nname = \"s\"\nprovider = \"standard\"\nsecret = \"whsec_!!!notbase64\"\n", "source[0] (s).secret", ""},
 		{"Syntax", "[server\nlisten = 1\n", "line", ""},
+		{"DestBadURL", src + "[[destination]]\nname = \"pos\"\nurl = \"ftp://x\"\n", "destination[0] (pos).url", "absolute http(s) URL"},
+		{"DestUserInfo", src + "[[destination]]\nname = \"pos\"\nurl = \"https://u:p@x\"\n", "destination[0] (pos).url", "without user:password"},
+		{"DestBadRetry", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nretry = [\"1m\", \"soon\"]\n", "destination[0] (pos).retry[1]", "not a duration"},
+		{"DestBadSecret", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nsecret = \"plain\"\n", "destination[0] (pos).secret", "whsec_"},
+		{"DestDuplicate", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\n[[destination]]\nname = \"pos\"\nurl = \"https://y\"\n", "destination[1] (pos).name", "duplicate"},
+		{"DestConcurrency", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nconcurrency = 0\n", "destination[0] (pos).concurrency", "between 1"},
+		{"RouteUnknownSource", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\n[[route]]\nsource = \"nope\"\nto = [\"pos\"]\n", "route[0].source", `no [[source]] named "nope"`},
+		{"RouteUnknownDest", src + "[[route]]\nsource = \"s\"\nto = [\"pos\"]\n", "route[0].to[0]", `no [[destination]] named "pos"`},
+		{"RouteNoDest", src + "[[route]]\nsource = \"s\"\n", "route[0].to", "names no destination"},
+		{"RouteUnknownKey", src + "[[route]]\nsource = \"s\"\nto = []\nwhen = 1\n", "route.when", "unknown key"},
+		{"AlertBadURL", src + "[alerts]\nurl = \"slack\"\n", "alerts.url", "absolute http(s) URL"},
+		{"StatusEnvUnset", src + "[status]\npassword_env = \"NOPE\"\n", "status.password_env", "NOPE is not set"},
 		{"WrongType", "[server]\nmax_body_bytes = \"big\"\n", "", "max_body_bytes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,4 +166,77 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("accepted an invalid config: %+v", cfg)
 		}
 	})
+}
+
+func TestConfig_DestinationsFor(t *testing.T) {
+	cfg, err := app.ParseConfig("c.toml", `
+[[source]]
+name = "shop"
+provider = "shopify"
+secret = "x"
+[[destination]]
+name = "pos"
+url = "http://127.0.0.1:9000/"
+[[destination]]
+name = "erp"
+url = "https://erp.example.com/hooks"
+timeout = "3s"
+retry = ["1s"]
+concurrency = 2
+headers = { Authorization = "Bearer t" }
+[[route]]
+source = "shop"
+topics = ["orders/*", "refunds/create"]
+to = ["pos", "erp"]
+[[route]]
+source = "shop"
+to = ["erp"]
+`, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ topic, want string }{
+		{"orders/create", "pos,erp"},
+		{"orders/paid", "pos,erp"},
+		{"refunds/create", "pos,erp"},
+		{"customers/update", "erp"},
+	} {
+		if got := strings.Join(cfg.DestinationsFor("shop", tt.topic), ","); got != tt.want {
+			t.Errorf("DestinationsFor(%q) = %q, want %q", tt.topic, got, tt.want)
+		}
+	}
+	if got := cfg.DestinationsFor("other", "orders/create"); got != nil {
+		t.Errorf("other source: %v, want none", got)
+	}
+	erp := cfg.DestinationByName("erp")
+	if erp.Timeout != 3*time.Second || len(erp.Retry) != 1 || erp.Concurrency != 2 || erp.Headers["Authorization"] != "Bearer t" {
+		t.Errorf("erp = %+v", erp)
+	}
+	pos := cfg.DestinationByName("pos")
+	if pos.Timeout != 15*time.Second || len(pos.Retry) != 5 || pos.Retry[4] != 8*time.Hour || pos.Concurrency != 8 {
+		t.Errorf("pos defaults = %+v", pos)
+	}
+}
+
+func TestGlob(t *testing.T) {
+	for _, tt := range []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"orders/*", "orders/create", true},
+		{"orders/*", "orders/", true},
+		{"orders/*", "order/create", false},
+		{"*", "anything/at/all", true},
+		{"*.created", "customer.subscription.created", true},
+		{"customer.*.updated", "customer.subscription.updated", true},
+		{"customer.*.updated", "customer.updated", false},
+		{"orders/?aid", "orders/paid", true},
+		{"push", "push", true},
+		{"push", "pushed", false},
+		{"", "", true},
+	} {
+		if got := app.Glob(tt.pattern, tt.s); got != tt.want {
+			t.Errorf("Glob(%q, %q) = %v, want %v", tt.pattern, tt.s, got, tt.want)
+		}
+	}
 }

@@ -1,0 +1,118 @@
+package storage_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"hookbox/app"
+)
+
+func never(uint64) bool { return false }
+
+func TestDB_Outbox(t *testing.T) {
+	db := MustOpenDB(t)
+	ctx := context.Background()
+	e := newEvent("shop", "evt_1", t0)
+	if _, err := db.Accept(ctx, e, t0.Add(time.Hour), []string{"pos", "erp"}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := db.EventDeliveries(e.Seq)
+	if err != nil || len(ds) != 2 || ds[0].Destination != "pos" || ds[1].Destination != "erp" || ds[0].State != app.Pending {
+		t.Fatalf("deliveries = %+v, %v", ds, err)
+	}
+
+	t.Run("DuePerDestination", func(t *testing.T) {
+		work, next, err := db.DueDeliveries("pos", t0, 10, never)
+		if err != nil || len(work) != 1 || !next.IsZero() {
+			t.Fatalf("DueDeliveries = %+v, %v, %v", work, next, err)
+		}
+		if w := work[0]; w.Delivery.ID != ds[0].ID || string(w.Event.Body) != string(e.Body) || w.Event.Seq != e.Seq {
+			t.Fatalf("work = %+v", w)
+		}
+		// Not yet due one second earlier; skipped when in flight.
+		if work, next, _ := db.DueDeliveries("pos", t0.Add(-time.Second), 10, never); len(work) != 0 || !next.Equal(t0) {
+			t.Fatalf("early: %d items, next %v", len(work), next)
+		}
+		if work, _, _ := db.DueDeliveries("pos", t0, 10, func(id uint64) bool { return id == ds[0].ID }); len(work) != 0 {
+			t.Fatalf("in-flight delivery returned: %+v", work)
+		}
+	})
+	t.Run("RetryThenDead", func(t *testing.T) {
+		due := t0.Add(time.Minute)
+		a := &app.Attempt{Start: t0, Duration: time.Second, Status: 500, Error: "HTTP 500", Response: []byte("oops")}
+		if err := db.RecordAttempt(ds[0].ID, a, app.Pending, due); err != nil {
+			t.Fatal(err)
+		}
+		if work, next, _ := db.DueDeliveries("pos", t0.Add(30*time.Second), 10, never); len(work) != 0 || !next.Equal(due) {
+			t.Fatalf("after retry scheduled: %d items, next %v; want none, next %v", len(work), next, due)
+		}
+		if err := db.RecordAttempt(ds[0].ID, &app.Attempt{Start: due, Error: "timeout"}, app.Dead, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		d, attempts, err := db.Delivery(ds[0].ID)
+		if err != nil || d.State != app.Dead || d.Attempts != 2 || d.Tries != 2 || len(attempts) != 2 || attempts[0].Status != 500 ||
+			string(attempts[0].Response) != "oops" || attempts[1].Error != "timeout" || attempts[1].N != 2 {
+			t.Fatalf("delivery = %+v, attempts %+v, %v", d, attempts, err)
+		}
+		if work, _, _ := db.DueDeliveries("pos", t0.Add(time.Hour), 10, never); len(work) != 0 {
+			t.Fatal("dead delivery is due")
+		}
+		if n, _ := db.CountDead(); n != 1 {
+			t.Fatalf("CountDead = %d", n)
+		}
+	})
+	t.Run("Replay", func(t *testing.T) {
+		now := t0.Add(2 * time.Hour)
+		if n, err := db.ReplayDead(now); err != nil || n != 1 {
+			t.Fatalf("ReplayDead = %d, %v", n, err)
+		}
+		d, attempts, _ := db.Delivery(ds[0].ID)
+		if d.State != app.Pending || d.Tries != 0 || d.Attempts != 2 || len(attempts) != 2 {
+			t.Fatalf("after replay %+v", d)
+		}
+		if work, _, _ := db.DueDeliveries("pos", now, 10, never); len(work) != 1 {
+			t.Fatal("replayed delivery not due")
+		}
+		if err := db.Replay(12345, now); err == nil {
+			t.Fatal("replay of an unknown delivery succeeded")
+		}
+	})
+}
+
+// Delivered events are pruned after retention; pending and dead ones stay.
+func TestDB_DeleteEventsBefore_KeepsUndelivered(t *testing.T) {
+	db := MustOpenDB(t)
+	ctx := context.Background()
+	var seqs []uint64
+	for i, state := range []app.DeliveryState{app.Delivered, app.Pending, app.Dead, app.Delivered} {
+		e := newEvent("shop", string(rune('a'+i)), t0.Add(time.Duration(i)*time.Second))
+		if _, err := db.Accept(ctx, e, t0.Add(time.Hour), []string{"pos"}); err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, e.Seq)
+		ds, _ := db.EventDeliveries(e.Seq)
+		if state != app.Pending {
+			if err := db.RecordAttempt(ds[0].ID, &app.Attempt{Start: t0}, state, time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	n, err := db.DeleteEventsBefore(t0.Add(time.Minute), 100)
+	if err != nil || n != 2 {
+		t.Fatalf("DeleteEventsBefore = %d, %v; want 2 (the delivered ones)", n, err)
+	}
+	for i, want := range []bool{false, true, true, false} {
+		e, _ := db.Event(seqs[i])
+		if (e != nil) != want {
+			t.Errorf("event %d kept = %v, want %v", i, e != nil, want)
+		}
+		ds, _ := db.EventDeliveries(seqs[i])
+		if (len(ds) > 0) != want {
+			t.Errorf("event %d deliveries %+v", i, ds)
+		}
+	}
+	if err := db.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
