@@ -121,6 +121,11 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	dispatcher.Version = version
 	receiver := app.NewReceiver(cfg, db)
 	receiver.Notify = dispatcher.Wake
+	dispatcher.OnFired = func(route string, n int) {
+		if rs := receiver.RouteStats(route); rs != nil {
+			rs.Fired.Add(uint64(n))
+		}
+	}
 	sweeper := app.NewSweeper(cfg, db)
 	alerter := app.NewAlerter(cfg, db)
 

@@ -63,9 +63,17 @@ type Destination struct {
 // Route is one [[route]]: events of Source whose topic matches one of
 // Topics (all when empty) go to the destinations To.
 type Route struct {
+	// Name identifies the route in stats and in pending deliveries.
+	Name   string
 	Source string
 	Topics []string
 	To     []string
+	// Key, when set, debounces per entity: the template names the entity.
+	Key *template.Template
+	// Debounce is how long a key's pending delivery gathers updates.
+	Debounce time.Duration
+	// RateLimit caps the sends per key in a sliding window (N 0: none).
+	RateLimit RateLimit
 }
 
 // Matches reports whether an event of source with topic takes this route.
@@ -84,12 +92,12 @@ func (r *Route) Matches(source, topic string) bool {
 	return false
 }
 
-// Destinations returns the names of the destinations an event of source
-// with topic goes to, each once, in config order; nil means unrouted.
+// DestinationsFor returns the names of the destinations the routes without
+// a key send an event of source with topic to, each once, in config order.
 func (c *Config) DestinationsFor(source, topic string) []string {
 	var out []string
 	for _, r := range c.Routes {
-		if !r.Matches(source, topic) {
+		if r.Key != nil || !r.Matches(source, topic) {
 			continue
 		}
 	next:
@@ -245,9 +253,13 @@ type rawDestination struct {
 }
 
 type rawRoute struct {
-	Source string   `toml:"source"`
-	Topics []string `toml:"topics"`
-	To     []string `toml:"to"`
+	Name      string   `toml:"name"`
+	Source    string   `toml:"source"`
+	Topics    []string `toml:"topics"`
+	To        []string `toml:"to"`
+	Key       string   `toml:"key"`
+	Debounce  string   `toml:"debounce"`
+	RateLimit string   `toml:"rate_limit"`
 }
 
 // DefaultRetry is the retry schedule of a destination that sets none.
@@ -352,8 +364,17 @@ func ParseConfig(file, data string, lookupEnv func(string) (string, bool)) (*Con
 			cfg.Destinations = append(cfg.Destinations, d)
 		}
 	}
+	rseen := map[string]bool{}
 	for i, rr := range raw.Route {
-		cfg.Routes = append(cfg.Routes, v.route(fmt.Sprintf("route[%d]", i), rr, cfg))
+		r := v.route(fmt.Sprintf("route[%d]", i), rr, cfg)
+		if r.Name == "" {
+			r.Name = fmt.Sprintf("route-%d", i+1)
+		}
+		if rseen[r.Name] {
+			v.fail(fmt.Sprintf("route[%d].name", i), fmt.Sprintf("duplicate route name %q", r.Name))
+		}
+		rseen[r.Name] = true
+		cfg.Routes = append(cfg.Routes, r)
 	}
 	if v.err != nil {
 		return nil, v.err
@@ -473,7 +494,28 @@ func (v *validator) route(key string, r rawRoute, cfg *Config) *Route {
 			v.fail(fmt.Sprintf("%s.topics[%d]", key, i), "is empty")
 		}
 	}
-	return &Route{Source: r.Source, Topics: r.Topics, To: r.To}
+	route := &Route{Name: r.Name, Source: r.Source, Topics: r.Topics, To: r.To}
+	if r.Name != "" && !sourceName.MatchString(r.Name) {
+		v.fail(key+".name", "must be 1-64 of a-z, 0-9, '_' and '-', starting with a letter or digit")
+	}
+	route.Key = v.template(key+".key", r.Key)
+	if r.Debounce != "" {
+		route.Debounce = v.duration(key+".debounce", r.Debounce, 0)
+	}
+	if r.RateLimit != "" {
+		rl, err := ParseRateLimit(r.RateLimit)
+		if err != nil {
+			v.fail(key+".rate_limit", err.Error())
+		}
+		route.RateLimit = rl
+	}
+	if route.Key == nil && (r.Debounce != "" || r.RateLimit != "") {
+		v.fail(key+".key", "debounce and rate_limit work per entity: set key, e.g. \"{header.X-Shopify-Shop-Domain}:{body.id}\"")
+	}
+	if route.Key != nil && r.Debounce == "" && r.RateLimit == "" {
+		v.fail(key+".key", "a key needs debounce or rate_limit")
+	}
+	return route
 }
 
 // validator collects the first error; later checks become no-ops.

@@ -34,6 +34,8 @@ type Dispatcher struct {
 	Logger *slog.Logger
 	// Version goes into the User-Agent.
 	Version string
+	// OnFired is told how many debounced deliveries of a route went out.
+	OnFired func(route string, n int)
 
 	wake     chan struct{}
 	mu       sync.Mutex
@@ -59,6 +61,7 @@ func NewDispatcher(cfg *Config, store Store) *Dispatcher {
 		Now:      time.Now,
 		Logger:   slog.With("component", "dispatch"),
 		Version:  "dev",
+		OnFired:  func(string, int) {},
 		wake:     make(chan struct{}, 1),
 		inflight: map[uint64]bool{},
 		busy:     map[string]int{},
@@ -100,8 +103,15 @@ func (d *Dispatcher) Wait() { d.sends.Wait() }
 // dispatch starts sends for what is due, as far as each destination has
 // free slots, and returns the earliest due time it did not start.
 func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
-	var earliest time.Time
 	now := d.Now()
+	fired, earliest, err := d.store.FirePending(now)
+	if err != nil {
+		d.Logger.Error("fire pending deliveries", slog.Any("error", err))
+		earliest = now.Add(5 * time.Second)
+	}
+	for route, n := range fired {
+		d.OnFired(route, n)
+	}
 	for _, dest := range d.dests {
 		d.mu.Lock()
 		free := dest.Concurrency - d.busy[dest.Name]

@@ -65,31 +65,41 @@ type harness struct {
 	db   *storage.DB
 	recv *app.Receiver
 	disp *app.Dispatcher
+	stop func() // idempotent through sync.OnceFunc
 }
 
 func newHarness(t *testing.T, toml string) *harness {
+	t.Helper()
+	return newHarnessAt(t, toml, t.TempDir(), time.Now)
+}
+
+// newHarnessAt runs over the data in dir with the clock now.
+func newHarnessAt(t *testing.T, toml, dir string, now func() time.Time) *harness {
 	t.Helper()
 	cfg, err := app.ParseConfig("test.toml", toml, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(t.TempDir())
+	db, err := storage.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{cfg: cfg, db: db, recv: app.NewReceiver(cfg, db), disp: app.NewDispatcher(cfg, db)}
 	h.recv.Notify = h.disp.Wake
+	h.recv.Now, h.disp.Now = now, now
+	h.disp.OnFired = func(route string, n int) { h.recv.RouteStats(route).Fired.Add(uint64(n)) }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { h.disp.Run(ctx, context.Background()); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; h.disp.Wait(); db.Close() })
+	h.stop = sync.OnceFunc(func() { cancel(); <-done; h.disp.Wait(); db.Close() })
+	t.Cleanup(func() { h.stop() })
 	return h
 }
 
 // send receives a GitHub-signed event with delivery id id for source gh.
-func (h *harness) send(t *testing.T, id string, body string) {
+func (h *harness) send(t testing.TB, id string, body string) {
 	t.Helper()
-	in := signed(t, "github", "gh-secret", []byte(body), "", id, "push", time.Now())
+	in := signed(t, "github", "gh-secret", []byte(body), "", id, "push", h.recv.Now())
 	res, err := h.recv.Receive(context.Background(), "gh", in)
 	if err != nil || res.Outcome != app.Accepted {
 		t.Fatalf("Receive = %+v, %v", res, err)

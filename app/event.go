@@ -30,10 +30,15 @@ type HeaderField struct {
 // bbolt; a replicated store could implement it later.
 type Store interface {
 	// Accept records e's id for its source until idExpires, stores e and
-	// opens a delivery due now for each destination in dests, in one durable
-	// transaction. It reports duplicate=true, storing nothing, when the id is
-	// already remembered and unexpired at e.ReceivedAt.
-	Accept(ctx context.Context, e *Event, idExpires time.Time, dests []string) (duplicate bool, err error)
+	// carries out plan (deliveries due now, debounced pending deliveries,
+	// setting each DebounceOp's Result), in one durable transaction. It
+	// reports duplicate=true, storing nothing, when the id is already
+	// remembered and unexpired at e.ReceivedAt. plan may be nil (unrouted).
+	Accept(ctx context.Context, e *Event, idExpires time.Time, plan *Plan) (duplicate bool, err error)
+	// FirePending turns the pending deliveries due by now into deliveries
+	// and frees their keys. It reports how many fired per route, and the due
+	// time of the next pending one (zero if none).
+	FirePending(now time.Time) (fired map[string]int, next time.Time, err error)
 	// ForgetExpiredIDs forgets at most limit ids that expired at or before
 	// now, and reports how many it forgot.
 	ForgetExpiredIDs(now time.Time, limit int) (int, error)
@@ -58,4 +63,7 @@ type Store interface {
 	DeadLetters(after uint64, limit int) ([]*Delivery, int, error)
 	// CountDead returns the number of dead deliveries.
 	CountDead() (int, error)
+	// PruneWindows forgets at most limit rate-limit windows that emptied
+	// by now, and reports how many.
+	PruneWindows(now time.Time, limit int) (int, error)
 }

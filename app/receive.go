@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,18 @@ type SourceStats struct {
 	lastWarn  atomic.Int64  // unix seconds of the last rejection logged
 }
 
+// RouteStats counts what a debounced route did since start.
+type RouteStats struct {
+	Received  atomic.Uint64 // events that took the route
+	Debounced atomic.Uint64 // merged into a pending delivery
+	Deferred  atomic.Uint64 // held back by the rate limit
+	Unkeyed   atomic.Uint64 // key could not be built: sent without debounce
+	Fired     atomic.Uint64 // pending deliveries that went out
+}
+
+// RouteStats returns the counters of the route called name, or nil.
+func (r *Receiver) RouteStats(name string) *RouteStats { return r.routes[name] }
+
 // Receiver turns verified webhooks into durable events: verify, identify,
 // remember once, store — and only then answer.
 type Receiver struct {
@@ -79,6 +92,7 @@ type Receiver struct {
 	cfg       *Config
 	sources   map[string]*Source
 	stats     map[string]*SourceStats
+	routes    map[string]*RouteStats
 	retention time.Duration
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -97,6 +111,7 @@ func NewReceiver(cfg *Config, store Store) *Receiver {
 		Notify:    func() {},
 		sources:   make(map[string]*Source, len(cfg.Sources)),
 		stats:     make(map[string]*SourceStats, len(cfg.Sources)),
+		routes:    make(map[string]*RouteStats, len(cfg.Routes)),
 		retention: cfg.Retention.EventIDs,
 		Now:       time.Now,
 		Logger:    slog.With("component", "receive"),
@@ -104,6 +119,9 @@ func NewReceiver(cfg *Config, store Store) *Receiver {
 	for _, s := range cfg.Sources {
 		r.sources[s.Name] = s
 		r.stats[s.Name] = &SourceStats{}
+	}
+	for _, rt := range cfg.Routes {
+		r.routes[rt.Name] = &RouteStats{}
 	}
 	return r
 }
@@ -143,8 +161,8 @@ func (r *Receiver) Receive(ctx context.Context, source string, in *Inbound) (Res
 		Header:     keptHeaders(in.Header),
 		Body:       in.Body,
 	}
-	dests := r.cfg.DestinationsFor(source, topic)
-	dup, err := r.store.Accept(ctx, e, now.Add(r.retention), dests)
+	plan := r.plan(src, topic, in)
+	dup, err := r.store.Accept(ctx, e, now.Add(r.retention), plan)
 	if err != nil {
 		st.Failed.Add(1)
 		r.Logger.Error("store event", "source", source, slog.Any("error", err))
@@ -155,12 +173,53 @@ func (r *Receiver) Receive(ctx context.Context, source string, in *Inbound) (Res
 		return Result{Outcome: Duplicate, ID: id}, nil
 	}
 	st.Accepted.Add(1)
-	if len(dests) == 0 {
+	r.count(plan)
+	if plan.Empty() {
 		st.Unrouted.Add(1)
 	} else {
 		r.Notify()
 	}
 	return Result{Outcome: Accepted, ID: id}, nil
+}
+
+// plan decides where an event goes: deliveries now for the routes without
+// a key, and a debounce step per keyed route. An event whose key cannot be
+// built goes out at once on that route, never dropped.
+func (r *Receiver) plan(src *Source, topic string, in *Inbound) *Plan {
+	p := &Plan{Direct: r.cfg.DestinationsFor(src.Name, topic)}
+	for _, rt := range r.cfg.Routes {
+		if rt.Key == nil || !rt.Matches(src.Name, topic) {
+			continue
+		}
+		rs := r.routes[rt.Name]
+		rs.Received.Add(1)
+		key, err := rt.Key.Render(template.Input{Body: in.Body, Header: in, Source: src.Name, Topic: topic})
+		if err != nil {
+			rs.Unkeyed.Add(1)
+			for _, d := range rt.To {
+				if !slices.Contains(p.Direct, d) {
+					p.Direct = append(p.Direct, d)
+				}
+			}
+			continue
+		}
+		p.Debounce = append(p.Debounce, &DebounceOp{Route: rt.Name, Key: key, Delay: rt.Debounce,
+			Limit: rt.RateLimit.N, Window: rt.RateLimit.Window, To: rt.To})
+	}
+	return p
+}
+
+// count adds what Accept did with each debounced route to its counters.
+func (r *Receiver) count(p *Plan) {
+	for _, op := range p.Debounce {
+		rs := r.routes[op.Route]
+		switch op.Result {
+		case Merged:
+			rs.Debounced.Add(1)
+		case Deferred:
+			rs.Deferred.Add(1)
+		}
+	}
 }
 
 // identify applies the source's id and topic overrides to the provider's

@@ -38,7 +38,7 @@ func NewSweeper(cfg *Config, store Store) *Sweeper {
 
 // SweepResult counts what one sweep removed and how many transactions it took.
 type SweepResult struct {
-	IDs, Events, Chunks int
+	IDs, Events, Windows, Chunks int
 }
 
 // Sweep removes everything expired at Now, one bounded chunk per
@@ -46,32 +46,27 @@ type SweepResult struct {
 func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
 	now := s.Now()
-	for {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		n, err := s.Store.ForgetExpiredIDs(now, s.Chunk)
-		if err != nil {
-			return res, err
-		}
-		res.IDs += n
-		res.Chunks++
-		if n < s.Chunk {
-			break
-		}
-	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		n, err := s.Store.DeleteEventsBefore(now.Add(-s.Events), s.Chunk)
-		if err != nil {
-			return res, err
-		}
-		res.Events += n
-		res.Chunks++
-		if n < s.Chunk {
-			break
+	for _, step := range []struct {
+		count *int
+		fn    func(limit int) (int, error)
+	}{
+		{&res.IDs, func(limit int) (int, error) { return s.Store.ForgetExpiredIDs(now, limit) }},
+		{&res.Events, func(limit int) (int, error) { return s.Store.DeleteEventsBefore(now.Add(-s.Events), limit) }},
+		{&res.Windows, func(limit int) (int, error) { return s.Store.PruneWindows(now, limit) }},
+	} {
+		for {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			n, err := step.fn(s.Chunk)
+			if err != nil {
+				return res, err
+			}
+			*step.count += n
+			res.Chunks++
+			if n < s.Chunk {
+				break
+			}
 		}
 	}
 	return res, nil

@@ -66,7 +66,7 @@ func Open(dir string) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	err = bdb.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketIDs, bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv} {
+		for _, b := range [][]byte{bucketIDs, bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv, bucketPending, bucketPendingDue, bucketWindow, bucketMerged} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -109,11 +109,12 @@ func (d *DB) Close() error {
 	return d.db.Close()
 }
 
-// Accept checks and records e's id, stores e and opens one delivery per
-// destination in dests, all in one write transaction, group-committed with
+// Accept checks and records e's id, stores e, opens one delivery per
+// direct destination of plan and applies its debounced routes, all in one
+// write transaction, group-committed with
 // concurrent calls. It returns only after the commit's fsync, so an
 // acknowledged event survives a crash with its deliveries.
-func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, dests []string) (bool, error) {
+func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *app.Plan) (bool, error) {
 	key := idKey(e.Source, e.ID)
 	rec := encodeEvent(e)
 	var dup bool
@@ -151,8 +152,15 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, dests 
 		if err := exp.Put(timeKey(idExpires, key), nil); err != nil {
 			return err
 		}
-		if err := addDeliveries(tx, s, dests, e.ReceivedAt); err != nil {
-			return err
+		if plan != nil {
+			if err := addDeliveries(tx, s, plan.Direct, e.ReceivedAt); err != nil {
+				return err
+			}
+			for _, op := range plan.Debounce {
+				if err := applyDebounce(tx, op, s, e.ReceivedAt); err != nil {
+					return err
+				}
+			}
 		}
 		seq = s
 		return nil

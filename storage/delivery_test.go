@@ -14,7 +14,7 @@ func TestDB_Outbox(t *testing.T) {
 	db := MustOpenDB(t)
 	ctx := context.Background()
 	e := newEvent("shop", "evt_1", t0)
-	if _, err := db.Accept(ctx, e, t0.Add(time.Hour), []string{"pos", "erp"}); err != nil {
+	if _, err := db.Accept(ctx, e, t0.Add(time.Hour), &app.Plan{Direct: []string{"pos", "erp"}}); err != nil {
 		t.Fatal(err)
 	}
 	ds, err := db.EventDeliveries(e.Seq)
@@ -87,7 +87,7 @@ func TestDB_DeleteEventsBefore_KeepsUndelivered(t *testing.T) {
 	var seqs []uint64
 	for i, state := range []app.DeliveryState{app.Delivered, app.Pending, app.Dead, app.Delivered} {
 		e := newEvent("shop", string(rune('a'+i)), t0.Add(time.Duration(i)*time.Second))
-		if _, err := db.Accept(ctx, e, t0.Add(time.Hour), []string{"pos"}); err != nil {
+		if _, err := db.Accept(ctx, e, t0.Add(time.Hour), &app.Plan{Direct: []string{"pos"}}); err != nil {
 			t.Fatal(err)
 		}
 		seqs = append(seqs, e.Seq)

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bytes"
+	"maps"
 
 	"net"
 	"strconv"
@@ -117,15 +118,40 @@ func BenchmarkIngest(b *testing.B) {
 		})
 		load(b, serve(b, a), body, hdr)
 	})
+	const routed = `
+[[destination]]
+name = "sink"
+url = "http://127.0.0.1:9/unused"
+[[route]]
+source = "shop"
+to = ["sink"]
+`
+	const debounced = `
+[[destination]]
+name = "sink"
+url = "http://127.0.0.1:9/unused"
+[[route]]
+source = "shop"
+to = ["sink"]
+key = "{header.X-Shopify-Shop-Domain}:{header.X-Shopify-Webhook-Id}"
+debounce = "1h"
+`
 	for _, mode := range []struct {
 		name  string
+		extra string        // config added to benchConfig
 		delay time.Duration // >0: bbolt's Batch with this delay instead of the committer
 	}{
-		{"durable", 0},
-		{"durable-bbolt-batch-2ms", 2 * time.Millisecond},
-		{"durable-bbolt-batch-10ms", 10 * time.Millisecond},
+		{"durable", "", 0},
+		{"durable-routed", routed, 0},
+		{"durable-debounced", debounced, 0},
+		{"durable-bbolt-batch-2ms", "", 2 * time.Millisecond},
+		{"durable-bbolt-batch-10ms", "", 10 * time.Millisecond},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
+			cfg, err := app.ParseConfig("bench.toml", benchConfig+mode.extra, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
 			db, err := storage.Open(b.TempDir())
 			if err != nil {
 				b.Fatal(err)
@@ -135,6 +161,8 @@ func BenchmarkIngest(b *testing.B) {
 				db.SetBatch(mode.delay, 1000)
 			}
 			srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping})
+			hdr := maps.Clone(hdr)
+			hdr["X-Shopify-Shop-Domain"] = "shop1.myshopify.com"
 			load(b, serve(b, srv.App()), body, hdr)
 			if _, events, _ := db.Counts(); events < b.N {
 				b.Fatalf("stored %d events for %d requests", events, b.N)
