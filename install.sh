@@ -1,0 +1,541 @@
+#!/usr/bin/env bash
+# install.sh — install hookbox as a hardened systemd service on Debian/Ubuntu.
+#
+#   sudo ./install.sh                 install or upgrade (idempotent), then start or restart
+#   sudo ./install.sh --uninstall     remove the service and the binary; keep config and data
+#   sudo ./install.sh --purge [--yes] also remove /etc/hookbox, /var/lib/hookbox and the user
+#   ./install.sh --root DIR [...]     install into DIR as a prefix, without systemctl/useradd/chown
+#
+# Run ./install.sh --help for details. Every message starts with "install.sh:".
+set -eu
+
+PROG=install.sh
+SERVICE=hookbox
+SVC_USER=hookbox
+
+usage() {
+	cat <<'EOF'
+Usage: sudo ./install.sh [--uninstall | --purge [--yes]] [--root DIR]
+
+Installs hookbox as a systemd service (Debian/Ubuntu, run as root). Running it again upgrades:
+the binary and the unit are replaced, the config and the data are kept, and the service is
+restarted, but only after `hookbox check` accepts the config.
+
+  (no option)    install or upgrade: /usr/local/bin/hookbox, the hookbox system user,
+                 /etc/hookbox/config.toml (only if absent), /etc/hookbox/hookbox.env (only if
+                 absent; secrets named by secret_env), /var/lib/hookbox (the data, 0700),
+                 /etc/systemd/system/hookbox.service; then enable and (re)start the service.
+                 Uses the hookbox binary next to this script, else builds it with `go build`.
+  --uninstall    stop and disable the service, remove the unit and the binary;
+                 keep /etc/hookbox (config, secrets) and /var/lib/hookbox (data).
+  --purge        like --uninstall, and also remove /etc/hookbox, /var/lib/hookbox (every stored
+                 event) and the hookbox user. Asks for confirmation on the terminal.
+  --yes, -y      with --purge: do not ask.
+  --root DIR     install into DIR as a prefix (DIR/usr/local/bin, DIR/etc/hookbox,
+                 DIR/etc/systemd/system, DIR/var/lib/hookbox) for tests and packaging:
+                 no systemctl, no useradd, no ownership changes; the config's data_dir points to
+                 DIR/var/lib/hookbox so the installed binary can run against it; the unit is
+                 written exactly as for a real install. Does not need root.
+  --help, -h     show this help.
+EOF
+}
+
+info() { printf '%s: %s\n' "$PROG" "$*"; }
+warn() { printf '%s: warning: %s\n' "$PROG" "$*" >&2; }
+die() {
+	printf '%s: %s\n' "$PROG" "$*" >&2
+	exit 1
+}
+
+# ---- arguments ----
+ACTION=install
+YES=false
+ROOT_ARG=
+ROOT_SET=false
+while [ $# -gt 0 ]; do
+	case $1 in
+	--uninstall) ACTION=uninstall ;;
+	--purge) ACTION=purge ;;
+	--yes | -y) YES=true ;;
+	--root)
+		[ $# -ge 2 ] || die "--root needs a directory (try --help)"
+		ROOT_ARG=$2
+		ROOT_SET=true
+		shift
+		;;
+	--root=*)
+		ROOT_ARG=${1#--root=}
+		ROOT_SET=true
+		;;
+	--help | -h)
+		usage
+		exit 0
+		;;
+	*)
+		printf '%s: unknown option %s (try --help)\n' "$PROG" "$1" >&2
+		exit 2
+		;;
+	esac
+	shift
+done
+
+# ---- where things go ----
+ROOT=
+if $ROOT_SET; then
+	[ -n "$ROOT_ARG" ] || die "--root needs a directory"
+	mkdir -p -- "$ROOT_ARG" || die "--root $ROOT_ARG: cannot create the directory"
+	ROOT=$(cd -- "$ROOT_ARG" && pwd -P)
+	[ "$ROOT" != / ] || die "--root /: for a real install run without --root (as root)"
+	case $ROOT in
+	*[\"\\]* | *$'\n'*) die "--root $ROOT: the path must not contain quotes, backslashes or newlines" ;;
+	esac
+elif [ "$(id -u)" -ne 0 ]; then
+	die "run as root: sudo ./install.sh (or use --root DIR to install into a directory)"
+fi
+REAL=true
+$ROOT_SET && REAL=false
+
+BIN_DIR=$ROOT/usr/local/bin
+BIN=$BIN_DIR/hookbox
+ETC=$ROOT/etc/hookbox
+CONFIG=$ETC/config.toml
+ENV_FILE=$ETC/hookbox.env
+DATA=$ROOT/var/lib/hookbox
+UNIT_DIR=$ROOT/etc/systemd/system
+UNIT=$UNIT_DIR/$SERVICE.service
+DROPIN_DIR=$UNIT_DIR/$SERVICE.service.d
+# The paths the unit names are those of a real install, also under --root.
+REAL_BIN=/usr/local/bin/hookbox
+REAL_CONFIG=/etc/hookbox/config.toml
+REAL_ENV_FILE=/etc/hookbox/hookbox.env
+REAL_DATA=/var/lib/hookbox
+
+SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
+
+# Temporary files and directories, removed on exit.
+CLEANUP=()
+cleanup() {
+	local p
+	for p in "${CLEANUP[@]+"${CLEANUP[@]}"}"; do
+		rm -rf -- "$p"
+	done
+}
+trap cleanup EXIT
+
+if $REAL; then
+	command -v systemctl >/dev/null 2>&1 || die "systemctl not found: hookbox's installer needs a systemd-based Debian or Ubuntu"
+	[ -d /run/systemd/system ] || die "systemd is not running on this machine (no /run/systemd/system): hookbox's installer needs a systemd-based Debian or Ubuntu"
+	if [ -r /etc/os-release ] && ! grep -Eqi '^(ID|ID_LIKE)=.*(debian|ubuntu)' /etc/os-release; then
+		warn "this is not Debian or Ubuntu; continuing, but only those are tested"
+	fi
+fi
+
+# ---- helpers ----
+
+# server_key KEY FILE prints the string value of KEY in the [server] table of the TOML FILE
+# (nothing when absent). Enough for the keys install.sh reads: listen, public_url, data_dir.
+server_key() {
+	awk -v want="$1" '
+		/^[[:space:]]*\[/ {
+			s = $0; sub(/#.*/, "", s); gsub(/[[:space:]]/, "", s)
+			in_server = (s == "[server]"); next
+		}
+		in_server && $0 ~ "^[[:space:]]*" want "[[:space:]]*=" {
+			v = $0; sub(/^[^=]*=[[:space:]]*/, "", v)
+			if (v ~ /^"/) { sub(/^"/, "", v); sub(/".*$/, "", v) }
+			else if (v ~ /^'\''/) { sub(/^'\''/, "", v); sub(/'\''.*$/, "", v) }
+			else { sub(/[[:space:]]*(#.*)?$/, "", v) }
+			print v; exit
+		}' "$2"
+}
+
+# listen_port ADDR prints the numeric port of host:port (service names are looked up).
+listen_port() {
+	local port=${1##*:}
+	case $port in
+	'' | *[!0-9]*)
+		port=$(getent services "$port/tcp" 2>/dev/null | awk '{ split($2, a, "/"); print a[1] }') || true
+		;;
+	esac
+	printf '%s\n' "${port:-0}"
+}
+
+# load_env_file FILE exports the KEY=VALUE lines of a systemd EnvironmentFile (comments and
+# blank lines skipped, one pair of surrounding quotes removed), without running it as shell.
+load_env_file() {
+	local line key value
+	[ -f "$1" ] || return 0
+	while IFS= read -r line || [ -n "$line" ]; do
+		line=${line#"${line%%[![:space:]]*}"}
+		case $line in '' | '#'* | ';'*) continue ;; esac
+		key=${line%%=*}
+		key=${key%"${key##*[![:space:]]}"}
+		if [ "$key" = "$line" ] || ! [[ $key =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
+			warn "$1: ignoring a line that is not NAME=value"
+			continue
+		fi
+		value=${line#*=}
+		value=${value#"${value%%[![:space:]]*}"}
+		value=${value%"${value##*[![:space:]]}"}
+		case $value in
+		\"*\" | \'*\') value=${value:1:${#value}-2} ;;
+		esac
+		export "$key=$value"
+	done <"$1"
+}
+
+# run_check BINARY runs `BINARY check -config CONFIG` the way the service would run: with only
+# the env file's variables (plus PATH), as the hookbox user on a real install. Prints the check's
+# output; its exit status is the check's.
+run_check() {
+	(
+		cd /
+		while IFS= read -r v; do unset "$v" 2>/dev/null || true; done < <(compgen -e)
+		export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+		load_env_file "$ENV_FILE"
+		if $REAL && command -v setpriv >/dev/null 2>&1; then
+			exec setpriv --reuid="$(id -u "$SVC_USER")" --regid="$(id -g "$SVC_USER")" --init-groups -- \
+				"$1" check -config "$CONFIG"
+		elif $REAL && command -v runuser >/dev/null 2>&1; then
+			exec runuser -u "$SVC_USER" -- "$1" check -config "$CONFIG"
+		fi
+		exec "$1" check -config "$CONFIG"
+	) 2>&1
+}
+
+# write_if_changed MODE DEST reads the new content on stdin and replaces DEST atomically when the
+# content differs. Returns 0 when DEST changed, 1 when it was already up to date.
+write_if_changed() {
+	local mode=$1 dest=$2 tmp
+	tmp=$(mktemp "$(dirname -- "$dest")/.$(basename -- "$dest").XXXXXX")
+	CLEANUP+=("$tmp")
+	cat >"$tmp"
+	if [ -f "$dest" ] && cmp -s -- "$tmp" "$dest"; then
+		rm -f -- "$tmp"
+		chmod "$mode" -- "$dest"
+		return 1
+	fi
+	chmod "$mode" -- "$tmp"
+	mv -f -- "$tmp" "$dest"
+	return 0
+}
+
+service_active() { $REAL && systemctl is-active --quiet "$SERVICE" 2>/dev/null; }
+
+# ---- uninstall / purge ----
+
+remove_service() {
+	if $REAL; then
+		if [ -f "$UNIT" ] || systemctl cat "$SERVICE.service" >/dev/null 2>&1; then
+			info "stopping and disabling $SERVICE.service"
+			systemctl disable --now "$SERVICE.service" >/dev/null 2>&1 || warn "systemctl disable --now $SERVICE failed; continuing"
+		fi
+	fi
+	if [ -e "$UNIT" ]; then
+		rm -f -- "$UNIT"
+		info "removed $UNIT"
+	fi
+	if $REAL; then
+		systemctl daemon-reload
+		systemctl reset-failed "$SERVICE.service" >/dev/null 2>&1 || true
+	fi
+	if [ -e "$BIN" ]; then
+		rm -f -- "$BIN"
+		info "removed $BIN"
+	fi
+}
+
+confirm_purge() {
+	$YES && return 0
+	local what="$ETC (config, secrets), $DATA (every stored event)" answer
+	if $REAL; then what="$what and the $SVC_USER user"; fi
+	[ -t 0 ] || die "--purge deletes $what; there is no terminal to confirm on: add --yes"
+	printf '%s: delete %s? Type yes to confirm: ' "$PROG" "$what"
+	IFS= read -r answer || answer=
+	[ "$answer" = yes ] || die "not confirmed; nothing was removed"
+}
+
+if [ "$ACTION" = uninstall ]; then
+	remove_service
+	info "hookbox is uninstalled; kept the config and secrets in $ETC and the data in $DATA (remove them with --purge)"
+	exit 0
+fi
+if [ "$ACTION" = purge ]; then
+	confirm_purge
+	remove_service
+	rm -rf -- "$DROPIN_DIR" "$ETC" "$DATA"
+	info "removed $ETC and $DATA"
+	if $REAL; then
+		if id "$SVC_USER" >/dev/null 2>&1; then
+			userdel "$SVC_USER" || warn "userdel $SVC_USER failed"
+		fi
+		if getent group "$SVC_USER" >/dev/null 2>&1; then
+			groupdel "$SVC_USER" || warn "groupdel $SVC_USER failed"
+		fi
+		info "removed the $SVC_USER user and group"
+	fi
+	info "hookbox is purged"
+	exit 0
+fi
+
+# ---- install ----
+
+# 1. The binary to install: next to this script, else built from the source next to it.
+SRC_BIN=
+if [ -f "$SCRIPT_DIR/hookbox" ] && [ -x "$SCRIPT_DIR/hookbox" ]; then
+	SRC_BIN=$SCRIPT_DIR/hookbox
+	info "using $SRC_BIN"
+elif [ -f "$SCRIPT_DIR/go.mod" ] && [ -f "$SCRIPT_DIR/main.go" ]; then
+	GO=$(command -v go 2>/dev/null || true)
+	if [ -z "$GO" ] && [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go; fi
+	[ -n "$GO" ] || die "no hookbox binary next to install.sh and no Go toolchain to build one: install Go (https://go.dev/dl/) or copy a hookbox binary to $SCRIPT_DIR/hookbox"
+	build_dir=$(mktemp -d)
+	CLEANUP+=("$build_dir")
+	version=$(git -C "$SCRIPT_DIR" -c safe.directory="$SCRIPT_DIR" describe --tags --always --dirty 2>/dev/null || true)
+	info "building hookbox from $SCRIPT_DIR with $("$GO" version)"
+	(cd -- "$SCRIPT_DIR" && "$GO" build -trimpath -buildvcs=false -ldflags "-X main.version=${version:-dev}" -o "$build_dir/hookbox" .) ||
+		die "go build failed (see above); fix it or copy a hookbox binary to $SCRIPT_DIR/hookbox"
+	SRC_BIN=$build_dir/hookbox
+else
+	die "no hookbox binary next to install.sh ($SCRIPT_DIR/hookbox) and no source to build it from: put the hookbox binary next to the script"
+fi
+
+# 2. The system user and group.
+if $REAL; then
+	if ! getent group "$SVC_USER" >/dev/null 2>&1; then
+		groupadd --system "$SVC_USER"
+		info "created the $SVC_USER group"
+	fi
+	if ! id "$SVC_USER" >/dev/null 2>&1; then
+		useradd --system --no-create-home --home-dir "$REAL_DATA" --shell /usr/sbin/nologin \
+			--gid "$SVC_USER" --comment "hookbox webhook receiver" "$SVC_USER"
+		info "created the $SVC_USER system user"
+	fi
+fi
+
+# 3. Directories. /etc/hookbox is root:hookbox 0750 so the service can read its config but not
+# change it; the data directory belongs to hookbox alone.
+mkdir -p -- "$BIN_DIR" "$UNIT_DIR" "$(dirname -- "$DATA")"
+if $REAL; then
+	install -d -m 0750 -o root -g "$SVC_USER" -- "$ETC"
+	install -d -m 0700 -o "$SVC_USER" -g "$SVC_USER" -- "$DATA"
+else
+	install -d -m 0750 -- "$ETC"
+	install -d -m 0700 -- "$DATA"
+fi
+
+# 4. The config, only if absent: the repository's config.toml with data_dir set to the data
+# directory (listen stays as it is: 127.0.0.1:8080 in the shipped file).
+if [ -e "$CONFIG" ]; then
+	info "keeping the existing $CONFIG"
+else
+	[ -f "$SCRIPT_DIR/config.toml" ] || die "no config.toml next to install.sh ($SCRIPT_DIR) to start $CONFIG from"
+	tmp=$(mktemp "$ETC/.config.toml.XXXXXX")
+	CLEANUP+=("$tmp")
+	{
+		printf '# %s: installed by install.sh from the repository'\''s config.toml; install.sh never\n' "$REAL_CONFIG"
+		printf '# overwrites it. Keep secrets out of this file: write secret_env = "NAME" here and NAME=... in\n'
+		printf '# %s. After editing, run install.sh again: it checks the config before restarting.\n\n' "$REAL_ENV_FILE"
+		awk -v dd="$DATA" '
+			function emit() { print "data_dir = \"" dd "\"          # set by install.sh"; done = 1 }
+			/^[[:space:]]*\[/ {
+				s = $0; sub(/#.*/, "", s); gsub(/[[:space:]]/, "", s)
+				if (in_server && !done) emit()
+				in_server = (s == "[server]"); if (in_server) seen = 1
+				print; next
+			}
+			in_server && /^[[:space:]]*data_dir[[:space:]]*=/ { if (!done) emit(); next }
+			{ print }
+			END {
+				if (in_server && !done) emit()
+				if (!seen) { print ""; print "[server]"; emit() }
+			}' "$SCRIPT_DIR/config.toml"
+	} >"$tmp"
+	chmod 0640 -- "$tmp"
+	if $REAL; then chown root:"$SVC_USER" -- "$tmp"; fi
+	mv -f -- "$tmp" "$CONFIG"
+	info "created $CONFIG (data_dir = $DATA)"
+fi
+
+# 5. The secrets file, only if absent. It is root:root 0600: systemd (PID 1, root) reads an
+# EnvironmentFile before it drops to User=hookbox, so the service user never needs to read it,
+# and a hookbox process cannot read or change the file (only its own environment).
+if [ -e "$ENV_FILE" ]; then
+	info "keeping the existing $ENV_FILE"
+else
+	tmp=$(mktemp "$ETC/.hookbox.env.XXXXXX")
+	CLEANUP+=("$tmp")
+	cat >"$tmp" <<'EOF'
+# Secrets for hookbox.service, one NAME=value per line (no "export", no shell syntax).
+# systemd loads this file (EnvironmentFile=) as root before starting hookbox as the hookbox user;
+# config.toml names the variables with secret_env / secrets_env / password_env, for example:
+#   STRIPE_WEBHOOK_SECRET=whsec_...
+#   SHOPIFY_SECRET=...
+# The file is root-only (0600); after editing it, run install.sh again (it checks, then restarts).
+EOF
+	chmod 0600 -- "$tmp"
+	if $REAL; then chown root:root -- "$tmp"; fi
+	mv -f -- "$tmp" "$ENV_FILE"
+	info "created $ENV_FILE (0600, for the secrets named by secret_env)"
+fi
+
+# 6. Stage the new binary next to its final name and check the config with it, as the service
+# would run. A config the new binary refuses changes nothing: not the installed binary, not the
+# unit, not a running service.
+new_bin=$(mktemp "$BIN_DIR/.hookbox.new.XXXXXX")
+CLEANUP+=("$new_bin")
+cp -- "$SRC_BIN" "$new_bin"
+chmod 0755 -- "$new_bin"
+if $REAL; then chown root:root -- "$new_bin"; fi
+version=$("$new_bin" version 2>/dev/null || true)
+if ! check_out=$(run_check "$new_bin"); then
+	printf '%s\n' "$check_out" | sed "s|^|$PROG: hookbox check: |" >&2
+	if service_active; then
+		die "the config does not pass hookbox check (above): fix $CONFIG and run install.sh again; nothing was changed and the running service was left alone"
+	fi
+	die "the config does not pass hookbox check (above): fix $CONFIG and run install.sh again; the binary and the service were not installed"
+fi
+
+# 7. The listen port decides whether the service may bind a privileged port.
+listen=$(server_key listen "$CONFIG")
+listen=${listen:-127.0.0.1:8080}
+public_url=$(server_key public_url "$CONFIG")
+data_dir=$(server_key data_dir "$CONFIG")
+port=$(listen_port "$listen")
+caps=
+if [ "$port" -gt 0 ] && [ "$port" -lt 1024 ]; then
+	caps=CAP_NET_BIND_SERVICE
+fi
+case ${data_dir:-./data} in
+"$DATA" | "$DATA"/*) ;;
+*) warn "data_dir in $CONFIG is ${data_dir:-./data (relative)}, outside $DATA: the unit's ProtectSystem=strict makes it read-only; use $REAL_DATA, or add ReadWritePaths= in a drop-in (systemctl edit hookbox)" ;;
+esac
+if grep -q 'demo-secret-change-me' "$CONFIG"; then
+	warn "$CONFIG still has the demo source and its public secret (demo-secret-change-me): change or remove it before hookbox is reachable from outside"
+fi
+
+# 8. The unit. It is rewritten on every run: local changes belong in a drop-in.
+was_active=false
+if service_active; then was_active=true; fi
+had_unit=false
+[ -f "$UNIT" ] && had_unit=true
+unit_changed=false
+if write_if_changed 0644 "$UNIT" <<EOF; then unit_changed=true; fi
+# Written by install.sh; running it again overwrites this file.
+# Put local changes in a drop-in instead: systemctl edit hookbox
+[Unit]
+Description=hookbox webhook receiver
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=simple
+User=$SVC_USER
+Group=$SVC_USER
+ExecStart=$REAL_BIN serve -config $REAL_CONFIG
+EnvironmentFile=-$REAL_ENV_FILE
+StateDirectory=hookbox
+StateDirectoryMode=0700
+Restart=on-failure
+RestartSec=2
+# hookbox drains in-flight requests for up to 10 s on SIGTERM.
+TimeoutStopSec=20
+
+# Hardening. Go and bbolt need only @system-service (mmap, flock, fdatasync, prlimit64 are in it;
+# nothing hookbox calls is in @privileged or @resources).
+NoNewPrivileges=true
+ProtectSystem=strict
+ReadWritePaths=$REAL_DATA
+ProtectHome=true
+PrivateTmp=true
+PrivateDevices=true
+DeviceAllow=
+ProtectProc=invisible
+ProcSubset=pid
+ProtectKernelTunables=true
+ProtectKernelModules=true
+ProtectKernelLogs=true
+ProtectControlGroups=true
+ProtectClock=true
+ProtectHostname=true
+RestrictNamespaces=true
+RestrictRealtime=true
+RestrictSUIDSGID=true
+LockPersonality=true
+MemoryDenyWriteExecute=true
+RemoveIPC=true
+SystemCallArchitectures=native
+SystemCallFilter=@system-service
+SystemCallFilter=~@privileged @resources
+RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX
+UMask=0077
+# No capabilities; when server.listen is a port below 1024, only the one to bind it.
+CapabilityBoundingSet=$caps
+AmbientCapabilities=$caps
+
+[Install]
+WantedBy=multi-user.target
+EOF
+if ! $unit_changed; then
+	info "$UNIT is up to date"
+elif $had_unit; then
+	info "updated $UNIT"
+else
+	info "created $UNIT"
+fi
+
+# 9. The binary, atomically: the staged copy is renamed over the old one.
+if [ -f "$BIN" ] && cmp -s -- "$new_bin" "$BIN"; then
+	info "$BIN is up to date (${version:-hookbox})"
+else
+	mv -f -- "$new_bin" "$BIN"
+	info "installed $BIN (${version:-hookbox})"
+fi
+
+# 10. Start, or restart on upgrade.
+if $REAL; then
+	systemctl daemon-reload
+	systemctl enable --now "$SERVICE.service" || true
+	if $was_active; then
+		info "restarting $SERVICE.service"
+		systemctl restart "$SERVICE.service" || true
+	fi
+	# The service must still be running a few seconds later (a bad port, a locked data file…).
+	state=
+	for _ in 1 2 3; do
+		sleep 1
+		state=$(systemctl is-active "$SERVICE.service" 2>/dev/null || true)
+		[ "$state" = active ] || break
+	done
+	if [ "$state" != active ]; then
+		{ journalctl -u "$SERVICE" -n 20 --no-pager -o cat 2>/dev/null || true; } | sed 's/^/    /' >&2
+		die "$SERVICE.service did not stay running (state: ${state:-unknown}); see journalctl -u $SERVICE"
+	fi
+fi
+
+# 11. Where to find it.
+host=${listen%:*}
+host=${host#[}
+host=${host%]}
+case $host in
+'' | 0.0.0.0) host=127.0.0.1 ;;
+::) host='[::1]' ;;
+*:*) host="[$host]" ;;
+esac
+base="http://$host:$port"
+if $REAL; then
+	info "hookbox is running (${version:-hookbox}) as the $SVC_USER user"
+else
+	info "hookbox is installed under $ROOT (--root: no user, no ownership changes, no systemctl)"
+fi
+cat <<EOF
+  config:   $CONFIG   secrets: $ENV_FILE   data: $DATA
+  status:   $base/   health: $base/healthz${public_url:+   public: $public_url}
+  logs:     journalctl -u $SERVICE -f      state: systemctl status $SERVICE
+  hookbox check says:
+EOF
+printf '%s\n' "$check_out" | sed 's/^/    /'
+if [ -z "$public_url" ]; then
+	printf '  The source URLs are relative to the address senders reach this server at: set\n'
+	printf '  server.public_url in %s (listen is %s).\n' "$CONFIG" "$listen"
+fi
