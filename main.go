@@ -144,7 +144,8 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	dispatched := make(chan struct{})
 	go func() { dispatcher.Run(ctx, sendCtx); close(dispatched) }()
 
-	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: db.Ping})
+	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: db.Ping,
+		Backup: func() (*os.File, int64, error) { return db.Backup(cfg.Server.DataDir) }})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen in %s): %w", cfg.Server.Listen, path, err)

@@ -364,3 +364,29 @@ func (d *DB) Check() error {
 		return first
 	})
 }
+
+// Backup writes a consistent copy of the data file to a new temp file in
+// dir, from one read transaction (ingest goes on meanwhile), and returns
+// it open at its start, already unlinked: the copy goes away when the
+// caller closes it, and is never held in memory.
+func (d *DB) Backup(dir string) (*os.File, int64, error) {
+	f, err := os.CreateTemp(dir, ".backup-*")
+	if err != nil {
+		return nil, 0, fmt.Errorf("backup: %w", err)
+	}
+	os.Remove(f.Name())
+	var n int64
+	err = d.db.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(f)
+		return err
+	})
+	if err == nil {
+		_, err = f.Seek(0, 0)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("backup: %w", err)
+	}
+	return f, n, nil
+}

@@ -22,6 +22,24 @@ func (s *Server) routeAPI(r fiber.Router) {
 	r.Post("/dead-letters/:id/replay", s.handleReplay)
 	r.Get("/deliveries/:id", s.handleDelivery)
 	r.Post("/deliveries/:id/replay", s.handleReplay)
+	r.Get("/backup", s.handleBackup)
+}
+
+// handleBackup streams a hot copy of the data file. The copy is made into
+// an unlinked temp file first, so the read transaction is short and the
+// response is not held in memory.
+func (s *Server) handleBackup(c *fiber.Ctx) error {
+	if s.deps.Backup == nil {
+		return s.sendError(c, app.Errorf(app.ENOTFOUND, "backup not available"))
+	}
+	f, size, err := s.deps.Backup()
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	c.Set(fiber.HeaderContentType, "application/octet-stream")
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename="hookbox-`+s.deps.Now().UTC().Format("20060102-150405")+`.db"`)
+	c.Response().SetBodyStream(f, int(size)) // fasthttp closes f when sent
+	return nil
 }
 
 // requireLogin guards the admin API with HTTP Basic auth against [status]

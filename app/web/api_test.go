@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,4 +161,49 @@ func TestAPI_DeadLettersAndReplay(t *testing.T) {
 	if code, m := apiCall(t, s, "POST", "/api/v1/dead-letters/replay", auth); code != 200 || m["replayed"] != float64(1) {
 		t.Fatalf("replay all = %d %v", code, m)
 	}
+}
+
+func TestAPI_Backup(t *testing.T) {
+	s, db, _ := newAPIServer(t, apiConfig)
+	dir := t.TempDir()
+	s = web.New(mustConfig(t, apiConfig), web.Deps{Store: db, Health: db.Ping,
+		Backup: func() (*os.File, int64, error) { return db.Backup(dir) }})
+	addr := serve(t, s.App())
+	req, _ := http.NewRequest("GET", "http://"+addr+"/api/v1/backup", nil)
+	req.SetBasicAuth("ops", "pw-1234")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := filepath.Join(t.TempDir(), storage.FileName)
+	f, _ := os.Create(out)
+	n, err := io.Copy(f, resp.Body)
+	f.Close()
+	if err != nil || resp.StatusCode != 200 || n == 0 {
+		t.Fatalf("backup: %d, %d bytes, %v", resp.StatusCode, n, err)
+	}
+	// The copy opens as a data file with the dead delivery in it.
+	copyDB, err := storage.Open(filepath.Dir(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer copyDB.Close()
+	if err := copyDB.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := copyDB.CountDead(); n != 1 {
+		t.Fatalf("dead in the copy = %d, want 1", n)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("temp files left: %v", left)
+	}
+}
+
+func mustConfig(t *testing.T, toml string) *app.Config {
+	cfg, err := app.ParseConfig("t.toml", toml, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -37,6 +38,9 @@ type Deps struct {
 	Wake func()
 	// Health backs /healthz.
 	Health Health
+	// Backup returns a consistent copy of the data file, open at its start;
+	// the server closes it.
+	Backup func() (*os.File, int64, error)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
