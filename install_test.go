@@ -260,6 +260,34 @@ func installVerifyUnit(t *testing.T, e *installEnv) {
 	if err != nil {
 		t.Logf("systemd-analyze verify (not a syntax problem): %v\n%s", err, out)
 	}
+	installSecurityScore(t, analyze, filepath.Join(dir, "hookbox.service"))
+}
+
+// installSecurityScore logs the exposure score `systemd-analyze security`
+// gives the unit file (0 is best, 10 worst), where this systemd can review a
+// unit offline (systemd 250 and later). It is a record, not an assertion.
+func installSecurityScore(t *testing.T, analyze, unit string) {
+	t.Helper()
+	help, _ := exec.Command(analyze, "--help").CombinedOutput()
+	if !strings.Contains(string(help), "--offline") {
+		t.Log("systemd-analyze has no --offline: exposure score not recorded")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, analyze, "security", "--offline=true", "--no-pager", unit).CombinedOutput()
+	m := regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+ \S+)`).FindSubmatch(out)
+	if m == nil {
+		t.Logf("systemd-analyze security gave no score: %v\n%s", err, out)
+		return
+	}
+	var weak []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "✗") {
+			weak = append(weak, strings.Join(strings.Fields(line)[1:2], ""))
+		}
+	}
+	t.Logf("systemd-analyze security: exposure %s (not passed: %s)", m[1], strings.Join(weak, " "))
 }
 
 func TestInstallRoot(t *testing.T) {

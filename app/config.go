@@ -34,7 +34,9 @@ type Config struct {
 // the admin API.
 type StatusConfig struct {
 	User     string
-	Password string // empty: the admin API is closed
+	Password string // empty: one is generated at first start
+	// MetricsPublic serves /metrics without a login.
+	MetricsPublic bool
 }
 
 // AlertsConfig is the [alerts] table.
@@ -180,6 +182,8 @@ type Source struct {
 	Provider string
 	// Verify checks a request's signature and reads the provider's id rules.
 	Verify provider.Verifier
+	// Settings are what Verify was built from; `hookbox sign` signs with them.
+	Settings provider.Settings
 	// ID and Topic, when set, override the provider's rules.
 	ID    *template.Template
 	Topic *template.Template
@@ -229,9 +233,10 @@ type rawConfig struct {
 }
 
 type rawStatus struct {
-	User        string `toml:"user"`
-	Password    string `toml:"password"`
-	PasswordEnv string `toml:"password_env"`
+	User          string `toml:"user"`
+	Password      string `toml:"password"`
+	PasswordEnv   string `toml:"password_env"`
+	MetricsPublic bool   `toml:"metrics_public"`
 }
 
 type rawAlerts struct {
@@ -388,6 +393,7 @@ func (v *validator) status(s *StatusConfig, r rawStatus) {
 		s.User = DefaultStatusUser
 	}
 	s.Password = r.Password
+	s.MetricsPublic = r.MetricsPublic
 	if r.PasswordEnv != "" {
 		s.Password = v.env1("status.password_env", r.PasswordEnv)
 	}
@@ -638,6 +644,7 @@ func (v *validator) source(key string, r rawSource, publicURL string) *Source {
 		return nil
 	}
 	s.Verify = verify
+	s.Settings = set
 	return s
 }
 

@@ -36,6 +36,8 @@ type Dispatcher struct {
 	Version string
 	// OnFired is told how many debounced deliveries of a route went out.
 	OnFired func(route string, n int)
+	// Stats, when set, counts attempts for the status page and metrics.
+	Stats *Stats
 
 	wake     chan struct{}
 	mu       sync.Mutex
@@ -174,6 +176,7 @@ func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work) {
 		d.Logger.Error("record attempt", "delivery", w.Delivery.ID, slog.Any("error", err))
 		return
 	}
+	d.Stats.Attempt(dest.Name, state, a.Duration, a.Error)
 	switch state {
 	case Dead:
 		d.Logger.Warn("delivery dead", "delivery", w.Delivery.ID, "destination", dest.Name,

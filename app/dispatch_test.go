@@ -328,7 +328,7 @@ func TestDispatcher_Unrouted(t *testing.T) {
 	if ds := h.deliveries(t, "other-topic"); len(ds) != 0 {
 		t.Fatalf("unrouted event has deliveries %+v", ds)
 	}
-	if got := h.recv.Stats("gh").Unrouted.Load(); got != 1 {
+	if got := h.recv.SourceStats("gh").Unrouted.Load(); got != 1 {
 		t.Fatalf("unrouted = %d, want 1", got)
 	}
 }

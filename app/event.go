@@ -63,7 +63,33 @@ type Store interface {
 	DeadLetters(after uint64, limit int) ([]*Delivery, int, error)
 	// CountDead returns the number of dead deliveries.
 	CountDead() (int, error)
+	// CountPending returns the number of deliveries not yet done: due now or
+	// later, and debounced ones waiting for their window.
+	CountPending() (int, error)
 	// PruneWindows forgets at most limit rate-limit windows that emptied
 	// by now, and reports how many.
 	PruneWindows(now time.Time, limit int) (int, error)
+}
+
+// EventQuery selects events for the list, newest first.
+type EventQuery struct {
+	Source string
+	Topic  string // a glob
+	Status string // "delivered", "pending", "dead", "unrouted", or "" for all
+	ID     string // exact event id (with or without Source)
+	Before uint64 // cursor: only events with a smaller seq (0: from the newest)
+	Since  time.Time
+	Until  time.Time
+	Limit  int
+}
+
+// EventSummary is one row of the event list.
+type EventSummary struct {
+	Seq        uint64
+	Source     string
+	ID         string
+	Topic      string
+	ReceivedAt time.Time
+	Size       int
+	Status     string // worst state of its deliveries, or "unrouted"
 }

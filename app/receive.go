@@ -101,6 +101,8 @@ type Receiver struct {
 	// Notify is called after a commit that opened deliveries (it wakes the
 	// dispatcher); it must not block.
 	Notify func()
+	// Stats, when set, counts outcomes for the status page and metrics.
+	Stats *Stats
 }
 
 // NewReceiver builds a receiver for cfg's sources over store.
@@ -126,12 +128,36 @@ func NewReceiver(cfg *Config, store Store) *Receiver {
 	return r
 }
 
-// Stats returns the counters of source, or nil for an unknown source.
-func (r *Receiver) Stats(source string) *SourceStats { return r.stats[source] }
+// SourceStats returns the counters of source, or nil for an unknown source.
+func (r *Receiver) SourceStats(source string) *SourceStats { return r.stats[source] }
 
 // Receive verifies in as a webhook for source and, when genuine and new,
 // stores it durably before returning Accepted.
 func (r *Receiver) Receive(ctx context.Context, source string, in *Inbound) (Result, error) {
+	start := time.Now()
+	res, err := r.receive(ctx, source, in)
+	if _, known := r.sources[source]; known {
+		r.Stats.Inbound(source, outcomeName(res, err), time.Since(start))
+	}
+	return res, err
+}
+
+// outcomeName names what Receive did, for the stats.
+func outcomeName(res Result, err error) string {
+	switch ErrorCode(err) {
+	case EUNAUTHORIZED:
+		return "rejected"
+	case EINVALID:
+		return "invalid"
+	case EUNAVAILABLE, EINTERNAL:
+		if err != nil {
+			return "failed"
+		}
+	}
+	return res.Outcome.String()
+}
+
+func (r *Receiver) receive(ctx context.Context, source string, in *Inbound) (Result, error) {
 	src, ok := r.sources[source]
 	if !ok {
 		return Result{}, Errorf(ENOTFOUND, "unknown source")
@@ -216,6 +242,7 @@ func (r *Receiver) count(p *Plan) {
 		switch op.Result {
 		case Merged:
 			rs.Debounced.Add(1)
+			r.Stats.Debounced(1)
 		case Deferred:
 			rs.Deferred.Add(1)
 		}

@@ -120,7 +120,7 @@ func TestReceiver_Receive(t *testing.T) {
 		if app.ErrorCode(err) != app.EUNAUTHORIZED {
 			t.Fatalf("err = %v, want unauthorized", err)
 		}
-		if got := r.Stats("shop").Rejected.Load(); got != 1 {
+		if got := r.SourceStats("shop").Rejected.Load(); got != 1 {
 			t.Fatalf("rejected counter = %d, want 1", got)
 		}
 		if _, _, ok, _ := db.LookupID("shop", "wh-3"); ok {

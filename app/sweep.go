@@ -22,6 +22,8 @@ type Sweeper struct {
 	// Now is the clock; tests replace it.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Stats, when set, counts sweep runs.
+	Stats *Stats
 }
 
 // NewSweeper builds a sweeper for cfg's retention over store.
@@ -76,6 +78,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 func (s *Sweeper) Run(ctx context.Context) {
 	start := time.Now()
 	res, err := s.Sweep(ctx)
+	s.Stats.Swept(err)
 	if err != nil {
 		s.Logger.Error("sweep failed", slog.Any("error", err), "ids", res.IDs, "events", res.Events)
 		return

@@ -390,3 +390,31 @@ func (d *DB) Backup(dir string) (*os.File, int64, error) {
 	}
 	return f, n, nil
 }
+
+var bucketMeta = []byte("meta") // name → value: small settings hookbox keeps for itself
+
+// Meta returns the value stored under name, or nil.
+func (d *DB) Meta(name string) ([]byte, error) {
+	var v []byte
+	err := d.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketMeta); b != nil {
+			v = append([]byte(nil), b.Get([]byte(name))...)
+		}
+		return nil
+	})
+	if len(v) == 0 {
+		v = nil
+	}
+	return v, err
+}
+
+// SetMeta stores value under name, durably.
+func (d *DB) SetMeta(name string, value []byte) error {
+	return d.update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(name), value)
+	})
+}

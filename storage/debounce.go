@@ -15,7 +15,7 @@ var (
 	bucketPending    = []byte("pending")     // entity → encoded pending delivery
 	bucketPendingDue = []byte("pending_due") // due(8) entity → nil
 	bucketWindow     = []byte("window")      // entity → rate-limit window: length(8) then send times(8 each)
-	bucketMerged     = []byte("merged")      // firedEventSeq(8) mergedEventSeq(8) → nil
+	bucketMerged     = []byte("merged")      // firedEventSeq(8) mergedEventSeq(8) → nil, and mergedEventSeq(8) → firedEventSeq(8)
 )
 
 // maxMergedKept bounds the merged event seqs a pending delivery records.
@@ -217,7 +217,11 @@ func firePending(tx *bolt.Tx, dueKey []byte, now time.Time, fired map[string]int
 		}
 	}
 	for _, m := range p.Merged {
+		// Both ways: what a delivered event replaced, and what replaced an event.
 		if err := tx.Bucket(bucketMerged).Put(append(seqKey(p.EventSeq), seqKey(m)...), nil); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketMerged).Put(seqKey(m), seqKey(p.EventSeq)); err != nil {
 			return err
 		}
 	}

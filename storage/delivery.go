@@ -336,3 +336,29 @@ func (d *DB) CountDead() (int, error) {
 	})
 	return n, err
 }
+
+// CountPending returns the number of pending deliveries, debounced ones
+// included.
+func (d *DB) CountPending() (int, error) {
+	var n int
+	err := d.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketDue).Stats().KeyN + tx.Bucket(bucketPending).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
+// Backlog returns how many deliveries to dest are pending, counting at
+// most limit.
+func (d *DB) Backlog(dest string, limit int) (int, error) {
+	var n int
+	prefix := append([]byte(dest), 0)
+	err := d.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketDue).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n < limit; k, _ = c.Next() {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/ui"
 )
 
 // The admin API: dead letters, deliveries with their attempts, replay.
@@ -23,6 +23,9 @@ func (s *Server) routeAPI(r fiber.Router) {
 	r.Get("/deliveries/:id", s.handleDelivery)
 	r.Post("/deliveries/:id/replay", s.handleReplay)
 	r.Get("/backup", s.handleBackup)
+	r.Get("/stats", s.handleStats)
+	r.Get("/events", s.handleEvents)
+	r.Get("/events/:seq", s.handleEvent)
 }
 
 // handleBackup streams a hot copy of the data file. The copy is made into
@@ -40,28 +43,6 @@ func (s *Server) handleBackup(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="hookbox-`+s.deps.Now().UTC().Format("20060102-150405")+`.db"`)
 	c.Response().SetBodyStream(f, int(size)) // fasthttp closes f when sent
 	return nil
-}
-
-// requireLogin guards the admin API with HTTP Basic auth against [status]
-// user and password, and refuses cross-site state changes: a browser that
-// cached the login still sends an Origin header from the other site.
-func (s *Server) requireLogin(c *fiber.Ctx) error {
-	if s.status.Password == "" {
-		return s.sendError(c, app.Errorf(app.EFORBIDDEN, "the admin API is closed: set [status] password or password_env"))
-	}
-	user, pass, ok := basicAuth(c.Get(fiber.HeaderAuthorization))
-	if !ok || !equal(user, s.status.User) || !equal(pass, s.status.Password) {
-		c.Set(fiber.HeaderWWWAuthenticate, `Basic realm="hookbox", charset="UTF-8"`)
-		return c.Status(fiber.StatusUnauthorized).JSON(answer{Status: "error", Error: "login required"})
-	}
-	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
-		if o := c.Get(fiber.HeaderOrigin); o != "" {
-			if u, err := url.Parse(o); err != nil || u.Host != c.Hostname() {
-				return s.sendError(c, app.Errorf(app.EFORBIDDEN, "cross-site request refused"))
-			}
-		}
-	}
-	return c.Next()
 }
 
 // equal compares in constant time, lengths included (by hashing first).
@@ -180,4 +161,118 @@ func (s *Server) storeError(c *fiber.Ctx, err error) error {
 	}
 	s.Logger.Error("admin API", "path", c.Path(), "error", err)
 	return s.sendError(c, app.Errorf(app.EUNAVAILABLE, "storage unavailable, retry later"))
+}
+
+func (s *Server) handleStats(c *fiber.Ctx) error {
+	st := s.deps.Stats
+	hour, day := st.Counts(time.Hour), st.Counts(24*time.Hour)
+	counts := map[string]map[string]uint64{"last_hour": {}, "last_day": {}}
+	for k, name := range app.KindNames {
+		counts["last_hour"][name], counts["last_day"][name] = hour[k], day[k]
+	}
+	type routeJSON struct {
+		Name      string  `json:"name"`
+		Received  uint64  `json:"received"`
+		Debounced uint64  `json:"debounced"`
+		Deferred  uint64  `json:"deferred"`
+		Unkeyed   uint64  `json:"unkeyed"`
+		Delivered uint64  `json:"delivered"`
+		Reduction float64 `json:"reduction"`
+	}
+	var routes []routeJSON
+	for _, rt := range s.cfg.Routes {
+		rs := s.deps.Receiver.RouteStats(rt.Name)
+		if rt.Key == nil || rs == nil {
+			continue
+		}
+		r := routeJSON{Name: rt.Name, Received: rs.Received.Load(), Debounced: rs.Debounced.Load(),
+			Deferred: rs.Deferred.Load(), Unkeyed: rs.Unkeyed.Load(), Delivered: rs.Fired.Load()}
+		if r.Received > 0 {
+			r.Reduction = 1 - float64(r.Delivered+r.Unkeyed)/float64(r.Received)
+		}
+		routes = append(routes, r)
+	}
+	dead, _ := s.deps.Store.CountDead()
+	pending, _ := s.deps.Store.CountPending()
+	return c.JSON(fiber.Map{"counts": counts, "sources": st.Sources(), "destinations": st.Destinations(),
+		"routes": routes, "dead": dead, "pending": pending})
+}
+
+type eventJSON struct {
+	Seq        uint64    `json:"seq"`
+	Source     string    `json:"source"`
+	ID         string    `json:"id"`
+	Topic      string    `json:"topic"`
+	ReceivedAt time.Time `json:"received_at"`
+	Size       int       `json:"size"`
+	Status     string    `json:"status,omitempty"`
+}
+
+func (s *Server) handleEvents(c *fiber.Ctx) error {
+	q := app.EventQuery{Source: c.Query("source"), Topic: c.Query("topic"), Status: c.Query("status"),
+		ID: c.Query("id"), Limit: c.QueryInt("limit", 50)}
+	q.Before, _ = strconv.ParseUint(c.Query("before"), 10, 64)
+	for _, f := range []struct {
+		name string
+		to   *time.Time
+	}{{"since", &q.Since}, {"until", &q.Until}} {
+		if v := c.Query(f.name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return s.sendError(c, app.Errorf(app.EINVALID, "%s: not an RFC 3339 time", f.name))
+			}
+			*f.to = t
+		}
+	}
+	rows, next, err := s.deps.UIStore.ListEvents(q)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	items := make([]eventJSON, 0, len(rows))
+	for _, r := range rows {
+		items = append(items, eventJSON{r.Seq, r.Source, r.ID, r.Topic, r.ReceivedAt, r.Size, r.Status})
+	}
+	out := fiber.Map{"items": items}
+	if next > 0 {
+		out["next_before"] = next
+	}
+	return c.JSON(out)
+}
+
+func (s *Server) handleEvent(c *fiber.Ctx) error {
+	seq, err := strconv.ParseUint(c.Params("seq"), 10, 64)
+	if err != nil {
+		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no such event"))
+	}
+	e, err := s.deps.UIStore.Event(seq)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	if e == nil {
+		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no such event"))
+	}
+	ds, err := s.deps.UIStore.EventDeliveries(seq)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	deliveries := make([]deliveryJSON, 0, len(ds))
+	for _, d := range ds {
+		_, attempts, err := s.deps.Store.Delivery(d.ID)
+		if err != nil {
+			return s.storeError(c, err)
+		}
+		j := toJSON(d)
+		for _, a := range attempts {
+			j.History = append(j.History, attemptJSON{N: a.N, Start: a.Start, DurationMS: float64(a.Duration.Microseconds()) / 1000,
+				Status: a.Status, Error: a.Error, Response: string(a.Response)})
+		}
+		deliveries = append(deliveries, j)
+	}
+	merged, _ := s.deps.UIStore.MergedInto(seq)
+	headers := map[string]string{}
+	for _, h := range ui.MaskHeaders(e.Header) {
+		headers[h.Name] = h.Value
+	}
+	return c.JSON(fiber.Map{"event": eventJSON{Seq: seq, Source: e.Source, ID: e.ID, Topic: e.Topic, ReceivedAt: e.ReceivedAt, Size: len(e.Body)},
+		"headers": headers, "body": string(e.Body), "deliveries": deliveries, "merged": merged})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -65,7 +66,11 @@ func newAPIServer(t *testing.T, toml string) (*web.Server, *storage.DB, uint64) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping}), db, ds[0].ID
+	login, err := app.StatusLogin(cfg.Status, db, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login}), db, ds[0].ID
 }
 
 func apiCall(t *testing.T, s *web.Server, method, path string, h http.Header) (int, map[string]any) {
@@ -119,11 +124,15 @@ func TestAPI_Auth(t *testing.T) {
 			}
 		})
 	}
-	t.Run("ClosedWithoutPassword", func(t *testing.T) {
-		s, _, _ := newAPIServer(t, strings.Replace(apiConfig, `password = "pw-1234"`, "", 1))
-		code, m := apiCall(t, s, "GET", "/api/v1/dead-letters", login("admin", ""))
-		if code != 403 || m["error"] != "the admin API is closed: set [status] password or password_env" {
-			t.Fatalf("answer = %d %v", code, m)
+	t.Run("GeneratedPassword", func(t *testing.T) {
+		s, db, _ := newAPIServer(t, strings.Replace(apiConfig, `password = "pw-1234"`, "", 1))
+		for _, pw := range []string{"", "pw-1234", "admin"} {
+			if code, m := apiCall(t, s, "GET", "/api/v1/dead-letters", login("ops", pw)); code != 401 {
+				t.Fatalf("password %q: answer = %d %v", pw, code, m)
+			}
+		}
+		if hash, _ := db.Meta("status_password_bcrypt"); !strings.HasPrefix(string(hash), "$2") {
+			t.Fatalf("stored hash %q is not bcrypt", hash)
 		}
 	})
 }
@@ -167,6 +176,7 @@ func TestAPI_Backup(t *testing.T) {
 	s, db, _ := newAPIServer(t, apiConfig)
 	dir := t.TempDir()
 	s = web.New(mustConfig(t, apiConfig), web.Deps{Store: db, Health: db.Ping,
+		Login:  func(u, p string) bool { return u == "ops" && p == "pw-1234" },
 		Backup: func() (*os.File, int64, error) { return db.Backup(dir) }})
 	addr := serve(t, s.App())
 	req, _ := http.NewRequest("GET", "http://"+addr+"/api/v1/backup", nil)

@@ -8,13 +8,18 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/gofiber/fiber/v2/middleware/filesystem"
 	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"hookbox/app"
+	"hookbox/ui"
 )
 
 // Timeouts for every connection, so a slow or stalled client cannot hold a
@@ -43,14 +48,22 @@ type Deps struct {
 	Backup func() (*os.File, int64, error)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Login checks the status page's user and password (nil: nobody gets in).
+	Login func(user, password string) bool
+	// Stats feeds the overview, /api/v1/stats and /metrics (may be nil in tests).
+	Stats *app.Stats
+	// UIStore backs the status pages (the storage.DB).
+	UIStore ui.Store
 }
 
 // Server serves hookbox's HTTP endpoints.
 type Server struct {
-	fiber  *fiber.App
-	deps   Deps
-	status app.StatusConfig
-	Logger *slog.Logger
+	fiber    *fiber.App
+	deps     Deps
+	cfg      *app.Config
+	ui       *ui.UI
+	sessions sessions
+	Logger   *slog.Logger
 }
 
 // New builds the server for cfg.
@@ -61,11 +74,24 @@ func New(cfg *app.Config, deps Deps) *Server {
 	if deps.Wake == nil {
 		deps.Wake = func() {}
 	}
-	s := &Server{
-		deps:   deps,
-		status: cfg.Status,
-		Logger: slog.With("component", "http"),
+	if deps.Login == nil {
+		deps.Login = func(string, string) bool { return false }
 	}
+	if deps.Stats == nil {
+		deps.Stats = app.NewStats(cfg, deps.Store, deps.Now)
+	}
+	if deps.UIStore == nil {
+		if us, ok := deps.Store.(ui.Store); ok {
+			deps.UIStore = us
+		}
+	}
+	s := &Server{
+		deps:     deps,
+		cfg:      cfg,
+		sessions: sessions{m: map[string]*session{}},
+		Logger:   slog.With("component", "http"),
+	}
+	s.ui = ui.New(ui.Deps{Config: cfg, Store: deps.UIStore, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now})
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:             cfg.Server.MaxBodyBytes,
 		ReadTimeout:           ReadTimeout,
@@ -79,7 +105,20 @@ func New(cfg *app.Config, deps Deps) *Server {
 	s.fiber.Use(recover.New())
 	s.fiber.Post("/in/:source", s.handleInbound)
 	s.fiber.Get("/healthz", s.handleHealth)
-	s.routeAPI(s.fiber.Group("/api/v1", s.requireLogin))
+	s.fiber.Use("/static", securityHeaders, filesystem.New(filesystem.Config{Root: http.FS(ui.Static()), MaxAge: 3600}))
+	s.fiber.Get("/login", securityHeaders, s.handleLoginPage)
+	s.fiber.Post("/login", securityHeaders, s.handleLogin)
+	s.fiber.Post("/logout", securityHeaders, s.requireAuth, s.handleLogout)
+	metrics := adaptor.HTTPHandler(promhttp.HandlerFor(deps.Stats.Registry, promhttp.HandlerOpts{}))
+	if cfg.Status.MetricsPublic {
+		s.fiber.Get("/metrics", metrics)
+	} else {
+		s.fiber.Get("/metrics", s.requireAuth, metrics)
+	}
+	s.routeAPI(s.fiber.Group("/api/v1", securityHeaders, s.requireAuth))
+	s.ui.Mount(func(method, path string, h fiber.Handler) {
+		s.fiber.Add(method, path, securityHeaders, s.requireAuth, h)
+	})
 	return s
 }
 

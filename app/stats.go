@@ -1,0 +1,267 @@
+package app
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Kind is one thing the status page counts per hour.
+type Kind int
+
+// The kinds counted per hour.
+const (
+	KindReceived  Kind = iota // every request to /in/ for a known source
+	KindAccepted              // new events stored
+	KindDuplicate             // ids already remembered
+	KindRejected              // bad or missing signatures
+	KindDebounced             // events merged into a pending delivery
+	KindDelivered             // deliveries that reached their destination
+	KindRetrying              // failed attempts that will be retried
+	KindDead                  // deliveries that ended dead
+	numKinds
+)
+
+// KindNames are the kinds as the status page and API name them.
+var KindNames = [numKinds]string{"received", "accepted", "duplicate", "rejected", "debounced", "delivered", "retrying", "dead"}
+
+// statHours is how many hourly buckets are kept: a day and the current hour.
+const statHours = 25
+
+// Stats counts what happened per hour for the status page and exports the
+// same events as Prometheus metrics. Its recording methods do nothing on a
+// nil *Stats, so components work without one in tests. It lives in memory: after a restart
+// the page's hourly counts start again (the durable state is in storage).
+type Stats struct {
+	now func() time.Time
+
+	mu      sync.Mutex
+	hours   [statHours]hourBucket
+	sources map[string]*SourceInfo
+	dests   map[string]*DestInfo
+
+	// Registry holds the Prometheus metrics.
+	Registry   *prometheus.Registry
+	requests   *prometheus.CounterVec
+	deliveries *prometheus.CounterVec
+	ingest     prometheus.Histogram
+	sendTime   *prometheus.HistogramVec
+	sweeps     *prometheus.CounterVec
+}
+
+type hourBucket struct {
+	hour   int64 // unix hour this bucket counts
+	counts [numKinds]uint64
+}
+
+// SourceInfo is what the overview shows per source.
+type SourceInfo struct {
+	Name      string
+	LastEvent time.Time
+	Accepted  uint64
+	Rejected  uint64
+}
+
+// DestInfo is what the overview shows per destination.
+type DestInfo struct {
+	Name      string
+	Delivered uint64
+	Failed    uint64
+	LastError string
+	LastAt    time.Time
+}
+
+// SuccessRate is the share of attempts that delivered, or -1 with none.
+func (d DestInfo) SuccessRate() float64 {
+	if d.Delivered+d.Failed == 0 {
+		return -1
+	}
+	return float64(d.Delivered) / float64(d.Delivered+d.Failed)
+}
+
+// NewStats builds the counters for cfg, with gauges read from store.
+func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
+	s := &Stats{now: now, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{}, Registry: prometheus.NewRegistry()}
+	for _, src := range cfg.Sources {
+		s.sources[src.Name] = &SourceInfo{Name: src.Name}
+	}
+	for _, d := range cfg.Destinations {
+		s.dests[d.Name] = &DestInfo{Name: d.Name}
+	}
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_requests_total",
+		Help: "Webhook requests by source and outcome (accepted, duplicate, ping, rejected, invalid, failed)."}, []string{"source", "outcome"})
+	s.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_delivery_attempts_total",
+		Help: "Delivery attempts by destination and outcome (delivered, retrying, dead)."}, []string{"destination", "outcome"})
+	s.ingest = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookbox_ingest_seconds",
+		Help:    "Time from request to answer for accepted and duplicate webhooks, including the durable commit.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
+	s.sendTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hookbox_delivery_seconds",
+		Help: "Duration of delivery attempts by destination.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"destination"})
+	s.sweeps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_sweeps_total",
+		Help: "Sweep runs by result (ok, failed)."}, []string{"result"})
+	gauge := func(name, help string, f func() (int, error)) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
+			n, err := f()
+			if err != nil {
+				return -1
+			}
+			return float64(n)
+		})
+	}
+	s.Registry.MustRegister(s.requests, s.deliveries, s.ingest, s.sendTime, s.sweeps,
+		gauge("hookbox_dead_deliveries", "Dead deliveries waiting for a replay.", store.CountDead),
+		gauge("hookbox_pending_deliveries", "Deliveries waiting to be sent (due now or later).", store.CountPending),
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return s
+}
+
+func (s *Stats) add(k Kind, n uint64, at time.Time) {
+	h := at.Unix() / 3600
+	b := &s.hours[h%statHours]
+	if b.hour != h {
+		*b = hourBucket{hour: h}
+	}
+	b.counts[k] += n
+}
+
+// Inbound records the outcome of one request to a source, and how long it
+// took to answer.
+func (s *Stats) Inbound(source string, o string, took time.Duration) {
+	if s == nil {
+		return
+	}
+	now := s.now()
+	s.requests.WithLabelValues(source, o).Inc()
+	if o == "accepted" || o == "duplicate" {
+		s.ingest.Observe(took.Seconds())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.add(KindReceived, 1, now)
+	si := s.sources[source]
+	switch o {
+	case "accepted":
+		s.add(KindAccepted, 1, now)
+		if si != nil {
+			si.Accepted++
+			si.LastEvent = now
+		}
+	case "duplicate":
+		s.add(KindDuplicate, 1, now)
+	case "rejected":
+		s.add(KindRejected, 1, now)
+		if si != nil {
+			si.Rejected++
+		}
+	}
+}
+
+// Debounced records events merged into pending deliveries.
+func (s *Stats) Debounced(n int) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.add(KindDebounced, uint64(n), s.now())
+	s.mu.Unlock()
+}
+
+// Attempt records one delivery attempt's outcome.
+func (s *Stats) Attempt(dest string, state DeliveryState, took time.Duration, errText string) {
+	if s == nil {
+		return
+	}
+	outcome := map[DeliveryState]string{Delivered: "delivered", Pending: "retrying", Dead: "dead"}[state]
+	s.deliveries.WithLabelValues(dest, outcome).Inc()
+	s.sendTime.WithLabelValues(dest).Observe(took.Seconds())
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.dests[dest]
+	switch state {
+	case Delivered:
+		s.add(KindDelivered, 1, now)
+		if d != nil {
+			d.Delivered++
+		}
+	case Pending:
+		s.add(KindRetrying, 1, now)
+	case Dead:
+		s.add(KindDead, 1, now)
+	}
+	if d != nil && state != Delivered {
+		d.Failed++
+		d.LastError, d.LastAt = errText, now
+	}
+}
+
+// Swept records a sweep run.
+func (s *Stats) Swept(err error) {
+	if s == nil {
+		return
+	}
+	if err != nil {
+		s.sweeps.WithLabelValues("failed").Inc()
+		return
+	}
+	s.sweeps.WithLabelValues("ok").Inc()
+}
+
+// Counts sums each kind over the last d (whole hours, the current one
+// included).
+func (s *Stats) Counts(d time.Duration) [numKinds]uint64 {
+	var out [numKinds]uint64
+	now := s.now().Unix() / 3600
+	from := now - int64(d/time.Hour) + 1
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range s.hours {
+		if b.hour >= from && b.hour <= now {
+			for k := range out {
+				out[k] += b.counts[k]
+			}
+		}
+	}
+	return out
+}
+
+// Hourly returns the counts of kind for each of the last 24 hours, oldest
+// first, the current hour last.
+func (s *Stats) Hourly(k Kind) [24]uint64 {
+	var out [24]uint64
+	now := s.now().Unix() / 3600
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range s.hours {
+		if i := 23 - (now - b.hour); b.hour > 0 && i >= 0 && i < 24 {
+			out[i] = b.counts[k]
+		}
+	}
+	return out
+}
+
+// Sources returns a copy of the per-source rows, by name.
+func (s *Stats) Sources() []SourceInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]SourceInfo, 0, len(s.sources))
+	for _, v := range s.sources {
+		out = append(out, *v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Destinations returns a copy of the per-destination rows, by name.
+func (s *Stats) Destinations() []DestInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]DestInfo, 0, len(s.dests))
+	for _, v := range s.dests {
+		out = append(out, *v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,429 @@
+// Package ui is hookbox's status page: server-rendered HTML from embedded
+// templates and static files, with no build step and nothing from a CDN.
+// Every page works with JavaScript off; a small script only refreshes the
+// overview in place. Authentication and CSRF checks are the caller's: the
+// handlers expect a logged-in session and read its CSRF token from
+// c.Locals("csrf").
+package ui
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"hookbox/app"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Static returns the static files (CSS, the refresh script) to serve under
+// /static/.
+func Static() fs.FS { sub, _ := fs.Sub(staticFS, "static"); return sub }
+
+// Store is what the pages read and change.
+type Store interface {
+	ListEvents(q app.EventQuery) ([]app.EventSummary, uint64, error)
+	Event(seq uint64) (*app.Event, error)
+	EventDeliveries(seq uint64) ([]*app.Delivery, error)
+	Delivery(id uint64) (*app.Delivery, []*app.Attempt, error)
+	DeadLetters(after uint64, limit int) ([]*app.Delivery, int, error)
+	MergedInto(seq uint64) ([]uint64, error)
+	Backlog(dest string, limit int) (int, error)
+	CountDead() (int, error)
+	CountPending() (int, error)
+	Replay(id uint64, now time.Time) error
+	ReplayDead(now time.Time) (int, error)
+}
+
+// Deps are what the pages are built from.
+type Deps struct {
+	Config *app.Config
+	Store  Store
+	Stats  *app.Stats
+	Wake   func()
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// UI renders the status pages.
+type UI struct {
+	d    Deps
+	tmpl map[string]*template.Template
+}
+
+var funcs = template.FuncMap{
+	"ago": func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return time.Since(t).Round(time.Second).String() + " ago"
+	},
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"pct": func(f float64) string {
+		if f < 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.1f%%", 100*f)
+	},
+	"ms": func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) },
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	},
+}
+
+// New parses the templates; it panics on a template error, which is a bug
+// caught by any test that builds the UI.
+func New(d Deps) *UI {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Wake == nil {
+		d.Wake = func() {}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.With("component", "ui")
+	}
+	u := &UI{d: d, tmpl: map[string]*template.Template{}}
+	for _, page := range []string{"overview", "events", "event", "dead", "confirm", "config", "login"} {
+		u.tmpl[page] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html"))
+	}
+	return u
+}
+
+// Mount registers the pages through add, which must put them behind a
+// login and a CSRF check.
+func (u *UI) Mount(add func(method, path string, h fiber.Handler)) {
+	add(fiber.MethodGet, "/", u.overview)
+	add(fiber.MethodGet, "/events", u.events)
+	add(fiber.MethodGet, "/events/:seq", u.event)
+	add(fiber.MethodGet, "/dead-letters", u.dead)
+	add(fiber.MethodPost, "/dead-letters/replay", u.replayAll)
+	add(fiber.MethodPost, "/deliveries/:id/replay", u.replayOne)
+	add(fiber.MethodGet, "/config", u.config)
+}
+
+// page is what every template gets.
+type page struct {
+	Title string
+	CSRF  string
+	Nav   string
+	Dead  int
+	Data  any
+}
+
+func (u *UI) render(c *fiber.Ctx, status int, name, title string, data any) error {
+	csrf, _ := c.Locals("csrf").(string)
+	dead, _ := u.d.Store.CountDead()
+	var buf bytes.Buffer
+	if err := u.tmpl[name].Execute(&buf, page{Title: title, CSRF: csrf, Nav: name, Dead: dead, Data: data}); err != nil {
+		return fmt.Errorf("render %s: %w", name, err)
+	}
+	c.Type("html", "utf-8")
+	return c.Status(status).Send(buf.Bytes())
+}
+
+// Login renders the login form with an optional message.
+func (u *UI) Login(c *fiber.Ctx, status int, msg string) error {
+	return u.render(c, status, "login", "Log in", map[string]string{"Error": msg, "Next": safeNext(c.Query("next"))})
+}
+
+// safeNext keeps a post-login redirect on this site.
+func safeNext(n string) string {
+	if n == "" || !strings.HasPrefix(n, "/") || strings.HasPrefix(n, "//") || strings.Contains(n, "\\") {
+		return "/"
+	}
+	return n
+}
+
+// chart is an inline SVG bar chart of 24 hourly values.
+type chart struct {
+	Bars  []bar
+	Max   uint64
+	Total uint64
+}
+
+type bar struct {
+	X, Y, H int
+	Label   string
+}
+
+func newChart(v [24]uint64, now time.Time) chart {
+	c := chart{}
+	for _, n := range v {
+		c.Max = max(c.Max, n)
+		c.Total += n
+	}
+	for i, n := range v {
+		h := 0
+		if c.Max > 0 {
+			h = int(n * 60 / c.Max)
+		}
+		hour := now.Add(time.Duration(i-23) * time.Hour).UTC().Format("15:00")
+		c.Bars = append(c.Bars, bar{X: i * 12, Y: 60 - h, H: h, Label: fmt.Sprintf("%s: %d", hour, n)})
+	}
+	return c
+}
+
+type destRow struct {
+	app.DestInfo
+	Backlog int
+}
+
+func (u *UI) overview(c *fiber.Ctx) error {
+	now := u.d.Now()
+	hour, day := u.d.Stats.Counts(time.Hour), u.d.Stats.Counts(24*time.Hour)
+	type count struct {
+		Name      string
+		Hour, Day uint64
+	}
+	var counts []count
+	for k, name := range app.KindNames {
+		counts = append(counts, count{name, hour[k], day[k]})
+	}
+	var dests []destRow
+	for _, d := range u.d.Stats.Destinations() {
+		n, _ := u.d.Store.Backlog(d.Name, 100000)
+		dests = append(dests, destRow{d, n})
+	}
+	pending, _ := u.d.Store.CountPending()
+	return u.render(c, 200, "overview", "Overview", map[string]any{
+		"Counts":       counts,
+		"Received":     newChart(u.d.Stats.Hourly(app.KindReceived), now),
+		"Delivered":    newChart(u.d.Stats.Hourly(app.KindDelivered), now),
+		"Sources":      u.d.Stats.Sources(),
+		"Destinations": dests,
+		"Pending":      pending,
+	})
+}
+
+func (u *UI) events(c *fiber.Ctx) error {
+	q := app.EventQuery{Source: c.Query("source"), Topic: c.Query("topic"), Status: c.Query("status"),
+		ID: strings.TrimSpace(c.Query("id")), Limit: 50}
+	q.Before, _ = strconv.ParseUint(c.Query("before"), 10, 64)
+	var bad string
+	for _, f := range []struct {
+		name string
+		to   *time.Time
+	}{{"since", &q.Since}, {"until", &q.Until}} {
+		if v := c.Query(f.name); v != "" {
+			t, err := parseWhen(v)
+			if err != nil {
+				bad = fmt.Sprintf("%s: %q is not a time (use 2006-01-02 or 2006-01-02T15:04)", f.name, v)
+				continue
+			}
+			*f.to = t
+		}
+	}
+	rows, next, err := u.d.Store.ListEvents(q)
+	if err != nil {
+		return err
+	}
+	nextURL := ""
+	if next > 0 {
+		v := url.Values{}
+		for _, k := range []string{"source", "topic", "status", "since", "until"} {
+			if c.Query(k) != "" {
+				v.Set(k, c.Query(k))
+			}
+		}
+		v.Set("before", strconv.FormatUint(next, 10))
+		nextURL = "/events?" + v.Encode()
+	}
+	var sources []string
+	for _, s := range u.d.Config.Sources {
+		sources = append(sources, s.Name)
+	}
+	return u.render(c, 200, "events", "Events", map[string]any{"Rows": rows, "Next": nextURL, "Q": q,
+		"Since": c.Query("since"), "Until": c.Query("until"), "Sources": sources, "Error": bad,
+		"Statuses": []string{"delivered", "pending", "dead", "unrouted", "merged"}})
+}
+
+func parseWhen(v string) (time.Time, error) {
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02", time.RFC3339} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, errors.New("bad time")
+}
+
+type deliveryRow struct {
+	*app.Delivery
+	History []*app.Attempt
+}
+
+type headerRow struct {
+	Name, Value string
+	Masked      bool
+}
+
+// secretish names headers whose values are credentials or signatures.
+func secretish(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"signature", "hmac", "authorization", "token", "secret", "cookie", "api-key", "apikey", "password"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// MaskHeaders returns the headers as the page shows them: signature and
+// credential values replaced by a mask.
+func MaskHeaders(h []app.HeaderField) []headerRow {
+	out := make([]headerRow, 0, len(h))
+	for _, f := range h {
+		if secretish(f.Name) {
+			out = append(out, headerRow{f.Name, fmt.Sprintf("•••• (%d characters, masked)", len(f.Value)), true})
+		} else {
+			out = append(out, headerRow{f.Name, f.Value, false})
+		}
+	}
+	return out
+}
+
+func (u *UI) event(c *fiber.Ctx) error {
+	seq, err := strconv.ParseUint(c.Params("seq"), 10, 64)
+	if err != nil {
+		return fiber.ErrNotFound
+	}
+	e, err := u.d.Store.Event(seq)
+	if err != nil {
+		return err
+	}
+	if e == nil {
+		return fiber.ErrNotFound
+	}
+	body := string(e.Body)
+	pretty := false
+	if json.Valid(e.Body) {
+		var buf bytes.Buffer
+		if json.Indent(&buf, e.Body, "", "  ") == nil {
+			body, pretty = buf.String(), true
+		}
+	}
+	ds, err := u.d.Store.EventDeliveries(seq)
+	if err != nil {
+		return err
+	}
+	var rows []deliveryRow
+	for _, d := range ds {
+		_, hist, err := u.d.Store.Delivery(d.ID)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, deliveryRow{d, hist})
+	}
+	merged, err := u.d.Store.MergedInto(seq)
+	if err != nil {
+		return err
+	}
+	return u.render(c, 200, "event", "Event "+e.ID, map[string]any{"E": e, "Headers": MaskHeaders(e.Header),
+		"Body": body, "Pretty": pretty, "Deliveries": rows, "Merged": merged})
+}
+
+func (u *UI) dead(c *fiber.Ctx) error {
+	after, _ := strconv.ParseUint(c.Query("after"), 10, 64)
+	list, total, err := u.d.Store.DeadLetters(after, 100)
+	if err != nil {
+		return err
+	}
+	next := ""
+	if len(list) == 100 {
+		next = "/dead-letters?after=" + strconv.FormatUint(list[len(list)-1].ID, 10)
+	}
+	return u.render(c, 200, "dead", "Dead letters", map[string]any{"List": list, "Total": total, "Next": next,
+		"Done": c.Query("replayed")})
+}
+
+// replayAll asks for confirmation first (a form that works without
+// JavaScript), then replays every dead delivery.
+func (u *UI) replayAll(c *fiber.Ctx) error {
+	if c.FormValue("confirm") != "yes" {
+		n, _ := u.d.Store.CountDead()
+		return u.render(c, 200, "confirm", "Replay all?", map[string]any{"Action": "/dead-letters/replay",
+			"Question": fmt.Sprintf("Send all %d dead deliveries again?", n)})
+	}
+	n, err := u.d.Store.ReplayDead(u.d.Now())
+	if err != nil {
+		return err
+	}
+	u.d.Wake()
+	return c.Redirect("/dead-letters?replayed="+strconv.Itoa(n), fiber.StatusSeeOther)
+}
+
+func (u *UI) replayOne(c *fiber.Ctx) error {
+	id, err := strconv.ParseUint(c.Params("id"), 10, 64)
+	if err != nil {
+		return fiber.ErrNotFound
+	}
+	if c.FormValue("confirm") != "yes" {
+		return u.render(c, 200, "confirm", "Replay?", map[string]any{"Action": "/deliveries/" + c.Params("id") + "/replay",
+			"Question": fmt.Sprintf("Send delivery %d again?", id), "Back": c.FormValue("back")})
+	}
+	if err := u.d.Store.Replay(id, u.d.Now()); err != nil {
+		if errors.Is(err, app.ErrNotFound) {
+			return fiber.ErrNotFound
+		}
+		return err
+	}
+	u.d.Wake()
+	back := safeNext(c.FormValue("back"))
+	if back == "/" {
+		back = "/dead-letters?replayed=1"
+	}
+	return c.Redirect(back, fiber.StatusSeeOther)
+}
+
+// destView is a destination as the config page shows it: no secret, no
+// header values, no query string (it may carry a token).
+type destView struct {
+	Name, URL   string
+	Timeout     time.Duration
+	Retry       []time.Duration
+	Concurrency int
+	HasSecret   bool
+	HeaderNames []string
+}
+
+func (u *UI) config(c *fiber.Ctx) error {
+	var dests []destView
+	for _, d := range u.d.Config.Destinations {
+		v := destView{Name: d.Name, URL: d.URL, Timeout: d.Timeout, Retry: d.Retry, Concurrency: d.Concurrency, HasSecret: d.Secret != nil}
+		if pu, err := url.Parse(d.URL); err == nil && pu.RawQuery != "" {
+			pu.RawQuery = "…"
+			v.URL = pu.String()
+		}
+		for k := range d.Headers {
+			v.HeaderNames = append(v.HeaderNames, k)
+		}
+		sort.Strings(v.HeaderNames)
+		dests = append(dests, v)
+	}
+	return u.render(c, 200, "config", "Configuration", map[string]any{"C": u.d.Config, "Destinations": dests})
+}
