@@ -110,50 +110,53 @@ func TestSign(t *testing.T) {
 	providers := []string{"shopify", "stripe", "woocommerce", "bigcommerce", "square", "paddle", "github", "standard", "hmac", "token"}
 	headerTopic := map[string]bool{"shopify": true, "woocommerce": true, "github": true, "hmac": true, "token": true}
 
-	for i, name := range providers {
-		t.Run(name, func(t *testing.T) {
-			args := []string{"sign", "-config", config, "-source", name}
-			if headerTopic[name] {
-				args = append(args, "-topic", "test.event")
-			}
-			t.Run("Send", func(t *testing.T) {
-				body := signBody(name + "-send")
-				file := filepath.Join(dir, name+"-send.json")
-				os.WriteFile(file, body, 0o600)
-				// Flags after the file work too; odd ones read the body from stdin.
-				a := append(append([]string{}, args...), file, "-send")
-				if i%2 == 1 {
-					a[len(a)-2] = "-"
+	t.Run("Providers", func(t *testing.T) {
+		for i, name := range providers {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				args := []string{"sign", "-config", config, "-source", name}
+				if headerTopic[name] {
+					args = append(args, "-topic", "test.event")
 				}
-				out, errOut, code := hookbox(t, body, a...)
-				if code != 0 || !strings.HasPrefix(out, "200 ") {
-					t.Fatalf("sign -send: exit %d\n%s%s", code, out, errOut)
-				}
-				acceptedAnswer(t, strings.TrimPrefix(out, "200 "))
+				t.Run("Send", func(t *testing.T) {
+					body := signBody(name + "-send")
+					file := filepath.Join(dir, name+"-send.json")
+					os.WriteFile(file, body, 0o600)
+					// Flags after the file work too; odd ones read the body from stdin.
+					a := append(append([]string{}, args...), file, "-send")
+					if i%2 == 1 {
+						a[len(a)-2] = "-"
+					}
+					out, errOut, code := hookbox(t, body, a...)
+					if code != 0 || !strings.HasPrefix(out, "200 ") {
+						t.Fatalf("sign -send: exit %d\n%s%s", code, out, errOut)
+					}
+					acceptedAnswer(t, strings.TrimPrefix(out, "200 "))
+				})
+				t.Run("Curl", func(t *testing.T) {
+					if curlErr != nil {
+						t.Skip("curl is not installed")
+					}
+					body := signBody(name + "-curl")
+					file := filepath.Join(dir, name+"-curl.json")
+					os.WriteFile(file, body, 0o600)
+					a := append(append([]string{}, args...), file)
+					if i%2 == 0 {
+						a[len(a)-1] = "-"
+					}
+					out, errOut, code := hookbox(t, body, a...)
+					if code != 0 || !strings.Contains(out, "curl ") {
+						t.Fatalf("sign: exit %d\n%s%s", code, out, errOut)
+					}
+					got, err := exec.Command("bash", "-c", out).CombinedOutput()
+					if err != nil {
+						t.Fatalf("the curl command failed: %v\n%s\ncommand:\n%s", err, got, out)
+					}
+					acceptedAnswer(t, string(got))
+				})
 			})
-			t.Run("Curl", func(t *testing.T) {
-				if curlErr != nil {
-					t.Skip("curl is not installed")
-				}
-				body := signBody(name + "-curl")
-				file := filepath.Join(dir, name+"-curl.json")
-				os.WriteFile(file, body, 0o600)
-				a := append(append([]string{}, args...), file)
-				if i%2 == 0 {
-					a[len(a)-1] = "-"
-				}
-				out, errOut, code := hookbox(t, body, a...)
-				if code != 0 || !strings.Contains(out, "curl ") {
-					t.Fatalf("sign: exit %d\n%s%s", code, out, errOut)
-				}
-				got, err := exec.Command("bash", "-c", out).CombinedOutput()
-				if err != nil {
-					t.Fatalf("the curl command failed: %v\n%s\ncommand:\n%s", err, got, out)
-				}
-				acceptedAnswer(t, string(got))
-			})
-		})
-	}
+		}
+	})
 
 	t.Run("Errors", func(t *testing.T) {
 		file := filepath.Join(dir, "no-id.json")
@@ -229,6 +232,7 @@ func TestSign(t *testing.T) {
 }
 
 func TestBackup_AdminAPIClosed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	config := filepath.Join(dir, "config.toml")
 	os.WriteFile(config, []byte("[[source]]\nname = \"a\"\nprovider = \"github\"\nsecret = \"s\"\n"), 0o600)
@@ -269,6 +273,7 @@ func TestCheck_BrokenConfigs(t *testing.T) {
 		{"TOMLSyntax", src + "secret = \n", "line 5"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			path := filepath.Join(t.TempDir(), "hookbox.toml")
 			if err := os.WriteFile(path, []byte(tt.toml), 0o600); err != nil {
 				t.Fatal(err)
@@ -289,6 +294,7 @@ func TestCheck_BrokenConfigs(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	out, errOut, code := hookbox(t, nil, "version")
 	if code != 0 || !strings.HasPrefix(out, "hookbox ") || len(strings.TrimSpace(out)) <= len("hookbox ") ||
 		strings.Count(out, "\n") != 1 || errOut != "" {
@@ -299,8 +305,10 @@ func TestVersion(t *testing.T) {
 
 // Each command prints its own usage for -h, on stdout, and exits 0.
 func TestCommandHelp(t *testing.T) {
+	t.Parallel()
 	for _, c := range commands {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			for _, args := range [][]string{{c.name, "-h"}, {"help", c.name}} {
 				out, errOut, code := hookbox(t, nil, args...)
 				if code != 0 || !strings.HasPrefix(out, "Usage: hookbox "+c.name) || errOut != "" {

@@ -210,7 +210,7 @@ func TestAPI_Backup(t *testing.T) {
 	}
 }
 
-func mustConfig(t *testing.T, toml string) *app.Config {
+func mustConfig(t testing.TB, toml string) *app.Config {
 	cfg, err := app.ParseConfig("t.toml", toml, nil)
 	if err != nil {
 		t.Fatal(err)
