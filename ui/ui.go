@@ -59,6 +59,8 @@ type Deps struct {
 	Wake   func()
 	Now    func() time.Time
 	Logger *slog.Logger
+	// RouteStats gives a debounced route's counters (nil: none shown).
+	RouteStats func(name string) *app.RouteStats
 }
 
 // UI renders the status pages.
@@ -211,7 +213,27 @@ func (u *UI) overview(c *fiber.Ctx) error {
 		dests = append(dests, destRow{d, n})
 	}
 	pending, _ := u.d.Store.CountPending()
+	type routeRow struct {
+		Name                                              string
+		Received, Debounced, Deferred, Unkeyed, Delivered uint64
+		Reduction                                         float64
+	}
+	var routes []routeRow
+	for _, rt := range u.d.Config.Routes {
+		if rt.Key == nil || u.d.RouteStats == nil {
+			continue
+		}
+		if rs := u.d.RouteStats(rt.Name); rs != nil {
+			r := routeRow{Name: rt.Name, Received: rs.Received.Load(), Debounced: rs.Debounced.Load(),
+				Deferred: rs.Deferred.Load(), Unkeyed: rs.Unkeyed.Load(), Delivered: rs.Fired.Load(), Reduction: -1}
+			if r.Received > 0 {
+				r.Reduction = 1 - float64(r.Delivered+r.Unkeyed)/float64(r.Received)
+			}
+			routes = append(routes, r)
+		}
+	}
 	return u.render(c, 200, "overview", "Overview", map[string]any{
+		"Routes":       routes,
 		"Counts":       counts,
 		"Received":     newChart(u.d.Stats.Hourly(app.KindReceived), now),
 		"Delivered":    newChart(u.d.Stats.Hourly(app.KindDelivered), now),

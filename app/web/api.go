@@ -181,10 +181,10 @@ func (s *Server) handleStats(c *fiber.Ctx) error {
 	}
 	var routes []routeJSON
 	for _, rt := range s.cfg.Routes {
-		rs := s.deps.Receiver.RouteStats(rt.Name)
-		if rt.Key == nil || rs == nil {
+		if rt.Key == nil || s.deps.Receiver == nil {
 			continue
 		}
+		rs := s.deps.Receiver.RouteStats(rt.Name)
 		r := routeJSON{Name: rt.Name, Received: rs.Received.Load(), Debounced: rs.Debounced.Load(),
 			Deferred: rs.Deferred.Load(), Unkeyed: rs.Unkeyed.Load(), Delivered: rs.Fired.Load()}
 		if r.Received > 0 {

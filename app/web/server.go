@@ -91,7 +91,12 @@ func New(cfg *app.Config, deps Deps) *Server {
 		sessions: sessions{m: map[string]*session{}},
 		Logger:   slog.With("component", "http"),
 	}
-	s.ui = ui.New(ui.Deps{Config: cfg, Store: deps.UIStore, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now})
+	var routeStats func(string) *app.RouteStats
+	if deps.Receiver != nil {
+		routeStats = deps.Receiver.RouteStats
+	}
+	s.ui = ui.New(ui.Deps{Config: cfg, Store: deps.UIStore, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
+		RouteStats: routeStats})
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:             cfg.Server.MaxBodyBytes,
 		ReadTimeout:           ReadTimeout,
