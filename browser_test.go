@@ -48,10 +48,17 @@ func TestBrowser_StatusPage(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 
+	// Chromium may still write its profile while it exits: remove it at the
+	// end, best effort, rather than through t.TempDir's strict cleanup.
+	profile, err := os.MkdirTemp("", "hookbox-chromium")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(profile)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
 		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+		chromedp.Flag("disable-quic", true), chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 900))
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancel()
 	ctx, cancel := chromedp.NewContext(actx)
@@ -73,7 +80,7 @@ func TestBrowser_StatusPage(t *testing.T) {
 	}
 	base := "http://" + p.addr
 	var overview, events, detail, deadPage, after string
-	err := chromedp.Run(ctx,
+	err = chromedp.Run(ctx,
 		chromedp.Navigate(base+"/"),
 		chromedp.WaitVisible(`input[name="password"]`),
 		chromedp.SendKeys(`input[name="user"]`, "admin"),

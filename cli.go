@@ -64,6 +64,13 @@ var commands = []*command{
 		help: "Downloads a consistent copy of the data file through the running server's admin\n" +
 			"API ([status] user and password), writes it to FILE atomically and checks it.\n" +
 			"To restore: stop hookbox, copy FILE to data_dir/hookbox.db, start hookbox.", run: runBackup},
+	{name: "bench", synopsis: "[-config FILE] -source NAME [-url URL] [-c N] [-rate R] [-d DUR] [-size B] [-dup F] [-json FILE] | -compare [-provider P]",
+		summary: "load a server with signed webhooks and measure it",
+		help: "Sends webhooks signed for the source's provider, closed loop (-c connections) or\n" +
+			"open loop (-rate requests/s; latency counted from each request's scheduled time),\n" +
+			"and prints throughput, p50/p90/p99/max latency and counts by status.\n" +
+			"-compare runs, in this process, a verify-only Fiber server and a real hookbox with a\n" +
+			"route to a local sink, loads both the same way and prints the ratio.", run: runBench},
 	{name: "version", synopsis: "", summary: "print the version, commit and build time",
 		help: "Prints the version, the VCS commit and the build time of this binary.", run: runVersion},
 }

@@ -163,21 +163,34 @@ const firePendingChunk = 1000
 // destinations, records which events they merged, and frees their keys. A
 // deferred one takes its slot in the window as it fires.
 func (d *DB) FirePending(now time.Time) (map[string]int, time.Time, error) {
-	var fired map[string]int
+	// Look first in a read transaction: the dispatcher asks on every pass,
+	// and an empty write transaction would still cost a commit and fsync.
 	var next time.Time
-	err := d.update(func(tx *bolt.Tx) error {
+	var due bool
+	err := d.db.View(func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket(bucketPendingDue).Cursor().First(); k != nil {
+			next = time.Unix(0, int64(binary.BigEndian.Uint64(k)))
+			due = !next.After(now)
+		}
+		return nil
+	})
+	if err != nil || !due {
+		return nil, next, err
+	}
+	var fired map[string]int
+	err = d.update(func(tx *bolt.Tx) error {
 		fired, next = map[string]int{}, time.Time{}
-		var due [][]byte
+		var keys [][]byte
 		c := tx.Bucket(bucketPendingDue).Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
 			at := time.Unix(0, int64(binary.BigEndian.Uint64(k)))
-			if at.After(now) || len(due) >= firePendingChunk {
+			if at.After(now) || len(keys) >= firePendingChunk {
 				next = at
 				break
 			}
-			due = append(due, append([]byte(nil), k...))
+			keys = append(keys, append([]byte(nil), k...))
 		}
-		for _, k := range due {
+		for _, k := range keys {
 			if err := firePending(tx, k, now, fired); err != nil {
 				return err
 			}

@@ -1,0 +1,557 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"hookbox/app"
+	"hookbox/app/provider"
+	"hookbox/app/web"
+)
+
+// benchOptions are the flags of `hookbox bench`.
+type benchOptions struct {
+	config   string
+	source   string
+	url      string
+	conns    int
+	rate     float64
+	duration time.Duration
+	requests int
+	size     int
+	dup      float64
+	jsonOut  string
+	compare  bool
+	provider string
+	warmup   time.Duration
+	cpuProf  string
+	deliver  bool
+}
+
+// benchResult is what one load run measured.
+type benchResult struct {
+	Target     string         `json:"target"`
+	Mode       string         `json:"mode"` // closed (N connections) or open (fixed rate)
+	Conns      int            `json:"connections"`
+	Rate       float64        `json:"rate,omitempty"`
+	BodyBytes  int            `json:"body_bytes"`
+	DupShare   float64        `json:"duplicate_share"`
+	Requests   int            `json:"requests"`
+	Seconds    float64        `json:"seconds"`
+	Throughput float64        `json:"requests_per_second"`
+	P50MS      float64        `json:"p50_ms"`
+	P90MS      float64        `json:"p90_ms"`
+	P99MS      float64        `json:"p99_ms"`
+	MaxMS      float64        `json:"max_ms"`
+	Status     map[string]int `json:"status"`
+	Errors     int            `json:"errors"`
+	// Delivery is filled by -compare: when events reached the local sink.
+	Delivered      int     `json:"delivered,omitempty"`
+	DeliveryP50MS  float64 `json:"delivery_p50_ms,omitempty"`
+	DeliveryP99MS  float64 `json:"delivery_p99_ms,omitempty"`
+	DeliveryMaxMS  float64 `json:"delivery_max_ms,omitempty"`
+	DeliveryLagSec float64 `json:"delivery_drain_after_load_s,omitempty"`
+}
+
+func runBench(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int {
+	fs := c.flags()
+	var o benchOptions
+	fs.StringVar(&o.config, "config", "config.toml", "path of the config file (its source signs the load)")
+	fs.StringVar(&o.source, "source", "", "the source whose provider and secret sign the requests")
+	fs.StringVar(&o.url, "url", "", "target URL (default: the source's URL on server.listen)")
+	fs.IntVar(&o.conns, "c", 64, "connections (closed loop), or the most requests in flight (open loop)")
+	fs.Float64Var(&o.rate, "rate", 0, "open loop: requests per second on a fixed schedule (0: closed loop)")
+	fs.DurationVar(&o.duration, "d", 10*time.Second, "how long to send")
+	fs.IntVar(&o.requests, "n", 0, "stop after this many requests (0: run for -d)")
+	fs.IntVar(&o.size, "size", 2048, "body size in bytes")
+	fs.Float64Var(&o.dup, "dup", 0, "share of requests that resend an earlier event id (0..1)")
+	fs.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
+	fs.BoolVar(&o.compare, "compare", false, "run a verify-only server and a real hookbox (route to a local sink) here, load both, print the ratio")
+	fs.StringVar(&o.provider, "provider", "shopify", "-compare: the provider that signs the load")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "load before measuring (not counted)")
+	fs.BoolVar(&o.deliver, "deliver", true, "-compare: route the events to a local sink while loading (false: ingest only)")
+	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of this process (with -compare: both servers and the load) to FILE")
+	if _, code := c.parse(fs, args, stdout, stderr); code >= 0 {
+		return code
+	}
+	if o.dup < 0 || o.dup > 1 || o.conns < 1 || o.size < 64 || o.rate < 0 {
+		fmt.Fprintln(stderr, "hookbox bench: -dup is 0..1, -c at least 1, -size at least 64, -rate not negative")
+		return 2
+	}
+	if o.cpuProf != "" {
+		f, err := os.Create(o.cpuProf)
+		if err != nil {
+			fmt.Fprintf(stderr, "hookbox bench: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	var results []benchResult
+	var err error
+	if o.compare {
+		results, err = benchCompare(ctx, o, stdout)
+	} else {
+		var r benchResult
+		r, err = benchConfigured(ctx, o)
+		results = []benchResult{r}
+		if err == nil {
+			printResult(stdout, r)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "hookbox bench: %v\n", err)
+		return 1
+	}
+	if o.jsonOut != "" {
+		b, _ := json.MarshalIndent(results, "", "  ")
+		if err := os.WriteFile(o.jsonOut, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintf(stderr, "hookbox bench: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// benchConfigured loads a server described by the config file.
+func benchConfigured(ctx context.Context, o benchOptions) (benchResult, error) {
+	cfg, err := app.LoadConfig(o.config, nil)
+	if err != nil {
+		return benchResult{}, err
+	}
+	src := cfg.SourceByName(o.source)
+	if src == nil {
+		return benchResult{}, fmt.Errorf("-source: no [[source]] named %q in %s", o.source, o.config)
+	}
+	url := o.url
+	if url == "" {
+		url = localBase(cfg.Server.Listen) + "/in/" + src.Name
+	}
+	return loadRun(ctx, o, url, newSigner(src))
+}
+
+// signer makes request i: a body of the wanted size carrying the event id
+// wherever the providers look for one, signed for the source.
+type signer struct {
+	src     *app.Source
+	headers []string // headers an id template reads
+}
+
+func newSigner(src *app.Source) *signer {
+	return &signer{src: src, headers: templateHeaders(src.ID)}
+}
+
+func (s *signer) request(id string, size int, now time.Time) ([]byte, http.Header, error) {
+	head := fmt.Sprintf(`{"id":%q,"event_id":%q,"hash":%q,"type":"bench.event","event_type":"bench.event","scope":"store/bench","sent_ns":%d,"pad":"`,
+		id, id, id, now.UnixNano())
+	body := make([]byte, 0, size)
+	body = append(body, head...)
+	for len(body) < size-2 {
+		body = append(body, 'x')
+	}
+	body = append(body, '"', '}')
+	signID := id
+	if s.src.ID != nil {
+		signID = ""
+	}
+	h, err := provider.Sign(s.src.Provider, s.src.Settings, body, s.src.URL, signID, "bench/event", now)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, name := range s.headers {
+		h.Set(name, id)
+	}
+	return body, h, nil
+}
+
+// loadRun drives url: closed loop with o.conns connections, or open loop at
+// o.rate with latency measured from each request's scheduled time.
+func loadRun(ctx context.Context, o benchOptions, url string, sg *signer) (benchResult, error) {
+	client := &fasthttp.Client{MaxConnsPerHost: o.conns, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+		MaxIdleConnDuration: time.Minute}
+	res := benchResult{Target: url, Mode: "closed", Conns: o.conns, BodyBytes: o.size, DupShare: o.dup, Status: map[string]int{}}
+	if o.rate > 0 {
+		res.Mode, res.Rate = "open", o.rate
+	}
+	// A probe: the target must answer before the clock starts.
+	body, h, err := sg.request(randomEventID(), o.size, time.Now())
+	if err != nil {
+		return res, err
+	}
+	if code, _, err := send(client, url, body, h); err != nil {
+		return res, fmt.Errorf("%s: %w", url, err)
+	} else if code != 200 {
+		return res, fmt.Errorf("%s answered %d to a signed request: check -source and the secret", url, code)
+	}
+
+	var (
+		seq      atomic.Int64
+		mu       sync.Mutex
+		sent     []string // ids sent so far, for duplicates
+		measure  atomic.Bool
+		lats     = make([][]time.Duration, o.conns)
+		statuses = make([]map[int]int, o.conns)
+		errs     atomic.Int64
+		counted  atomic.Int64
+	)
+	nextID := func(r *rand.Rand) string {
+		if o.dup > 0 && r.Float64() < o.dup {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(sent) > 0 {
+				return sent[r.IntN(len(sent))]
+			}
+		}
+		id := "bench-" + strconv.FormatInt(seq.Add(1), 10) + "-" + randomEventID()[:8]
+		if o.dup > 0 {
+			mu.Lock()
+			if len(sent) < 100_000 {
+				sent = append(sent, id)
+			}
+			mu.Unlock()
+		}
+		return id
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type job struct{ at time.Time }
+	jobs := make(chan job, o.conns)
+	var wg sync.WaitGroup
+	for w := range o.conns {
+		statuses[w] = map[int]int{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+			for {
+				var at time.Time
+				if o.rate > 0 {
+					j, ok := <-jobs
+					if !ok {
+						return
+					}
+					at = j.at
+				} else {
+					if ctx.Err() != nil {
+						return
+					}
+					at = time.Now()
+				}
+				body, h, err := sg.request(nextID(r), o.size, at)
+				if err != nil {
+					errs.Add(1)
+					continue
+				}
+				code, _, err := send(client, url, body, h)
+				lat := time.Since(at)
+				if !measure.Load() {
+					continue
+				}
+				if o.requests > 0 && counted.Add(1) > int64(o.requests) {
+					cancel()
+					continue
+				}
+				lats[w] = append(lats[w], lat)
+				if err != nil {
+					errs.Add(1)
+				} else {
+					statuses[w][code]++
+				}
+			}
+		}()
+	}
+	if o.rate > 0 {
+		go func() { // the schedule: one request every 1/rate, whatever the server does
+			defer close(jobs)
+			interval := time.Duration(float64(time.Second) / o.rate)
+			next := time.Now()
+			for ctx.Err() == nil {
+				if d := time.Until(next); d > 0 {
+					time.Sleep(d)
+				}
+				select {
+				case jobs <- job{at: next}:
+				case <-ctx.Done():
+					return
+				}
+				next = next.Add(interval)
+			}
+		}()
+	}
+	time.Sleep(o.warmup)
+	measure.Store(true)
+	start := time.Now()
+	select {
+	case <-time.After(o.duration):
+	case <-ctx.Done():
+	}
+	cancel()
+	elapsed := time.Since(start)
+	wg.Wait()
+
+	var all []time.Duration
+	for w := range o.conns {
+		all = append(all, lats[w]...)
+		for code, n := range statuses[w] {
+			res.Status[strconv.Itoa(code)] += n
+		}
+	}
+	res.Errors = int(errs.Load())
+	res.Requests = len(all)
+	res.Seconds = elapsed.Seconds()
+	res.Throughput = float64(len(all)) / elapsed.Seconds()
+	res.P50MS, res.P90MS, res.P99MS, res.MaxMS = percentiles(all)
+	return res, nil
+}
+
+func percentiles(d []time.Duration) (p50, p90, p99, max float64) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	at := func(q float64) float64 { return float64(d[int(q*float64(len(d)-1))].Microseconds()) / 1000 }
+	return at(0.50), at(0.90), at(0.99), float64(d[len(d)-1].Microseconds()) / 1000
+}
+
+func send(client *fasthttp.Client, url string, body []byte, h http.Header) (int, []byte, error) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(url)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	for k, vs := range h {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.SetBodyRaw(body)
+	if err := client.Do(req, resp); err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode(), nil, nil
+}
+
+func printResult(w io.Writer, r benchResult) {
+	mode := fmt.Sprintf("closed loop, %d connections", r.Conns)
+	if r.Mode == "open" {
+		mode = fmt.Sprintf("open loop, %.0f requests/s scheduled, up to %d in flight", r.Rate, r.Conns)
+	}
+	fmt.Fprintf(w, "%s\n  %s, %d-byte bodies, %.0f%% duplicate ids\n", r.Target, mode, r.BodyBytes, 100*r.DupShare)
+	fmt.Fprintf(w, "  %d requests in %.1fs: %.0f requests/s\n", r.Requests, r.Seconds, r.Throughput)
+	fmt.Fprintf(w, "  latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n", r.P50MS, r.P90MS, r.P99MS, r.MaxMS)
+	var codes []string
+	for code, n := range r.Status {
+		codes = append(codes, fmt.Sprintf("%s: %d", code, n))
+	}
+	slices.Sort(codes)
+	fmt.Fprintf(w, "  status %s; errors %d\n", strings.Join(codes, ", "), r.Errors)
+	if r.Delivered > 0 {
+		fmt.Fprintf(w, "  at the sink: %d deliveries, send→sink p50 %.1f ms, p99 %.1f ms, max %.1f ms; last one %.2fs after the load stopped\n",
+			r.Delivered, r.DeliveryP50MS, r.DeliveryP99MS, r.DeliveryMaxMS, r.DeliveryLagSec)
+	}
+}
+
+// benchCompare starts, in this process, a verify-only Fiber server with
+// hookbox's server settings and a real hookbox (data in a temp dir, one
+// route to a local sink), drives both with the same load, and prints the
+// ratio. The machine is shared, so the ratio is the figure that counts.
+func benchCompare(ctx context.Context, o benchOptions, stdout io.Writer) ([]benchResult, error) {
+	dir, err := os.MkdirTemp("", "hookbox-bench")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	secret := "bench-" + randomEventID()
+	if o.provider == "standard" || o.provider == "bigcommerce" {
+		secret = "whsec_YmVuY2gtc2VjcmV0LWJlbmNoLXNlY3JldA=="
+	}
+
+	sink := newBenchSink()
+	sinkLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	sinkSrv := &http.Server{Handler: sink}
+	go sinkSrv.Serve(sinkLn)
+	defer sinkSrv.Close()
+
+	port, err := pickPort()
+	if err != nil {
+		return nil, err
+	}
+	cfgText := fmt.Sprintf(`[server]
+listen = "127.0.0.1:%d"
+public_url = "http://127.0.0.1:%d"
+data_dir = %q
+[status]
+password = %q
+[[source]]
+name = "bench"
+provider = %q
+secret = %q
+[[destination]]
+name = "sink"
+url = "http://%s/sink"
+concurrency = 64
+[[route]]
+source = "bench"
+to = ["sink"]
+`, port, port, filepath.Join(dir, "data"), randomEventID(), o.provider, secret, sinkLn.Addr())
+	if o.provider == "hmac" { // its id and signature header come from the config
+		cfgText = strings.Replace(cfgText, "[[destination]]", "id = \"{body.id}\"\nsignature_header = \"X-Signature\"\n[[destination]]", 1)
+	}
+	if !o.deliver {
+		cfgText = cfgText[:strings.Index(cfgText, "[[destination]]")]
+	}
+	cfgPath := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+		return nil, err
+	}
+	cfg, err := app.LoadConfig(cfgPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	src := cfg.Sources[0]
+	sg := newSigner(src)
+
+	// (a) the ceiling: verify the signature, answer, nothing else.
+	verifyLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	verifyOnly := fiber.New(fiber.Config{BodyLimit: cfg.Server.MaxBodyBytes, ReadTimeout: web.ReadTimeout,
+		WriteTimeout: web.WriteTimeout, IdleTimeout: web.IdleTimeout, ReadBufferSize: web.ReadBufferSize,
+		DisableStartupMessage: true})
+	verifyOnly.Post("/in/:source", func(c *fiber.Ctx) error {
+		in := &app.Inbound{Body: c.Body(), Header: make([]app.HeaderField, 0, c.Request().Header.Len())}
+		c.Request().Header.VisitAll(func(k, v []byte) {
+			in.Header = append(in.Header, app.HeaderField{Name: string(k), Value: string(v)})
+		})
+		if _, err := src.Verify(provider.Request{Body: in.Body, Header: in, URL: src.URL}, time.Now()); err != nil {
+			return c.SendStatus(401)
+		}
+		return c.JSON(fiber.Map{"status": "accepted"})
+	})
+	go verifyOnly.Listener(verifyLn)
+	defer verifyOnly.Shutdown()
+
+	// (b) the real hookbox, in this process, on its own data dir.
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- serve(sctx, cfgPath, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	defer func() { stop(); <-served }()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.New("hookbox did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	ceiling, err := loadRun(ctx, o, "http://"+verifyLn.Addr().String()+"/in/bench", sg)
+	if err != nil {
+		return nil, fmt.Errorf("verify-only: %w", err)
+	}
+	ceiling.Target = "verify-only Fiber server (the ceiling)"
+	sink.reset()
+	durable, err := loadRun(ctx, o, base+"/in/bench", sg)
+	if err != nil {
+		return nil, fmt.Errorf("hookbox: %w", err)
+	}
+	durable.Target = "hookbox: verify, dedupe, fsync'd commit, route to a local sink"
+	if !o.deliver {
+		durable.Target = "hookbox: verify, dedupe, fsync'd commit (no route)"
+	}
+	loadEnd := time.Now()
+	want := durable.Status["200"]
+	for deadline := time.Now().Add(60 * time.Second); o.deliver && sink.count() < want && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	durable.Delivered = sink.count()
+	durable.DeliveryP50MS, durable.DeliveryP99MS, durable.DeliveryMaxMS, durable.DeliveryLagSec = sink.latencies(loadEnd)
+
+	printResult(stdout, ceiling)
+	printResult(stdout, durable)
+	fmt.Fprintf(stdout, "ratio: hookbox answers %.1f%% of the verify-only ceiling (%.0f / %.0f requests/s); p99 %.2f ms vs %.2f ms\n",
+		100*durable.Throughput/ceiling.Throughput, durable.Throughput, ceiling.Throughput, durable.P99MS, ceiling.P99MS)
+	return []benchResult{ceiling, durable}, nil
+}
+
+func pickPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// benchSink is the local destination of -compare: it answers 200 and
+// notes how long each event took from its send to here.
+type benchSink struct {
+	mu   sync.Mutex
+	lat  []time.Duration
+	last time.Time
+	seen map[string]bool
+}
+
+func newBenchSink() *benchSink { return &benchSink{seen: map[string]bool{}} }
+
+func (s *benchSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		ID     string `json:"id"`
+		SentNS int64  `json:"sent_ns"`
+	}
+	json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&b)
+	now := time.Now()
+	s.mu.Lock()
+	if !s.seen[b.ID] {
+		s.seen[b.ID] = true
+		s.lat = append(s.lat, now.Sub(time.Unix(0, b.SentNS)))
+		s.last = now
+	}
+	s.mu.Unlock()
+}
+
+func (s *benchSink) reset() {
+	s.mu.Lock()
+	s.lat, s.seen = nil, map[string]bool{}
+	s.mu.Unlock()
+}
+
+func (s *benchSink) count() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.lat) }
+
+func (s *benchSink) latencies(loadEnd time.Time) (p50, p99, max, lagSec float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := slices.Clone(s.lat)
+	p50, _, p99, max = percentiles(d)
+	if s.last.After(loadEnd) {
+		lagSec = s.last.Sub(loadEnd).Seconds()
+	}
+	return
+}
