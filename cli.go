@@ -25,6 +25,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/provider"
 	"hookbox/app/template"
+	"hookbox/app/web"
 )
 
 // buildTime may be set at build time with -ldflags "-X main.buildTime=…";
@@ -63,7 +64,9 @@ var commands = []*command{
 	{name: "backup", synopsis: "[-config FILE] -o FILE", summary: "save a hot copy of the data file from the running server",
 		help: "Downloads a consistent copy of the data file through the running server's admin\n" +
 			"API ([status] user and password), writes it to FILE atomically and checks it.\n" +
-			"To restore: stop hookbox, copy FILE to data_dir/hookbox.db, start hookbox.", run: runBackup},
+			"To restore: stop hookbox, then hookbox restore FILE.", run: runBackup},
+	{name: "restore", synopsis: "[-config FILE] [-check] FILE", summary: "put a backup in place of the data file (hookbox stopped)",
+		help: restoreHelp, run: runRestore},
 	{name: "bench", synopsis: "[-config FILE] -source NAME [-url URL] [-c N] [-rate R] [-d DUR] [-size B] [-dup F] [-json FILE] | -compare [-provider P]",
 		summary: "load a server with signed webhooks and measure it",
 		help: "Sends webhooks signed for the source's provider, closed loop (-c connections) or\n" +
@@ -175,6 +178,7 @@ func check(path string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: ok\nlisten %s, data in %s\n", path, cfg.Server.Listen, cfg.Server.DataDir)
+	printTLSAndBackups(stdout, cfg)
 	for _, s := range cfg.Sources {
 		fmt.Fprintf(stdout, "source %-16s %-12s POST %s\n", s.Name, s.Provider, s.URL)
 	}
@@ -205,17 +209,23 @@ type adminAPI struct {
 }
 
 // newAdminAPI loads the config at path and prepares requests for command
-// cmd; it fails when the admin API is closed (no status password).
+// cmd, logging in with [status] password, or with HOOKBOX_PASSWORD when
+// the server generated its password at first start.
 func newAdminAPI(cmd, path string, timeout time.Duration) (*adminAPI, error) {
 	cfg, err := app.LoadConfig(path, nil)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Status.Password == "" {
-		return nil, fmt.Errorf("hookbox %s: %s: status.password: not set; the admin API is closed", cmd, path)
+	pass := cfg.Status.Password
+	if pass == "" {
+		pass = os.Getenv("HOOKBOX_PASSWORD")
 	}
-	return &adminAPI{cmd: cmd, config: path, listen: cfg.Server.Listen, base: localBase(cfg.Server.Listen) + "/api/v1",
-		user: cfg.Status.User, pass: cfg.Status.Password, client: &http.Client{Timeout: timeout}}, nil
+	if pass == "" {
+		return nil, fmt.Errorf("hookbox %s: %s: status.password: not set; set it (or password_env), or give the password generated at first start in HOOKBOX_PASSWORD", cmd, path)
+	}
+	base, client := web.LocalClient(cfg.Server, timeout)
+	return &adminAPI{cmd: cmd, config: path, listen: cfg.Server.Listen, base: base + "/api/v1",
+		user: cfg.Status.User, pass: pass, client: client}, nil
 }
 
 // do sends one request to path under /api/v1. The caller closes the body.
@@ -636,14 +646,15 @@ func randomEventID() string {
 // sendSigned posts the signed request to the running server on its listen
 // address and prints the status and the answer.
 func sendSigned(cfg *app.Config, src *app.Source, body []byte, h http.Header, stdout, stderr io.Writer) int {
-	url := localBase(cfg.Server.Listen) + "/in/" + src.Name
+	base, client := web.LocalClient(cfg.Server, 30*time.Second)
+	url := base + "/in/" + src.Name
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		fmt.Fprintf(stderr, "hookbox sign: %v\n", err)
 		return 1
 	}
 	req.Header = h
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		fmt.Fprintf(stderr, "hookbox sign: is hookbox running on %s (server.listen in %s)? %v\n", cfg.Server.Listen, cfg.Path, errors.Unwrap(err))
 		return 1

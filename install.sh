@@ -132,22 +132,25 @@ fi
 
 # ---- helpers ----
 
-# server_key KEY FILE prints the string value of KEY in the [server] table of the TOML FILE
-# (nothing when absent). Enough for the keys install.sh reads: listen, public_url, data_dir.
-server_key() {
-	awk -v want="$1" '
+# toml_key TABLE KEY FILE prints the string value of KEY in [TABLE] of the TOML FILE (nothing
+# when absent). Enough for the keys install.sh reads: plain "strings" and bare numbers.
+toml_key() {
+	awk -v table="[$1]" -v want="$2" '
 		/^[[:space:]]*\[/ {
 			s = $0; sub(/#.*/, "", s); gsub(/[[:space:]]/, "", s)
-			in_server = (s == "[server]"); next
+			in_table = (s == table); next
 		}
-		in_server && $0 ~ "^[[:space:]]*" want "[[:space:]]*=" {
+		in_table && $0 ~ "^[[:space:]]*" want "[[:space:]]*=" {
 			v = $0; sub(/^[^=]*=[[:space:]]*/, "", v)
 			if (v ~ /^"/) { sub(/^"/, "", v); sub(/".*$/, "", v) }
 			else if (v ~ /^'\''/) { sub(/^'\''/, "", v); sub(/'\''.*$/, "", v) }
 			else { sub(/[[:space:]]*(#.*)?$/, "", v) }
 			print v; exit
-		}' "$2"
+		}' "$3"
 }
+
+# server_key KEY FILE prints the string value of KEY in the [server] table of the TOML FILE.
+server_key() { toml_key server "$1" "$2"; }
 
 # listen_port ADDR prints the numeric port of host:port (service names are looked up).
 listen_port() {
@@ -396,19 +399,55 @@ if ! check_out=$(run_check "$new_bin"); then
 	die "the config does not pass hookbox check (above): fix $CONFIG and run install.sh again; the binary and the service were not installed"
 fi
 
-# 7. The listen port decides whether the service may bind a privileged port.
+# 7. The ports decide whether the service may bind a privileged port: listen, and http_listen
+# (the ACME challenge and HTTPS redirect listener). With TLS (domain, or cert_file) listen
+# defaults to :443, and with domain (ACME) http_listen defaults to :80.
+domain=$(server_key domain "$CONFIG")
+cert_file=$(server_key cert_file "$CONFIG")
+tls_mode=none
+if [ -n "$domain" ]; then
+	tls_mode=acme
+elif [ -n "$cert_file" ]; then
+	tls_mode=files
+fi
 listen=$(server_key listen "$CONFIG")
-listen=${listen:-127.0.0.1:8080}
+if [ -z "$listen" ]; then
+	listen=127.0.0.1:8080
+	[ "$tls_mode" = none ] || listen=:443
+fi
+http_listen=$(server_key http_listen "$CONFIG")
+if [ -z "$http_listen" ] && [ "$tls_mode" = acme ]; then
+	http_listen=:80
+fi
 public_url=$(server_key public_url "$CONFIG")
 data_dir=$(server_key data_dir "$CONFIG")
+backup_dir=$(toml_key backup dir "$CONFIG")
 port=$(listen_port "$listen")
 caps=
-if [ "$port" -gt 0 ] && [ "$port" -lt 1024 ]; then
-	caps=CAP_NET_BIND_SERVICE
-fi
+for p in "$port" ${http_listen:+"$(listen_port "$http_listen")"}; do
+	if [ "$p" -gt 0 ] && [ "$p" -lt 1024 ]; then
+		caps=CAP_NET_BIND_SERVICE
+	fi
+done
 case ${data_dir:-./data} in
 "$DATA" | "$DATA"/*) ;;
 *) warn "data_dir in $CONFIG is ${data_dir:-./data (relative)}, outside $DATA: the unit's ProtectSystem=strict makes it read-only; use $REAL_DATA, or add ReadWritePaths= in a drop-in (systemctl edit hookbox)" ;;
+esac
+# A backup dir elsewhere (another disk is best) must be writable for the service.
+backup_rw=
+case $backup_dir in
+'' | "$DATA" | "$DATA"/* | "$REAL_DATA" | "$REAL_DATA"/*) ;;
+/*)
+	case $backup_dir in
+	*[[:space:]\"\\]*) die "backup.dir in $CONFIG ($backup_dir) must not contain spaces, quotes or backslashes" ;;
+	esac
+	backup_rw="ReadWritePaths=-$backup_dir"
+	if $REAL && [ ! -d "$backup_dir" ]; then
+		install -d -m 0700 -o "$SVC_USER" -g "$SVC_USER" -- "$backup_dir"
+		info "created $backup_dir for the backups (backup.dir)"
+	fi
+	;;
+*) warn "backup.dir in $CONFIG is relative ($backup_dir): the service runs in /, where it cannot write; use an absolute path" ;;
 esac
 if grep -q 'demo-secret-change-me' "$CONFIG"; then
 	warn "$CONFIG still has the demo source and its public secret (demo-secret-change-me): change or remove it before hookbox is reachable from outside"
@@ -445,7 +484,8 @@ TimeoutStopSec=20
 # nothing hookbox calls is in @privileged or @resources).
 NoNewPrivileges=true
 ProtectSystem=strict
-ReadWritePaths=$REAL_DATA
+ReadWritePaths=$REAL_DATA${backup_rw:+
+$backup_rw}
 ProtectHome=true
 PrivateTmp=true
 PrivateDevices=true
@@ -469,7 +509,8 @@ SystemCallFilter=@system-service
 SystemCallFilter=~@privileged @resources
 RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX
 UMask=0077
-# No capabilities; when server.listen is a port below 1024, only the one to bind it.
+# No capabilities; when server.listen or server.http_listen is a port below 1024, only the one
+# to bind it.
 CapabilityBoundingSet=$caps
 AmbientCapabilities=$caps
 
@@ -522,7 +563,15 @@ case $host in
 ::) host='[::1]' ;;
 *:*) host="[$host]" ;;
 esac
-base="http://$host:$port"
+scheme=http
+[ "$tls_mode" = none ] || scheme=https
+base="$scheme://$host:$port"
+if [ "$tls_mode" = acme ]; then
+	# The certificate is for the domain: that is the address to use, also for the status page.
+	base="https://$domain"
+	[ "$port" = 443 ] || base="$base:$port"
+	public_url=${public_url:-$base}
+fi
 if $REAL; then
 	info "hookbox is running (${version:-hookbox}) as the $SVC_USER user"
 else
@@ -535,7 +584,16 @@ cat <<EOF
   hookbox check says:
 EOF
 printf '%s\n' "$check_out" | sed 's/^/    /'
+case $tls_mode in
+acme) printf '  HTTPS: the certificate for %s comes from the ACME CA at the first start; ports 80 and\n  443 must be reachable (journalctl -u %s shows "certificate ready").\n' "$domain" "$SERVICE" ;;
+files) printf '  HTTPS: with %s, read again when it changes.\n' "$cert_file" ;;
+esac
 if [ -z "$public_url" ]; then
 	printf '  The source URLs are relative to the address senders reach this server at: set\n'
 	printf '  server.public_url in %s (listen is %s).\n' "$CONFIG" "$listen"
+else
+	urls=$(printf '%s\n' "$check_out" | awk '$1 == "source" && $4 == "POST" { printf "    %-16s %s\n", $2, $5 }')
+	if [ -n "$urls" ]; then
+		printf '  Paste into each platform'\''s webhook settings:\n%s\n' "$urls"
+	fi
 fi

@@ -596,3 +596,44 @@ func TestInstallShellcheck(t *testing.T) {
 		t.Errorf("shellcheck install.sh: %v\n%s", err, out.String())
 	}
 }
+
+// ACME mode: the default ports 443 and 80 need CAP_NET_BIND_SERVICE, the printed addresses
+// are https://domain, and a backup dir outside the data dir becomes writable for the unit.
+func TestInstallACME(t *testing.T) {
+	t.Parallel()
+	e := newInstallEnv(t)
+	repo := string(mustRead(t, filepath.Join(e.dir, "config.toml")))
+	repo = strings.Replace(repo, `listen = "127.0.0.1:8080"`, `domain = "hooks.example.com"`, 1)
+	repo = strings.Replace(repo, `# dir = "/mnt/backup/hookbox"`, `dir = "/srv/hookbox-backups"`, 1)
+	if err := os.WriteFile(filepath.Join(e.dir, "config.toml"), []byte(repo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := e.install()
+	unit := e.read(installUnit)
+	installUnitHas(t, unit, installUnitLines...)
+	installUnitHas(t, unit, "CapabilityBoundingSet=CAP_NET_BIND_SERVICE", "AmbientCapabilities=CAP_NET_BIND_SERVICE",
+		"ReadWritePaths=-/srv/hookbox-backups")
+	for _, want := range []string{"status:   https://hooks.example.com/", "POST https://hooks.example.com/in/demo",
+		"Paste into each platform's webhook settings:", "demo             https://hooks.example.com/in/demo",
+		"certificate for hooks.example.com"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if e.exists("srv/hookbox-backups") {
+		t.Error("--root created the backup dir outside the root")
+	}
+	installVerifyUnit(t, e)
+
+	// http_listen on an unprivileged port and listen too: no capability.
+	config := strings.Replace(e.read(installConfig), `domain = "hooks.example.com"`,
+		"domain = \"hooks.example.com\"\nlisten = \":8443\"\nhttp_listen = \":8080\"", 1)
+	e.write(installConfig, config, 0o640)
+	out = e.install()
+	if unit := e.read(installUnit); strings.Contains(unit, "CAP_NET_BIND_SERVICE") {
+		t.Errorf("the unit grants CAP_NET_BIND_SERVICE for ports 8443 and 8080:\n%s", unit)
+	}
+	if !strings.Contains(out, "https://hooks.example.com:8443/in/demo") {
+		t.Errorf("output lacks the source URL on port 8443:\n%s", out)
+	}
+}

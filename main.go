@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -117,6 +118,12 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	sweeper := app.NewSweeper(cfg, db)
 	sweeper.Stats = stats
 	alerter := app.NewAlerter(cfg, db)
+	backuper := app.NewBackuper(cfg, db)
+	backuper.Alert = alerter.Backup
+	tlsSrv, err := web.NewTLS(cfg.Server, web.TLSOptions{})
+	if err != nil {
+		return fmt.Errorf("%s: server: %w", path, err)
+	}
 
 	sched := app.NewCron(logger.With("component", "cron"))
 	if _, err := sched.AddFunc(cfg.Retention.Sweep, func() { sweeper.Run(ctx) }); err != nil {
@@ -124,6 +131,13 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	}
 	if _, err := sched.AddFunc(cfg.Alerts.Check, func() { alerter.Check(ctx) }); err != nil {
 		return fmt.Errorf("%s: alerts.check: %w", path, err)
+	}
+	var lastBackup func() (time.Time, int64, error)
+	if cfg.Backup.Schedule != "" {
+		if _, err := sched.AddFunc(cfg.Backup.Schedule, func() { backuper.Run(ctx) }); err != nil {
+			return fmt.Errorf("%s: backup.schedule: %w", path, err)
+		}
+		lastBackup = backuper.Last
 	}
 	sched.Start()
 
@@ -139,15 +153,46 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	}
 	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: db.Ping,
 		Backup: func() (*os.File, int64, error) { return db.Backup(cfg.Server.DataDir) },
-		Login:  login, Stats: stats})
+		Login:  login, Stats: stats, LastBackup: lastBackup})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen in %s): %w", cfg.Server.Listen, path, err)
 	}
-	logger.Info("hookbox started", "version", version, "listen", ln.Addr().String(),
-		"data", db.Path(), "sources", len(cfg.Sources))
-	served := make(chan error, 1)
+	served := make(chan error, 2)
+	attrs := []any{"version", version, "listen", ln.Addr().String(), "tls", cfg.Server.TLS.String()}
+	var httpSrv *http.Server
+	if tlsSrv != nil {
+		ln = tlsSrv.Listener(ln)
+		if tlsSrv.HTTP != nil {
+			hln, err := net.Listen("tcp", cfg.Server.HTTPListen)
+			if err != nil {
+				ln.Close()
+				return fmt.Errorf("listen on %s (server.http_listen in %s): %w", cfg.Server.HTTPListen, path, err)
+			}
+			attrs = append(attrs, "http_listen", hln.Addr().String())
+			httpSrv = tlsSrv.HTTPServer()
+			go func() {
+				if err := httpSrv.Serve(hln); !errors.Is(err, http.ErrServerClosed) {
+					served <- fmt.Errorf("serve %s (server.http_listen): %w", cfg.Server.HTTPListen, err)
+				}
+			}()
+		}
+	}
+	logger.Info("hookbox started", append(attrs, "data", db.Path(), "sources", len(cfg.Sources))...)
 	go func() { served <- srv.Serve(ln) }()
+	if cfg.Server.TLS == app.TLSACME {
+		go func() {
+			cert, err := tlsSrv.Obtain(ctx)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				logger.Error("no certificate yet", "domain", cfg.Server.Domain, slog.Any("error", err),
+					"hint", "check that the domain points to this machine and that ports 80 and 443 are open; the next HTTPS connection tries again")
+			case err == nil && cert.Leaf != nil:
+				logger.Info("certificate ready", "domain", cfg.Server.Domain,
+					"not_after", cert.Leaf.NotAfter.UTC().Format(time.RFC3339))
+			}
+		}()
+	}
 
 	select {
 	case err = <-served:
@@ -160,6 +205,9 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	if serr := srv.Shutdown(sctx); err == nil {
 		err = serr
+	}
+	if httpSrv != nil {
+		httpSrv.Shutdown(sctx)
 	}
 	cancel()
 	<-dispatched

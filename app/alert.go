@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -22,6 +23,9 @@ type Alerter struct {
 	Logger *slog.Logger
 
 	alerting bool // the last message sent said "over"
+
+	backupMu     sync.Mutex
+	backupFailed bool // a failure message went out and no success since
 }
 
 // NewAlerter builds the alerter for cfg over store.
@@ -30,11 +34,18 @@ func NewAlerter(cfg *Config, store Store) *Alerter {
 	if cfg.Server.PublicURL != "" {
 		where = cfg.Server.PublicURL + "/ or " + where
 	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.Proxy = nil // post only to the configured URL, as the dispatcher does
 	return &Alerter{
-		store:  store,
-		cfg:    cfg.Alerts,
-		where:  where,
-		client: &http.Client{Timeout: 10 * time.Second},
+		store: store,
+		cfg:   cfg.Alerts,
+		where: where,
+		client: &http.Client{
+			Timeout:   10 * time.Second,
+			Transport: transport,
+			// A redirect is an answer of the alert URL, never a new address.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
 		Logger: slog.With("component", "alert"),
 	}
 }
@@ -84,4 +95,27 @@ func (a *Alerter) post(ctx context.Context, text string) error {
 		return fmt.Errorf("alert URL answered HTTP %d", resp.StatusCode)
 	}
 	return nil
+}
+
+// Backup hears the outcome of each scheduled backup (err nil: it worked).
+// The first failure of a streak sends a message, later ones do not; the
+// first success after a streak says backups work again. A message that
+// cannot be posted is tried again at the next outcome.
+func (a *Alerter) Backup(ctx context.Context, err error) {
+	a.backupMu.Lock()
+	defer a.backupMu.Unlock()
+	failed := err != nil
+	if a.cfg.URL == "" || failed == a.backupFailed {
+		return
+	}
+	text := "hookbox: backups work again."
+	if failed {
+		text = fmt.Sprintf("hookbox: the scheduled backup failed: %v. Ingest goes on; fix the backup dir ([backup] dir) or the disk.", err)
+	}
+	if perr := a.post(ctx, text); perr != nil {
+		a.Logger.Error("send alert", slog.Any("error", perr))
+		return
+	}
+	a.backupFailed = failed
+	a.Logger.Info("alert sent", "backup_failed", failed)
 }

@@ -1,11 +1,14 @@
 package app
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/mail"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -28,6 +31,7 @@ type Config struct {
 	Routes       []*Route
 	Retention    RetentionConfig
 	Alerts       AlertsConfig
+	Backup       BackupConfig
 }
 
 // StatusConfig is the [status] table: the login of the status page and
@@ -164,6 +168,52 @@ type ServerConfig struct {
 	PublicURL    string
 	DataDir      string
 	MaxBodyBytes int
+
+	// TLS says how Listen is served: plain HTTP, or HTTPS with a
+	// certificate from files or from an ACME CA.
+	TLS TLSMode
+	// CertFile and KeyFile are the PEM pair of TLSFiles; they are read
+	// again when they change, so an external renewer needs no restart.
+	CertFile, KeyFile string
+	// Domain is the name TLSACME gets a certificate for.
+	Domain string
+	// ACMEEmail is given to the CA for expiry notices (may be empty).
+	ACMEEmail string
+	// ACMEDirectory is the CA's ACME directory URL.
+	ACMEDirectory string
+	// HTTPListen, with TLS, serves plain HTTP that answers ACME HTTP-01
+	// challenges and redirects everything else to HTTPS (empty: none).
+	HTTPListen string
+}
+
+// TLSMode is how the main listener is served.
+type TLSMode int
+
+// The TLS modes of [server].
+const (
+	TLSNone  TLSMode = iota // plain HTTP, e.g. behind a reverse proxy
+	TLSFiles                // cert_file and key_file
+	TLSACME                 // a certificate for domain from an ACME CA
+)
+
+func (m TLSMode) String() string {
+	switch m {
+	case TLSFiles:
+		return "files"
+	case TLSACME:
+		return "acme"
+	}
+	return "none"
+}
+
+// BackupConfig is the [backup] table: scheduled hot copies of the data file.
+type BackupConfig struct {
+	// Schedule is the cron spec of the backups; empty means none.
+	Schedule string
+	// Dir receives the copies (hookbox-YYYYMMDD-HHMMSS.db, UTC).
+	Dir string
+	// Keep is how many copies stay; older ones are deleted.
+	Keep int
 }
 
 // RetentionConfig is the [retention] table.
@@ -204,6 +254,16 @@ const (
 	DefaultAlertCheck   = "@every 1m"
 	DefaultStatusUser   = "admin"
 	maxMaxBodyBytes     = 64 << 20
+	// DefaultTLSListen is the listen address when TLS is on and listen is not set.
+	DefaultTLSListen = ":443"
+	// DefaultHTTPListen is the challenge and redirect listener of ACME mode.
+	DefaultHTTPListen = ":80"
+	// DefaultACMEDirectory is Let's Encrypt's production directory.
+	DefaultACMEDirectory  = "https://acme-v02.api.letsencrypt.org/directory"
+	DefaultBackupSchedule = "@daily"
+	DefaultBackupKeep     = 7
+	// BackupsDirName is the default backup directory inside data_dir.
+	BackupsDirName = "backups"
 )
 
 // ConfigError is a problem with one key of a config file; it prints as
@@ -230,6 +290,13 @@ type rawConfig struct {
 	Route       []rawRoute       `toml:"route"`
 	Retention   rawRetention     `toml:"retention"`
 	Alerts      rawAlerts        `toml:"alerts"`
+	Backup      rawBackup        `toml:"backup"`
+}
+
+type rawBackup struct {
+	Schedule string `toml:"schedule"`
+	Dir      string `toml:"dir"`
+	Keep     *int   `toml:"keep"`
 }
 
 type rawStatus struct {
@@ -275,6 +342,13 @@ type rawServer struct {
 	PublicURL    string `toml:"public_url"`
 	DataDir      string `toml:"data_dir"`
 	MaxBodyBytes *int   `toml:"max_body_bytes"`
+
+	CertFile      string  `toml:"cert_file"`
+	KeyFile       string  `toml:"key_file"`
+	Domain        string  `toml:"domain"`
+	ACMEEmail     string  `toml:"acme_email"`
+	ACMEDirectory string  `toml:"acme_directory"`
+	HTTPListen    *string `toml:"http_listen"`
 }
 
 type rawSource struct {
@@ -337,6 +411,7 @@ func ParseConfig(file, data string, lookupEnv func(string) (string, bool)) (*Con
 	cfg := &Config{Path: file}
 	v.server(&cfg.Server, raw.Server)
 	v.retention(&cfg.Retention, raw.Retention)
+	v.backup(&cfg.Backup, raw.Backup, cfg.Server.DataDir)
 	seen := map[string]bool{}
 	for i, rs := range raw.Source {
 		key := fmt.Sprintf("source[%d]", i)
@@ -556,16 +631,28 @@ func (v *validator) server(s *ServerConfig, r rawServer) {
 	s.Listen = r.Listen
 	if s.Listen == "" {
 		s.Listen = DefaultListen
+		if r.Domain != "" || r.CertFile != "" || r.KeyFile != "" {
+			s.Listen = DefaultTLSListen
+		}
 	}
 	if _, port, err := net.SplitHostPort(s.Listen); err != nil || port == "" {
 		v.fail("server.listen", fmt.Sprintf("%q is not host:port", s.Listen))
 	}
+	v.tls(s, r)
 	if r.PublicURL != "" {
 		u, err := url.Parse(r.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			v.fail("server.public_url", fmt.Sprintf("%q is not an absolute http(s) URL", r.PublicURL))
+		} else if s.TLS != TLSNone && u.Scheme != "https" {
+			v.fail("server.public_url", fmt.Sprintf("%q: with TLS on, senders reach hookbox over https", r.PublicURL))
 		}
 		s.PublicURL = strings.TrimRight(r.PublicURL, "/")
+	} else if s.TLS == TLSACME {
+		// The name the certificate is for is where senders post to.
+		s.PublicURL = "https://" + s.Domain
+		if _, port, err := net.SplitHostPort(s.Listen); err == nil && port != "443" && port != "https" {
+			s.PublicURL = "https://" + net.JoinHostPort(s.Domain, port)
+		}
 	}
 	s.DataDir = r.DataDir
 	if s.DataDir == "" {
@@ -701,4 +788,145 @@ func (c *Config) SourceByName(name string) *Source {
 		}
 	}
 	return nil
+}
+
+// hostLabel is one label of a DNS name: letters, digits and inner hyphens.
+var hostLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// validDomain reports whether s is a DNS name a public CA can issue for:
+// two labels at least (autocert refuses single-label names), no IP address,
+// no wildcard, no trailing dot.
+func validDomain(s string) bool {
+	if len(s) > 253 || net.ParseIP(s) != nil {
+		return false
+	}
+	labels := strings.Split(s, ".")
+	if len(labels) < 2 {
+		return false
+	}
+	for _, l := range labels {
+		if !hostLabel.MatchString(l) {
+			return false
+		}
+	}
+	last := labels[len(labels)-1]
+	return strings.Trim(last, "0123456789") != "" // a numeric TLD is an IP address in disguise
+}
+
+// tls decides the TLS mode from the keys that are set and checks that they
+// fit together. A certificate pair must load now: `hookbox check` runs as
+// the service user, so a file it cannot read is found before a restart.
+func (v *validator) tls(s *ServerConfig, r rawServer) {
+	s.CertFile, s.KeyFile = r.CertFile, r.KeyFile
+	s.Domain = strings.ToLower(r.Domain)
+	s.ACMEEmail, s.ACMEDirectory = r.ACMEEmail, r.ACMEDirectory
+	switch {
+	case r.Domain != "" && (r.CertFile != "" || r.KeyFile != ""):
+		key := "server.cert_file"
+		if r.CertFile == "" {
+			key = "server.key_file"
+		}
+		v.fail(key, "not with server.domain: either hookbox gets the certificate itself (domain) or reads it from files (cert_file, key_file)")
+		return
+	case r.Domain != "":
+		s.TLS = TLSACME
+	case r.CertFile != "" || r.KeyFile != "":
+		s.TLS = TLSFiles
+	}
+	if s.TLS != TLSACME {
+		for _, k := range []struct{ key, val string }{{"server.acme_email", r.ACMEEmail}, {"server.acme_directory", r.ACMEDirectory}} {
+			if k.val != "" {
+				v.fail(k.key, "only with server.domain (ACME)")
+			}
+		}
+	}
+	if r.HTTPListen != nil {
+		s.HTTPListen = *r.HTTPListen
+		if s.TLS == TLSNone {
+			v.fail("server.http_listen", "only with TLS (server.domain or server.cert_file): it redirects to HTTPS")
+		} else if _, port, err := net.SplitHostPort(s.HTTPListen); err != nil || port == "" {
+			v.fail("server.http_listen", fmt.Sprintf("%q is not host:port", s.HTTPListen))
+		} else if s.HTTPListen == s.Listen {
+			v.fail("server.http_listen", "is the same address as server.listen")
+		}
+	}
+	switch s.TLS {
+	case TLSFiles:
+		switch {
+		case r.CertFile == "":
+			v.fail("server.cert_file", "server.key_file needs its certificate: set cert_file (PEM, the full chain)")
+		case r.KeyFile == "":
+			v.fail("server.key_file", "server.cert_file needs its private key: set key_file (PEM)")
+		default:
+			if _, err := os.Stat(r.CertFile); err != nil {
+				v.fail("server.cert_file", fmt.Sprintf("cannot read %s: %v", r.CertFile, errors.Unwrap(err)))
+			} else if _, err := os.Stat(r.KeyFile); err != nil {
+				v.fail("server.key_file", fmt.Sprintf("cannot read %s: %v", r.KeyFile, errors.Unwrap(err)))
+			} else if _, err := tls.LoadX509KeyPair(r.CertFile, r.KeyFile); err != nil {
+				v.fail("server.cert_file", fmt.Sprintf("cannot load the pair %s and %s: %v", r.CertFile, r.KeyFile, err))
+			}
+		}
+	case TLSACME:
+		if !validDomain(s.Domain) {
+			v.fail("server.domain", fmt.Sprintf("%q is not a DNS name a CA issues for (e.g. \"hooks.example.com\"; no IP address, no wildcard)", r.Domain))
+		}
+		if s.ACMEDirectory == "" {
+			s.ACMEDirectory = DefaultACMEDirectory
+		} else if u, err := url.Parse(s.ACMEDirectory); err != nil || u.Scheme != "https" || u.Host == "" {
+			v.fail("server.acme_directory", fmt.Sprintf("%q is not an https URL", s.ACMEDirectory))
+		}
+		if s.ACMEEmail != "" {
+			if a, err := mail.ParseAddress(s.ACMEEmail); err != nil || a.Address != s.ACMEEmail {
+				v.fail("server.acme_email", fmt.Sprintf("%q is not an email address", s.ACMEEmail))
+			}
+		}
+		if r.HTTPListen == nil {
+			s.HTTPListen = DefaultHTTPListen
+		}
+	}
+}
+
+// backup checks the [backup] table; dir defaults to data_dir/backups.
+func (v *validator) backup(b *BackupConfig, r rawBackup, dataDir string) {
+	b.Schedule = r.Schedule
+	switch b.Schedule {
+	case "":
+		b.Schedule = DefaultBackupSchedule
+	case "off":
+		b.Schedule = ""
+	}
+	if b.Schedule != "" {
+		if _, err := cron.ParseStandard(b.Schedule); err != nil {
+			v.fail("backup.schedule", fmt.Sprintf("%q is not a cron spec (or \"off\"): %v", b.Schedule, err))
+		}
+	}
+	b.Dir = r.Dir
+	if b.Dir == "" {
+		b.Dir = filepath.Join(dataDir, BackupsDirName)
+	}
+	b.Keep = DefaultBackupKeep
+	if r.Keep != nil {
+		b.Keep = *r.Keep
+		if b.Keep < 1 || b.Keep > 10000 {
+			v.fail("backup.keep", "must be between 1 and 10000")
+		}
+	}
+}
+
+// LoadDataDir reads only server.data_dir from the config file at path, for
+// commands that work on the data file while the service is stopped
+// (restore): they need neither the secrets nor a valid rest of the file.
+func LoadDataDir(path string) (string, error) {
+	var raw struct {
+		Server struct {
+			DataDir string `toml:"data_dir"`
+		} `toml:"server"`
+	}
+	if _, err := toml.DecodeFile(path, &raw); err != nil {
+		return "", &ConfigError{File: path, Reason: err.Error()}
+	}
+	if raw.Server.DataDir == "" {
+		return DefaultDataDir, nil
+	}
+	return raw.Server.DataDir, nil
 }

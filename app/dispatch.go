@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -38,6 +39,10 @@ type Dispatcher struct {
 	OnFired func(route string, n int)
 	// Stats, when set, counts attempts for the status page and metrics.
 	Stats *Stats
+	// StoreRetry is how long a delivery whose attempt could not be recorded
+	// (a full disk) waits before it goes out again, so the destination is
+	// not hammered meanwhile.
+	StoreRetry time.Duration
 
 	wake     chan struct{}
 	mu       sync.Mutex
@@ -60,13 +65,14 @@ func NewDispatcher(cfg *Config, store Store) *Dispatcher {
 			// in its config, and a 3xx counts as a failed attempt.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		Now:      time.Now,
-		Logger:   slog.With("component", "dispatch"),
-		Version:  "dev",
-		OnFired:  func(string, int) {},
-		wake:     make(chan struct{}, 1),
-		inflight: map[uint64]bool{},
-		busy:     map[string]int{},
+		Now:        time.Now,
+		StoreRetry: 5 * time.Second,
+		Logger:     slog.With("component", "dispatch"),
+		Version:    "dev",
+		OnFired:    func(string, int) {},
+		wake:       make(chan struct{}, 1),
+		inflight:   map[uint64]bool{},
+		busy:       map[string]int{},
 	}
 }
 
@@ -150,13 +156,24 @@ func (d *Dispatcher) isInflight(id uint64) bool {
 // send makes one attempt and records it. An attempt cut short by shutdown
 // is not recorded: the delivery stays due and goes out after the restart.
 func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work) {
+	hold := false // keep the lease a while: the attempt could not be recorded
 	defer func() {
 		d.mu.Lock()
-		delete(d.inflight, w.Delivery.ID)
+		if !hold {
+			delete(d.inflight, w.Delivery.ID)
+		}
 		d.busy[dest.Name]--
 		d.mu.Unlock()
 		d.sends.Done()
 		d.Wake()
+		if hold {
+			time.AfterFunc(d.StoreRetry, func() {
+				d.mu.Lock()
+				delete(d.inflight, w.Delivery.ID)
+				d.mu.Unlock()
+				d.Wake()
+			})
+		}
 	}()
 	a := &Attempt{Start: d.Now()}
 	res := d.post(ctx, dest, w, w.Delivery.Attempts+1)
@@ -173,7 +190,8 @@ func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work) {
 		a.Error = fmt.Sprintf("HTTP %d", res.status)
 	}
 	if err := d.store.RecordAttempt(w.Delivery.ID, a, state, due); err != nil {
-		d.Logger.Error("record attempt", "delivery", w.Delivery.ID, slog.Any("error", err))
+		d.Logger.Error("record attempt", "delivery", w.Delivery.ID, "retry_in", d.StoreRetry, slog.Any("error", err))
+		hold = true // still due: it goes out again after StoreRetry
 		return
 	}
 	d.Stats.Attempt(dest.Name, state, a.Duration, a.Error)
@@ -290,12 +308,22 @@ func sendError(err error, timeout time.Duration) error {
 	return err
 }
 
+// maxRetryAfter is what a Retry-After beyond a Duration means: as long as
+// possible (outcome caps it by the longest step), never a wrapped value.
+const maxRetryAfter = time.Duration(math.MaxInt64)
+
 // retryAfter parses a Retry-After header: seconds or an HTTP date.
 func retryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(v); err == nil && s > 0 {
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		switch {
+		case s <= 0:
+			return 0
+		case s >= int64(maxRetryAfter/time.Second):
+			return maxRetryAfter
+		}
 		return time.Duration(s) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {

@@ -26,7 +26,10 @@ const passwordHashKey = "status_password_bcrypt"
 func StatusLogin(cfg StatusConfig, store MetaStore, logger *slog.Logger) (func(user, password string) bool, error) {
 	userOK := func(u string) bool { return equalConst(u, cfg.User) }
 	if cfg.Password != "" {
-		return func(u, p string) bool { return userOK(u) && equalConst(p, cfg.Password) }, nil
+		return func(u, p string) bool {
+			uok, pok := userOK(u), equalConst(p, cfg.Password) // both, so the time does not tell which was wrong
+			return uok && pok
+		}, nil
 	}
 	hash, err := store.Meta(passwordHashKey)
 	if err != nil {

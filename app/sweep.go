@@ -10,7 +10,14 @@ import (
 
 // DefaultSweepChunk is how many records one sweep transaction deletes. Each
 // chunk is its own short transaction, so ingest batches commit in between.
-const DefaultSweepChunk = 5000
+// Ids expire in arrival order but sit at random places in the id index, so
+// each forgotten id dirties a page of its own: a small chunk keeps each
+// commit short (measured: 5,000 per chunk held ingest p99 near 200 ms).
+const DefaultSweepChunk = 500
+
+// DefaultChunkPause is the rest between two sweep transactions, so that
+// ingest commits get the writer in between.
+const DefaultChunkPause = 5 * time.Millisecond
 
 // Sweeper forgets expired event ids and deletes old events.
 type Sweeper struct {
@@ -19,6 +26,8 @@ type Sweeper struct {
 	IDs, Events time.Duration
 	// Chunk bounds the records deleted per transaction.
 	Chunk int
+	// Pause is the rest between two chunks.
+	Pause time.Duration
 	// Now is the clock; tests replace it.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -33,6 +42,7 @@ func NewSweeper(cfg *Config, store Store) *Sweeper {
 		IDs:    cfg.Retention.EventIDs,
 		Events: cfg.Retention.Events,
 		Chunk:  DefaultSweepChunk,
+		Pause:  DefaultChunkPause,
 		Now:    time.Now,
 		Logger: slog.With("component", "sweep"),
 	}
@@ -68,6 +78,11 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 			res.Chunks++
 			if n < s.Chunk {
 				break
+			}
+			select {
+			case <-ctx.Done():
+				return res, ctx.Err()
+			case <-time.After(s.Pause):
 			}
 		}
 	}

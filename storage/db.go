@@ -58,7 +58,7 @@ func Open(dir string) (*DB, error) {
 		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: initialMmapSize})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
@@ -375,12 +375,7 @@ func (d *DB) Backup(dir string) (*os.File, int64, error) {
 		return nil, 0, fmt.Errorf("backup: %w", err)
 	}
 	os.Remove(f.Name())
-	var n int64
-	err = d.db.View(func(tx *bolt.Tx) error {
-		var err error
-		n, err = tx.WriteTo(f)
-		return err
-	})
+	n, err := d.copyTo(f)
 	if err == nil {
 		_, err = f.Seek(0, 0)
 	}

@@ -61,6 +61,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// RouteStats gives a debounced route's counters (nil: none shown).
 	RouteStats func(name string) *app.RouteStats
+	// LastBackup gives the newest scheduled backup's time and size and the
+	// error of the latest run (nil: no backup line on the overview).
+	LastBackup func() (time.Time, int64, error)
 }
 
 // UI renders the status pages.
@@ -89,6 +92,17 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("%.1f%%", 100*f)
 	},
 	"ms": func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) },
+	"size": func(n int64) string {
+		switch {
+		case n >= 1<<30:
+			return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+		case n >= 1<<20:
+			return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+		case n >= 1<<10:
+			return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+		}
+		return fmt.Sprintf("%d bytes", n)
+	},
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -232,7 +246,13 @@ func (u *UI) overview(c *fiber.Ctx) error {
 			routes = append(routes, r)
 		}
 	}
+	var backup map[string]any
+	if u.d.LastBackup != nil {
+		at, size, err := u.d.LastBackup()
+		backup = map[string]any{"At": at, "Size": size, "Err": err}
+	}
 	return u.render(c, 200, "overview", "Overview", map[string]any{
+		"Backup":       backup,
 		"Routes":       routes,
 		"Counts":       counts,
 		"Received":     newChart(u.d.Stats.Hourly(app.KindReceived), now),

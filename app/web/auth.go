@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"net/url"
 	"sync"
@@ -26,9 +27,17 @@ type session struct {
 	expires time.Time
 }
 
+// sessions are keyed by the SHA-256 of their token, so that finding one
+// compares digests, never the secret token itself, and the map holds no
+// usable token.
 type sessions struct {
 	mu sync.Mutex
 	m  map[string]*session
+}
+
+func tokenKey(tok string) string {
+	h := sha256.Sum256([]byte(tok))
+	return string(h[:])
 }
 
 func newToken() string {
@@ -47,16 +56,17 @@ func (ss *sessions) create(user string, now time.Time) (string, *session) {
 	}
 	tok := newToken()
 	s := &session{user: user, csrf: newToken(), expires: now.Add(sessionTTL)}
-	ss.m[tok] = s
+	ss.m[tokenKey(tok)] = s
 	return tok, s
 }
 
 func (ss *sessions) get(tok string, now time.Time) *session {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	s := ss.m[tok]
+	key := tokenKey(tok)
+	s := ss.m[key]
 	if s == nil || now.After(s.expires) {
-		delete(ss.m, tok)
+		delete(ss.m, key)
 		return nil
 	}
 	return s
@@ -64,7 +74,7 @@ func (ss *sessions) get(tok string, now time.Time) *session {
 
 func (ss *sessions) drop(tok string) {
 	ss.mu.Lock()
-	delete(ss.m, tok)
+	delete(ss.m, tokenKey(tok))
 	ss.mu.Unlock()
 }
 

@@ -54,6 +54,11 @@ type Deps struct {
 	Stats *app.Stats
 	// UIStore backs the status pages (the storage.DB).
 	UIStore ui.Store
+	// ReadTimeout bounds reading one request, headers and body (0: the
+	// ReadTimeout constant); tests shorten it.
+	ReadTimeout time.Duration
+	// LastBackup, when set, puts the newest scheduled backup on the overview.
+	LastBackup func() (time.Time, int64, error)
 }
 
 // Server serves hookbox's HTTP endpoints.
@@ -73,6 +78,9 @@ func New(cfg *app.Config, deps Deps) *Server {
 	}
 	if deps.Wake == nil {
 		deps.Wake = func() {}
+	}
+	if deps.ReadTimeout <= 0 {
+		deps.ReadTimeout = ReadTimeout
 	}
 	if deps.Login == nil {
 		deps.Login = func(string, string) bool { return false }
@@ -96,10 +104,10 @@ func New(cfg *app.Config, deps Deps) *Server {
 		routeStats = deps.Receiver.RouteStats
 	}
 	s.ui = ui.New(ui.Deps{Config: cfg, Store: deps.UIStore, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
-		RouteStats: routeStats})
+		RouteStats: routeStats, LastBackup: deps.LastBackup})
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:             cfg.Server.MaxBodyBytes,
-		ReadTimeout:           ReadTimeout,
+		ReadTimeout:           deps.ReadTimeout,
 		WriteTimeout:          WriteTimeout,
 		IdleTimeout:           IdleTimeout,
 		ReadBufferSize:        ReadBufferSize,

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"hookbox/app"
+	"hookbox/storage"
+)
+
+const restoreHelp = "Replaces data_dir/hookbox.db with a copy of FILE (a scheduled backup from\n" +
+	"backup.dir, or one saved by hookbox backup). Stop hookbox first: the command\n" +
+	"refuses while a process holds the data file. FILE is checked with bbolt's\n" +
+	"consistency check before anything changes; the replaced data file is kept as\n" +
+	"hookbox.db.replaced-YYYYMMDD-HHMMSS. Run it as root or as the hookbox user: the\n" +
+	"new file gets the owner of the one it replaces. At the next start, deliveries\n" +
+	"that were pending in the copy go out again and its remembered ids stay duplicates."
+
+func runRestore(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
+	fs := c.flags()
+	path := configFlag(fs)
+	checkOnly := fs.Bool("check", false, "only check FILE with bbolt's consistency check; change nothing")
+	operands, code := c.parse(fs, args, stdout, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(operands) != 1 {
+		fmt.Fprintln(stderr, "hookbox restore: give one backup FILE")
+		return 2
+	}
+	file := operands[0]
+	if *checkOnly && os.Getenv(checkChildEnv) != "1" {
+		if msg, ok := checkInChild(file); !ok {
+			fmt.Fprintf(stderr, "hookbox restore: %s\n", msg)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s: bbolt check passed\n", file)
+		return 0
+	}
+	if *checkOnly { // in the child of checkInChild
+		if err := storage.CheckFile(file); err != nil {
+			fmt.Fprintf(stderr, "hookbox restore: %s is not a sound hookbox data file: %v\n", file, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s: bbolt check passed\n", file)
+		return 0
+	}
+	// bbolt's check panics on some damage, in a goroutine no recover
+	// reaches: check in a child process first, so that a damaged copy gets
+	// a clear answer rather than a crash.
+	if msg, ok := checkInChild(file); !ok {
+		fmt.Fprintf(stderr, "hookbox restore: %s, nothing was changed\n", msg)
+		return 1
+	}
+	dataDir, err := app.LoadDataDir(*path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	res, err := storage.Restore(dataDir, file, time.Now())
+	if err != nil {
+		fmt.Fprintf(stderr, "hookbox restore: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "restored %s into %s (%d bytes, bbolt check passed)\n", file, res.Path, res.Size)
+	if res.Replaced != "" {
+		fmt.Fprintf(stdout, "the previous data file is kept as %s\n", res.Replaced)
+	}
+	fmt.Fprintln(stdout, "start hookbox (systemctl start hookbox): pending deliveries go out again, remembered ids stay remembered")
+	return 0
+}
+
+// checkChildEnv marks the child process that runs the check.
+const checkChildEnv = "HOOKBOX_RESTORE_CHECK_CHILD"
+
+// checkInChild runs `hookbox restore -check FILE` as a child process and
+// reports whether the file passed; otherwise a message saying why.
+func checkInChild(file string) (string, bool) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", true // the in-process check still runs
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(exe, "restore", "-check", "--", file)
+	cmd.Env = append(os.Environ(), checkChildEnv+"=1")
+	cmd.Stdout, cmd.Stderr = io.Discard, &out
+	err = cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return "", true
+	case errors.As(err, &exit) && exit.ExitCode() == 1:
+		return strings.TrimPrefix(strings.TrimSpace(out.String()), "hookbox restore: "), false
+	case errors.As(err, &exit):
+		return file + " is damaged: bbolt's consistency check crashed on it", false
+	}
+	return "", true
+}
+
+// printTLSAndBackups adds the TLS mode and the backup schedule to the
+// summary of `hookbox check`.
+func printTLSAndBackups(w io.Writer, cfg *app.Config) {
+	switch s := cfg.Server; s.TLS {
+	case app.TLSACME:
+		fmt.Fprintf(w, "https with a certificate for %s from %s; http %s answers the challenge and redirects\n",
+			s.Domain, s.ACMEDirectory, s.HTTPListen)
+	case app.TLSFiles:
+		fmt.Fprintf(w, "https with %s, read again when it changes", s.CertFile)
+		if s.HTTPListen != "" {
+			fmt.Fprintf(w, "; http %s redirects", s.HTTPListen)
+		}
+		fmt.Fprintln(w)
+	}
+	if b := cfg.Backup; b.Schedule == "" {
+		fmt.Fprintln(w, "backups off")
+	} else {
+		fmt.Fprintf(w, "backups %s into %s, keep %d\n", b.Schedule, b.Dir, b.Keep)
+	}
+}
