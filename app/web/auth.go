@@ -113,6 +113,9 @@ func (s *Server) authenticate(c *fiber.Ctx) (user string, viaSession bool) {
 func (s *Server) requireAuth(c *fiber.Ctx) error {
 	user, viaSession := s.authenticate(c)
 	if user == "" {
+		if c.Get(fiber.HeaderAuthorization) != "" {
+			time.Sleep(s.deps.LoginDelay) // a wrong password, like at the login form: guessing stays slow
+		}
 		if c.Method() == fiber.MethodGet && !isAPI(c) {
 			return c.Redirect("/login?next="+url.QueryEscape(c.OriginalURL()), fiber.StatusSeeOther)
 		}
@@ -153,7 +156,7 @@ func (s *Server) handleLoginPage(c *fiber.Ctx) error {
 func (s *Server) handleLogin(c *fiber.Ctx) error {
 	user, pass := c.FormValue("user"), c.FormValue("password")
 	if !s.deps.Login(user, pass) {
-		time.Sleep(loginDelay)
+		time.Sleep(s.deps.LoginDelay)
 		s.Logger.Warn("failed login", "ip", c.IP())
 		return s.ui.Login(c, fiber.StatusUnauthorized, "Wrong user or password.")
 	}

@@ -50,6 +50,8 @@ type Deps struct {
 	Now func() time.Time
 	// Login checks the status page's user and password (nil: nobody gets in).
 	Login func(user, password string) bool
+	// LoginDelay is how long a wrong login waits (0: one second).
+	LoginDelay time.Duration
 	// Stats feeds the overview, /api/v1/stats and /metrics (may be nil in tests).
 	Stats *app.Stats
 	// UIStore backs the status pages (the storage.DB).
@@ -81,6 +83,9 @@ func New(cfg *app.Config, deps Deps) *Server {
 	}
 	if deps.ReadTimeout <= 0 {
 		deps.ReadTimeout = ReadTimeout
+	}
+	if deps.LoginDelay <= 0 {
+		deps.LoginDelay = loginDelay
 	}
 	if deps.Login == nil {
 		deps.Login = func(string, string) bool { return false }
@@ -114,6 +119,11 @@ func New(cfg *app.Config, deps Deps) *Server {
 		DisableStartupMessage: true,
 		ErrorHandler:          s.handleError,
 		AppName:               "hookbox",
+		// X-Forwarded-* count only from a reverse proxy on this machine, so
+		// a remote client cannot claim https (Secure cookies, HSTS) or an IP.
+		EnableTrustedProxyCheck: true,
+		TrustedProxies:          []string{"127.0.0.1", "::1"},
+		ProxyHeader:             fiber.HeaderXForwardedFor,
 	})
 	s.fiber.Use(recover.New())
 	s.fiber.Post("/in/:source", s.handleInbound)
