@@ -217,9 +217,14 @@ func loadRun(ctx context.Context, o benchOptions, url string, sg *signer) (bench
 	nextID := func(r *rand.Rand) string {
 		if o.dup > 0 && r.Float64() < o.dup {
 			mu.Lock()
-			defer mu.Unlock()
-			if len(sent) > 0 {
-				return sent[r.IntN(len(sent))]
+			n := len(sent)
+			var id string
+			if n > 0 {
+				id = sent[r.IntN(n)]
+			}
+			mu.Unlock()
+			if n > 0 {
+				return id
 			}
 		}
 		id := "bench-" + strconv.FormatInt(seq.Add(1), 10) + "-" + randomEventID()[:8]

@@ -116,6 +116,12 @@ func (d *DB) Close() error {
 // acknowledged event survives a crash with its deliveries.
 func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *app.Plan) (bool, error) {
 	key := idKey(e.Source, e.ID)
+	// A remembered, unexpired id stays remembered (the sweep only forgets
+	// expired ones), so a read transaction can answer most duplicates
+	// without queueing for a commit; a miss is decided in the write below.
+	if d.remembered(key, e.ReceivedAt) {
+		return true, nil
+	}
 	rec := encodeEvent(e)
 	var dup bool
 	var seq uint64
@@ -172,6 +178,19 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 		e.Seq = seq
 	}
 	return dup, nil
+}
+
+// remembered reports whether key is remembered and unexpired at t.
+func (d *DB) remembered(key []byte, t time.Time) bool {
+	var ok bool
+	d.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketIDs).Get(key); v != nil {
+			exp, _, err := parseIDValue(v)
+			ok = err == nil && exp.After(t)
+		}
+		return nil
+	})
+	return ok
 }
 
 // ForgetExpiredIDs forgets at most limit ids whose expiry is at or before
