@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,14 +107,10 @@ func (c *Config) DestinationsFor(source, topic string) []string {
 		if r.Key != nil || !r.Matches(source, topic) {
 			continue
 		}
-	next:
 		for _, d := range r.To {
-			for _, have := range out {
-				if have == d {
-					continue next
-				}
+			if !slices.Contains(out, d) {
+				out = append(out, d)
 			}
-			out = append(out, d)
 		}
 	}
 	return out
