@@ -90,7 +90,7 @@ func runBench(ctx context.Context, c *command, args []string, stdout, stderr io.
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "load before measuring (not counted)")
 	fs.BoolVar(&o.deliver, "deliver", true, "-compare: route the events to a local sink while loading (false: ingest only)")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of this process (with -compare: both servers and the load) to FILE")
-	if _, code := c.parse(fs, args, stdout, stderr); code >= 0 {
+	if code := c.parseNone(fs, args, stdout, stderr); code >= 0 {
 		return code
 	}
 	if o.dup < 0 || o.dup > 1 || o.conns < 1 || o.size < 64 || o.rate < 0 {

@@ -152,6 +152,19 @@ func (c *command) parse(fs *flag.FlagSet, args []string, stdout, stderr io.Write
 	}
 }
 
+// parseNone is parse for a command that takes no operands.
+func (c *command) parseNone(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
+	operands, code := c.parse(fs, args, stdout, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(operands) > 0 {
+		fmt.Fprintf(stderr, "hookbox %s: unexpected argument %q\n", c.name, operands[0])
+		return 2
+	}
+	return -1
+}
+
 // configFlag adds the -config flag every command but version has.
 func configFlag(fs *flag.FlagSet) *string {
 	return fs.String("config", "config.toml", "path of the config file")
@@ -160,13 +173,8 @@ func configFlag(fs *flag.FlagSet) *string {
 func runCheck(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
 	path := configFlag(fs)
-	operands, code := c.parse(fs, args, stdout, stderr)
-	if code >= 0 {
+	if code := c.parseNone(fs, args, stdout, stderr); code >= 0 {
 		return code
-	}
-	if len(operands) > 0 {
-		fmt.Fprintf(stderr, "hookbox check: unexpected argument %q\n", operands[0])
-		return 2
 	}
 	return check(*path, stdout, stderr)
 }
@@ -397,13 +405,8 @@ func checkBolt(path string) error {
 
 func runVersion(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	operands, code := c.parse(fs, args, stdout, stderr)
-	if code >= 0 {
+	if code := c.parseNone(fs, args, stdout, stderr); code >= 0 {
 		return code
-	}
-	if len(operands) > 0 {
-		fmt.Fprintf(stderr, "hookbox version: unexpected argument %q\n", operands[0])
-		return 2
 	}
 	fmt.Fprintln(stdout, versionLine())
 	return 0

@@ -67,13 +67,8 @@ func runServe(ctx context.Context, c *command, args []string, stdout, stderr io.
 	fs := c.flags()
 	configPath := configFlag(fs)
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	operands, code := c.parse(fs, args, stdout, stderr)
-	if code >= 0 {
+	if code := c.parseNone(fs, args, stdout, stderr); code >= 0 {
 		return code
-	}
-	if len(operands) > 0 {
-		fmt.Fprintf(stderr, "hookbox serve: unexpected argument %q\n", operands[0])
-		return 2
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

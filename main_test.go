@@ -80,12 +80,20 @@ func (p *proc) logText() string { p.mu.Lock(); defer p.mu.Unlock(); return p.log
 
 var listenRE = regexp.MustCompile(`listen=(127\.0\.0\.1:\d+)`)
 
-// start runs hookbox serve and waits until it logs its address.
+// start runs hookbox serve with the e2e secrets and waits until it logs
+// its address.
 func start(t *testing.T, config string) *proc {
 	t.Helper()
+	return startWith(t, config, []string{"E2E_GH_SECRET=" + e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e"})
+}
+
+// startWith runs hookbox serve with extra arguments and environment, and
+// waits until it logs its address (start, with knobs).
+func startWith(t *testing.T, config string, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{done: make(chan struct{})}
-	p.cmd = exec.Command(binary, "serve", "-config", config)
-	p.cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
+	p.cmd = exec.Command(binary, append([]string{"serve", "-config", config}, args...)...)
+	p.cmd.Env = append(os.Environ(), env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +105,7 @@ func start(t *testing.T, config string) *proc {
 	go func() {
 		defer close(p.done)
 		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			p.mu.Lock()
 			p.log.WriteString(sc.Text() + "\n")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -19,55 +17,6 @@ import (
 	"hookbox/app/provider"
 	"hookbox/storage"
 )
-
-// startWith runs hookbox serve with extra arguments and environment, and
-// waits until it logs its address (start, with knobs).
-func startWith(t *testing.T, config string, env []string, args ...string) *proc {
-	t.Helper()
-	p := &proc{done: make(chan struct{})}
-	p.cmd = exec.Command(binary, append([]string{"serve", "-config", config}, args...)...)
-	p.cmd.Env = append(os.Environ(), env...)
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addr := make(chan string, 1)
-	go func() {
-		defer close(p.done)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.log.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case addr <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case p.addr = <-addr:
-	case <-p.done:
-		p.cmd.Wait()
-		t.Fatalf("hookbox exited before listening:\n%s", p.logText())
-	case <-time.After(30 * time.Second):
-		p.cmd.Process.Kill()
-		t.Fatalf("hookbox did not start:\n%s", p.logText())
-	}
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			p.cmd.Process.Kill()
-			p.cmd.Wait()
-		}
-	})
-	return p
-}
 
 // closedPort returns a local address nothing listens on.
 func closedPort(t *testing.T) string {

@@ -88,12 +88,17 @@ type attemptJSON struct {
 	Response   string    `json:"response,omitempty"`
 }
 
-func toJSON(d *app.Delivery) deliveryJSON {
+// toJSON renders a delivery, with its attempts when given.
+func toJSON(d *app.Delivery, attempts ...*app.Attempt) deliveryJSON {
 	j := deliveryJSON{ID: d.ID, EventSeq: d.EventSeq, Destination: d.Destination, State: d.State.String(),
 		Attempts: d.Attempts, Created: d.Created, Updated: d.Updated, LastStatus: d.LastStatus, LastError: d.LastError}
 	if d.State == app.Pending {
 		due := d.Due
 		j.Due = &due
+	}
+	for _, a := range attempts {
+		j.History = append(j.History, attemptJSON{N: a.N, Start: a.Start, DurationMS: float64(a.Duration.Microseconds()) / 1000,
+			Status: a.Status, Error: a.Error, Response: string(a.Response)})
 	}
 	return j
 }
@@ -145,12 +150,7 @@ func (s *Server) handleDelivery(c *fiber.Ctx) error {
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	j := toJSON(d)
-	for _, a := range attempts {
-		j.History = append(j.History, attemptJSON{N: a.N, Start: a.Start, DurationMS: float64(a.Duration.Microseconds()) / 1000,
-			Status: a.Status, Error: a.Error, Response: string(a.Response)})
-	}
-	return c.JSON(j)
+	return c.JSON(toJSON(d, attempts...))
 }
 
 // storeError answers a store failure: not found is 404, anything else is
@@ -261,12 +261,7 @@ func (s *Server) handleEvent(c *fiber.Ctx) error {
 		if err != nil {
 			return s.storeError(c, err)
 		}
-		j := toJSON(d)
-		for _, a := range attempts {
-			j.History = append(j.History, attemptJSON{N: a.N, Start: a.Start, DurationMS: float64(a.Duration.Microseconds()) / 1000,
-				Status: a.Status, Error: a.Error, Response: string(a.Response)})
-		}
-		deliveries = append(deliveries, j)
+		deliveries = append(deliveries, toJSON(d, attempts...))
 	}
 	merged, _ := s.deps.UIStore.MergedInto(seq)
 	headers := map[string]string{}
