@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"hookbox/app"
+)
+
+// bench -compare loads a verify-only server and a real hookbox with a
+// route to its sink, closed and open loop: every request is answered 200,
+// every accepted event reaches the sink, and the JSON holds both results.
+func TestBench_Compare(t *testing.T) {
+	for _, mode := range [][]string{{"-c", "4"}, {"-rate", "200"}} {
+		t.Run(mode[0], func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "bench.json")
+			args := append([]string{"bench", "-compare", "-d", "1s", "-warmup", "100ms", "-json", out}, mode...)
+			stdout, stderr, code := hookbox(t, nil, args...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, "ratio: hookbox answers") {
+				t.Fatalf("no ratio printed:\n%s", stdout)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rs []benchResult
+			if err := json.Unmarshal(b, &rs); err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) != 2 {
+				t.Fatalf("%d results, want the ceiling and hookbox", len(rs))
+			}
+			for _, r := range rs {
+				if r.Requests == 0 || r.Status["200"] != r.Requests || r.Errors != 0 || r.Throughput <= 0 || r.P99MS <= 0 {
+					t.Errorf("%s: %d requests, status %v, %d errors, %.0f/s, p99 %.2f ms", r.Target, r.Requests, r.Status, r.Errors, r.Throughput, r.P99MS)
+				}
+			}
+			if hb := rs[1]; hb.Delivered < hb.Status["200"] || hb.DeliveryP99MS <= 0 {
+				t.Errorf("%d of %d accepted events reached the sink (p99 %.2f ms)", hb.Delivered, hb.Status["200"], hb.DeliveryP99MS)
+			}
+		})
+	}
+}
+
+// The sink reads back the id and send time that the load wrote.
+func TestBench_SinkFields(t *testing.T) {
+	sent := time.Unix(1700000000, 123456789)
+	body, _, err := newSigner(benchSource(t)).request("evt_42", 512, sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, ns, ok := sinkFields(body)
+	if !ok || string(id) != "evt_42" || ns != sent.UnixNano() {
+		t.Fatalf("sinkFields = %q, %d, %v", id, ns, ok)
+	}
+	for _, bad := range []string{``, `{}`, `{"id":"x"}`, `{"id":"x","sent_ns":zz,`, `{"id":"x`} {
+		if _, _, ok := sinkFields([]byte(bad)); ok {
+			t.Errorf("sinkFields(%q) ok", bad)
+		}
+	}
+}
+
+// benchSource is a shopify source loaded from a config, as bench signs for.
+func benchSource(t *testing.T) *app.Source {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hookbox.toml")
+	cfg := "[server]\ndata_dir = " + strconv.Quote(t.TempDir()) + "\n[status]\npassword = \"pw-for-tests\"\n" +
+		"[[source]]\nname = \"shop\"\nprovider = \"shopify\"\nsecret = \"shop-secret\"\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := app.LoadConfig(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Sources[0]
+}
