@@ -547,9 +547,11 @@ func (v *validator) destination(key string, r rawDestination) *Destination {
 			v.fail(key+".concurrency", "must be between 1 and 1024")
 		}
 	}
-	for name := range r.Headers {
+	for name, value := range r.Headers {
 		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
 			v.fail(key+".headers", fmt.Sprintf("%q is not a header name", name))
+		} else if strings.ContainsAny(value, "\r\n\x00") {
+			v.fail(key+".headers."+name, "a header value cannot hold a line break or NUL")
 		}
 	}
 	return d

@@ -97,6 +97,7 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"DestBadRetry", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nretry = [\"1m\", \"soon\"]\n", "destination[0] (pos).retry[1]", "not a duration"},
 		{"DestBadSecret", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nsecret = \"plain\"\n", "destination[0] (pos).secret", "whsec_"},
 		{"DestDuplicate", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\n[[destination]]\nname = \"pos\"\nurl = \"https://y\"\n", "destination[1] (pos).name", "duplicate"},
+		{"DestHeaderValue", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nheaders = { X-A = \"a\\r\\nX-B: b\" }\n", "destination[0] (pos).headers.X-A", "line break"},
 		{"DestConcurrency", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nconcurrency = 0\n", "destination[0] (pos).concurrency", "between 1"},
 		{"RouteUnknownSource", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\n[[route]]\nsource = \"nope\"\nto = [\"pos\"]\n", "route[0].source", `no [[source]] named "nope"`},
 		{"RouteUnknownDest", src + "[[route]]\nsource = \"s\"\nto = [\"pos\"]\n", "route[0].to[0]", `no [[destination]] named "pos"`},

@@ -201,8 +201,8 @@ func TestDispatcher_RetryThenDeliver(t *testing.T) {
 			r.Header.Get("X-Hookbox-Source") != "gh" || r.Header.Get("X-Api-Key") != "k-0" {
 			t.Errorf("request %d hookbox headers: %v", i, r.Header)
 		}
-		if r.Header.Get("Content-Type") != "application/json" {
-			t.Errorf("request %d content type %q", i, r.Header.Get("Content-Type"))
+		if r.Header.Get("Content-Type") != "application/json" || !strings.HasPrefix(r.UserAgent(), "hookbox/") {
+			t.Errorf("request %d content type %q, user agent %q", i, r.Header.Get("Content-Type"), r.UserAgent())
 		}
 	}
 }
