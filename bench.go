@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -65,6 +66,11 @@ type benchResult struct {
 	MaxMS      float64        `json:"max_ms"`
 	Status     map[string]int `json:"status"`
 	Errors     int            `json:"errors"`
+	// CPUPerReq is this process's CPU time (user and system) while
+	// measuring, per request answered: the load, the server and, with
+	// -compare, hookbox's dispatcher and the sink. Steadier than
+	// throughput on a noisy machine.
+	CPUPerReqUS float64 `json:"cpu_us_per_request"`
 	// Delivery is filled by -compare: when events reached the local sink.
 	Delivered      int     `json:"delivered,omitempty"`
 	DeliveryP50MS  float64 `json:"delivery_p50_ms,omitempty"`
@@ -304,13 +310,13 @@ func loadRun(ctx context.Context, o benchOptions, url string, sg *signer) (bench
 	}
 	time.Sleep(o.warmup)
 	measure.Store(true)
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	select {
 	case <-time.After(o.duration):
 	case <-ctx.Done():
 	}
 	cancel()
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	wg.Wait()
 
 	var all []time.Duration
@@ -325,7 +331,19 @@ func loadRun(ctx context.Context, o benchOptions, url string, sg *signer) (bench
 	res.Seconds = elapsed.Seconds()
 	res.Throughput = float64(len(all)) / elapsed.Seconds()
 	res.P50MS, res.P90MS, res.P99MS, res.MaxMS = percentiles(all)
+	if len(all) > 0 {
+		res.CPUPerReqUS = float64(cpu.Microseconds()) / float64(len(all))
+	}
 	return res, nil
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func percentiles(d []time.Duration) (p50, p90, p99, max float64) {
@@ -361,7 +379,7 @@ func printResult(w io.Writer, r benchResult) {
 		mode = fmt.Sprintf("open loop, %.0f requests/s scheduled, up to %d in flight", r.Rate, r.Conns)
 	}
 	fmt.Fprintf(w, "%s\n  %s, %d-byte bodies, %.0f%% duplicate ids\n", r.Target, mode, r.BodyBytes, 100*r.DupShare)
-	fmt.Fprintf(w, "  %d requests in %.1fs: %.0f requests/s\n", r.Requests, r.Seconds, r.Throughput)
+	fmt.Fprintf(w, "  %d requests in %.1fs: %.0f requests/s; this process used %.0f µs of CPU per request\n", r.Requests, r.Seconds, r.Throughput, r.CPUPerReqUS)
 	fmt.Fprintf(w, "  latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n", r.P50MS, r.P90MS, r.P99MS, r.MaxMS)
 	var codes []string
 	for code, n := range r.Status {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -84,11 +85,31 @@ func runServe(ctx context.Context, c *command, args []string, stdout, stderr io.
 	return 0
 }
 
+// GC defaults for serve, each kept when its environment variable is set:
+// hookbox's live heap is a few MB, so Go's default GOGC=100 collects
+// thousands of times a second under load; 400 measured about a tenth more
+// throughput in hookbox bench -compare. The soft limit keeps the larger
+// target from growing the heap past what a small VPS has to spare.
+const (
+	defaultGCPercent   = 400
+	defaultMemoryLimit = 256 << 20
+)
+
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
+}
+
 func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	cfg, err := app.LoadConfig(path, nil)
 	if err != nil {
 		return err
 	}
+	tuneGC()
 	db, err := storage.Open(cfg.Server.DataDir)
 	if err != nil {
 		return err

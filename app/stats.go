@@ -114,7 +114,26 @@ func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
 		gauge("hookbox_dead_deliveries", "Dead deliveries waiting for a replay.", store.CountDead),
 		gauge("hookbox_pending_deliveries", "Deliveries waiting to be sent (due now or later).", store.CountPending),
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	if cc, ok := store.(commitCounter); ok {
+		counter := func(name, help string, pick func(commits, writes, pages uint64) uint64) prometheus.Collector {
+			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
+				return float64(pick(cc.CommitCounts()))
+			})
+		}
+		s.Registry.MustRegister(
+			counter("hookbox_commits_total", "Group commits (each one bbolt transaction and its fsyncs).",
+				func(c, _, _ uint64) uint64 { return c }),
+			counter("hookbox_commit_writes_total", "Writes (accepts, attempts, ...) carried by group commits; divided by hookbox_commits_total, the group size.",
+				func(_, w, _ uint64) uint64 { return w }),
+			counter("hookbox_pages_written_total", "bbolt pages written by write transactions.",
+				func(_, _, p uint64) uint64 { return p }))
+	}
 	return s
+}
+
+// commitCounter is a store that counts its group commits (storage.DB).
+type commitCounter interface {
+	CommitCounts() (commits, writes, pages uint64)
 }
 
 func (s *Stats) add(k Kind, n uint64, at time.Time) {

@@ -55,6 +55,10 @@ func BenchmarkAccept(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "accepts/s")
+			if commits, writes, pages := db.CommitCounts(); commits > 0 {
+				b.ReportMetric(float64(writes)/float64(commits), "writes/commit")
+				b.ReportMetric(float64(pages)/float64(b.N), "pages/event")
+			}
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -47,6 +48,8 @@ type DB struct {
 	batchDelay time.Duration  // >0: use bbolt's Batch (SetBatch)
 	lingerGap  time.Duration  // see gather
 	lingerMax  time.Duration
+	commits    atomic.Uint64 // see CommitCounts
+	writes     atomic.Uint64
 }
 
 var _ app.Store = (*DB)(nil)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -254,5 +255,10 @@ func TestUI_NoSecretsInPages(t *testing.T) {
 	}
 	if !strings.Contains(all.String(), "hookbox_requests_total") {
 		t.Error("/metrics has no request counter")
+	}
+	for _, counter := range []string{"hookbox_commits_total", "hookbox_commit_writes_total", "hookbox_pages_written_total"} {
+		if !regexp.MustCompile(`(?m)^` + counter + ` [1-9]`).MatchString(all.String()) {
+			t.Errorf("/metrics has no non-zero %s", counter)
+		}
 	}
 }
