@@ -28,6 +28,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/provider"
 	"hookbox/app/web"
+	"hookbox/storage"
 )
 
 // benchOptions are the flags of `hookbox bench`.
@@ -46,6 +47,7 @@ type benchOptions struct {
 	provider string
 	warmup   time.Duration
 	cpuProf  string
+	backlog  int
 	deliver  bool
 }
 
@@ -77,6 +79,10 @@ type benchResult struct {
 	DeliveryP99MS  float64 `json:"delivery_p99_ms,omitempty"`
 	DeliveryMaxMS  float64 `json:"delivery_max_ms,omitempty"`
 	DeliveryLagSec float64 `json:"delivery_drain_after_load_s,omitempty"`
+	// Backlog is filled by -compare -backlog: N events waiting at start-up,
+	// and how long after hookbox started the sink had them all.
+	Backlog         int     `json:"backlog,omitempty"`
+	BacklogDrainSec float64 `json:"backlog_drained_s,omitempty"`
 }
 
 func runBench(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int {
@@ -96,12 +102,17 @@ func runBench(ctx context.Context, c *command, args []string, stdout, stderr io.
 	fs.StringVar(&o.provider, "provider", "shopify", "-compare: the provider that signs the load")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "load before measuring (not counted)")
 	fs.BoolVar(&o.deliver, "deliver", true, "-compare: route the events to a local sink while loading (false: ingest only)")
+	fs.IntVar(&o.backlog, "backlog", 0, "-compare: this many events wait for the sink when hookbox starts; the hookbox load ends when the sink has them all, so its latency is ingest while a backlog drains")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of this process to FILE (with -compare: of the hookbox run only, its load and sink included)")
 	if code := c.parseNone(fs, args, stdout, stderr); code >= 0 {
 		return code
 	}
-	if o.dup < 0 || o.dup > 1 || o.conns < 1 || o.size < 64 || o.rate < 0 {
-		fmt.Fprintln(stderr, "hookbox bench: -dup is 0..1, -c at least 1, -size at least 64, -rate not negative")
+	if o.dup < 0 || o.dup > 1 || o.conns < 1 || o.size < 64 || o.rate < 0 || o.backlog < 0 {
+		fmt.Fprintln(stderr, "hookbox bench: -dup is 0..1, -c at least 1, -size at least 64, -rate and -backlog not negative")
+		return 2
+	}
+	if o.backlog > 0 && (!o.compare || !o.deliver) {
+		fmt.Fprintln(stderr, "hookbox bench: -backlog needs -compare with delivery")
 		return 2
 	}
 	if o.cpuProf != "" && !o.compare {
@@ -387,6 +398,14 @@ func printResult(w io.Writer, r benchResult) {
 	}
 	slices.Sort(codes)
 	fmt.Fprintf(w, "  status %s; errors %d\n", strings.Join(codes, ", "), r.Errors)
+	if r.Backlog > 0 {
+		if r.BacklogDrainSec > 0 {
+			fmt.Fprintf(w, "  backlog: %d events waiting at start-up reached the sink %.1fs after start (%.0f deliveries/s) while the load above ran\n",
+				r.Backlog, r.BacklogDrainSec, float64(r.Backlog)/r.BacklogDrainSec)
+		} else {
+			fmt.Fprintf(w, "  backlog: %d events waiting at start-up did NOT all reach the sink within 60 s of the load's end\n", r.Backlog)
+		}
+	}
 	if r.Delivered > 0 {
 		fmt.Fprintf(w, "  at the sink: %d deliveries, send→sink p50 %.1f ms, p99 %.1f ms, max %.1f ms; last one %.2fs after the load stopped\n",
 			r.Delivered, r.DeliveryP50MS, r.DeliveryP99MS, r.DeliveryMaxMS, r.DeliveryLagSec)
@@ -481,7 +500,19 @@ to = ["sink"]
 	go verifyOnly.Listener(verifyLn)
 	defer verifyOnly.Shutdown()
 
-	// (b) the real hookbox, in this process, on its own data dir.
+	ceiling, err := loadRun(ctx, o, "http://"+verifyLn.Addr().String()+"/in/bench", sg)
+	if err != nil {
+		return nil, fmt.Errorf("verify-only: %w", err)
+	}
+	ceiling.Target = "verify-only Fiber server (the ceiling)"
+	// (b) the real hookbox, in this process, on its own data dir, with
+	// -backlog events already waiting for the sink.
+	if o.backlog > 0 {
+		if err := preloadBacklog(ctx, filepath.Join(dir, "data"), o, sg, sink); err != nil {
+			return nil, fmt.Errorf("backlog: %w", err)
+		}
+	}
+	started := time.Now()
 	sctx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- serve(sctx, cfgPath, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
@@ -498,11 +529,6 @@ to = ["sink"]
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	ceiling, err := loadRun(ctx, o, "http://"+verifyLn.Addr().String()+"/in/bench", sg)
-	if err != nil {
-		return nil, fmt.Errorf("verify-only: %w", err)
-	}
-	ceiling.Target = "verify-only Fiber server (the ceiling)"
 	sink.reset()
 	if o.cpuProf != "" {
 		stopProf, err := startCPUProfile(o.cpuProf)
@@ -511,9 +537,25 @@ to = ["sink"]
 		}
 		defer stopProf()
 	}
-	durable, err := loadRun(ctx, o, base+"/in/bench", sg)
+	lctx := ctx
+	if o.backlog > 0 { // the load lasts while the backlog drains
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-sink.backlogDone:
+				cancel()
+			case <-lctx.Done():
+			}
+		}()
+	}
+	durable, err := loadRun(lctx, o, base+"/in/bench", sg)
 	if err != nil {
 		return nil, fmt.Errorf("hookbox: %w", err)
+	}
+	if o.backlog > 0 && durable.Requests == 0 {
+		return nil, errors.New("the backlog drained before the load was measured: use a larger -backlog or a shorter -warmup")
 	}
 	durable.Target = "hookbox: verify, dedupe, fsync'd commit, route to a local sink"
 	if !o.deliver {
@@ -526,12 +568,58 @@ to = ["sink"]
 	}
 	durable.Delivered = sink.count()
 	durable.DeliveryP50MS, durable.DeliveryP99MS, durable.DeliveryMaxMS, durable.DeliveryLagSec = sink.latencies(loadEnd)
+	if o.backlog > 0 {
+		select {
+		case <-sink.backlogDone:
+		case <-time.After(60 * time.Second):
+		}
+		durable.Backlog = o.backlog
+		if last := sink.backlogLast(); !last.IsZero() && sink.backlogCount() == o.backlog {
+			durable.BacklogDrainSec = last.Sub(started).Seconds()
+		}
+	}
 
 	printResult(stdout, ceiling)
 	printResult(stdout, durable)
 	fmt.Fprintf(stdout, "ratio: hookbox answers %.1f%% of the verify-only ceiling (%.0f / %.0f requests/s); p99 %.2f ms vs %.2f ms\n",
 		100*durable.Throughput/ceiling.Throughput, durable.Throughput, ceiling.Throughput, durable.P99MS, ceiling.P99MS)
 	return []benchResult{ceiling, durable}, nil
+}
+
+// preloadBacklog stores o.backlog events routed to the sink in the data
+// dir hookbox is about to open, as if accepted while the sink was away.
+func preloadBacklog(ctx context.Context, dataDir string, o benchOptions, sg *signer, sink *benchSink) error {
+	db, err := storage.Open(dataDir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	sink.expectBacklog(o.backlog)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(o.backlog) && ctx.Err() == nil; i = next.Add(1) {
+				now := time.Now()
+				id := backlogPrefix + strconv.FormatInt(i, 10)
+				body, _, err := sg.request(id, o.size, now)
+				if err == nil {
+					e := &app.Event{Source: sg.src.Name, ID: id, Topic: "bench/event", ReceivedAt: now, Body: body}
+					_, err = db.Accept(ctx, e, now.Add(time.Hour), &app.Plan{Direct: []string{"sink"}})
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 // startCPUProfile writes a CPU profile to path until the returned func runs.
@@ -566,9 +654,25 @@ type benchSink struct {
 	lat  []time.Duration
 	last time.Time
 	seen map[string]bool
+	// Events of -backlog, counted apart from the load's.
+	backlogWant int
+	backlogSeen map[string]bool
+	backlogAt   time.Time
+	backlogDone chan struct{}
 }
 
-func newBenchSink() *benchSink { return &benchSink{seen: map[string]bool{}} }
+func newBenchSink() *benchSink {
+	return &benchSink{seen: map[string]bool{}, backlogSeen: map[string]bool{}, backlogDone: make(chan struct{})}
+}
+
+// backlogPrefix starts the ids of the events -backlog stores before start-up.
+const backlogPrefix = "backlog-"
+
+func (s *benchSink) expectBacklog(n int) { s.mu.Lock(); s.backlogWant = n; s.mu.Unlock() }
+
+func (s *benchSink) backlogCount() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.backlogSeen) }
+
+func (s *benchSink) backlogLast() time.Time { s.mu.Lock(); defer s.mu.Unlock(); return s.backlogAt }
 
 func (s *benchSink) handle(c *fasthttp.RequestCtx) {
 	id, sent, ok := sinkFields(c.PostBody())
@@ -578,7 +682,15 @@ func (s *benchSink) handle(c *fasthttp.RequestCtx) {
 	}
 	now := time.Now()
 	s.mu.Lock()
-	if !s.seen[string(id)] {
+	if bytes.HasPrefix(id, []byte(backlogPrefix)) {
+		if !s.backlogSeen[string(id)] {
+			s.backlogSeen[string(id)] = true
+			s.backlogAt = now
+			if len(s.backlogSeen) == s.backlogWant {
+				close(s.backlogDone)
+			}
+		}
+	} else if !s.seen[string(id)] {
 		s.seen[string(id)] = true
 		s.lat = append(s.lat, now.Sub(time.Unix(0, sent)))
 		s.last = now

@@ -16,7 +16,7 @@ import (
 // route to its sink, closed and open loop: every request is answered 200,
 // every accepted event reaches the sink, and the JSON holds both results.
 func TestBench_Compare(t *testing.T) {
-	for _, mode := range [][]string{{"-c", "4"}, {"-rate", "200"}} {
+	for _, mode := range [][]string{{"-c", "4"}, {"-rate", "200"}, {"-backlog", "20000", "-rate", "200", "-warmup", "0s"}} {
 		t.Run(mode[0], func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "bench.json")
 			args := append([]string{"bench", "-compare", "-d", "1s", "-warmup", "100ms", "-json", out}, mode...)
@@ -45,6 +45,9 @@ func TestBench_Compare(t *testing.T) {
 			}
 			if hb := rs[1]; hb.Delivered < hb.Status["200"] || hb.DeliveryP99MS <= 0 {
 				t.Errorf("%d of %d accepted events reached the sink (p99 %.2f ms)", hb.Delivered, hb.Status["200"], hb.DeliveryP99MS)
+			}
+			if hb := rs[1]; mode[0] == "-backlog" && (hb.Backlog != 20000 || hb.BacklogDrainSec <= 0) {
+				t.Errorf("backlog %d drained in %.2fs, want 20000 drained", hb.Backlog, hb.BacklogDrainSec)
 			}
 		})
 	}
