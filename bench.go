@@ -81,6 +81,12 @@ type benchResult struct {
 	DeliveryLagSec float64 `json:"delivery_drain_after_load_s,omitempty"`
 	// Backlog is filled by -compare -backlog: N events waiting at start-up,
 	// and how long after hookbox started the sink had them all.
+	// Storage counts from hookbox's /metrics over the measured load
+	// (-compare): group commits, writes per commit, pages written per
+	// accepted request (its delivery's bookkeeping included).
+	Commits         int     `json:"commits,omitempty"`
+	WritesPerCommit float64 `json:"writes_per_commit,omitempty"`
+	PagesPerEvent   float64 `json:"pages_per_event,omitempty"`
 	Backlog         int     `json:"backlog,omitempty"`
 	BacklogDrainSec float64 `json:"backlog_drained_s,omitempty"`
 }
@@ -398,6 +404,9 @@ func printResult(w io.Writer, r benchResult) {
 	}
 	slices.Sort(codes)
 	fmt.Fprintf(w, "  status %s; errors %d\n", strings.Join(codes, ", "), r.Errors)
+	if r.Commits > 0 {
+		fmt.Fprintf(w, "  storage: %d commits, %.1f writes each, %.2f pages written per accepted request\n", r.Commits, r.WritesPerCommit, r.PagesPerEvent)
+	}
 	if r.Backlog > 0 {
 		if r.BacklogDrainSec > 0 {
 			fmt.Fprintf(w, "  backlog: %d events waiting at start-up reached the sink %.1fs after start (%.0f deliveries/s) while the load above ran\n",
@@ -417,6 +426,7 @@ func printResult(w io.Writer, r benchResult) {
 // route to a local sink), drives both with the same load, and prints the
 // ratio. The machine is shared, so the ratio is the figure that counts.
 func benchCompare(ctx context.Context, o benchOptions, stdout io.Writer) ([]benchResult, error) {
+	tuneRuntime() // the runtime settings serve uses, for both servers alike
 	dir, err := os.MkdirTemp("", "hookbox-bench")
 	if err != nil {
 		return nil, err
@@ -427,6 +437,7 @@ func benchCompare(ctx context.Context, o benchOptions, stdout io.Writer) ([]benc
 		secret = "whsec_YmVuY2gtc2VjcmV0LWJlbmNoLXNlY3JldA=="
 	}
 
+	statusPassword := randomEventID()
 	sink := newBenchSink()
 	sinkLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -461,7 +472,7 @@ concurrency = 64
 [[route]]
 source = "bench"
 to = ["sink"]
-`, port, port, filepath.Join(dir, "data"), randomEventID(), o.provider, secret, sinkLn.Addr())
+`, port, port, filepath.Join(dir, "data"), statusPassword, o.provider, secret, sinkLn.Addr())
 	if o.provider == "hmac" { // its id and signature header come from the config
 		cfgText = strings.Replace(cfgText, "[[destination]]", "id = \"{body.id}\"\nsignature_header = \"X-Signature\"\n[[destination]]", 1)
 	}
@@ -550,9 +561,22 @@ to = ["sink"]
 			}
 		}()
 	}
+	before, err := scrapeCommits(base, statusPassword)
+	if err != nil {
+		return nil, err
+	}
 	durable, err := loadRun(lctx, o, base+"/in/bench", sg)
 	if err != nil {
 		return nil, fmt.Errorf("hookbox: %w", err)
+	}
+	after, err := scrapeCommits(base, statusPassword)
+	if err != nil {
+		return nil, err
+	}
+	if commits := after[0] - before[0]; commits > 0 && durable.Status["200"] > 0 {
+		durable.Commits = int(commits)
+		durable.WritesPerCommit = (after[1] - before[1]) / commits
+		durable.PagesPerEvent = (after[2] - before[2]) / float64(durable.Status["200"])
 	}
 	if o.backlog > 0 && durable.Requests == 0 {
 		return nil, errors.New("the backlog drained before the load was measured: use a larger -backlog or a shorter -warmup")
@@ -584,6 +608,37 @@ to = ["sink"]
 	fmt.Fprintf(stdout, "ratio: hookbox answers %.1f%% of the verify-only ceiling (%.0f / %.0f requests/s); p99 %.2f ms vs %.2f ms\n",
 		100*durable.Throughput/ceiling.Throughput, durable.Throughput, ceiling.Throughput, durable.P99MS, ceiling.P99MS)
 	return []benchResult{ceiling, durable}, nil
+}
+
+// scrapeCommits reads hookbox_commits_total, hookbox_commit_writes_total
+// and hookbox_pages_written_total from base's /metrics.
+func scrapeCommits(base, password string) ([3]float64, error) {
+	var v [3]float64
+	req, err := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return v, err
+	}
+	req.SetBasicAuth(app.DefaultStatusUser, password)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return v, fmt.Errorf("metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return v, fmt.Errorf("metrics: %d %v", resp.StatusCode, err)
+	}
+	for i, name := range []string{"hookbox_commits_total ", "hookbox_commit_writes_total ", "hookbox_pages_written_total "} {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, name) {
+				v[i], err = strconv.ParseFloat(strings.TrimPrefix(line, name), 64)
+				if err != nil {
+					return v, fmt.Errorf("metrics: %q: %w", line, err)
+				}
+			}
+		}
+	}
+	return v, nil
 }
 
 // preloadBacklog stores o.backlog events routed to the sink in the data
