@@ -51,6 +51,10 @@ type Dispatcher struct {
 	inflight map[uint64]bool // deliveries being sent: the in-memory lease
 	busy     map[string]int  // sends in progress per destination
 	sends    sync.WaitGroup
+	// Each destination has Concurrency long-lived senders, started on its
+	// first delivery, that take work from its queue: a goroutine per send
+	// cost its start and the growth of its stack every time.
+	queues map[string]chan Work
 }
 
 // NewDispatcher builds the dispatcher for cfg's destinations over store.
@@ -67,6 +71,7 @@ func NewDispatcher(cfg *Config, store Store) *Dispatcher {
 		wake:       make(chan struct{}, 1),
 		inflight:   map[uint64]bool{},
 		busy:       map[string]int{},
+		queues:     map[string]chan Work{},
 	}
 }
 
@@ -83,6 +88,12 @@ func (d *Dispatcher) Wake() {
 func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	defer func() { // the senders finish what they hold, then return
+		for _, q := range d.queues {
+			close(q)
+		}
+		d.queues = map[string]chan Work{}
+	}()
 	for {
 		next := d.dispatch(sendCtx)
 		wait := time.Hour
@@ -135,10 +146,28 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 			d.busy[dest.Name]++
 			d.mu.Unlock()
 			d.sends.Add(1)
-			go d.send(ctx, dest, w)
+			d.queue(ctx, dest) <- w // never blocks: busy stays within Concurrency
 		}
 	}
 	return earliest
+}
+
+// queue returns dest's work queue, starting its senders on first use.
+// Only the Run goroutine calls it.
+func (d *Dispatcher) queue(ctx context.Context, dest *Destination) chan Work {
+	q := d.queues[dest.Name]
+	if q == nil {
+		q = make(chan Work, dest.Concurrency)
+		d.queues[dest.Name] = q
+		for range dest.Concurrency {
+			go func() {
+				for w := range q {
+					d.send(ctx, dest, w)
+				}
+			}()
+		}
+	}
+	return q
 }
 
 func (d *Dispatcher) isInflight(id uint64) bool {
