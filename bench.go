@@ -249,7 +249,7 @@ func loadRun(ctx context.Context, o benchOptions, url string, sg *signer) (bench
 				return id
 			}
 		}
-		id := "bench-" + strconv.FormatInt(seq.Add(1), 10) + "-" + randomEventID()[:8]
+		id := "evt_" + strconv.FormatUint(r.Uint64(), 36) + "-" + strconv.FormatInt(seq.Add(1), 10) // random first, as real ids
 		if o.dup > 0 {
 			mu.Lock()
 			if len(sent) < 100_000 {

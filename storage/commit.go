@@ -17,8 +17,12 @@ const maxGroup = 1024
 // write in its group fails and the group is retried without it), so it must
 // only set results, never act on the world.
 type write struct {
-	fn   func(*bolt.Tx) error
-	done chan error
+	fn func(*bolt.Tx) error
+	// committed, when set, runs in the committer once the commit is
+	// durable, before the answer and before the next transaction: it
+	// applies the write's results to in-memory state (the id index).
+	committed func()
+	done      chan error
 }
 
 // committer is hookbox's group commit. One goroutine runs every write
@@ -80,6 +84,8 @@ func (d *DB) commitGroup(group []write) {
 		failed := -1
 		err := d.db.Update(func(tx *bolt.Tx) error {
 			fillAppendOnly(tx)
+			clear(d.txIDs)
+			clear(d.txMain)
 			for i, w := range group {
 				if err := w.fn(tx); err != nil {
 					failed = i
@@ -92,6 +98,11 @@ func (d *DB) commitGroup(group []write) {
 			if err == nil {
 				d.commits.Add(1)
 				d.writes.Add(uint64(len(group)))
+				for _, w := range group {
+					if w.committed != nil {
+						w.committed()
+					}
+				}
 			}
 			for _, w := range group {
 				w.done <- err // nil, or the commit's error for all of them
@@ -120,10 +131,10 @@ func fillAppendOnly(tx *bolt.Tx) {
 
 // update runs fn in a group-committed write transaction and returns after
 // the commit is durable. With SetBatch it uses bbolt's Batch instead.
-func (d *DB) update(fn func(*bolt.Tx) error) error {
-	if d.batchDelay > 0 {
-		return d.db.Batch(fn)
-	}
+func (d *DB) update(fn func(*bolt.Tx) error) error { return d.updateThen(fn, nil) }
+
+// updateThen is update with a committed hook (see write).
+func (d *DB) updateThen(fn func(*bolt.Tx) error, committed func()) error {
 	d.mu.RLock()
 	if d.closed {
 		d.mu.RUnlock()
@@ -132,18 +143,12 @@ func (d *DB) update(fn func(*bolt.Tx) error) error {
 	d.inflight.Add(1)
 	d.mu.RUnlock()
 	defer d.inflight.Done()
-	w := write{fn: fn, done: make(chan error, 1)}
+	w := write{fn: fn, committed: committed, done: make(chan error, 1)}
 	d.queue <- w
 	return <-w.done
 }
 
-// SetBatch makes writes use bbolt's Batch with the given settings instead
-// of the committer; it exists to compare the two in benchmarks. Call it
-// before the first write.
-func (d *DB) SetBatch(delay time.Duration, size int) {
-	d.batchDelay = delay
-	d.db.MaxBatchDelay, d.db.MaxBatchSize = delay, size
-} // Group-commit lingering (see gather); measured with BenchmarkIngest.
+// Group-commit lingering (see gather); measured with BenchmarkIngest.
 const (
 	lingerGap = 100 * time.Microsecond
 	lingerMax = time.Millisecond

@@ -23,8 +23,7 @@ import (
 
 // Bucket names. Keys are documented where they are built (encoding.go).
 var (
-	bucketIDs    = []byte("ids")    // source\x00id → expiry(8) seq(8)
-	bucketExpiry = []byte("expiry") // expiry(8) source\x00id → nil
+	bucketExpiry = []byte("expiry") // expiry(8) source\x00id → seq(8): the remembered ids (ids.go)
 	bucketEvents = []byte("events") // seq(8) → encoded event
 )
 
@@ -39,17 +38,22 @@ type DB struct {
 	db   *bolt.DB
 	path string
 
-	queue      chan write    // writes waiting for the committer
-	closing    chan struct{} // closed by Close once no write is in flight
-	stopped    chan struct{} // closed when the committer has returned
-	mu         sync.RWMutex  // guards closed
-	closed     bool
-	inflight   sync.WaitGroup // writes between their check of closed and their answer
-	batchDelay time.Duration  // >0: use bbolt's Batch (SetBatch)
-	lingerGap  time.Duration  // see gather
-	lingerMax  time.Duration
-	commits    atomic.Uint64 // see CommitCounts
-	writes     atomic.Uint64
+	queue     chan write    // writes waiting for the committer
+	closing   chan struct{} // closed by Close once no write is in flight
+	stopped   chan struct{} // closed when the committer has returned
+	mu        sync.RWMutex  // guards closed
+	closed    bool
+	inflight  sync.WaitGroup // writes between their check of closed and their answer
+	lingerGap time.Duration  // see gather
+	lingerMax time.Duration
+	commits   atomic.Uint64 // see CommitCounts
+	writes    atomic.Uint64
+
+	ids *idIndex // remembered ids by name (ids.go)
+	// Ids added by the transaction the committer is running, for the
+	// writes after them in it; its committed hooks move them to ids.
+	txIDs  map[string]int64 // key → expiry
+	txMain map[uint64]bool  // hashes of those that take a slot in ids.main
 }
 
 var _ app.Store = (*DB)(nil)
@@ -69,18 +73,28 @@ func Open(dir string) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	err = bdb.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketIDs, bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv, bucketPending, bucketPendingDue, bucketWindow, bucketMerged} {
+		for _, b := range [][]byte{bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv, bucketPending, bucketPendingDue, bucketWindow, bucketMerged} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+	if err == nil {
+		err = migrateIDs(bdb)
+	}
+	ids := newIDIndex()
+	if err == nil {
+		err = bdb.View(ids.load)
+	}
 	if err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("init %s: %w", path, err)
 	}
 	d := &DB{
+		ids:       ids,
+		txIDs:     map[string]int64{},
+		txMain:    map[uint64]bool{},
 		db:        bdb,
 		path:      path,
 		queue:     make(chan write, maxGroup),
@@ -126,24 +140,31 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 		return true, nil
 	}
 	rec := encodeEvent(e)
-	var dup bool
+	exp := idExpires.UnixNano()
+	var dup, over bool
 	var seq uint64
 	// The committer may run this function more than once: it only sets results.
-	err := d.update(func(tx *bolt.Tx) error {
+	err := d.updateThen(func(tx *bolt.Tx) error {
 		dup, seq = false, 0
-		ids := tx.Bucket(bucketIDs)
-		exp := tx.Bucket(bucketExpiry)
-		if v := ids.Get(key); v != nil {
-			old, _, err := parseIDValue(v)
-			if err != nil {
-				return fmt.Errorf("id record %q: %w", e.ID, err)
+		expiry := tx.Bucket(bucketExpiry)
+		old, ok := d.txIDs[string(key)]
+		if !ok {
+			old, ok = d.ids.find(tx, key)
+		}
+		if ok && old > e.ReceivedAt.UnixNano() {
+			dup = true
+			return nil
+		}
+		// Where the index will keep the key, decided before the expired
+		// entry of the same key (if any) is deleted: its slot is the key's.
+		if _, again := d.txIDs[string(key)]; !again {
+			over = d.ids.placeOver(tx, key, d.txMain)
+			if !over {
+				d.txMain[d.ids.hash(key)] = true
 			}
-			if old.After(e.ReceivedAt) {
-				dup = true
-				return nil
-			}
-			// Expired but not swept yet: it may be accepted again.
-			if err := exp.Delete(timeKey(old, key)); err != nil {
+		}
+		if ok { // expired but not swept yet: it may be accepted again
+			if err := expiry.Delete(expiryKey(old, key)); err != nil {
 				return err
 			}
 		}
@@ -155,10 +176,7 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 		if err := events.Put(seqKey(s), rec); err != nil {
 			return err
 		}
-		if err := ids.Put(key, idValue(idExpires, s)); err != nil {
-			return err
-		}
-		if err := exp.Put(timeKey(idExpires, key), nil); err != nil {
+		if err := expiry.Put(expiryKey(exp, key), seqKey(s)); err != nil {
 			return err
 		}
 		if plan != nil {
@@ -171,8 +189,13 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 				}
 			}
 		}
+		d.txIDs[string(key)] = exp
 		seq = s
 		return nil
+	}, func() {
+		if !dup {
+			d.ids.add(key, exp, over)
+		}
 	})
 	if err != nil {
 		return false, fmt.Errorf("accept %s/%s: %w", e.Source, e.ID, err)
@@ -183,14 +206,16 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 	return dup, nil
 }
 
-// remembered reports whether key is remembered and unexpired at t.
+// remembered reports whether key is remembered and unexpired at t. Only
+// an index hit costs a read transaction (to confirm it).
 func (d *DB) remembered(key []byte, t time.Time) bool {
+	if exp, ok := d.ids.lookup(key); !ok || exp <= t.UnixNano() {
+		return false
+	}
 	var ok bool
 	d.db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bucketIDs).Get(key); v != nil {
-			exp, _, err := parseIDValue(v)
-			ok = err == nil && exp.After(t)
-		}
+		exp, found := d.ids.find(tx, key)
+		ok = found && exp > t.UnixNano()
 		return nil
 	})
 	return ok
@@ -198,15 +223,14 @@ func (d *DB) remembered(key []byte, t time.Time) bool {
 
 // ForgetExpiredIDs forgets at most limit ids whose expiry is at or before
 // now. It reads the expiry index from its start, so its cost grows with
-// what expired, not with what is stored.
+// what expired, not with what is stored. It goes through the committer,
+// which keeps the id index in step.
 func (d *DB) ForgetExpiredIDs(now time.Time, limit int) (int, error) {
-	var n int
-	err := d.db.Update(func(tx *bolt.Tx) error {
-		n = 0
-		ids := tx.Bucket(bucketIDs)
+	var keys [][]byte
+	err := d.updateThen(func(tx *bolt.Tx) error {
+		keys = keys[:0]
 		exp := tx.Bucket(bucketExpiry)
 		end := uint64(now.UnixNano())
-		var keys [][]byte
 		c := exp.Cursor()
 		for k, _ := c.First(); k != nil && len(keys) < limit; k, _ = c.Next() {
 			if len(k) < 8 || binary.BigEndian.Uint64(k) > end {
@@ -219,22 +243,17 @@ func (d *DB) ForgetExpiredIDs(now time.Time, limit int) (int, error) {
 			if err := exp.Delete(k); err != nil {
 				return err
 			}
-			idk := k[8:]
-			if v := ids.Get(idk); v != nil {
-				if old, _, err := parseIDValue(v); err == nil && !old.After(time.Unix(0, int64(binary.BigEndian.Uint64(k)))) {
-					if err := ids.Delete(idk); err != nil {
-						return err
-					}
-				}
-			}
 		}
-		n = len(keys)
 		return nil
+	}, func() {
+		for _, k := range keys {
+			d.ids.remove(k[8:], int64(binary.BigEndian.Uint64(k)))
+		}
 	})
 	if err != nil {
 		return 0, fmt.Errorf("forget expired ids: %w", err)
 	}
-	return n, nil
+	return len(keys), nil
 }
 
 // DeleteEventsBefore deletes at most limit of the oldest events received
@@ -342,13 +361,14 @@ func (d *DB) Event(seq uint64) (*app.Event, error) {
 // LookupID reports whether source's id is remembered, until when, and the
 // sequence number of the event that was accepted with it.
 func (d *DB) LookupID(source, id string) (expires time.Time, seq uint64, ok bool, err error) {
+	key := idKey(source, id)
 	err = d.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketIDs).Get(idKey(source, id))
-		if v == nil {
+		var exp int64
+		if exp, ok = d.ids.find(tx, key); !ok {
 			return nil
 		}
-		ok = true
-		expires, seq, err = parseIDValue(v)
+		expires = time.Unix(0, exp)
+		seq, err = expirySeq(tx.Bucket(bucketExpiry).Get(expiryKey(exp, key)))
 		return err
 	})
 	return expires, seq, ok, err
@@ -357,7 +377,7 @@ func (d *DB) LookupID(source, id string) (expires time.Time, seq uint64, ok bool
 // Counts reports how many ids are remembered and how many events are stored.
 func (d *DB) Counts() (ids, events int, err error) {
 	err = d.db.View(func(tx *bolt.Tx) error {
-		ids = tx.Bucket(bucketIDs).Stats().KeyN
+		ids = tx.Bucket(bucketExpiry).Stats().KeyN
 		events = tx.Bucket(bucketEvents).Stats().KeyN
 		return nil
 	})

@@ -155,7 +155,8 @@ func idKey(source, id string) []byte {
 	return append(k, id...)
 }
 
-// idValue is the value of a remembered id: its expiry and its event's seq.
+// idValue is the value of a remembered id in the ids bucket of data files
+// written before 2026-11-30 (see migrateIDs): its expiry and its event's seq.
 func idValue(expires time.Time, seq uint64) []byte {
 	v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(expires.UnixNano()))
 	return binary.BigEndian.AppendUint64(v, seq)

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -27,7 +28,7 @@ func (d *DB) ListEvents(q app.EventQuery) ([]app.EventSummary, uint64, error) {
 	var next uint64
 	err := d.db.View(func(tx *bolt.Tx) error {
 		if q.ID != "" {
-			return findByID(tx, q, &out)
+			return d.findByID(tx, q, &out)
 		}
 		events := tx.Bucket(bucketEvents)
 		c := events.Cursor()
@@ -98,14 +99,19 @@ func seekTime(c *bolt.Cursor, t time.Time) ([]byte, []byte) {
 	return c.Prev()
 }
 
-func findByID(tx *bolt.Tx, q app.EventQuery, out *[]app.EventSummary) error {
-	c := tx.Bucket(bucketIDs).Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		src, id, _ := cutZero(k)
-		if id != q.ID || (q.Source != "" && src != q.Source) {
+func (d *DB) findByID(tx *bolt.Tx, q app.EventQuery, out *[]app.EventSummary) error {
+	sources := []string{q.Source}
+	if q.Source == "" {
+		sources = d.ids.sourceList()
+		slices.Sort(sources)
+	}
+	for _, src := range sources {
+		key := idKey(src, q.ID)
+		exp, ok := d.ids.find(tx, key)
+		if !ok {
 			continue
 		}
-		_, seq, err := parseIDValue(v)
+		seq, err := expirySeq(tx.Bucket(bucketExpiry).Get(expiryKey(exp, key)))
 		if err != nil {
 			return err
 		}

@@ -138,14 +138,11 @@ debounce = "1h"
 `
 	for _, mode := range []struct {
 		name  string
-		extra string        // config added to benchConfig
-		delay time.Duration // >0: bbolt's Batch with this delay instead of the committer
+		extra string // config added to benchConfig
 	}{
-		{"durable", "", 0},
-		{"durable-routed", routed, 0},
-		{"durable-debounced", debounced, 0},
-		{"durable-bbolt-batch-2ms", "", 2 * time.Millisecond},
-		{"durable-bbolt-batch-10ms", "", 10 * time.Millisecond},
+		{"durable", ""},
+		{"durable-routed", routed},
+		{"durable-debounced", debounced},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			cfg, err := app.ParseConfig("bench.toml", benchConfig+mode.extra, nil)
@@ -157,9 +154,6 @@ debounce = "1h"
 				b.Fatal(err)
 			}
 			defer db.Close()
-			if mode.delay > 0 {
-				db.SetBatch(mode.delay, 1000)
-			}
 			srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping})
 			hdr := maps.Clone(hdr)
 			hdr["X-Shopify-Shop-Domain"] = "shop1.myshopify.com"

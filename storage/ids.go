@@ -1,0 +1,242 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Remembered ids live durably in one bucket, the expiry index: key
+// expiry(8) source\x00id, value the event's seq(8). Its keys are ordered by
+// time, so a commit of new ids writes the pages at its right edge and the
+// sweep deletes from its left edge.
+//
+// Looking an id up by its name goes through idIndex, an in-memory hash of
+// every remembered key to its expiry, rebuilt from the expiry index at Open.
+// A B+tree keyed by the ids themselves (hookbox's layout until 2026-11-30)
+// put every new id on a random page: with senders' random ids that was one
+// more page written per event, half again the commit's pages
+// (BENCHMARKS.md). The index only says where to look: every hit is
+// confirmed against the expiry index in the transaction at hand.
+// Each remembered key is in exactly one of main and over, and main holds
+// at most one key per hash: so a key not in over whose hash slot's expiry
+// has an entry for it in the expiry index is that slot's owner.
+type idIndex struct {
+	seed maphash.Seed
+	hash func(key []byte) uint64
+	mu   sync.RWMutex
+	main map[uint64]int64 // hash of key → expiry (UnixNano)
+	// over holds the keys whose hash slot in main belongs to another key
+	// (a 64-bit collision: in practice empty).
+	over    map[string]int64
+	sources map[string]bool // every source with a remembered id, for findByID
+}
+
+func newIDIndex() *idIndex {
+	x := &idIndex{seed: maphash.MakeSeed(), main: map[uint64]int64{}, over: map[string]int64{}, sources: map[string]bool{}}
+	x.hash = func(key []byte) uint64 { return maphash.Bytes(x.seed, key) }
+	if testIDHash != nil {
+		x.hash = testIDHash
+	}
+	return x
+}
+
+// testIDHash, set by tests, replaces the index's hash (to force collisions).
+var testIDHash func(key []byte) uint64
+
+// expiryHas reports whether the expiry index in tx holds key with expiry exp.
+func expiryHas(tx *bolt.Tx, exp int64, key []byte) bool {
+	return tx.Bucket(bucketExpiry).Get(expiryKey(exp, key)) != nil
+}
+
+func expiryKey(exp int64, key []byte) []byte {
+	k := make([]byte, 8, 8+len(key))
+	binary.BigEndian.PutUint64(k, uint64(exp))
+	return append(k, key...)
+}
+
+// find returns the expiry of key when tx's expiry index remembers it,
+// expired or not.
+func (x *idIndex) find(tx *bolt.Tx, key []byte) (exp int64, ok bool) {
+	h := x.hash(key)
+	x.mu.RLock()
+	e, inMain := x.main[h]
+	o, inOver := x.over[string(key)]
+	x.mu.RUnlock()
+	switch {
+	case inOver && expiryHas(tx, o, key):
+		return o, true
+	case inMain && expiryHas(tx, e, key):
+		return e, true
+	}
+	return 0, false
+}
+
+// placeOver tells whether key, about to be remembered in tx, must go to
+// over: its hash slot is held by another remembered key, or by another
+// key added earlier in the same transaction (pendingMain).
+func (x *idIndex) placeOver(tx *bolt.Tx, key []byte, pendingMain map[uint64]bool) bool {
+	h := x.hash(key)
+	x.mu.RLock()
+	e, inMain := x.main[h]
+	_, inOver := x.over[string(key)]
+	x.mu.RUnlock()
+	return inOver || pendingMain[h] || inMain && !expiryHas(tx, e, key)
+}
+
+// add records that key is remembered until exp, once its commit is durable.
+func (x *idIndex) add(key []byte, exp int64, over bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if over {
+		x.over[string(key)] = exp
+	} else {
+		x.main[x.hash(key)] = exp
+	}
+	if src, _, ok := bytes.Cut(key, []byte{0}); ok && !x.sources[string(src)] {
+		x.sources[string(src)] = true
+	}
+}
+
+// remove forgets key's entry with expiry exp, once its deletion is durable.
+// An entry with another expiry is a newer acceptance of the key, or
+// another key's, and stays.
+func (x *idIndex) remove(key []byte, exp int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e, ok := x.over[string(key)]; ok && e == exp {
+		delete(x.over, string(key))
+		return
+	}
+	h := x.hash(key)
+	if e, ok := x.main[h]; ok && e == exp {
+		delete(x.main, h)
+	}
+}
+
+// lookup returns key's expiry from the index alone, unconfirmed: a hint
+// for the read path, which confirms it.
+func (x *idIndex) lookup(key []byte) (exp int64, ok bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if e, ok := x.over[string(key)]; ok {
+		return e, true
+	}
+	e, ok := x.main[x.hash(key)]
+	return e, ok
+}
+
+func (x *idIndex) len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.main) + len(x.over)
+}
+
+func (x *idIndex) sourceList() []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]string, 0, len(x.sources))
+	for s := range x.sources {
+		out = append(out, s)
+	}
+	return out
+}
+
+// load builds the index from tx's expiry index, which holds each key once
+// (Accept deletes a key's expired entry when it accepts the key again).
+func (x *idIndex) load(tx *bolt.Tx) error {
+	c := tx.Bucket(bucketExpiry).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if len(k) < 9 {
+			return fmt.Errorf("expiry key %x: %w", k, errCorrupt)
+		}
+		exp, key := int64(binary.BigEndian.Uint64(k)), k[8:]
+		_, taken := x.main[x.hash(key)]
+		x.add(key, exp, taken)
+	}
+	return nil
+}
+
+// migrateIDs moves a data file from the ids bucket (source\x00id →
+// expiry(8) seq(8), hookbox until 2026-11-30) to the expiry index with
+// seqs, chunk by chunk so that a large file never needs one huge
+// transaction; a crash between chunks resumes where it stopped.
+func migrateIDs(db *bolt.DB) error {
+	for {
+		var done bool
+		err := db.Update(func(tx *bolt.Tx) error {
+			ids := tx.Bucket(bucketIDs)
+			if ids == nil {
+				done = true
+				return nil
+			}
+			var keys [][]byte
+			c := ids.Cursor()
+			for k, v := c.First(); k != nil && len(keys) < migrateChunk; k, v = c.Next() {
+				exp, seq, err := parseIDValue(v)
+				if err != nil {
+					return fmt.Errorf("id record %q: %w", k, err)
+				}
+				if err := tx.Bucket(bucketExpiry).Put(timeKey(exp, k), seqKey(seq)); err != nil {
+					return err
+				}
+				keys = append(keys, append([]byte(nil), k...))
+			}
+			for _, k := range keys {
+				if err := ids.Delete(k); err != nil {
+					return err
+				}
+			}
+			if len(keys) == 0 {
+				done = true
+				if err := tx.DeleteBucket(bucketIDs); err != nil {
+					return err
+				}
+				return dropUnkeyedExpiry(tx)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("move remembered ids to the expiry index: %w", err)
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+const migrateChunk = 10_000
+
+// dropUnkeyedExpiry deletes expiry entries left without a seq: an entry the
+// old layout had no id record for names no event and remembers nothing.
+func dropUnkeyedExpiry(tx *bolt.Tx) error {
+	var stale [][]byte
+	c := tx.Bucket(bucketExpiry).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(v) != 8 {
+			stale = append(stale, append([]byte(nil), k...))
+		}
+	}
+	for _, k := range stale {
+		if err := tx.Bucket(bucketExpiry).Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bucketIDs is the bucket of remembered ids of data files written before
+// the expiry index carried seqs; Open moves it (migrateIDs).
+var bucketIDs = []byte("ids")
+
+// expirySeq returns the seq stored with an expiry index entry.
+func expirySeq(v []byte) (uint64, error) {
+	if len(v) != 8 {
+		return 0, fmt.Errorf("expiry entry value %x: %w", v, errCorrupt)
+	}
+	return binary.BigEndian.Uint64(v), nil
+}

@@ -1,0 +1,159 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"hookbox/app"
+)
+
+var idsT0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func idsEvent(id string, at time.Time) *app.Event {
+	return &app.Event{Source: "shop", ID: id, Topic: "orders/create", ReceivedAt: at, Body: []byte(`{"id":"` + id + `"}`)}
+}
+
+func openT(t *testing.T, dir string) *DB {
+	t.Helper()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func accept(t *testing.T, db *DB, id string, at time.Time) bool {
+	t.Helper()
+	dup, err := db.Accept(context.Background(), idsEvent(id, at), at.Add(time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dup
+}
+
+// With every id hashing alike, the index keeps all but one in its overflow
+// map: no new id is taken for a duplicate, every resent one is, expired
+// ones are swept and accepted again, and a reopened file rebuilds it all.
+func TestIDIndex_Collisions(t *testing.T) {
+	testIDHash = func([]byte) uint64 { return 42 }
+	t.Cleanup(func() { testIDHash = nil })
+	dir := t.TempDir()
+	db := openT(t, dir)
+	const n = 50
+	for i := range n {
+		if accept(t, db, fmt.Sprint("c-", i), idsT0) {
+			t.Fatalf("new id c-%d taken for a duplicate", i)
+		}
+	}
+	if len(db.ids.over) != n-1 || len(db.ids.main) != 1 {
+		t.Fatalf("index: %d in main, %d in over; want 1 and %d", len(db.ids.main), len(db.ids.over), n-1)
+	}
+	for i := range n {
+		if !accept(t, db, fmt.Sprint("c-", i), idsT0.Add(time.Minute)) {
+			t.Fatalf("resent id c-%d accepted again", i)
+		}
+		if _, _, ok, err := db.LookupID("shop", fmt.Sprint("c-", i)); !ok || err != nil {
+			t.Fatalf("LookupID(c-%d) = %v, %v", i, ok, err)
+		}
+	}
+	db.Close()
+
+	db = openT(t, dir) // rebuilt from the expiry index, collisions and all
+	for i := range n {
+		if !accept(t, db, fmt.Sprint("c-", i), idsT0.Add(2*time.Minute)) {
+			t.Fatalf("after reopen, resent id c-%d accepted again", i)
+		}
+	}
+	// Half expire: accepted again while not swept, then swept.
+	for i := range n / 2 {
+		if accept(t, db, fmt.Sprint("c-", i), idsT0.Add(2*time.Hour)) {
+			t.Fatalf("expired id c-%d refused", i)
+		}
+	}
+	if forgot, err := db.ForgetExpiredIDs(idsT0.Add(90*time.Minute), 1000); err != nil || forgot != n/2 {
+		t.Fatalf("ForgetExpiredIDs = %d, %v; want %d", forgot, err, n/2)
+	}
+	for i := range n {
+		dup := accept(t, db, fmt.Sprint("c-", i), idsT0.Add(2*time.Hour+time.Minute))
+		if want := i < n/2; dup != want { // the re-accepted half is remembered anew
+			t.Fatalf("c-%d at 2h01: duplicate %v, want %v", i, dup, want)
+		}
+	}
+	if err := db.Check(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+}
+
+// A data file from before the expiry index carried seqs (an ids bucket
+// keyed by id) opens with every id still remembered, with its event.
+func TestIDIndex_MigratesIDsBucket(t *testing.T) {
+	dir := t.TempDir()
+	bdb, err := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 25_000 // more than one migration chunk
+	exp := idsT0.Add(time.Hour)
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		ids, _ := tx.CreateBucket(bucketIDs)
+		expiry, _ := tx.CreateBucket(bucketExpiry)
+		events, _ := tx.CreateBucket(bucketEvents)
+		for i := range n {
+			e := idsEvent(fmt.Sprint("old-", i), idsT0)
+			seq, _ := events.NextSequence()
+			key := idKey(e.Source, e.ID)
+			if err := events.Put(seqKey(seq), encodeEvent(e)); err != nil {
+				return err
+			}
+			if err := ids.Put(key, idValue(exp, seq)); err != nil {
+				return err
+			}
+			if err := expiry.Put(timeKey(exp, key), nil); err != nil {
+				return err
+			}
+		}
+		// An entry without an id record: the old layout never used it.
+		return expiry.Put(timeKey(exp, idKey("shop", "orphan")), nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bdb.Close()
+
+	db := openT(t, dir)
+	defer db.Close()
+	for _, i := range []int{0, 1, 9_999, 10_000, 24_999} {
+		id := fmt.Sprint("old-", i)
+		got, seq, ok, err := db.LookupID("shop", id)
+		if !ok || err != nil || !got.Equal(exp) {
+			t.Fatalf("LookupID(%s) = %v %d %v %v", id, got, seq, ok, err)
+		}
+		if e, err := db.Event(seq); err != nil || e == nil || e.ID != id {
+			t.Fatalf("event %d of %s: %+v, %v", seq, id, e, err)
+		}
+		if !accept(t, db, id, idsT0.Add(time.Minute)) {
+			t.Fatalf("migrated id %s accepted again", id)
+		}
+	}
+	if _, _, ok, _ := db.LookupID("shop", "orphan"); ok {
+		t.Error("an expiry entry without an id record is remembered")
+	}
+	if ids, _, _ := db.Counts(); ids != n {
+		t.Fatalf("%d ids remembered, want %d", ids, n)
+	}
+	db.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketIDs) != nil {
+			t.Error("the ids bucket is still there")
+		}
+		return nil
+	})
+	if err := db.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
