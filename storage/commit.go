@@ -130,7 +130,7 @@ func fillAppendOnly(tx *bolt.Tx) {
 }
 
 // update runs fn in a group-committed write transaction and returns after
-// the commit is durable. With SetBatch it uses bbolt's Batch instead.
+// the commit is durable.
 func (d *DB) update(fn func(*bolt.Tx) error) error { return d.updateThen(fn, nil) }
 
 // updateThen is update with a committed hook (see write).

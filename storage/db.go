@@ -52,8 +52,8 @@ type DB struct {
 	ids *idIndex // remembered ids by name (ids.go)
 	// Ids added by the transaction the committer is running, for the
 	// writes after them in it; its committed hooks move them to ids.
-	txIDs  map[string]int64 // key → expiry
-	txMain map[uint64]bool  // hashes of those that take a slot in ids.main
+	txIDs  map[string]txID // key → its entry
+	txMain map[uint64]bool // hashes of those that take a slot in ids.main
 }
 
 var _ app.Store = (*DB)(nil)
@@ -93,7 +93,7 @@ func Open(dir string) (*DB, error) {
 	}
 	d := &DB{
 		ids:       ids,
-		txIDs:     map[string]int64{},
+		txIDs:     map[string]txID{},
 		txMain:    map[uint64]bool{},
 		db:        bdb,
 		path:      path,
@@ -145,10 +145,11 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 	var seq uint64
 	// The committer may run this function more than once: it only sets results.
 	err := d.updateThen(func(tx *bolt.Tx) error {
-		dup, seq = false, 0
+		dup, over, seq = false, false, 0
 		expiry := tx.Bucket(bucketExpiry)
-		old, ok := d.txIDs[string(key)]
-		if !ok {
+		pending, again := d.txIDs[string(key)]
+		old, ok := pending.exp, again
+		if !again {
 			old, ok = d.ids.find(tx, key)
 		}
 		if ok && old > e.ReceivedAt.UnixNano() {
@@ -157,7 +158,9 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 		}
 		// Where the index will keep the key, decided before the expired
 		// entry of the same key (if any) is deleted: its slot is the key's.
-		if _, again := d.txIDs[string(key)]; !again {
+		if again { // accepted earlier in this transaction: same place
+			over = pending.over
+		} else {
 			over = d.ids.placeOver(tx, key, d.txMain)
 			if !over {
 				d.txMain[d.ids.hash(key)] = true
@@ -189,7 +192,7 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 				}
 			}
 		}
-		d.txIDs[string(key)] = exp
+		d.txIDs[string(key)] = txID{exp: exp, over: over}
 		seq = s
 		return nil
 	}, func() {
@@ -377,7 +380,7 @@ func (d *DB) LookupID(source, id string) (expires time.Time, seq uint64, ok bool
 // Counts reports how many ids are remembered and how many events are stored.
 func (d *DB) Counts() (ids, events int, err error) {
 	err = d.db.View(func(tx *bolt.Tx) error {
-		ids = tx.Bucket(bucketExpiry).Stats().KeyN
+		ids = d.ids.len()
 		events = tx.Bucket(bucketEvents).Stats().KeyN
 		return nil
 	})

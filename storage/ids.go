@@ -88,6 +88,12 @@ func (x *idIndex) placeOver(tx *bolt.Tx, key []byte, pendingMain map[uint64]bool
 	return inOver || pendingMain[h] || inMain && !expiryHas(tx, e, key)
 }
 
+// txID is a key the running transaction added: its expiry and its place.
+type txID struct {
+	exp  int64
+	over bool
+}
+
 // add records that key is remembered until exp, once its commit is durable.
 func (x *idIndex) add(key []byte, exp int64, over bool) {
 	x.mu.Lock()
@@ -95,6 +101,7 @@ func (x *idIndex) add(key []byte, exp int64, over bool) {
 	if over {
 		x.over[string(key)] = exp
 	} else {
+		delete(x.over, string(key)) // never in both
 		x.main[x.hash(key)] = exp
 	}
 	if src, _, ok := bytes.Cut(key, []byte{0}); ok && !x.sources[string(src)] {
@@ -108,9 +115,11 @@ func (x *idIndex) add(key []byte, exp int64, over bool) {
 func (x *idIndex) remove(key []byte, exp int64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if e, ok := x.over[string(key)]; ok && e == exp {
-		delete(x.over, string(key))
-		return
+	if e, ok := x.over[string(key)]; ok {
+		if e == exp {
+			delete(x.over, string(key))
+		}
+		return // a key in over owns no slot in main
 	}
 	h := x.hash(key)
 	if e, ok := x.main[h]; ok && e == exp {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,5 +156,46 @@ func TestIDIndex_MigratesIDsBucket(t *testing.T) {
 	})
 	if err := db.Check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Colliding ids accepted concurrently, each twice (the second time after
+// its first expiry, so it is accepted again), often within one group
+// commit: afterwards every id is still remembered and is a duplicate.
+func TestIDIndex_CollisionsConcurrent(t *testing.T) {
+	testIDHash = func(key []byte) uint64 { return uint64(len(key) % 3) } // three slots for all
+	t.Cleanup(func() { testIDHash = nil })
+	db := openT(t, t.TempDir())
+	defer db.Close()
+	const n = 200
+	errs := make(chan error, 2*n)
+	var wg sync.WaitGroup
+	for i := range n {
+		for round := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				at := idsT0.Add(time.Duration(round) * 2 * time.Second) // round 1: after round 0's expiry
+				e := idsEvent(fmt.Sprint("k-", i), at)
+				if _, err := db.Accept(context.Background(), e, at.Add(time.Second+time.Duration(round)*time.Hour), nil); err != nil {
+					errs <- err
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if !accept(t, db, fmt.Sprint("k-", i), idsT0.Add(3*time.Second)) {
+			t.Fatalf("k-%d accepted a third time", i)
+		}
+	}
+	db.ids.mu.RLock()
+	defer db.ids.mu.RUnlock()
+	if got := len(db.ids.main) + len(db.ids.over); got != n {
+		t.Fatalf("index holds %d entries for %d ids", got, n)
 	}
 }
