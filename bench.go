@@ -79,6 +79,9 @@ type benchResult struct {
 	DeliveryP99MS  float64 `json:"delivery_p99_ms,omitempty"`
 	DeliveryMaxMS  float64 `json:"delivery_max_ms,omitempty"`
 	DeliveryLagSec float64 `json:"delivery_drain_after_load_s,omitempty"`
+	// Repeats counts deliveries of an event the sink already had: none
+	// are expected without failures, but delivery is at least once.
+	Repeats int `json:"repeated_deliveries"`
 	// Backlog is filled by -compare -backlog: N events waiting at start-up,
 	// and how long after hookbox started the sink had them all.
 	// Storage counts from hookbox's /metrics over the measured load
@@ -416,8 +419,8 @@ func printResult(w io.Writer, r benchResult) {
 		}
 	}
 	if r.Delivered > 0 {
-		fmt.Fprintf(w, "  at the sink: %d deliveries, send→sink p50 %.1f ms, p99 %.1f ms, max %.1f ms; last one %.2fs after the load stopped\n",
-			r.Delivered, r.DeliveryP50MS, r.DeliveryP99MS, r.DeliveryMaxMS, r.DeliveryLagSec)
+		fmt.Fprintf(w, "  at the sink: %d events (%d delivered again), send→sink p50 %.1f ms, p99 %.1f ms, max %.1f ms; last one %.2fs after the load stopped\n",
+			r.Delivered, r.Repeats, r.DeliveryP50MS, r.DeliveryP99MS, r.DeliveryMaxMS, r.DeliveryLagSec)
 	}
 }
 
@@ -591,6 +594,9 @@ to = ["sink"]
 		time.Sleep(10 * time.Millisecond)
 	}
 	durable.Delivered = sink.count()
+	sink.mu.Lock()
+	durable.Repeats = sink.repeats
+	sink.mu.Unlock()
 	durable.DeliveryP50MS, durable.DeliveryP99MS, durable.DeliveryMaxMS, durable.DeliveryLagSec = sink.latencies(loadEnd)
 	if o.backlog > 0 {
 		select {
@@ -705,10 +711,11 @@ func pickPort() (int, error) {
 // the machine it takes from hookbox in this one-machine run stays small; a
 // merchant's endpoint runs elsewhere.
 type benchSink struct {
-	mu   sync.Mutex
-	lat  []time.Duration
-	last time.Time
-	seen map[string]bool
+	mu      sync.Mutex
+	lat     []time.Duration
+	last    time.Time
+	seen    map[string]bool
+	repeats int // deliveries of an event the sink already had
 	// Events of -backlog, counted apart from the load's.
 	backlogWant int
 	backlogSeen map[string]bool
@@ -745,7 +752,9 @@ func (s *benchSink) handle(c *fasthttp.RequestCtx) {
 				close(s.backlogDone)
 			}
 		}
-	} else if !s.seen[string(id)] {
+	} else if s.seen[string(id)] {
+		s.repeats++
+	} else {
 		s.seen[string(id)] = true
 		s.lat = append(s.lat, now.Sub(time.Unix(0, sent)))
 		s.last = now
@@ -776,7 +785,7 @@ func sinkFields(b []byte) (id []byte, sent int64, ok bool) {
 
 func (s *benchSink) reset() {
 	s.mu.Lock()
-	s.lat, s.seen = nil, map[string]bool{}
+	s.lat, s.seen, s.repeats = nil, map[string]bool{}, 0
 	s.mu.Unlock()
 }
 

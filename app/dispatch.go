@@ -50,6 +50,12 @@ type Dispatcher struct {
 	mu       sync.Mutex
 	inflight map[uint64]bool // deliveries being sent: the in-memory lease
 	busy     map[string]int  // sends in progress per destination
+	// A pass reads the outbox in a read transaction: one that began before
+	// a send's attempt was recorded still shows that delivery due after its
+	// lease is gone. finished keeps the pass number current when each send
+	// ended, and a pass skips what ended after it began.
+	pass     uint64
+	finished map[uint64]uint64
 	sends    sync.WaitGroup
 	// Each destination has Concurrency long-lived senders, started on its
 	// first delivery, that take work from its queue: a goroutine per send
@@ -70,6 +76,7 @@ func NewDispatcher(cfg *Config, store Store) *Dispatcher {
 		OnFired:    func(string, int) {},
 		wake:       make(chan struct{}, 1),
 		inflight:   map[uint64]bool{},
+		finished:   map[uint64]uint64{},
 		busy:       map[string]int{},
 		queues:     map[string]chan Work{},
 	}
@@ -116,6 +123,21 @@ func (d *Dispatcher) Wait() { d.sends.Wait() }
 // dispatch starts sends for what is due, as far as each destination has
 // free slots, and returns the earliest due time it did not start.
 func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
+	d.mu.Lock()
+	d.pass++
+	pass := d.pass
+	for id, p := range d.finished {
+		if p < pass { // ended before this pass began: its reads see the record
+			delete(d.finished, id)
+		}
+	}
+	d.mu.Unlock()
+	skip := func(id uint64) bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		p, ended := d.finished[id]
+		return d.inflight[id] || ended && p >= pass
+	}
 	now := d.Now()
 	fired, earliest, err := d.store.FirePending(now)
 	if err != nil {
@@ -132,7 +154,7 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		if free <= 0 {
 			continue // a finishing send wakes us
 		}
-		work, next, err := d.store.DueDeliveries(dest.Name, now, free, d.isInflight)
+		work, next, err := d.store.DueDeliveries(dest.Name, now, free, skip)
 		if err != nil {
 			d.Logger.Error("read outbox", "destination", dest.Name, slog.Any("error", err))
 			next = now.Add(5 * time.Second) // try again soon, not in a loop
@@ -170,10 +192,10 @@ func (d *Dispatcher) queue(ctx context.Context, dest *Destination) chan Work {
 	return q
 }
 
-func (d *Dispatcher) isInflight(id uint64) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.inflight[id]
+// release ends the lease of delivery id; d.mu is held.
+func (d *Dispatcher) release(id uint64) {
+	delete(d.inflight, id)
+	d.finished[id] = d.pass
 }
 
 // send makes one attempt and records it. An attempt cut short by shutdown
@@ -183,7 +205,7 @@ func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work) {
 	defer func() {
 		d.mu.Lock()
 		if !hold {
-			delete(d.inflight, w.Delivery.ID)
+			d.release(w.Delivery.ID)
 		}
 		d.busy[dest.Name]--
 		d.mu.Unlock()
@@ -192,7 +214,7 @@ func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work) {
 		if hold {
 			time.AfterFunc(d.StoreRetry, func() {
 				d.mu.Lock()
-				delete(d.inflight, w.Delivery.ID)
+				d.release(w.Delivery.ID)
 				d.mu.Unlock()
 				d.Wake()
 			})

@@ -388,3 +388,49 @@ func BenchmarkDispatch(b *testing.B) {
 	disp.Wait()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
 }
+
+// Without failures every event goes out exactly once: a dispatch pass that
+// read the outbox just before a send's attempt was recorded must not send
+// the delivery again once that send's lease is gone.
+func TestDispatcher_NoRepeatWithoutFailures(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var total atomic.Int64
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Header.Get("X-GitHub-Delivery")]++
+		mu.Unlock()
+		total.Add(1)
+	}))
+	t.Cleanup(dest.Close)
+	toml := strings.Replace(config(`["1s"]`, dest.URL), "timeout = \"2s\"", "timeout = \"2s\"\nconcurrency = 64", 1)
+	h := newHarness(t, toml)
+	const n = 6000
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= n; i = next.Add(1) {
+				h.send(t, fmt.Sprint("once-", i), `{"n": 1}`)
+			}
+		}()
+	}
+	wg.Wait()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		got := len(seen)
+		mu.Unlock()
+		if got == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d events delivered", got, n)
+		}
+	}
+	h.stop() // no send in flight any more
+	if extra := total.Load() - n; extra != 0 {
+		t.Fatalf("%d repeated deliveries for %d events, none failed", extra, n)
+	}
+}
