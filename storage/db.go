@@ -167,7 +167,7 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 			}
 		}
 		if ok { // expired but not swept yet: it may be accepted again
-			if err := expiry.Delete(expiryKey(old, key)); err != nil {
+			if err := expiry.Delete(nanoKey(old, key)); err != nil {
 				return err
 			}
 		}
@@ -179,7 +179,7 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 		if err := events.Put(seqKey(s), rec); err != nil {
 			return err
 		}
-		if err := expiry.Put(expiryKey(exp, key), seqKey(s)); err != nil {
+		if err := expiry.Put(nanoKey(exp, key), seqKey(s)); err != nil {
 			return err
 		}
 		if plan != nil {
@@ -371,7 +371,7 @@ func (d *DB) LookupID(source, id string) (expires time.Time, seq uint64, ok bool
 			return nil
 		}
 		expires = time.Unix(0, exp)
-		seq, err = expirySeq(tx.Bucket(bucketExpiry).Get(expiryKey(exp, key)))
+		seq, err = expirySeq(tx.Bucket(bucketExpiry).Get(nanoKey(exp, key)))
 		return err
 	})
 	return expires, seq, ok, err

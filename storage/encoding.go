@@ -138,9 +138,12 @@ func (d *decoder) bytes() []byte {
 }
 
 // Time-ordered keys: 8-byte big-endian unix nanoseconds, then a suffix.
-func timeKey(t time.Time, suffix []byte) []byte {
+func timeKey(t time.Time, suffix []byte) []byte { return nanoKey(t.UnixNano(), suffix) }
+
+// nanoKey is timeKey for a time given in Unix nanoseconds.
+func nanoKey(ns int64, suffix []byte) []byte {
 	k := make([]byte, 8, 8+len(suffix))
-	binary.BigEndian.PutUint64(k, uint64(t.UnixNano()))
+	binary.BigEndian.PutUint64(k, uint64(ns))
 	return append(k, suffix...)
 }
 

@@ -50,13 +50,7 @@ var testIDHash func(key []byte) uint64
 
 // expiryHas reports whether the expiry index in tx holds key with expiry exp.
 func expiryHas(tx *bolt.Tx, exp int64, key []byte) bool {
-	return tx.Bucket(bucketExpiry).Get(expiryKey(exp, key)) != nil
-}
-
-func expiryKey(exp int64, key []byte) []byte {
-	k := make([]byte, 8, 8+len(key))
-	binary.BigEndian.PutUint64(k, uint64(exp))
-	return append(k, key...)
+	return tx.Bucket(bucketExpiry).Get(nanoKey(exp, key)) != nil
 }
 
 // find returns the expiry of key when tx's expiry index remembers it,

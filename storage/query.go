@@ -111,7 +111,7 @@ func (d *DB) findByID(tx *bolt.Tx, q app.EventQuery, out *[]app.EventSummary) er
 		if !ok {
 			continue
 		}
-		seq, err := expirySeq(tx.Bucket(bucketExpiry).Get(expiryKey(exp, key)))
+		seq, err := expirySeq(tx.Bucket(bucketExpiry).Get(nanoKey(exp, key)))
 		if err != nil {
 			return err
 		}
