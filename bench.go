@@ -634,11 +634,10 @@ func scrapeCommits(base, password string) ([3]float64, error) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return v, fmt.Errorf("metrics: %d %v", resp.StatusCode, err)
 	}
-	for i, name := range []string{"hookbox_commits_total ", "hookbox_commit_writes_total ", "hookbox_pages_written_total "} {
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, name) {
-				v[i], err = strconv.ParseFloat(strings.TrimPrefix(line, name), 64)
-				if err != nil {
+	for line := range strings.Lines(string(b)) {
+		for i, name := range []string{"hookbox_commits_total ", "hookbox_commit_writes_total ", "hookbox_pages_written_total "} {
+			if value, ok := strings.CutPrefix(line, name); ok {
+				if v[i], err = strconv.ParseFloat(strings.TrimSpace(value), 64); err != nil {
 					return v, fmt.Errorf("metrics: %q: %w", line, err)
 				}
 			}

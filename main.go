@@ -94,9 +94,10 @@ func runServe(ctx context.Context, c *command, args []string, stdout, stderr io.
 //     the HTTP side runs one P short. With twice the Ps the kernel runs
 //     them while the committer waits on the disk: about a quarter more
 //     webhooks/s with a route, and a lower p99.
-//   - GOGC=400: the live heap is a few MB, so GOGC=100 collects
-//     thousands of times a second under load. The soft memory limit keeps
-//     the larger target from growing the heap past what a small VPS has.
+//   - GOGC=400: the live heap is tens of MB and most allocations die
+//     within a request, so collecting less often saves CPU under load. The
+//     soft memory limit keeps the larger target from growing the heap past
+//     what a small VPS has.
 const (
 	defaultGCPercent   = 400
 	defaultMemoryLimit = 256 << 20

@@ -321,7 +321,7 @@ func newSendClient(dests []*Destination) *fasthttp.Client {
 }
 
 func (d *Dispatcher) post(ctx context.Context, dest *Destination, w Work, attempt int) result {
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= 0 || ctx.Err() != nil {
+	if ctx.Err() != nil { // shutting down: fasthttp's client does not watch ctx
 		return result{err: context.Cause(ctx)}
 	}
 	e := w.Event

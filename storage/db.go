@@ -150,7 +150,7 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 		pending, again := d.txIDs[string(key)]
 		old, ok := pending.exp, again
 		if !again {
-			old, ok = d.ids.find(tx, key)
+			old, _, ok = d.ids.find(tx, key)
 		}
 		if ok && old > e.ReceivedAt.UnixNano() {
 			dup = true
@@ -217,7 +217,7 @@ func (d *DB) remembered(key []byte, t time.Time) bool {
 	}
 	var ok bool
 	d.db.View(func(tx *bolt.Tx) error {
-		exp, found := d.ids.find(tx, key)
+		exp, _, found := d.ids.find(tx, key)
 		ok = found && exp > t.UnixNano()
 		return nil
 	})
@@ -366,12 +366,12 @@ func (d *DB) Event(seq uint64) (*app.Event, error) {
 func (d *DB) LookupID(source, id string) (expires time.Time, seq uint64, ok bool, err error) {
 	key := idKey(source, id)
 	err = d.db.View(func(tx *bolt.Tx) error {
-		var exp int64
-		if exp, ok = d.ids.find(tx, key); !ok {
+		exp, entry, found := d.ids.find(tx, key)
+		if ok = found; !ok {
 			return nil
 		}
 		expires = time.Unix(0, exp)
-		seq, err = expirySeq(tx.Bucket(bucketExpiry).Get(nanoKey(exp, key)))
+		seq, err = expirySeq(entry)
 		return err
 	})
 	return expires, seq, ok, err

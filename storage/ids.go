@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"maps"
+	"slices"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -48,26 +50,31 @@ func newIDIndex() *idIndex {
 // testIDHash, set by tests, replaces the index's hash (to force collisions).
 var testIDHash func(key []byte) uint64
 
-// expiryHas reports whether the expiry index in tx holds key with expiry exp.
-func expiryHas(tx *bolt.Tx, exp int64, key []byte) bool {
-	return tx.Bucket(bucketExpiry).Get(nanoKey(exp, key)) != nil
+// expiryEntry returns the value (the event's seq) of the expiry index
+// entry for key with expiry exp in tx, or nil when there is none.
+func expiryEntry(tx *bolt.Tx, exp int64, key []byte) []byte {
+	return tx.Bucket(bucketExpiry).Get(nanoKey(exp, key))
 }
 
-// find returns the expiry of key when tx's expiry index remembers it,
-// expired or not.
-func (x *idIndex) find(tx *bolt.Tx, key []byte) (exp int64, ok bool) {
+// find returns the expiry of key and its expiry index entry's value when
+// tx's expiry index remembers it, expired or not.
+func (x *idIndex) find(tx *bolt.Tx, key []byte) (exp int64, entry []byte, ok bool) {
 	h := x.hash(key)
 	x.mu.RLock()
 	e, inMain := x.main[h]
 	o, inOver := x.over[string(key)]
 	x.mu.RUnlock()
-	switch {
-	case inOver && expiryHas(tx, o, key):
-		return o, true
-	case inMain && expiryHas(tx, e, key):
-		return e, true
+	if inOver {
+		if v := expiryEntry(tx, o, key); v != nil {
+			return o, v, true
+		}
 	}
-	return 0, false
+	if inMain {
+		if v := expiryEntry(tx, e, key); v != nil {
+			return e, v, true
+		}
+	}
+	return 0, nil, false
 }
 
 // placeOver tells whether key, about to be remembered in tx, must go to
@@ -79,7 +86,7 @@ func (x *idIndex) placeOver(tx *bolt.Tx, key []byte, pendingMain map[uint64]bool
 	e, inMain := x.main[h]
 	_, inOver := x.over[string(key)]
 	x.mu.RUnlock()
-	return inOver || pendingMain[h] || inMain && !expiryHas(tx, e, key)
+	return inOver || pendingMain[h] || inMain && expiryEntry(tx, e, key) == nil
 }
 
 // txID is a key the running transaction added: its expiry and its place.
@@ -139,14 +146,11 @@ func (x *idIndex) len() int {
 	return len(x.main) + len(x.over)
 }
 
+// sourceList returns the sources with a remembered id, sorted.
 func (x *idIndex) sourceList() []string {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	out := make([]string, 0, len(x.sources))
-	for s := range x.sources {
-		out = append(out, s)
-	}
-	return out
+	return slices.Sorted(maps.Keys(x.sources))
 }
 
 // load builds the index from tx's expiry index, which holds each key once

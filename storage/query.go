@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
-	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -103,15 +102,13 @@ func (d *DB) findByID(tx *bolt.Tx, q app.EventQuery, out *[]app.EventSummary) er
 	sources := []string{q.Source}
 	if q.Source == "" {
 		sources = d.ids.sourceList()
-		slices.Sort(sources)
 	}
 	for _, src := range sources {
-		key := idKey(src, q.ID)
-		exp, ok := d.ids.find(tx, key)
+		_, entry, ok := d.ids.find(tx, idKey(src, q.ID))
 		if !ok {
 			continue
 		}
-		seq, err := expirySeq(tx.Bucket(bucketExpiry).Get(nanoKey(exp, key)))
+		seq, err := expirySeq(entry)
 		if err != nil {
 			return err
 		}
