@@ -53,6 +53,15 @@ type Attempt struct {
 	Response []byte // the first MaxResponseSnippet bytes of the answer's body
 }
 
+// AttemptRecord is one attempt to record with Store.RecordAttempts: the
+// attempt of delivery ID and the state (due at Due when Pending) it leads to.
+type AttemptRecord struct {
+	ID      uint64
+	Attempt *Attempt
+	State   DeliveryState
+	Due     time.Time
+}
+
 // MaxResponseSnippet bounds the response body kept per attempt.
 const MaxResponseSnippet = 1024
 

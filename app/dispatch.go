@@ -60,8 +60,24 @@ type Dispatcher struct {
 	// Each destination has Concurrency long-lived senders, started on its
 	// first delivery, that take work from its queue: a goroutine per send
 	// cost its start and the growth of its stack every time.
-	queues map[string]chan Work
+	queues  map[string]chan Work
+	senders *sync.WaitGroup // the senders of the current Run
+	// Senders hand finished attempts to the recorder and take the next
+	// delivery at once: a destination's concurrency counts requests in
+	// flight, not requests waiting for their attempt's fsync. The lease
+	// stays until the attempt is recorded.
+	records chan finishedAttempt
 }
+
+// finishedAttempt is an attempt waiting to be recorded.
+type finishedAttempt struct {
+	dest *Destination
+	w    Work
+	rec  AttemptRecord
+}
+
+// maxRecordBatch bounds how many attempts share one write.
+const maxRecordBatch = 1024
 
 // NewDispatcher builds the dispatcher for cfg's destinations over store.
 func NewDispatcher(cfg *Config, store Store) *Dispatcher {
@@ -95,11 +111,19 @@ func (d *Dispatcher) Wake() {
 func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	records := make(chan finishedAttempt, maxRecordBatch)
+	senders := &sync.WaitGroup{}
+	d.records, d.senders = records, senders
+	go d.record(records)
 	defer func() { // the senders finish what they hold, then return
 		for _, q := range d.queues {
 			close(q)
 		}
 		d.queues = map[string]chan Work{}
+		go func() { // the recorder records what they finished, then returns
+			senders.Wait()
+			close(records)
+		}()
 	}()
 	for {
 		next := d.dispatch(sendCtx)
@@ -181,10 +205,13 @@ func (d *Dispatcher) queue(ctx context.Context, dest *Destination) chan Work {
 	if q == nil {
 		q = make(chan Work, dest.Concurrency)
 		d.queues[dest.Name] = q
+		records, senders := d.records, d.senders
+		senders.Add(dest.Concurrency)
 		for range dest.Concurrency {
 			go func() {
+				defer senders.Done()
 				for w := range q {
-					d.send(ctx, dest, w)
+					d.send(ctx, dest, w, records)
 				}
 			}()
 		}
@@ -198,32 +225,20 @@ func (d *Dispatcher) release(id uint64) {
 	d.finished[id] = d.pass
 }
 
-// send makes one attempt and records it. An attempt cut short by shutdown
-// is not recorded: the delivery stays due and goes out after the restart.
-func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work) {
-	hold := false // keep the lease a while: the attempt could not be recorded
-	defer func() {
-		d.mu.Lock()
-		if !hold {
-			d.release(w.Delivery.ID)
-		}
-		d.busy[dest.Name]--
-		d.mu.Unlock()
-		d.sends.Done()
-		d.Wake()
-		if hold {
-			time.AfterFunc(d.StoreRetry, func() {
-				d.mu.Lock()
-				d.release(w.Delivery.ID)
-				d.mu.Unlock()
-				d.Wake()
-			})
-		}
-	}()
+// send makes one attempt and hands it to the recorder, which ends the
+// lease. An attempt cut short by shutdown is not recorded: the delivery
+// stays due and goes out after the restart.
+func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work, records chan<- finishedAttempt) {
 	a := &Attempt{Start: d.Now()}
 	res := d.post(ctx, dest, w, w.Delivery.Attempts+1)
 	a.Duration = d.Now().Sub(a.Start)
 	if ctx.Err() != nil {
+		d.mu.Lock()
+		d.release(w.Delivery.ID)
+		d.busy[dest.Name]--
+		d.mu.Unlock()
+		d.sends.Done()
+		d.Wake()
 		return
 	}
 	a.Status, a.Response = res.status, res.snippet
@@ -234,18 +249,83 @@ func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work) {
 	if state != Delivered && a.Error == "" {
 		a.Error = fmt.Sprintf("HTTP %d", res.status)
 	}
-	if err := d.store.RecordAttempt(w.Delivery.ID, a, state, due); err != nil {
-		d.Logger.Error("record attempt", "delivery", w.Delivery.ID, "retry_in", d.StoreRetry, slog.Any("error", err))
-		hold = true // still due: it goes out again after StoreRetry
-		return
+	// Waits only when the recorder is a whole batch behind, which holds
+	// the senders back while the disk is slower than the destinations.
+	records <- finishedAttempt{dest: dest, w: w, rec: AttemptRecord{ID: w.Delivery.ID, Attempt: a, State: state, Due: due}}
+	d.mu.Lock()
+	d.busy[dest.Name]--
+	d.mu.Unlock()
+	d.Wake()
+}
+
+// record stores finished attempts, as many per write as queued while the
+// last write committed, until records is closed.
+func (d *Dispatcher) record(records <-chan finishedAttempt) {
+	batch := make([]finishedAttempt, 0, maxRecordBatch)
+	recs := make([]AttemptRecord, 0, maxRecordBatch)
+	for f := range records {
+		batch = append(batch[:0], f)
+	more:
+		for len(batch) < maxRecordBatch {
+			select {
+			case f, ok := <-records:
+				if !ok {
+					break more
+				}
+				batch = append(batch, f)
+			default:
+				break more
+			}
+		}
+		recs = recs[:0]
+		for _, f := range batch {
+			recs = append(recs, f.rec)
+		}
+		d.recorded(batch, d.store.RecordAttempts(recs))
 	}
-	d.Stats.Attempt(dest.Name, state, a.Duration, a.Error)
-	switch state {
-	case Dead:
-		d.Logger.Warn("delivery dead", "delivery", w.Delivery.ID, "destination", dest.Name,
-			"event", w.Event.ID, "attempts", w.Delivery.Attempts+1, "last_error", a.Error)
-	case Pending:
-		d.Logger.Debug("delivery will retry", "delivery", w.Delivery.ID, "destination", dest.Name, "due", due, "error", a.Error)
+}
+
+// recorded ends the leases of a recorded batch. An attempt that could not
+// be recorded keeps its lease for StoreRetry: the delivery is still due
+// and goes out again then, not in a tight loop against the destination.
+func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
+	var held []uint64
+	d.mu.Lock()
+	for i, f := range batch {
+		if errs[i] != nil {
+			held = append(held, f.rec.ID)
+			continue
+		}
+		d.release(f.rec.ID)
+	}
+	d.mu.Unlock()
+	if len(held) > 0 {
+		time.AfterFunc(d.StoreRetry, func() {
+			d.mu.Lock()
+			for _, id := range held {
+				d.release(id)
+			}
+			d.mu.Unlock()
+			d.Wake()
+		})
+	}
+	d.Wake()
+	for i, f := range batch {
+		if errs[i] != nil {
+			d.Logger.Error("record attempt", "delivery", f.rec.ID, "retry_in", d.StoreRetry, slog.Any("error", errs[i]))
+			d.sends.Done()
+			continue
+		}
+		a := f.rec.Attempt
+		d.Stats.Attempt(f.dest.Name, f.rec.State, a.Duration, a.Error)
+		switch f.rec.State {
+		case Dead:
+			d.Logger.Warn("delivery dead", "delivery", f.rec.ID, "destination", f.dest.Name,
+				"event", f.w.Event.ID, "attempts", a.N, "last_error", a.Error)
+		case Pending:
+			d.Logger.Debug("delivery will retry", "delivery", f.rec.ID, "destination", f.dest.Name, "due", f.rec.Due, "error", a.Error)
+		}
+		d.sends.Done()
 	}
 }
 

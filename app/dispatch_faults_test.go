@@ -339,15 +339,17 @@ func proxyChild(t *testing.T) {
 type failingRecords struct {
 	app.Store
 	failing atomic.Bool
-	tries   atomic.Int64
 }
 
-func (f *failingRecords) RecordAttempt(id uint64, a *app.Attempt, state app.DeliveryState, due time.Time) error {
-	f.tries.Add(1)
+func (f *failingRecords) RecordAttempts(recs []app.AttemptRecord) []error {
 	if f.failing.Load() {
-		return errors.New("write hookbox.db: no space left on device")
+		errs := make([]error, len(recs))
+		for i := range errs {
+			errs[i] = errors.New("write hookbox.db: no space left on device")
+		}
+		return errs
 	}
-	return f.Store.RecordAttempt(id, a, state, due)
+	return f.Store.RecordAttempts(recs)
 }
 
 // When an attempt cannot be recorded the delivery stays due and goes out

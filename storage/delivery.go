@@ -192,28 +192,54 @@ func (d *DB) DueDeliveries(dest string, now time.Time, limit int, skip func(uint
 }
 
 // RecordAttempt stores attempt a of delivery id and moves the delivery to
-// state, due at due when pending. Group-committed: the dispatcher's
-// bookkeeping shares fsyncs with ingest and with other attempts.
+// state, due at due when pending.
 func (d *DB) RecordAttempt(id uint64, a *app.Attempt, state app.DeliveryState, due time.Time) error {
-	rec := encodeAttempt(a)
-	return d.update(func(tx *bolt.Tx) error {
-		dl, err := getDelivery(tx, id)
-		if err != nil {
-			return fmt.Errorf("delivery %d: %w", id, err)
+	return d.RecordAttempts([]app.AttemptRecord{{ID: id, Attempt: a, State: state, Due: due}})[0]
+}
+
+// RecordAttempts stores each record's attempt and moves its delivery on, all
+// in one write: the dispatcher hands over what its senders finished while
+// the last commit was in progress, so attempts cost one queued write and one
+// wakeup per commit rather than per delivery. A record whose delivery is
+// gone fails alone; a failed commit fails them all.
+func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
+	encoded := make([][]byte, len(recs))
+	for i, r := range recs {
+		encoded[i] = encodeAttempt(r.Attempt)
+	}
+	errs := make([]error, len(recs))
+	err := d.update(func(tx *bolt.Tx) error {
+		for i, r := range recs {
+			errs[i] = nil // fn may run again (see write)
+			dl, err := getDelivery(tx, r.ID)
+			if err != nil {
+				errs[i] = fmt.Errorf("delivery %d: %w", r.ID, err)
+				continue
+			}
+			if err := unindex(tx, dl); err != nil {
+				return err
+			}
+			dl.Attempts++
+			dl.Tries++
+			r.Attempt.N = dl.Attempts
+			if err := tx.Bucket(bucketAttempts).Put(attemptKey(r.ID, dl.Attempts), encoded[i]); err != nil {
+				return err
+			}
+			a := r.Attempt
+			dl.State, dl.Due, dl.Updated = r.State, r.Due, a.Start.Add(a.Duration)
+			dl.LastStatus, dl.LastError = a.Status, a.Error
+			if err := putDelivery(tx, dl); err != nil {
+				return err
+			}
 		}
-		if err := unindex(tx, dl); err != nil {
-			return err
-		}
-		dl.Attempts++
-		dl.Tries++
-		a.N = dl.Attempts
-		if err := tx.Bucket(bucketAttempts).Put(attemptKey(id, dl.Attempts), rec); err != nil {
-			return err
-		}
-		dl.State, dl.Due, dl.Updated = state, due, a.Start.Add(a.Duration)
-		dl.LastStatus, dl.LastError = a.Status, a.Error
-		return putDelivery(tx, dl)
+		return nil
 	})
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs
 }
 
 // Replay makes delivery id pending again, due at now, keeping its history.

@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -111,6 +112,45 @@ func TestDB_DeleteEventsBefore_KeepsUndelivered(t *testing.T) {
 		if (len(ds) > 0) != want {
 			t.Errorf("event %d deliveries %+v", i, ds)
 		}
+	}
+	if err := db.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A batch of attempts shares one write; a record whose delivery is gone
+// fails alone and the others are stored.
+func TestDB_RecordAttempts(t *testing.T) {
+	db := MustOpenDB(t)
+	e := newEvent("shop", "batch-1", t0)
+	if _, err := db.Accept(context.Background(), e, t0.Add(time.Hour), &app.Plan{Direct: []string{"pos", "erp"}}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := db.EventDeliveries(e.Seq)
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("deliveries = %+v, %v", ds, err)
+	}
+	retry := t0.Add(time.Minute)
+	recs := []app.AttemptRecord{
+		{ID: ds[0].ID, Attempt: &app.Attempt{Start: t0, Status: 200}, State: app.Delivered},
+		{ID: 999_999, Attempt: &app.Attempt{Start: t0, Status: 200}, State: app.Delivered},
+		{ID: ds[1].ID, Attempt: &app.Attempt{Start: t0, Status: 503, Error: "HTTP 503"}, State: app.Pending, Due: retry},
+	}
+	errs := db.RecordAttempts(recs)
+	if len(errs) != 3 || errs[0] != nil || !errors.Is(errs[1], app.ErrNotFound) || errs[2] != nil {
+		t.Fatalf("errs = %v; want nil, not found, nil", errs)
+	}
+	if recs[0].Attempt.N != 1 || recs[2].Attempt.N != 1 {
+		t.Fatalf("attempt numbers %d, %d; want 1, 1", recs[0].Attempt.N, recs[2].Attempt.N)
+	}
+	if d, attempts, err := db.Delivery(ds[0].ID); err != nil || d.State != app.Delivered || len(attempts) != 1 || attempts[0].Status != 200 {
+		t.Fatalf("pos: %+v, %+v, %v", d, attempts, err)
+	}
+	if d, _, err := db.Delivery(ds[1].ID); err != nil || d.State != app.Pending || !d.Due.Equal(retry) || d.LastStatus != 503 {
+		t.Fatalf("erp: %+v, %v", d, err)
+	}
+	if work, next, _ := db.DueDeliveries("erp", t0, 10, never); len(work) != 0 || !next.Equal(retry) {
+		t.Fatalf("erp due now: %d items, next %v; want none until %v", len(work), next, retry)
 	}
 	if err := db.Check(); err != nil {
 		t.Fatal(err)
