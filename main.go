@@ -141,7 +141,7 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	dispatcher.Stats = stats
 	receiver := app.NewReceiver(cfg, db)
 	receiver.Stats = stats
-	receiver.Notify = dispatcher.Wake
+	db.OnOpened(dispatcher.Wake) // once per commit that opened deliveries
 	dispatcher.OnFired = func(route string, n int) {
 		if rs := receiver.RouteStats(route); rs != nil {
 			rs.Fired.Add(uint64(n))

@@ -85,7 +85,7 @@ func newHarnessAt(t *testing.T, toml, dir string, now func() time.Time) *harness
 		t.Fatal(err)
 	}
 	h := &harness{cfg: cfg, db: db, recv: app.NewReceiver(cfg, db), disp: app.NewDispatcher(cfg, db)}
-	h.recv.Notify = h.disp.Wake
+	h.db.OnOpened(h.disp.Wake)
 	h.recv.Now, h.disp.Now = now, now
 	h.disp.OnFired = func(route string, n int) { h.recv.RouteStats(route).Fired.Add(uint64(n)) }
 	ctx, cancel := context.WithCancel(context.Background())

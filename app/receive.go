@@ -98,9 +98,6 @@ type Receiver struct {
 	Now func() time.Time
 	// Logger receives rejections (rate-limited) and storage failures.
 	Logger *slog.Logger
-	// Notify is called after a commit that opened deliveries (it wakes the
-	// dispatcher); it must not block.
-	Notify func()
 	// Stats, when set, counts outcomes for the status page and metrics.
 	Stats *Stats
 }
@@ -110,7 +107,6 @@ func NewReceiver(cfg *Config, store Store) *Receiver {
 	r := &Receiver{
 		store:     store,
 		cfg:       cfg,
-		Notify:    func() {},
 		sources:   make(map[string]*Source, len(cfg.Sources)),
 		stats:     make(map[string]*SourceStats, len(cfg.Sources)),
 		routes:    make(map[string]*RouteStats, len(cfg.Routes)),
@@ -200,10 +196,8 @@ func (r *Receiver) receive(ctx context.Context, source string, in *Inbound) (Res
 	}
 	st.Accepted.Add(1)
 	r.count(plan)
-	if plan.Empty() {
+	if plan.Empty() { // else the store wakes the dispatcher (storage.DB.OnOpened)
 		st.Unrouted.Add(1)
-	} else {
-		r.Notify()
 	}
 	return Result{Outcome: Accepted, ID: id}, nil
 }

@@ -103,6 +103,10 @@ func (d *DB) commitGroup(group []write) {
 						w.committed()
 					}
 				}
+				if f := d.onOpened.Load(); d.opened && f != nil {
+					(*f)()
+				}
+				d.opened = false
 			}
 			for _, w := range group {
 				w.done <- err // nil, or the commit's error for all of them
@@ -160,6 +164,12 @@ const (
 func (d *DB) SetLinger(gap, max time.Duration) {
 	d.lingerGap, d.lingerMax = gap, max
 }
+
+// OnOpened sets f to be called once per commit in which Accept opened
+// deliveries or debounce steps, after the commit is durable: hookbox wakes
+// its dispatcher with it, once per commit rather than once per event. f
+// must not block.
+func (d *DB) OnOpened(f func()) { d.onOpened.Store(&f) }
 
 // CommitCounts reports what the committer did since Open: commits made,
 // writes they carried (their ratio is the group size) and the pages bbolt

@@ -54,6 +54,10 @@ type DB struct {
 	// writes after them in it; its committed hooks move them to ids.
 	txIDs  map[string]txID // key → its entry
 	txMain map[uint64]bool // hashes of those that take a slot in ids.main
+	// opened is set by the committed hooks of a commit in which Accept
+	// opened work for the dispatcher; onOpened is then told (OnOpened).
+	opened   bool
+	onOpened atomic.Pointer[func()]
 }
 
 var _ app.Store = (*DB)(nil)
@@ -198,6 +202,7 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 	}, func() {
 		if !dup {
 			d.ids.add(key, exp, over)
+			d.opened = d.opened || !plan.Empty()
 		}
 	})
 	if err != nil {
