@@ -418,3 +418,83 @@ func TestDispatcher_RecordFails(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// slowRecords is a store whose attempt writes wait for release (a slow
+// disk), counting the writes and the attempts they carry.
+type slowRecords struct {
+	app.Store
+	release  chan struct{}
+	writes   atomic.Int64
+	attempts atomic.Int64
+}
+
+func (s *slowRecords) RecordAttempts(recs []app.AttemptRecord) []error {
+	<-s.release
+	s.writes.Add(1)
+	s.attempts.Add(int64(len(recs)))
+	return s.Store.RecordAttempts(recs)
+}
+
+// A destination's concurrency counts requests in flight: its senders go on
+// while the attempts they finished wait for the disk, the attempts are then
+// stored together, and Wait returns only once they are.
+func TestDispatcher_SendsGoOnWhileAttemptsAreRecorded(t *testing.T) {
+	s := newSink(t, 200)
+	toml := faultConfig(faultDest{name: "d", url: s.URL, timeout: "2s", retry: `["1h"]`, concurrency: 2})
+	cfg, err := app.ParseConfig("test.toml", toml, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	store := &slowRecords{Store: db, release: make(chan struct{})}
+	recv := app.NewReceiver(cfg, db)
+	disp := app.NewDispatcher(cfg, store)
+	db.OnOpened(disp.Wake)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { disp.Run(ctx, context.Background()); close(done) }()
+
+	const events = 10
+	for i := range events {
+		in := signed(t, "github", "gh-secret", []byte(`{}`), "", fmt.Sprint("rec-", i), "push", time.Now())
+		if res, err := recv.Receive(context.Background(), "gh", in); err != nil || res.Outcome != app.Accepted {
+			t.Fatalf("Receive = %+v, %v", res, err)
+		}
+	}
+	// With 2 slots and no attempt recorded yet, all 10 go out.
+	for range events {
+		select {
+		case <-s.hits:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%d of %d events sent while their attempts waited for the disk", s.requests(), events)
+		}
+	}
+	cancel()
+	<-done
+	waited := make(chan struct{})
+	go func() { disp.Wait(); close(waited) }()
+	select {
+	case <-waited:
+		t.Fatal("Wait returned before the attempts were recorded")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(store.release)
+	<-waited
+	if n, w := store.attempts.Load(), store.writes.Load(); n != events || w >= events {
+		t.Fatalf("%d attempts in %d writes; want %d attempts sharing fewer writes", n, w, events)
+	}
+	for i := range events {
+		_, seq, _, _ := db.LookupID("gh", fmt.Sprint("rec-", i))
+		ds, err := db.EventDeliveries(seq)
+		if err != nil || len(ds) != 1 || ds[0].State != app.Delivered || ds[0].Attempts != 1 {
+			t.Fatalf("event %d: deliveries %+v, %v; want one delivered after one attempt", i, ds, err)
+		}
+	}
+	if s.requests() != events {
+		t.Fatalf("the destination got %d requests for %d events", s.requests(), events)
+	}
+}
