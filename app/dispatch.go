@@ -26,8 +26,10 @@ import (
 
 // Dispatcher takes pending deliveries out of the outbox and sends them to
 // their destinations, each destination with its own concurrency limit so a
-// slow one never holds back the others. It wakes when a commit adds work
-// and on a timer for the next due time; it never polls.
+// slow one never holds back the others. It wakes when a commit adds work,
+// when a send ends while its destination has work waiting, and on a timer
+// for the next due time (at most every readWait while work waits for
+// slots); it never polls an idle outbox.
 type Dispatcher struct {
 	store  Store
 	dests  []*Destination
@@ -52,8 +54,9 @@ type Dispatcher struct {
 	busy     map[string]int  // sends in progress per destination
 	// A pass reads the outbox in a read transaction: one that began before
 	// a send's attempt was recorded still shows that delivery due after its
-	// lease is gone. finished keeps the pass number current when each send
-	// ended, and a pass skips what ended after it began.
+	// lease is gone. finished keeps the pass number current when each lease
+	// ended (its attempt recorded, or StoreRetry after a failed record), and
+	// a pass skips what ended after it began.
 	pass     uint64
 	finished map[uint64]uint64
 	sends    sync.WaitGroup
@@ -149,7 +152,8 @@ func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
 	}
 }
 
-// Wait blocks until every send in progress has finished.
+// Wait blocks until every send in progress has finished and its attempt
+// is recorded (or could not be).
 func (d *Dispatcher) Wait() { d.sends.Wait() }
 
 // dispatch starts sends for what is due, as far as each destination has
@@ -183,13 +187,15 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		d.mu.Lock()
 		free := dest.Concurrency - d.busy[dest.Name]
 		at, backlogged := d.backlog[dest.Name]
+		if !backlogged {
+			// From here on a finishing send wakes us: its slot may be
+			// wanted by work this pass does not read (no slot is free) or
+			// reads too late (it ends during the read). Set in the same
+			// lock as free is read, so no ending send falls in between.
+			d.backlog[dest.Name] = now
+		}
 		d.mu.Unlock()
-		if free <= 0 { // a finishing send wakes us
-			if !backlogged {
-				d.mu.Lock()
-				d.backlog[dest.Name] = now
-				d.mu.Unlock()
-			}
+		if free <= 0 {
 			continue
 		}
 		// With more due than slots, wait for a quarter of the slots (or
@@ -209,9 +215,9 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		}
 		d.mu.Lock()
 		if len(work) == free && !next.IsZero() && !next.After(now) {
-			d.backlog[dest.Name] = now
+			d.backlog[dest.Name] = now // work left behind
 		} else {
-			delete(d.backlog, dest.Name)
+			delete(d.backlog, dest.Name) // new work wakes us when committed
 		}
 		d.mu.Unlock()
 		if !next.IsZero() && (earliest.IsZero() || next.Before(earliest)) {

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,10 +75,11 @@ func TestDispatcher_HangingDestination(t *testing.T) {
 		// Count the requests hanging together a moment after this one came:
 		// the server notices that hookbox hung up on an earlier one (at its
 		// timeout, just before this one was sent) a little after the fact.
+		// A request that really hangs alongside lasts the whole 1s timeout.
 		select {
 		case <-r.Context().Done():
 			return
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(250 * time.Millisecond):
 		}
 		n := inflight.Load()
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
@@ -119,6 +121,33 @@ func TestDispatcher_HangingDestination(t *testing.T) {
 	}
 	if m := most.Load(); m > 2 {
 		t.Fatalf("%d requests hung at once, over the destination's concurrency of 2", m)
+	}
+	// hookbox's own record of its attempts: never more than 2 at once.
+	type edge struct {
+		at   time.Time
+		step int
+	}
+	var edges []edge
+	for i := range events {
+		d := h.deliveries(t, fmt.Sprint("hang-", i))[0]
+		if d.Attempts == 0 {
+			continue
+		}
+		for _, a := range h.attempts(t, fmt.Sprint("hang-", i), 0) {
+			edges = append(edges, edge{a.Start, 1}, edge{a.Start.Add(a.Duration), -1})
+		}
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.step - b.step // an attempt that ends as another starts does not overlap it
+	})
+	n := 0
+	for _, e := range edges {
+		if n += e.step; n > 2 {
+			t.Fatalf("%d recorded attempts to the hanging destination overlap, over its concurrency of 2", n)
+		}
 	}
 }
 
@@ -451,12 +480,14 @@ func TestDispatcher_SendsGoOnWhileAttemptsAreRecorded(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	store := &slowRecords{Store: db, release: make(chan struct{})}
+	release := sync.OnceFunc(func() { close(store.release) })
 	recv := app.NewReceiver(cfg, db)
 	disp := app.NewDispatcher(cfg, store)
 	db.OnOpened(disp.Wake)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { disp.Run(ctx, context.Background()); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; release(); disp.Wait() }) // before db.Close
 
 	const events = 10
 	for i := range events {
@@ -482,7 +513,7 @@ func TestDispatcher_SendsGoOnWhileAttemptsAreRecorded(t *testing.T) {
 		t.Fatal("Wait returned before the attempts were recorded")
 	case <-time.After(100 * time.Millisecond):
 	}
-	close(store.release)
+	release()
 	<-waited
 	if n, w := store.attempts.Load(), store.writes.Load(); n != events || w >= events {
 		t.Fatalf("%d attempts in %d writes; want %d attempts sharing fewer writes", n, w, events)

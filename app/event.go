@@ -54,8 +54,8 @@ type Store interface {
 	// state (due at due when Pending).
 	RecordAttempt(id uint64, a *Attempt, state DeliveryState, due time.Time) error
 	// RecordAttempts records several attempts in one write; errs[i] is
-	// recs[i]'s error, nil when it is stored. Each record's Attempt.N is
-	// set.
+	// recs[i]'s error, nil when it is stored. A stored record's Attempt.N
+	// is set.
 	RecordAttempts(recs []AttemptRecord) (errs []error)
 	// Replay makes a dead or delivered delivery pending again, due at now.
 	Replay(id uint64, now time.Time) error
