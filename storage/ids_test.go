@@ -94,13 +94,75 @@ func TestIDIndex_Collisions(t *testing.T) {
 // A data file from before the expiry index carried seqs (an ids bucket
 // keyed by id) opens with every id still remembered, with its event.
 func TestIDIndex_MigratesIDsBucket(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// interrupted leaves the file as a crash during an earlier start
+		// would: an earlier build's migration gave the first entries their
+		// seqs in place; this one copied part of the index, or all of it.
+		interrupted func(t *testing.T, tx *bolt.Tx)
+	}{
+		{"fresh", nil},
+		{"resumed", func(t *testing.T, tx *bolt.Tx) {
+			ids, expiry := tx.Bucket(bucketIDs), tx.Bucket(bucketExpiry)
+			mig, _ := tx.CreateBucket(bucketMigrate)
+			dst, _ := mig.CreateBucket(bucketExpiry)
+			dst.FillPercent = 1.0 // as migrateIDs writes it
+			c := expiry.Cursor()
+			n := 0
+			for k, _ := c.First(); k != nil && n < 12_000; k, _ = c.Next() {
+				seq, ok, _ := migratedSeq(ids, k, nil)
+				if !ok {
+					continue
+				}
+				if n < 3_000 { // the earlier build's part: in place, its id record gone
+					if err := expiry.Put(k, seqKey(seq)); err != nil {
+						t.Fatal(err)
+					}
+					if err := ids.Delete(k[8:]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := dst.Put(k, seqKey(seq)); err != nil {
+					t.Fatal(err)
+				}
+				n++
+			}
+		}},
+		{"copied", func(t *testing.T, tx *bolt.Tx) {
+			mig, _ := tx.CreateBucket(bucketMigrate)
+			dst, _ := mig.CreateBucket(bucketExpiry)
+			dst.FillPercent = 1.0 // as migrateIDs writes it
+			c := tx.Bucket(bucketExpiry).Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				if seq, ok, _ := migratedSeq(tx.Bucket(bucketIDs), k, nil); ok {
+					if err := dst.Put(k, seqKey(seq)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			k, v := tx.Bucket(bucketIDs).Cursor().Seek(idKey("shop", "old-7")) // no expiry entry
+			exp, seq, _ := parseIDValue(v)
+			if err := dst.Put(timeKey(exp, k), seqKey(seq)); err != nil {
+				t.Fatal(err)
+			}
+			if err := mig.Put(migrateCopied, nil); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testMigratesIDsBucket(t, tc.interrupted) })
+	}
+}
+
+func testMigratesIDsBucket(t *testing.T, interrupted func(*testing.T, *bolt.Tx)) {
 	dir := t.TempDir()
 	bdb, err := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 25_000 // more than one migration chunk
-	exp := idsT0.Add(time.Hour)
+	const n = 25_000 // more than two migration chunks
+	// Expiries follow arrival, which is not the order of the ids.
+	exp := func(i int) time.Time { return idsT0.Add(time.Hour + time.Duration(i*7919%n)*time.Millisecond) }
 	err = bdb.Update(func(tx *bolt.Tx) error {
 		ids, _ := tx.CreateBucket(bucketIDs)
 		expiry, _ := tx.CreateBucket(bucketExpiry)
@@ -112,28 +174,40 @@ func TestIDIndex_MigratesIDsBucket(t *testing.T) {
 			if err := events.Put(seqKey(seq), encodeEvent(e)); err != nil {
 				return err
 			}
-			if err := ids.Put(key, idValue(exp, seq)); err != nil {
+			if err := ids.Put(key, idValue(exp(i), seq)); err != nil {
 				return err
 			}
-			if err := expiry.Put(timeKey(exp, key), nil); err != nil {
+			if i == 7 { // an id record whose expiry entry is missing still counts
+				continue
+			}
+			if err := expiry.Put(timeKey(exp(i), key), nil); err != nil {
 				return err
 			}
 		}
-		// An entry without an id record: the old layout never used it.
-		return expiry.Put(timeKey(exp, idKey("shop", "orphan")), nil)
+		// Entries that remember nothing: without an id record, and one
+		// whose id record has another expiry.
+		if err := expiry.Put(timeKey(exp(0), idKey("shop", "orphan")), nil); err != nil {
+			return err
+		}
+		return expiry.Put(timeKey(exp(1).Add(-time.Minute), idKey("shop", "old-1")), nil)
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if interrupted != nil {
+		if err := bdb.Update(func(tx *bolt.Tx) error { interrupted(t, tx); return nil }); err != nil {
+			t.Fatal(err)
+		}
 	}
 	bdb.Close()
 
 	db := openT(t, dir)
 	defer db.Close()
-	for _, i := range []int{0, 1, 9_999, 10_000, 24_999} {
+	for _, i := range []int{0, 1, 7, 2_999, 3_000, 9_999, 10_000, 24_999} {
 		id := fmt.Sprint("old-", i)
 		got, seq, ok, err := db.LookupID("shop", id)
-		if !ok || err != nil || !got.Equal(exp) {
-			t.Fatalf("LookupID(%s) = %v %d %v %v", id, got, seq, ok, err)
+		if !ok || err != nil || !got.Equal(exp(i)) {
+			t.Fatalf("LookupID(%s) = %v %d %v %v; want expiry %v", id, got, seq, ok, err, exp(i))
 		}
 		if e, err := db.Event(seq); err != nil || e == nil || e.ID != id {
 			t.Fatalf("event %d of %s: %+v, %v", seq, id, e, err)
@@ -149,8 +223,14 @@ func TestIDIndex_MigratesIDsBucket(t *testing.T) {
 		t.Fatalf("%d ids remembered, want %d", ids, n)
 	}
 	db.db.View(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketIDs) != nil {
-			t.Error("the ids bucket is still there")
+		if tx.Bucket(bucketIDs) != nil || tx.Bucket(bucketMigrate) != nil {
+			t.Error("the ids or the migrate bucket is still there")
+		}
+		// Written in key order, the index's pages are full: a cold start
+		// reads as few of them as it can.
+		st := tx.Bucket(bucketExpiry).Stats()
+		if use := float64(st.LeafInuse) / float64(st.LeafPageN*tx.DB().Info().PageSize); use < 0.9 {
+			t.Errorf("expiry index leaves %.0f%% used (%d pages for %d keys), want ≥ 90%%", 100*use, st.LeafPageN, st.KeyN)
 		}
 		return nil
 	})
