@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -34,6 +35,7 @@ type Dispatcher struct {
 	store  Store
 	dests  []*Destination
 	client *fasthttp.Client
+	conns  *connSet // the client's connections, cut at shutdown
 	// Now is the clock; tests replace it.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -91,10 +93,10 @@ const maxRecordBatch = 1024
 
 // NewDispatcher builds the dispatcher for cfg's destinations over store.
 func NewDispatcher(cfg *Config, store Store) *Dispatcher {
-	return &Dispatcher{
+	d := &Dispatcher{
 		store:      store,
 		dests:      cfg.Destinations,
-		client:     newSendClient(cfg.Destinations),
+		conns:      &connSet{open: map[*trackedConn]struct{}{}},
 		Now:        time.Now,
 		StoreRetry: 5 * time.Second,
 		Logger:     slog.With("component", "dispatch"),
@@ -107,6 +109,8 @@ func NewDispatcher(cfg *Config, store Store) *Dispatcher {
 		queues:     map[string]chan Work{},
 		backlog:    map[string]time.Time{},
 	}
+	d.client = newSendClient(cfg.Destinations, d.conns.dial)
+	return d
 }
 
 // Wake tells the dispatcher that new work may be due. It never blocks.
@@ -122,6 +126,10 @@ func (d *Dispatcher) Wake() {
 func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	// fasthttp's client does not watch a context: once sendCtx is done,
+	// the sends in flight are cut by closing their connections (after Run
+	// has returned, as sends go on under sendCtx).
+	context.AfterFunc(sendCtx, d.conns.closeAll)
 	records := make(chan finishedAttempt, maxRecordBatch)
 	senders := &sync.WaitGroup{}
 	d.records, d.senders = records, senders
@@ -425,13 +433,15 @@ func MessageID(source, id, dest string) string {
 // to the configured URL: no proxy from the environment, no redirect
 // followed (a 3xx is a failed attempt), HTTP/1.1 with keep-alive. It does
 // the request in the calling goroutine, which costs about half of what
-// net/http's client costs per delivery (BENCHMARKS.md).
-func newSendClient(dests []*Destination) *fasthttp.Client {
+// net/http's client costs per delivery (BENCHMARKS.md). It opens its
+// connections with dial.
+func newSendClient(dests []*Destination, dial fasthttp.DialFunc) *fasthttp.Client {
 	conns := 1
 	for _, d := range dests { // destinations may share a host
 		conns += d.Concurrency
 	}
 	return &fasthttp.Client{
+		Dial:                     dial,
 		NoDefaultUserAgentHeader: true,
 		MaxConnsPerHost:          conns,
 		MaxIdleConnDuration:      90 * time.Second,
@@ -444,8 +454,57 @@ func newSendClient(dests []*Destination) *fasthttp.Client {
 	}
 }
 
+// connSet keeps the send client's open connections, so that shutdown can
+// cut the sends in flight; after closeAll it refuses to dial.
+type connSet struct {
+	mu     sync.Mutex
+	open   map[*trackedConn]struct{}
+	closed bool
+}
+
+// dial is fasthttp's default dial (TCP, resolved addresses cached), tracked.
+func (s *connSet) dial(addr string) (net.Conn, error) {
+	c, err := fasthttp.Dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		c.Close()
+		return nil, errors.New("shutting down")
+	}
+	tc := &trackedConn{Conn: c, set: s}
+	s.open[tc] = struct{}{}
+	return tc, nil
+}
+
+// closeAll closes every open connection and every later one.
+func (s *connSet) closeAll() {
+	s.mu.Lock()
+	s.closed = true
+	open := s.open
+	s.open = map[*trackedConn]struct{}{}
+	s.mu.Unlock()
+	for c := range open {
+		c.Conn.Close()
+	}
+}
+
+type trackedConn struct {
+	net.Conn
+	set *connSet
+}
+
+func (c *trackedConn) Close() error {
+	c.set.mu.Lock()
+	delete(c.set.open, c)
+	c.set.mu.Unlock()
+	return c.Conn.Close()
+}
+
 func (d *Dispatcher) post(ctx context.Context, dest *Destination, w Work, attempt int) result {
-	if ctx.Err() != nil { // shutting down: fasthttp's client does not watch ctx
+	if ctx.Err() != nil { // shutting down
 		return result{err: context.Cause(ctx)}
 	}
 	e := w.Event

@@ -529,3 +529,68 @@ func TestDispatcher_SendsGoOnWhileAttemptsAreRecorded(t *testing.T) {
 		t.Fatalf("the destination got %d requests for %d events", s.requests(), events)
 	}
 }
+
+// Shutdown cuts a send in flight to a destination that does not answer,
+// instead of waiting for its timeout; the attempt is not recorded, so the
+// delivery goes out again after the restart.
+func TestDispatcher_ShutdownCutsSendsInFlight(t *testing.T) {
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		arrived <- struct{}{}
+		select {
+		case <-r.Context().Done(): // hookbox hung up
+		case <-release: // the test is over
+		}
+	}))
+	t.Cleanup(hang.Close)
+	toml := faultConfig(faultDest{name: "hang", url: hang.URL, timeout: "1h", retry: `["1h"]`})
+	cfg, err := app.ParseConfig("test.toml", toml, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	db, err := storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := app.NewReceiver(cfg, db)
+	disp := app.NewDispatcher(cfg, db)
+	db.OnOpened(disp.Wake)
+	ctx, cancel := context.WithCancel(context.Background())
+	sendCtx, cancelSends := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { disp.Run(ctx, sendCtx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		cancelSends()
+		<-done
+		close(release)
+		disp.Wait()
+		db.Close()
+	})
+
+	in := signed(t, "github", "gh-secret", []byte(`{}`), "", "cut-1", "push", time.Now())
+	if res, err := recv.Receive(context.Background(), "gh", in); err != nil || res.Outcome != app.Accepted {
+		t.Fatalf("Receive = %+v, %v", res, err)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the delivery was not sent")
+	}
+	cancel()
+	<-done
+	cancelSends() // as serve does when its shutdown grace is over
+	waited := make(chan struct{})
+	go func() { disp.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(20 * time.Second): // the destination's timeout is an hour
+		t.Fatal("Wait still waits for a send to a destination that does not answer")
+	}
+	_, seq, _, _ := db.LookupID("gh", "cut-1")
+	if ds, err := db.EventDeliveries(seq); err != nil || len(ds) != 1 || ds[0].State != app.Pending || ds[0].Attempts != 0 {
+		t.Fatalf("deliveries = %+v, %v; want one pending, no attempt recorded", ds, err)
+	}
+}
