@@ -172,7 +172,7 @@ func (x *idIndex) load(tx *bolt.Tx) error {
 // expiry(8) seq(8), hookbox until 2026-11-30) to the expiry index with
 // seqs. It rebuilds the expiry index in key order into a new bucket with
 // full pages, chunk by chunk so that a large file never needs one huge
-// transaction (a crash between chunks resumes after the last key copied),
+// transaction (a crash between chunks resumes after the last entry read),
 // then puts it in the old one's place. Giving the old entries their seqs in
 // place, in the ids bucket's order, split pages all over the index: 1M
 // upgraded ids took 83,642 leaf pages at 18% use, and a start with a cold
@@ -213,13 +213,15 @@ func migrateIDs(db *bolt.DB) error {
 			dst.FillPercent = 1.0 // it is written in key order
 			src := tx.Bucket(bucketExpiry).Cursor()
 			k, v := src.First()
-			if last, _ := dst.Cursor().Last(); last != nil { // resume
+			if last := mig.Get(migrateLast); last != nil { // resume
 				if k, v = src.Seek(last); bytes.Equal(k, last) {
 					k, v = src.Next()
 				}
 			}
+			var last []byte
 			for n := 0; k != nil && n < migrateChunk; k, v = src.Next() {
 				n++
+				last = k
 				seq, ok, err := migratedSeq(ids, k, v)
 				if err != nil {
 					return err
@@ -230,8 +232,8 @@ func migrateIDs(db *bolt.DB) error {
 					}
 				}
 			}
-			if k != nil {
-				return nil // the next chunk in the next transaction
+			if k != nil { // the next chunk in the next transaction
+				return mig.Put(migrateLast, last)
 			}
 			// An id record whose expiry entry was missing still counts.
 			c := ids.Cursor()
@@ -281,10 +283,13 @@ func migratedSeq(ids *bolt.Bucket, k, v []byte) (uint64, bool, error) {
 }
 
 // bucketMigrate holds, while migrateIDs runs, the expiry index it builds
-// (its child named like the index it replaces), and migrateCopied once
-// every id is in it.
+// (its child named like the index it replaces), the last old entry it
+// went through (migrateLast: entries that remember nothing are not
+// copied, so the new index's last key is not where to resume), and
+// migrateCopied once every id is in it.
 var (
 	bucketMigrate = []byte("migrate")
+	migrateLast   = []byte("last")
 	migrateCopied = []byte("copied")
 )
 

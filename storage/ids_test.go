@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -97,49 +98,20 @@ func TestIDIndex_MigratesIDsBucket(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// interrupted leaves the file as a crash during an earlier start
-		// would: an earlier build's migration gave the first entries their
-		// seqs in place; this one copied part of the index, or all of it.
+		// would, or adds what the old layout may hold.
 		interrupted func(t *testing.T, tx *bolt.Tx)
 	}{
 		{"fresh", nil},
+		{"earlier build", func(t *testing.T, tx *bolt.Tx) { inPlace(t, tx, 3_000) }},
 		{"resumed", func(t *testing.T, tx *bolt.Tx) {
-			ids, expiry := tx.Bucket(bucketIDs), tx.Bucket(bucketExpiry)
-			mig, _ := tx.CreateBucket(bucketMigrate)
-			dst, _ := mig.CreateBucket(bucketExpiry)
-			dst.FillPercent = 1.0 // as migrateIDs writes it
-			c := expiry.Cursor()
-			n := 0
-			for k, _ := c.First(); k != nil && n < 12_000; k, _ = c.Next() {
-				seq, ok, _ := migratedSeq(ids, k, nil)
-				if !ok {
-					continue
-				}
-				if n < 3_000 { // the earlier build's part: in place, its id record gone
-					if err := expiry.Put(k, seqKey(seq)); err != nil {
-						t.Fatal(err)
-					}
-					if err := ids.Delete(k[8:]); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := dst.Put(k, seqKey(seq)); err != nil {
-					t.Fatal(err)
-				}
-				n++
-			}
+			inPlace(t, tx, 3_000)
+			copied(t, tx, 12_000)
 		}},
 		{"copied", func(t *testing.T, tx *bolt.Tx) {
-			mig, _ := tx.CreateBucket(bucketMigrate)
-			dst, _ := mig.CreateBucket(bucketExpiry)
-			dst.FillPercent = 1.0 // as migrateIDs writes it
-			c := tx.Bucket(bucketExpiry).Cursor()
-			for k, _ := c.First(); k != nil; k, _ = c.Next() {
-				if seq, ok, _ := migratedSeq(tx.Bucket(bucketIDs), k, nil); ok {
-					if err := dst.Put(k, seqKey(seq)); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+			copied(t, tx, -1)
+			mig := tx.Bucket(bucketMigrate)
+			dst := mig.Bucket(bucketExpiry)
+			dst.FillPercent = 1.0
 			k, v := tx.Bucket(bucketIDs).Cursor().Seek(idKey("shop", "old-7")) // no expiry entry
 			exp, seq, _ := parseIDValue(v)
 			if err := dst.Put(timeKey(exp, k), seqKey(seq)); err != nil {
@@ -149,8 +121,76 @@ func TestIDIndex_MigratesIDsBucket(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"orphans", func(t *testing.T, tx *bolt.Tx) {
+			// More than a chunk of entries that remember nothing, first in
+			// the index: a chunk that copies none must still move on.
+			for i := range migrateChunk + 2_000 {
+				k := timeKey(idsT0, idKey("shop", fmt.Sprint("gone-", i)))
+				if err := tx.Bucket(bucketExpiry).Put(k, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { testMigratesIDsBucket(t, tc.interrupted) })
+	}
+}
+
+// oldSeq is the seq an old expiry entry k takes: its id record's, when
+// that record has k's expiry.
+func oldSeq(tx *bolt.Tx, k []byte) (uint64, bool) {
+	rec := tx.Bucket(bucketIDs).Get(k[8:])
+	if rec == nil {
+		return 0, false
+	}
+	exp, seq, err := parseIDValue(rec)
+	return seq, err == nil && exp.Equal(time.Unix(0, int64(binary.BigEndian.Uint64(k))))
+}
+
+// inPlace does what an earlier build's migration did to the first n
+// entries before a crash: their seqs in place, their id records gone.
+func inPlace(t *testing.T, tx *bolt.Tx, n int) {
+	var keys [][]byte
+	c := tx.Bucket(bucketExpiry).Cursor()
+	for k, _ := c.First(); k != nil && len(keys) < n; k, _ = c.Next() {
+		if _, ok := oldSeq(tx, k); ok {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+	}
+	for _, k := range keys {
+		seq, _ := oldSeq(tx, k)
+		if err := tx.Bucket(bucketExpiry).Put(k, seqKey(seq)); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Bucket(bucketIDs).Delete(k[8:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// copied does what migrateIDs does before a crash: the first n old
+// entries (all when n < 0) read, those that remember something copied.
+func copied(t *testing.T, tx *bolt.Tx, n int) {
+	mig, _ := tx.CreateBucket(bucketMigrate)
+	dst, _ := mig.CreateBucket(bucketExpiry)
+	dst.FillPercent = 1.0
+	c := tx.Bucket(bucketExpiry).Cursor()
+	var last []byte
+	for k, v := c.First(); k != nil && n != 0; k, v = c.Next() {
+		n--
+		last = k
+		seq, ok := oldSeq(tx, k)
+		if len(v) == 8 {
+			seq, ok = binary.BigEndian.Uint64(v), true
+		}
+		if ok {
+			if err := dst.Put(k, seqKey(seq)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := mig.Put(migrateLast, last); err != nil {
+		t.Fatal(err)
 	}
 }
 
