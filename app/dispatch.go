@@ -96,7 +96,7 @@ func NewDispatcher(cfg *Config, store Store) *Dispatcher {
 	d := &Dispatcher{
 		store:      store,
 		dests:      cfg.Destinations,
-		conns:      &connSet{open: map[*trackedConn]struct{}{}},
+		conns:      newConnSet(cfg.Destinations),
 		Now:        time.Now,
 		StoreRetry: 5 * time.Second,
 		Logger:     slog.With("component", "dispatch"),
@@ -457,14 +457,35 @@ func newSendClient(dests []*Destination, dial fasthttp.DialFunc) *fasthttp.Clien
 // connSet keeps the send client's open connections, so that shutdown can
 // cut the sends in flight; after closeAll it refuses to dial.
 type connSet struct {
-	mu     sync.Mutex
-	open   map[*trackedConn]struct{}
-	closed bool
+	// timeouts is each destination address's connect timeout: its
+	// destination's timeout, as fasthttp's client gives when it dials
+	// itself (the longest where destinations share an address).
+	timeouts map[string]time.Duration
+	mu       sync.Mutex
+	open     map[*trackedConn]struct{}
+	closed   bool
 }
 
-// dial is fasthttp's default dial (TCP, resolved addresses cached), tracked.
+func newConnSet(dests []*Destination) *connSet {
+	s := &connSet{timeouts: map[string]time.Duration{}, open: map[*trackedConn]struct{}{}}
+	for _, d := range dests {
+		u, err := url.Parse(d.URL)
+		if err != nil {
+			continue // the config refuses such URLs
+		}
+		addr := fasthttp.AddMissingPort(strings.ToLower(u.Host), u.Scheme == "https")
+		s.timeouts[addr] = max(s.timeouts[addr], d.Timeout)
+	}
+	return s
+}
+
+// dial is fasthttp's own (TCP, resolved addresses cached), tracked.
 func (s *connSet) dial(addr string) (net.Conn, error) {
-	c, err := fasthttp.Dial(addr)
+	timeout := s.timeouts[addr]
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	c, err := fasthttp.DialTimeout(addr, timeout)
 	if err != nil {
 		return nil, err
 	}
