@@ -512,6 +512,7 @@ func (s *connSet) closeAll() {
 	}
 }
 
+// trackedConn is a send connection that leaves its set when closed.
 type trackedConn struct {
 	net.Conn
 	set *connSet
