@@ -211,9 +211,7 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		// in flight, and reading for each slot as it freed cost more than
 		// the sends (87 keys scanned per delivery at 64 slots).
 		if backlogged && free < max(1, dest.Concurrency/4) && now.Sub(at) < readWait {
-			if again := at.Add(readWait); earliest.IsZero() || again.Before(earliest) {
-				earliest = again
-			}
+			earliest = earlier(earliest, at.Add(readWait))
 			continue
 		}
 		work, next, err := d.store.DueDeliveries(dest.Name, now, free, skip)
@@ -228,9 +226,7 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 			delete(d.backlog, dest.Name) // new work wakes us when committed
 		}
 		d.mu.Unlock()
-		if !next.IsZero() && (earliest.IsZero() || next.Before(earliest)) {
-			earliest = next
-		}
+		earliest = earlier(earliest, next)
 		for _, w := range work {
 			d.mu.Lock()
 			d.inflight[w.Delivery.ID] = true
@@ -241,6 +237,14 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		}
 	}
 	return earliest
+}
+
+// earlier returns the earlier of a and b, a zero time meaning none.
+func earlier(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // queue returns dest's work queue, starting its senders on first use.

@@ -395,30 +395,12 @@ func (f *failingRecords) RecordAttempts(recs []app.AttemptRecord) []error {
 // against the destination.
 func TestDispatcher_RecordFails(t *testing.T) {
 	s := newSink(t, 200)
-	cfg, err := app.ParseConfig("test.toml", config(`["1h"]`, s.URL), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := storage.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	store := &failingRecords{Store: db}
+	store := &failingRecords{}
 	store.failing.Store(true)
-	recv := app.NewReceiver(cfg, db)
-	disp := app.NewDispatcher(cfg, store)
-	disp.StoreRetry = 300 * time.Millisecond
-	db.OnOpened(disp.Wake)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { disp.Run(ctx, context.Background()); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; disp.Wait() })
+	h := newHarnessOver(t, config(`["1h"]`, s.URL), func(db *storage.DB) app.Store { store.Store = db; return store })
+	h.disp.StoreRetry = 300 * time.Millisecond
 
-	in := signed(t, "github", "gh-secret", []byte(`{}`), "", "unrecorded-1", "push", time.Now())
-	if res, err := recv.Receive(context.Background(), "gh", in); err != nil || res.Outcome != app.Accepted {
-		t.Fatalf("Receive = %+v, %v", res, err)
-	}
+	h.send(t, "unrecorded-1", `{}`)
 	time.Sleep(1500 * time.Millisecond)
 	n := s.requests()
 	t.Logf("%d sends in 1.5s while attempts could not be recorded", n)
@@ -431,20 +413,9 @@ func TestDispatcher_RecordFails(t *testing.T) {
 
 	// The disk has room again: the next send is recorded as delivered.
 	store.failing.Store(false)
-	_, seq, _, _ := db.LookupID("gh", "unrecorded-1")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ds, err := db.EventDeliveries(seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ds) == 1 && ds[0].State == app.Delivered {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("deliveries = %+v, want delivered", ds)
-		}
-		time.Sleep(10 * time.Millisecond)
+	h.waitState(t, "unrecorded-1", 0, app.Delivered)
+	if ds := h.deliveries(t, "unrecorded-1"); len(ds) != 1 {
+		t.Fatalf("deliveries = %+v, want one", ds)
 	}
 }
 
@@ -469,32 +440,15 @@ func (s *slowRecords) RecordAttempts(recs []app.AttemptRecord) []error {
 // stored together, and Wait returns only once they are.
 func TestDispatcher_SendsGoOnWhileAttemptsAreRecorded(t *testing.T) {
 	s := newSink(t, 200)
-	toml := faultConfig(faultDest{name: "d", url: s.URL, timeout: "2s", retry: `["1h"]`, concurrency: 2})
-	cfg, err := app.ParseConfig("test.toml", toml, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := storage.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	store := &slowRecords{Store: db, release: make(chan struct{})}
+	store := &slowRecords{release: make(chan struct{})}
+	h := newHarnessOver(t, faultConfig(faultDest{name: "d", url: s.URL, timeout: "2s", retry: `["1h"]`, concurrency: 2}),
+		func(db *storage.DB) app.Store { store.Store = db; return store })
 	release := sync.OnceFunc(func() { close(store.release) })
-	recv := app.NewReceiver(cfg, db)
-	disp := app.NewDispatcher(cfg, store)
-	db.OnOpened(disp.Wake)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { disp.Run(ctx, context.Background()); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; release(); disp.Wait() }) // before db.Close
+	t.Cleanup(release) // before the harness stops
 
 	const events = 10
 	for i := range events {
-		in := signed(t, "github", "gh-secret", []byte(`{}`), "", fmt.Sprint("rec-", i), "push", time.Now())
-		if res, err := recv.Receive(context.Background(), "gh", in); err != nil || res.Outcome != app.Accepted {
-			t.Fatalf("Receive = %+v, %v", res, err)
-		}
+		h.send(t, fmt.Sprint("rec-", i), `{}`)
 	}
 	// With 2 slots and no attempt recorded yet, all 10 go out.
 	for range events {
@@ -504,10 +458,9 @@ func TestDispatcher_SendsGoOnWhileAttemptsAreRecorded(t *testing.T) {
 			t.Fatalf("%d of %d events sent while their attempts waited for the disk", s.requests(), events)
 		}
 	}
-	cancel()
-	<-done
+	h.stopRun()
 	waited := make(chan struct{})
-	go func() { disp.Wait(); close(waited) }()
+	go func() { h.disp.Wait(); close(waited) }()
 	select {
 	case <-waited:
 		t.Fatal("Wait returned before the attempts were recorded")
@@ -519,10 +472,9 @@ func TestDispatcher_SendsGoOnWhileAttemptsAreRecorded(t *testing.T) {
 		t.Fatalf("%d attempts in %d writes; want %d attempts sharing fewer writes", n, w, events)
 	}
 	for i := range events {
-		_, seq, _, _ := db.LookupID("gh", fmt.Sprint("rec-", i))
-		ds, err := db.EventDeliveries(seq)
-		if err != nil || len(ds) != 1 || ds[0].State != app.Delivered || ds[0].Attempts != 1 {
-			t.Fatalf("event %d: deliveries %+v, %v; want one delivered after one attempt", i, ds, err)
+		ds := h.deliveries(t, fmt.Sprint("rec-", i))
+		if len(ds) != 1 || ds[0].State != app.Delivered || ds[0].Attempts != 1 {
+			t.Fatalf("event %d: deliveries %+v; want one delivered after one attempt", i, ds)
 		}
 	}
 	if s.requests() != events {
@@ -544,53 +496,25 @@ func TestDispatcher_ShutdownCutsSendsInFlight(t *testing.T) {
 		}
 	}))
 	t.Cleanup(hang.Close)
-	toml := faultConfig(faultDest{name: "hang", url: hang.URL, timeout: "1h", retry: `["1h"]`})
-	cfg, err := app.ParseConfig("test.toml", toml, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	db, err := storage.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recv := app.NewReceiver(cfg, db)
-	disp := app.NewDispatcher(cfg, db)
-	db.OnOpened(disp.Wake)
-	ctx, cancel := context.WithCancel(context.Background())
-	sendCtx, cancelSends := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { disp.Run(ctx, sendCtx); close(done) }()
-	t.Cleanup(func() {
-		cancel()
-		cancelSends()
-		<-done
-		close(release)
-		disp.Wait()
-		db.Close()
-	})
+	h := newHarness(t, faultConfig(faultDest{name: "hang", url: hang.URL, timeout: "1h", retry: `["1h"]`}))
+	t.Cleanup(func() { close(release) }) // before the harness stops
 
-	in := signed(t, "github", "gh-secret", []byte(`{}`), "", "cut-1", "push", time.Now())
-	if res, err := recv.Receive(context.Background(), "gh", in); err != nil || res.Outcome != app.Accepted {
-		t.Fatalf("Receive = %+v, %v", res, err)
-	}
+	h.send(t, "cut-1", `{}`)
 	select {
 	case <-arrived:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the delivery was not sent")
 	}
-	cancel()
-	<-done
-	cancelSends() // as serve does when its shutdown grace is over
+	h.stopRun()
+	h.cancelSends() // as serve does when its shutdown grace is over
 	waited := make(chan struct{})
-	go func() { disp.Wait(); close(waited) }()
+	go func() { h.disp.Wait(); close(waited) }()
 	select {
 	case <-waited:
 	case <-time.After(20 * time.Second): // the destination's timeout is an hour
 		t.Fatal("Wait still waits for a send to a destination that does not answer")
 	}
-	_, seq, _, _ := db.LookupID("gh", "cut-1")
-	if ds, err := db.EventDeliveries(seq); err != nil || len(ds) != 1 || ds[0].State != app.Pending || ds[0].Attempts != 0 {
-		t.Fatalf("deliveries = %+v, %v; want one pending, no attempt recorded", ds, err)
+	if ds := h.deliveries(t, "cut-1"); len(ds) != 1 || ds[0].State != app.Pending || ds[0].Attempts != 0 {
+		t.Fatalf("deliveries = %+v; want one pending, no attempt recorded", ds)
 	}
 }

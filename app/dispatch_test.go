@@ -65,7 +65,10 @@ type harness struct {
 	db   *storage.DB
 	recv *app.Receiver
 	disp *app.Dispatcher
-	stop func() // idempotent through sync.OnceFunc
+	// stopRun ends the dispatcher's Run; cancelSends then cuts the sends
+	// still in flight, as serve does at the end of its shutdown grace.
+	stopRun, cancelSends func()
+	stop                 func() // Run ended, sends finished, file closed
 }
 
 func newHarness(t *testing.T, toml string) *harness {
@@ -76,6 +79,18 @@ func newHarness(t *testing.T, toml string) *harness {
 // newHarnessAt runs over the data in dir with the clock now.
 func newHarnessAt(t *testing.T, toml, dir string, now func() time.Time) *harness {
 	t.Helper()
+	return startHarness(t, toml, dir, now, nil)
+}
+
+// newHarnessOver runs its dispatcher over the store over makes of the
+// bbolt file: one that fails or stalls on purpose.
+func newHarnessOver(t *testing.T, toml string, over func(*storage.DB) app.Store) *harness {
+	t.Helper()
+	return startHarness(t, toml, t.TempDir(), time.Now, over)
+}
+
+func startHarness(t *testing.T, toml, dir string, now func() time.Time, over func(*storage.DB) app.Store) *harness {
+	t.Helper()
 	cfg, err := app.ParseConfig("test.toml", toml, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -84,14 +99,21 @@ func newHarnessAt(t *testing.T, toml, dir string, now func() time.Time) *harness
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{cfg: cfg, db: db, recv: app.NewReceiver(cfg, db), disp: app.NewDispatcher(cfg, db)}
+	var store app.Store = db
+	if over != nil {
+		store = over(db)
+	}
+	h := &harness{cfg: cfg, db: db, recv: app.NewReceiver(cfg, db), disp: app.NewDispatcher(cfg, store)}
 	h.db.OnOpened(h.disp.Wake)
 	h.recv.Now, h.disp.Now = now, now
 	h.disp.OnFired = func(route string, n int) { h.recv.RouteStats(route).Fired.Add(uint64(n)) }
 	ctx, cancel := context.WithCancel(context.Background())
+	sendCtx, cancelSends := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { h.disp.Run(ctx, context.Background()); close(done) }()
-	h.stop = sync.OnceFunc(func() { cancel(); <-done; h.disp.Wait(); db.Close() })
+	go func() { h.disp.Run(ctx, sendCtx); close(done) }()
+	h.stopRun = sync.OnceFunc(func() { cancel(); <-done })
+	h.cancelSends = cancelSends
+	h.stop = sync.OnceFunc(func() { h.stopRun(); h.disp.Wait(); cancelSends(); db.Close() })
 	t.Cleanup(func() { h.stop() })
 	return h
 }

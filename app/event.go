@@ -50,9 +50,6 @@ type Store interface {
 	// their events, skipping ids for which skip is true; next is the due time
 	// of the first pending delivery not returned (zero if none).
 	DueDeliveries(dest string, now time.Time, limit int, skip func(id uint64) bool) (work []Work, next time.Time, err error)
-	// RecordAttempt stores attempt a of delivery id and moves the delivery to
-	// state (due at due when Pending).
-	RecordAttempt(id uint64, a *Attempt, state DeliveryState, due time.Time) error
 	// RecordAttempts records several attempts in one write; errs[i] is
 	// recs[i]'s error, nil when it is stored. A stored record's Attempt.N
 	// is set.

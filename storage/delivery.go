@@ -192,7 +192,7 @@ func (d *DB) DueDeliveries(dest string, now time.Time, limit int, skip func(uint
 }
 
 // RecordAttempt stores attempt a of delivery id and moves the delivery to
-// state, due at due when pending.
+// state, due at due when pending: RecordAttempts for one record.
 func (d *DB) RecordAttempt(id uint64, a *app.Attempt, state app.DeliveryState, due time.Time) error {
 	return d.RecordAttempts([]app.AttemptRecord{{ID: id, Attempt: a, State: state, Due: due}})[0]
 }
