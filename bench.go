@@ -73,6 +73,14 @@ type benchResult struct {
 	// -compare, hookbox's dispatcher and the sink. Steadier than
 	// throughput on a noisy machine.
 	CPUPerReqUS float64 `json:"cpu_us_per_request"`
+	// The machine's CPU while measuring, from /proc/stat (Linux only):
+	// how busy all its CPUs were, and the CPU time they spent per request,
+	// the kernel's network, disk and journal work included, which the
+	// process's own figure misses. With the busy share it tells whether a
+	// run was bound by CPU (near 100%) or by waiting.
+	MachineCPUs        int     `json:"machine_cpus,omitempty"`
+	MachineBusyPct     float64 `json:"machine_busy_percent,omitempty"`
+	MachineCPUPerReqUS float64 `json:"machine_cpu_us_per_request,omitempty"`
 	// Delivery is filled by -compare: when events reached the local sink.
 	Delivered      int     `json:"delivered,omitempty"`
 	DeliveryP50MS  float64 `json:"delivery_p50_ms,omitempty"`
@@ -331,12 +339,14 @@ func loadRun(ctx context.Context, o benchOptions, url string, sg *signer) (bench
 	time.Sleep(o.warmup)
 	measure.Store(true)
 	start, cpu0 := time.Now(), processCPU()
+	mach0, machOK := readMachineCPU()
 	select {
 	case <-time.After(o.duration):
 	case <-ctx.Done():
 	}
 	cancel()
 	elapsed, cpu := time.Since(start), processCPU()-cpu0
+	mach1, _ := readMachineCPU()
 	wg.Wait()
 
 	var all []time.Duration
@@ -354,7 +364,74 @@ func loadRun(ctx context.Context, o benchOptions, url string, sg *signer) (bench
 	if len(all) > 0 {
 		res.CPUPerReqUS = float64(cpu.Microseconds()) / float64(len(all))
 	}
+	if busy, ok := mach1.busyShare(mach0); ok && machOK && len(all) > 0 {
+		res.MachineCPUs = mach1.cpus
+		res.MachineBusyPct = 100 * busy
+		res.MachineCPUPerReqUS = busy * float64(mach1.cpus) * float64(elapsed.Microseconds()) / float64(len(all))
+	}
 	return res, nil
+}
+
+// machineCPU is the first line of /proc/stat: CPU time of all the
+// machine's CPUs together, in clock ticks since boot.
+type machineCPU struct {
+	busy, total uint64
+	cpus        int
+}
+
+// readMachineCPU reads /proc/stat; ok is false where there is none.
+func readMachineCPU() (machineCPU, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineCPU{}, false
+	}
+	return parseProcStat(b)
+}
+
+// parseProcStat reads the aggregate "cpu" line (user nice system idle
+// iowait irq softirq steal ...) and counts the "cpuN" lines. Busy is user,
+// nice, system, irq and softirq; idle and iowait are idle (waiting on the
+// disk leaves the CPU free); steal, time the hypervisor gave to others,
+// counts in neither, so a crowded host does not read as a busy one. guest
+// time is already inside user.
+func parseProcStat(b []byte) (machineCPU, bool) {
+	var m machineCPU
+	found := false
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "cpu") {
+			continue
+		}
+		if f[0] != "cpu" {
+			m.cpus++
+			continue
+		}
+		if len(f) < 8 {
+			return machineCPU{}, false
+		}
+		var v [7]uint64
+		for i := range v {
+			n, err := strconv.ParseUint(f[1+i], 10, 64)
+			if err != nil {
+				return machineCPU{}, false
+			}
+			v[i] = n
+		}
+		user, nice, system, idle, iowait, irq, softirq := v[0], v[1], v[2], v[3], v[4], v[5], v[6]
+		m.busy = user + nice + system + irq + softirq
+		m.total = m.busy + idle + iowait
+		found = true
+	}
+	return m, found && m.cpus > 0
+}
+
+// busyShare is the share of the machine's CPU time that was busy between
+// an earlier reading and m.
+func (m machineCPU) busyShare(earlier machineCPU) (float64, bool) {
+	if m.total <= earlier.total || m.busy < earlier.busy {
+		return 0, false
+	}
+	return float64(m.busy-earlier.busy) / float64(m.total-earlier.total), true
 }
 
 // processCPU is the user and system CPU time this process has used.
@@ -400,6 +477,10 @@ func printResult(w io.Writer, r benchResult) {
 	}
 	fmt.Fprintf(w, "%s\n  %s, %d-byte bodies, %.0f%% duplicate ids\n", r.Target, mode, r.BodyBytes, 100*r.DupShare)
 	fmt.Fprintf(w, "  %d requests in %.1fs: %.0f requests/s; this process used %.0f µs of CPU per request\n", r.Requests, r.Seconds, r.Throughput, r.CPUPerReqUS)
+	if r.MachineCPUs > 0 {
+		fmt.Fprintf(w, "  the machine's %d CPUs were %.0f%% busy: %.0f µs of machine CPU per request (the kernel's network and disk work included)\n",
+			r.MachineCPUs, r.MachineBusyPct, r.MachineCPUPerReqUS)
+	}
 	fmt.Fprintf(w, "  latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n", r.P50MS, r.P90MS, r.P99MS, r.MaxMS)
 	var codes []string
 	for code, n := range r.Status {
@@ -611,6 +692,13 @@ to = ["sink"]
 	printResult(stdout, durable)
 	fmt.Fprintf(stdout, "ratio: hookbox answers %.1f%% of the verify-only ceiling (%.0f / %.0f requests/s); p99 %.2f ms vs %.2f ms\n",
 		100*durable.Throughput/ceiling.Throughput, durable.Throughput, ceiling.Throughput, durable.P99MS, ceiling.P99MS)
+	if durable.MachineCPUPerReqUS > 0 && ceiling.Throughput > 0 {
+		// What hookbox's cost per request would allow with every CPU busy:
+		// the most any tuning of its waiting could give at that cost.
+		full := float64(durable.MachineCPUs) * 1e6 / durable.MachineCPUPerReqUS
+		fmt.Fprintf(stdout, "at %.0f µs of machine CPU per request, all %d CPUs busy would answer about %.0f requests/s: %.1f%% of this ceiling\n",
+			durable.MachineCPUPerReqUS, durable.MachineCPUs, full, 100*full/ceiling.Throughput)
+	}
 	return []benchResult{ceiling, durable}, nil
 }
 

@@ -39,6 +39,9 @@ func TestBench_Compare(t *testing.T) {
 				t.Fatalf("%d results, want the ceiling and hookbox", len(rs))
 			}
 			for _, r := range rs {
+				if _, err := os.Stat("/proc/stat"); err == nil && (r.MachineCPUs == 0 || r.MachineBusyPct <= 0 || r.MachineBusyPct > 100 || r.MachineCPUPerReqUS <= 0) {
+					t.Errorf("%s: machine CPU %d CPUs, %.1f%% busy, %.1f µs per request", r.Target, r.MachineCPUs, r.MachineBusyPct, r.MachineCPUPerReqUS)
+				}
 				if r.Requests == 0 || r.Status["200"] != r.Requests || r.Errors != 0 || r.Throughput <= 0 || r.P99MS <= 0 {
 					t.Errorf("%s: %d requests, status %v, %d errors, %.0f/s, p99 %.2f ms", r.Target, r.Requests, r.Status, r.Errors, r.Throughput, r.P99MS)
 				}
@@ -67,6 +70,30 @@ func TestBench_SinkFields(t *testing.T) {
 	for _, bad := range []string{``, `{}`, `{"id":"x"}`, `{"id":"x","sent_ns":zz,`, `{"id":"x`} {
 		if _, _, ok := sinkFields([]byte(bad)); ok {
 			t.Errorf("sinkFields(%q) ok", bad)
+		}
+	}
+}
+
+// The machine's CPU comes from /proc/stat's aggregate line: idle and
+// iowait are idle, steal is neither, and each cpuN line is one CPU.
+func TestBench_ProcStat(t *testing.T) {
+	const before = "cpu  100 5 50 1000 40 3 7 20 0 0\ncpu0 50 2 25 500 20 1 3 10 0 0\ncpu1 50 3 25 500 20 2 4 10 0 0\nintr 12345\nctxt 999\n"
+	const after = "cpu  250 5 100 1100 60 5 15 120 0 0\ncpu0 125 2 50 550 30 2 7 60 0 0\ncpu1 125 3 50 550 30 3 8 60 0 0\nintr 23456\n"
+	m0, ok0 := parseProcStat([]byte(before))
+	m1, ok1 := parseProcStat([]byte(after))
+	if !ok0 || !ok1 || m0.cpus != 2 || m0.busy != 165 || m0.total != 1205 {
+		t.Fatalf("parsed %+v %v, %+v %v", m0, ok0, m1, ok1)
+	}
+	// busy 165 → 375 (+210), idle+iowait 1040 → 1160 (+120), steal apart.
+	if share, ok := m1.busyShare(m0); !ok || share != 210.0/330.0 {
+		t.Errorf("busy share %v %v, want %v", share, ok, 210.0/330.0)
+	}
+	if _, ok := m0.busyShare(m1); ok {
+		t.Error("a later reading taken as earlier gave a share")
+	}
+	for _, bad := range []string{"", "intr 1\n", "cpu  1 2 3\ncpu0 1 2 3\n", "cpu  1 2 x 4 5 6 7 8\ncpu0 1 2 3 4 5 6 7 8\n", "cpu  1 2 3 4 5 6 7 8\n"} {
+		if m, ok := parseProcStat([]byte(bad)); ok {
+			t.Errorf("parseProcStat(%q) = %+v, ok", bad, m)
 		}
 	}
 }
