@@ -372,8 +372,9 @@ func loadRun(ctx context.Context, o benchOptions, url string, sg *signer) (bench
 	return res, nil
 }
 
-// machineCPU is the first line of /proc/stat: CPU time of all the
-// machine's CPUs together, in clock ticks since boot.
+// machineCPU is read from /proc/stat: the busy and total CPU time of all
+// the machine's CPUs together (its "cpu" line, in clock ticks since boot)
+// and how many CPUs it has (its "cpuN" lines).
 type machineCPU struct {
 	busy, total uint64
 	cpus        int

@@ -121,11 +121,39 @@ func startHarness(t *testing.T, toml, dir string, now func() time.Time, over fun
 // send receives a GitHub-signed event with delivery id id for source gh.
 func (h *harness) send(t testing.TB, id string, body string) {
 	t.Helper()
+	if err := h.accept(t, id, body); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// accept is send for other goroutines than the test's: it returns what
+// went wrong.
+func (h *harness) accept(t testing.TB, id string, body string) error {
 	in := signed(t, "github", "gh-secret", []byte(body), "", id, "push", h.recv.Now())
 	res, err := h.recv.Receive(context.Background(), "gh", in)
 	if err != nil || res.Outcome != app.Accepted {
-		t.Fatalf("Receive = %+v, %v", res, err)
+		return fmt.Errorf("Receive(%s) = %+v, %v", id, res, err)
 	}
+	return nil
+}
+
+// inParallel calls f(1) … f(n) from workers goroutines, each taking the
+// next i until none is left; a goroutine stops at its first error, which
+// fails tb.
+func inParallel(tb testing.TB, workers, n int, f func(i int) error) {
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)); i <= n; i = int(next.Add(1)) {
+				if err := f(i); err != nil {
+					tb.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // deliveries returns the deliveries of the event accepted as id.
@@ -380,26 +408,10 @@ func BenchmarkDispatch(b *testing.B) {
 	// Fill the outbox first, then time the drain.
 	recv := app.NewReceiver(cfg, db)
 	body := []byte(fmt.Sprintf(`{"pad": %q}`, strings.Repeat("x", 2000)))
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > int64(b.N) {
-					return
-				}
-				in := signed(b, "github", "gh-secret", body, "", fmt.Sprint("b-", i), "push", time.Now())
-				if _, err := recv.Receive(context.Background(), "gh", in); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	inParallel(b, 64, b.N, func(i int) error {
+		_, err := recv.Receive(context.Background(), "gh", signed(b, "github", "gh-secret", body, "", fmt.Sprint("b-", i), "push", time.Now()))
+		return err
+	})
 	disp := app.NewDispatcher(cfg, db)
 	ctx, cancel := context.WithCancel(context.Background())
 	b.ResetTimer()
@@ -428,18 +440,7 @@ func TestDispatcher_NoRepeatWithoutFailures(t *testing.T) {
 	toml := strings.Replace(config(`["1s"]`, dest.URL), "timeout = \"2s\"", "timeout = \"2s\"\nconcurrency = 64", 1)
 	h := newHarness(t, toml)
 	const n = 6000
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1); i <= n; i = next.Add(1) {
-				h.send(t, fmt.Sprint("once-", i), `{"n": 1}`)
-			}
-		}()
-	}
-	wg.Wait()
+	inParallel(t, 32, n, func(i int) error { return h.accept(t, fmt.Sprint("once-", i), `{"n": 1}`) })
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		mu.Lock()
 		got := len(seen)

@@ -182,28 +182,28 @@ func TestOpen_Locked(t *testing.T) {
 	}
 }
 
-// acceptMany accepts n distinct ids for source, expiring at exp, from 64
-// goroutines so that group commit keeps it quick.
+// acceptMany accepts n distinct ids for source, expiring at exp.
 func acceptMany(tb testing.TB, db *storage.DB, source string, n int, exp time.Time) {
-	tb.Helper()
+	inParallel(tb, n, func(i int) error {
+		_, err := db.Accept(context.Background(), newEvent(source, fmt.Sprintf("evt_%d", i), t0), exp, nil)
+		return err
+	})
+}
+
+// inParallel calls f(1) … f(n) from 64 goroutines, so that group commit
+// keeps a fill quick; a goroutine stops at its first error, which fails tb.
+func inParallel(tb testing.TB, n int, f func(i int) error) {
 	var wg sync.WaitGroup
-	next := atomic.Int64{}
+	var next atomic.Int64
 	for range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > int64(n) {
-					return
-				}
-				e := newEvent(source, fmt.Sprintf("evt_%d", i), t0)
-				if _, err := db.Accept(context.Background(), e, exp, nil); err != nil {
+		wg.Go(func() {
+			for i := int(next.Add(1)); i <= n; i = int(next.Add(1)) {
+				if err := f(i); err != nil {
 					tb.Error(err)
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }

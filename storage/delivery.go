@@ -219,13 +219,13 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 			if err := unindex(tx, dl); err != nil {
 				return err
 			}
+			a := r.Attempt
 			dl.Attempts++
 			dl.Tries++
-			r.Attempt.N = dl.Attempts
+			a.N = dl.Attempts
 			if err := tx.Bucket(bucketAttempts).Put(attemptKey(r.ID, dl.Attempts), encoded[i]); err != nil {
 				return err
 			}
-			a := r.Attempt
 			dl.State, dl.Due, dl.Updated = r.State, r.Due, a.Start.Add(a.Duration)
 			dl.LastStatus, dl.LastError = a.Status, a.Error
 			if err := putDelivery(tx, dl); err != nil {

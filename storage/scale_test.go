@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,28 +36,13 @@ func TestScale_MillionIDs(t *testing.T) {
 	}
 	expires := t0.Add(time.Hour)
 	fillStart := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > int64(n) {
-					return
-				}
-				e := &app.Event{Source: "shop", ID: randomID(uint64(i)), Topic: "orders/create", ReceivedAt: t0, Body: body,
-					Header: []app.HeaderField{{Name: "Content-Type", Value: "application/json"}, {Name: "X-Shopify-Topic", Value: "orders/create"}}}
-				// Expiry follows arrival, as in serve (received + retention).
-				if _, err := db.Accept(context.Background(), e, expires.Add(time.Duration(i)*time.Microsecond), nil); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	inParallel(t, n, func(i int) error {
+		e := &app.Event{Source: "shop", ID: randomID(uint64(i)), Topic: "orders/create", ReceivedAt: t0, Body: body,
+			Header: []app.HeaderField{{Name: "Content-Type", Value: "application/json"}, {Name: "X-Shopify-Topic", Value: "orders/create"}}}
+		// Expiry follows arrival, as in serve (received + retention).
+		_, err := db.Accept(context.Background(), e, expires.Add(time.Duration(i)*time.Microsecond), nil)
+		return err
+	})
 	t.Logf("filled %d events (512-byte bodies) in %v", n, time.Since(fillStart).Round(time.Second))
 	db.Close()
 	fi, _ := os.Stat(dir + "/" + storage.FileName)
