@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -112,4 +113,25 @@ func benchSource(t *testing.T) *app.Source {
 		t.Fatal(err)
 	}
 	return c.Sources[0]
+}
+
+// pickPort gives ports below the kernel's ephemeral range, where no
+// outgoing connection or port-0 listener can take them before the server
+// binds them, and each one can be bound.
+func TestBench_PickPort(t *testing.T) {
+	top := ephemeralLow()
+	for range 50 {
+		port, err := pickPort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if top > 10000 && (port < 10000 || port >= top) {
+			t.Fatalf("port %d is not in [10000, %d)", port, top)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			t.Fatalf("port %d: %v", port, err)
+		}
+		ln.Close()
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,16 +15,15 @@ import (
 	"hookbox/storage"
 )
 
-// freePort returns a port that was free a moment ago on 127.0.0.1, so that
-// a config can name both listen and public_url before the server starts.
+// freePort is bench's pickPort for tests: a free port on 127.0.0.1, below
+// the kernel's ephemeral range, that a config can name before the server
+// starts.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := pickPort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	return port
 }
 

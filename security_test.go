@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,15 +19,10 @@ import (
 	"hookbox/storage"
 )
 
-// closedPort returns a local address nothing listens on.
+// closedPort returns a local address nothing listens on; its port is
+// outside the range the kernel hands to other tests' listeners on port 0.
 func closedPort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return "127.0.0.1:" + strconv.Itoa(freePort(t))
 }
 
 // Secret values a run of hookbox knows. The destination secret's key is
