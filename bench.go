@@ -820,20 +820,13 @@ func pickPort() (int, error) {
 // connections and to listeners on port 0; 32768, Linux's default, when the
 // kernel does not say.
 func ephemeralLow() int {
-	const linuxDefault = 32768
-	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return linuxDefault
+	var low int
+	if raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if _, err := fmt.Sscan(string(raw), &low); err == nil {
+			return low
+		}
 	}
-	fields := strings.Fields(string(raw))
-	if len(fields) == 0 {
-		return linuxDefault
-	}
-	low, err := strconv.Atoi(fields[0])
-	if err != nil {
-		return linuxDefault
-	}
-	return low
+	return 32768
 }
 
 // benchSink is the local destination of -compare: it answers 200 and
