@@ -1,0 +1,44 @@
+package postgres_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"hookbox/storage"
+	"hookbox/storage/postgres"
+	"hookbox/storage/postgres/pgtest"
+	"hookbox/storage/storetest"
+)
+
+// MustOpen opens a store on a fresh schema and closes it when tb ends.
+func MustOpen(tb testing.TB, opt postgres.Options) *postgres.DB {
+	tb.Helper()
+	return mustOpenURL(tb, pgtest.URL(tb), opt)
+}
+
+func mustOpenURL(tb testing.TB, url string, opt postgres.Options) *postgres.DB {
+	tb.Helper()
+	if opt.Logger == nil {
+		opt.Logger = quietLogger
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := postgres.Open(ctx, url, opt)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// quietLogger logs warnings and errors only, so test output stays readable.
+var quietLogger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+// The PostgreSQL store passes the conformance suite both stores share.
+func TestDB_Conformance(t *testing.T) {
+	pgtest.BaseURL(t)
+	storetest.Run(t, func(t *testing.T) storage.Store { return MustOpen(t, postgres.Options{}) })
+}

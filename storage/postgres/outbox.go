@@ -1,0 +1,341 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"hookbox/app"
+)
+
+// deliveryCols are the columns scanDelivery reads, in order.
+const deliveryCols = "d.id, d.event_seq, d.destination, d.state, d.attempts, d.tries, d.due, d.created, d.updated, d.last_status, d.last_error"
+
+// eventCols are the columns scanEvent reads, in order.
+const eventCols = "e.seq, e.source, e.id, e.topic, e.received_at, e.headers, e.body"
+
+type scanner interface{ Scan(dest ...any) error }
+
+// deliveryDest returns the scan targets of deliveryCols for dl.
+func deliveryDest(dl *app.Delivery, id, seq *int64, state *int16) []any {
+	return []any{id, seq, &dl.Destination, state, &dl.Attempts, &dl.Tries, &dl.Due, &dl.Created, &dl.Updated, &dl.LastStatus, &dl.LastError}
+}
+
+func scanDelivery(r scanner) (*app.Delivery, error) {
+	dl := &app.Delivery{}
+	var id, seq int64
+	var state int16
+	if err := r.Scan(deliveryDest(dl, &id, &seq, &state)...); err != nil {
+		return nil, err
+	}
+	dl.ID, dl.EventSeq, dl.State = uint64(id), uint64(seq), app.DeliveryState(state)
+	return dl, nil
+}
+
+// eventDest returns the scan targets of eventCols; finish completes e.
+func eventDest(e *app.Event) (dest []any, finish func() error) {
+	var seq int64
+	var id, topic, headers []byte
+	return []any{&seq, &e.Source, &id, &topic, &e.ReceivedAt, &headers, &e.Body}, func() error {
+		e.Seq, e.ID, e.Topic = uint64(seq), string(id), string(topic)
+		if e.Body == nil {
+			e.Body = []byte{}
+		}
+		h, err := decodeHeaders(headers)
+		e.Header = h
+		return err
+	}
+}
+
+// DueDeliveries leases up to limit deliveries to dest due at or before
+// now, oldest first, with their events, skipping those for which skip is
+// true (in flight). A leased delivery is this node's until now + Lease or
+// until its attempt is recorded: no other node gets it meanwhile (FOR
+// UPDATE SKIP LOCKED, then run_at moved to the lease's end), and if this
+// node dies it is due again when the lease ends. next is the earliest
+// run_at of the pending deliveries not returned (a due time, or the end
+// of another node's lease), zero when there is none.
+//
+// The lease is committed without waiting for its flush (synchronous_commit
+// off for this transaction only): a lease lost to a crash of the server
+// only makes the delivery due again at once. Every write that backs an
+// answer or an attempt's record waits for the flush.
+func (d *DB) DueDeliveries(dest string, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	err = pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		work, next = nil, time.Time{}
+		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT id FROM hookbox_deliveries WHERE destination = $1 AND state = 1 AND run_at <= $2
+			ORDER BY run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED`, dest, now, limit)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		var claim, passed []int64
+		for _, id := range ids {
+			if skip(uint64(id)) {
+				passed = append(passed, id)
+			} else {
+				claim = append(claim, id)
+			}
+		}
+		if len(claim) > 0 {
+			rows, err := tx.Query(ctx, `UPDATE hookbox_deliveries d SET run_at = $2, leased_by = $3 FROM hookbox_events e
+				WHERE d.id = ANY($1) AND e.seq = d.event_seq RETURNING `+deliveryCols+", "+eventCols,
+				claim, now.Add(d.opt.Lease), d.node)
+			if err != nil {
+				return err
+			}
+			work, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (app.Work, error) {
+				dl, e := &app.Delivery{}, &app.Event{}
+				var id, seq int64
+				var state int16
+				edest, finish := eventDest(e)
+				if err := r.Scan(append(deliveryDest(dl, &id, &seq, &state), edest...)...); err != nil {
+					return app.Work{}, err
+				}
+				dl.ID, dl.EventSeq, dl.State = uint64(id), uint64(seq), app.DeliveryState(state)
+				return app.Work{Delivery: dl, Event: e}, finish()
+			})
+			if err != nil {
+				return err
+			}
+			// In the order they were due (RETURNING keeps none).
+			slices.SortFunc(work, func(a, b app.Work) int {
+				return slices.Index(claim, int64(a.Delivery.ID)) - slices.Index(claim, int64(b.Delivery.ID))
+			})
+		}
+		var at *time.Time
+		err = tx.QueryRow(ctx, `SELECT run_at FROM hookbox_deliveries WHERE destination = $1 AND state = 1 AND NOT (id = ANY($2))
+			ORDER BY run_at, id LIMIT 1`, dest, append(append([]int64{}, claim...), passed...)).Scan(&at)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		case at != nil:
+			next = *at
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("read the outbox of %s: %w", dest, err)
+	}
+	return work, next, nil
+}
+
+// recordSQL stores a round of attempts (one per delivery) and moves each
+// delivery on, ending this node's lease; it returns (id, attempt number)
+// per delivery that exists.
+const recordSQL = `
+WITH r AS (
+	SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::timestamptz[], $4::timestamptz[], $5::bigint[], $6::int[], $7::text[], $8::bytea[])
+		AS r(id, state, due, started, duration_ns, status, error, response)
+), u AS (
+	UPDATE hookbox_deliveries d SET attempts = d.attempts + 1, tries = d.tries + 1, state = r.state, due = r.due,
+		run_at = CASE WHEN r.state = 1 THEN r.due END, leased_by = NULL,
+		updated = r.started + r.duration_ns / 1000 * interval '1 microsecond', last_status = r.status, last_error = r.error
+	FROM r WHERE d.id = r.id
+	RETURNING d.id, d.attempts
+), a AS (
+	INSERT INTO hookbox_attempts (delivery_id, n, started, duration_ns, status, error, response)
+	SELECT r.id, u.attempts, r.started, r.duration_ns, r.status, r.error, r.response FROM r JOIN u USING (id)
+)
+SELECT id, attempts FROM u`
+
+// RecordAttempts stores each record's attempt and moves its delivery on,
+// in one transaction: the dispatcher hands over what its senders finished
+// while the last write committed. A record whose delivery is gone fails
+// alone (app.ErrNotFound); a failed commit fails them all.
+func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
+	errs := make([]error, len(recs))
+	if err := d.begin(); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	defer d.inflight.Done()
+	ctx, cancel := opCtx()
+	defer cancel()
+	// A delivery recorded twice in one batch takes two rounds.
+	var rounds [][]int
+	seen := map[uint64]int{}
+	for i, r := range recs {
+		n := seen[r.ID]
+		seen[r.ID] = n + 1
+		if n == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[n] = append(rounds[n], i)
+	}
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		for _, round := range rounds {
+			var (
+				ids, durs         []int64
+				states            []int16
+				dues, starts      []time.Time
+				statuses          []int32
+				texts             []string
+				responses         [][]byte
+				byID              = map[int64]int{}
+			)
+			for _, i := range round {
+				r := recs[i]
+				a := r.Attempt
+				ids = append(ids, int64(r.ID))
+				states = append(states, int16(r.State))
+				dues = append(dues, r.Due)
+				starts = append(starts, a.Start)
+				durs = append(durs, int64(a.Duration))
+				statuses = append(statuses, int32(a.Status))
+				texts = append(texts, a.Error)
+				responses = append(responses, nonNil(a.Response))
+				byID[int64(r.ID)] = i
+				errs[i] = fmt.Errorf("delivery %d: %w", r.ID, app.ErrNotFound)
+			}
+			rows, err := tx.Query(ctx, recordSQL, ids, states, dues, starts, durs, statuses, texts, responses)
+			if err != nil {
+				return err
+			}
+			var id int64
+			var n int
+			if _, err := pgx.ForEachRow(rows, []any{&id, &n}, func() error {
+				i := byID[id]
+				errs[i] = nil
+				recs[i].Attempt.N = n
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		for i := range errs {
+			errs[i] = fmt.Errorf("record attempts: %w", err)
+		}
+	}
+	return errs
+}
+
+// Replay makes delivery id pending again, due at now, keeping its history.
+// It works on dead and on delivered deliveries; a pending one is left as is.
+func (d *DB) Replay(id uint64, now time.Time) error {
+	n, exists, err := d.replay(`WHERE id = $4 AND state <> 1`, `EXISTS (SELECT 1 FROM hookbox_deliveries WHERE id = $4)`, now, int64(id))
+	switch {
+	case err != nil:
+		return fmt.Errorf("replay %d: %w", id, err)
+	case n == 0 && !exists:
+		return app.ErrNotFound
+	}
+	return nil
+}
+
+// ReplayDead makes every dead delivery pending again, due at now, and
+// reports how many.
+func (d *DB) ReplayDead(now time.Time) (int, error) {
+	n, _, err := d.replay(`WHERE state = 3`, `true`, now)
+	if err != nil {
+		return 0, fmt.Errorf("replay dead deliveries: %w", err)
+	}
+	return n, nil
+}
+
+// replay makes the deliveries that where selects pending again, due at
+// now ($1), and tells the other nodes; it reports how many, and the value
+// of the expression exists. where and exists may use $4 onwards (args).
+func (d *DB) replay(where, exists string, now time.Time, args ...any) (int, bool, error) {
+	if err := d.begin(); err != nil {
+		return 0, false, err
+	}
+	defer d.inflight.Done()
+	ctx, cancel := opCtx()
+	defer cancel()
+	var n, notified int
+	var ok bool
+	err := d.pool.QueryRow(ctx, `WITH u AS (
+	UPDATE hookbox_deliveries SET state = 1, due = $1, run_at = $1, updated = $1, tries = 0, leased_by = NULL `+where+` RETURNING id
+), n AS (
+	SELECT pg_notify($2, $3) FROM (SELECT 1 FROM u LIMIT 1) o
+) SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM n), `+exists,
+		append([]any{now, d.channel, d.node}, args...)...).Scan(&n, &notified, &ok)
+	return n, ok, err
+}
+
+// Delivery returns delivery id and its attempts, oldest first.
+func (d *DB) Delivery(id uint64) (*app.Delivery, []*app.Attempt, error) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	dl, err := scanDelivery(d.pool.QueryRow(ctx, "SELECT "+deliveryCols+" FROM hookbox_deliveries d WHERE d.id = $1", int64(id)))
+	if err != nil {
+		return nil, nil, appErr(err)
+	}
+	rows, err := d.pool.Query(ctx, "SELECT n, started, duration_ns, status, error, response FROM hookbox_attempts WHERE delivery_id = $1 ORDER BY n", int64(id))
+	if err != nil {
+		return nil, nil, err
+	}
+	attempts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*app.Attempt, error) {
+		a := &app.Attempt{}
+		var dur int64
+		err := r.Scan(&a.N, &a.Start, &dur, &a.Status, &a.Error, &a.Response)
+		a.Duration = time.Duration(dur)
+		return a, err
+	})
+	return dl, attempts, err
+}
+
+// deliveries runs a query of deliveryCols.
+func (d *DB) deliveries(ctx context.Context, sql string, args ...any) ([]*app.Delivery, error) {
+	rows, err := d.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*app.Delivery, error) { return scanDelivery(r) })
+}
+
+// EventDeliveries returns the deliveries of event seq.
+func (d *DB) EventDeliveries(seq uint64) ([]*app.Delivery, error) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	return d.deliveries(ctx, "SELECT "+deliveryCols+" FROM hookbox_deliveries d WHERE d.event_seq = $1 ORDER BY d.id", int64(seq))
+}
+
+// DeadLetters returns up to limit dead deliveries with ids above after,
+// in id order, and the total number of dead deliveries.
+func (d *DB) DeadLetters(after uint64, limit int) ([]*app.Delivery, int, error) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	out, err := d.deliveries(ctx, "SELECT "+deliveryCols+" FROM hookbox_deliveries d WHERE d.state = 3 AND d.id > $1 ORDER BY d.id LIMIT $2", int64(after), limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	total, err := d.CountDead()
+	return out, total, err
+}
+
+// CountDead returns the number of dead deliveries in the cluster.
+func (d *DB) CountDead() (int, error) {
+	return d.count("SELECT count(*) FROM hookbox_deliveries WHERE state = 3")
+}
+
+// CountPending returns the number of pending deliveries in the cluster,
+// debounced ones included.
+func (d *DB) CountPending() (int, error) {
+	return d.count("SELECT (SELECT count(*) FROM hookbox_deliveries WHERE state = 1) + (SELECT count(*) FROM hookbox_debounce WHERE due IS NOT NULL)")
+}
+
+// Backlog returns how many deliveries to dest are pending, counting at
+// most limit.
+func (d *DB) Backlog(dest string, limit int) (int, error) {
+	return d.count("SELECT count(*) FROM (SELECT 1 FROM hookbox_deliveries WHERE destination = $1 AND state = 1 LIMIT $2) b", dest, limit)
+}
