@@ -168,14 +168,14 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 		debounce = debounce || w.plan != nil && len(w.plan.Debounce) > 0
 	}
 	var (
-		is                  []int32
-		sources             []string
-		ids, topics, hdrs   [][]byte
-		bodies              [][]byte
-		received, expires   []time.Time
-		opens               []bool
-		dlIndex             []int32
-		dlDest              []string
+		is                []int32
+		sources           []string
+		ids, topics, hdrs [][]byte
+		bodies            [][]byte
+		received, expires []time.Time
+		opens             []bool
+		dlIndex           []int32
+		dlDest            []string
 	)
 	for i, w := range todo {
 		e := w.e

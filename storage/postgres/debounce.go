@@ -104,7 +104,7 @@ func prune(times []time.Time, w time.Duration, now time.Time) []time.Time {
 // those whose event is still stored, frees their keys (a key without a
 // rate-limit window goes; a deferred send takes its slot in the window),
 // and notifies the other nodes. It returns (route, fired) per route, and
-// ('', -1) when it notified. Rows another node is firing are skipped.
+// (”, -1) when it notified. Rows another node is firing are skipped.
 const fireSQL = `
 WITH f AS MATERIALIZED (
 	SELECT route, key, event_seq, deferred, merged, dests, window_ns

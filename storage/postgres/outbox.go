@@ -181,13 +181,13 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 		for _, round := range rounds {
 			var (
-				ids, durs         []int64
-				states            []int16
-				dues, starts      []time.Time
-				statuses          []int32
-				texts             []string
-				responses         [][]byte
-				byID              = map[int64]int{}
+				ids, durs    []int64
+				states       []int16
+				dues, starts []time.Time
+				statuses     []int32
+				texts        []string
+				responses    [][]byte
+				byID         = map[int64]int{}
 			)
 			for _, i := range round {
 				r := recs[i]
