@@ -43,6 +43,9 @@ const (
 	defaultCommitters = 2
 )
 
+// testTracer, set by tests, sees every query the store sends.
+var testTracer pgx.QueryTracer
+
 // opTimeout bounds one store operation that has no context of its own, so
 // that a database that stopped answering fails a request instead of
 // holding it forever.
@@ -84,6 +87,7 @@ type DB struct {
 	done     sync.WaitGroup // committers and listener
 
 	onOpened atomic.Pointer[func()]
+	deaf     atomic.Bool // tests: notifications are not heard (the poll alone wakes)
 	leader   atomic.Bool
 	commits  atomic.Uint64
 	writes   atomic.Uint64
@@ -119,6 +123,7 @@ func Open(ctx context.Context, rawURL string, opt Options) (*DB, error) {
 	if opt.Node == "" {
 		opt.Node = nodeName()
 	}
+	cfg.ConnConfig.Tracer = testTracer
 	var warnOnce sync.Once
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		return durableCommits(ctx, c, func() {
@@ -353,7 +358,7 @@ func (d *DB) listenOn(ctx context.Context) error {
 		cancel()
 		switch {
 		case err == nil:
-			if n.Payload != d.node { // our own commits woke us already
+			if n.Payload != d.node && !d.deaf.Load() { // our own commits woke us already
 				d.wake()
 			}
 		case ctx.Err() != nil:

@@ -181,9 +181,8 @@ func (d *DB) nextPending(ctx context.Context) (time.Time, error) {
 func (d *DB) PruneWindows(now time.Time, limit int) (int, error) {
 	ctx, cancel := opCtx()
 	defer cancel()
-	tag, err := d.pool.Exec(ctx, `WITH p AS (
-	SELECT route, key FROM hookbox_debounce WHERE due IS NULL AND free_at <= $1 ORDER BY free_at LIMIT $2 FOR UPDATE SKIP LOCKED
-) DELETE FROM hookbox_debounce k USING p WHERE k.route = p.route AND k.key = p.key`, now, limit)
+	tag, err := d.pool.Exec(ctx, `DELETE FROM hookbox_debounce WHERE ctid = ANY(ARRAY(
+	SELECT ctid FROM hookbox_debounce WHERE due IS NULL AND free_at <= $1 ORDER BY free_at LIMIT $2 FOR UPDATE SKIP LOCKED))`, now, limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune rate-limit windows: %w", err)
 	}

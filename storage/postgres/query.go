@@ -169,7 +169,7 @@ func (d *DB) findByID(ctx context.Context, q app.EventQuery) ([]app.EventSummary
 	(SELECT source FROM hookbox_event_ids ORDER BY source LIMIT 1)
 	UNION ALL
 	SELECT (SELECT x.source FROM hookbox_event_ids x WHERE x.source > s.source ORDER BY x.source LIMIT 1) FROM s WHERE s.source IS NOT NULL
-) SELECT x.seq FROM s JOIN hookbox_event_ids x ON x.source = s.source AND x.id = $1`, []byte(q.ID))
+) SELECT x.seq FROM s, LATERAL (SELECT x.seq FROM hookbox_event_ids x WHERE x.source = s.source AND x.id = $1 LIMIT 1) x`, []byte(q.ID))
 	}
 	if err != nil {
 		return nil, 0, err
@@ -272,14 +272,18 @@ func (d *DB) DeleteEventsBefore(t time.Time, limit int) (int, error) {
 	SELECT seq FROM hookbox_events e WHERE received_at < $1
 		AND NOT EXISTS (SELECT 1 FROM hookbox_deliveries d WHERE d.event_seq = e.seq AND d.state <> 2)
 	ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED
+), seqs AS MATERIALIZED (
+	SELECT ARRAY(SELECT seq FROM v) AS a
 ), dd AS (
-	DELETE FROM hookbox_deliveries d USING v WHERE d.event_seq = v.seq RETURNING d.id
+	DELETE FROM hookbox_deliveries d WHERE d.event_seq = ANY((SELECT a FROM seqs)::bigint[]) RETURNING d.id
 ), da AS (
-	DELETE FROM hookbox_attempts a USING dd WHERE a.delivery_id = dd.id
-), dm AS (
-	DELETE FROM hookbox_merged m USING v WHERE m.fired_seq = v.seq OR m.merged_seq = v.seq
+	DELETE FROM hookbox_attempts a WHERE a.delivery_id = ANY(ARRAY(SELECT id FROM dd))
+), dmf AS (
+	DELETE FROM hookbox_merged WHERE fired_seq = ANY((SELECT a FROM seqs)::bigint[])
+), dmm AS (
+	DELETE FROM hookbox_merged WHERE merged_seq = ANY((SELECT a FROM seqs)::bigint[])
 ), de AS (
-	DELETE FROM hookbox_events e USING v WHERE e.seq = v.seq RETURNING 1
+	DELETE FROM hookbox_events e WHERE e.seq = ANY((SELECT a FROM seqs)::bigint[]) RETURNING 1
 ) SELECT count(*) FROM de`, t, limit).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("delete old events: %w", err)
