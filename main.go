@@ -21,7 +21,6 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/web"
-	"hookbox/storage"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -126,10 +125,11 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 		return err
 	}
 	tuneRuntime()
-	db, err := storage.Open(cfg.Server.DataDir)
+	n, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
+	db := n.store
 	defer db.Close()
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
@@ -150,7 +150,7 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	sweeper := app.NewSweeper(cfg, db)
 	sweeper.Stats = stats
 	alerter := app.NewAlerter(cfg, db)
-	backuper := app.NewBackuper(cfg, db)
+	backuper := app.NewBackuper(cfg, n.writeBackup)
 	backuper.Alert = alerter.Backup
 	tlsSrv, err := web.NewTLS(cfg.Server, web.TLSOptions{})
 	if err != nil {
@@ -158,15 +158,16 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	}
 
 	sched := app.NewCron(logger.With("component", "cron"))
-	if _, err := sched.AddFunc(cfg.Retention.Sweep, func() { sweeper.Run(ctx) }); err != nil {
+	// Jobs run on one node of a cluster (n.onLeader): on bbolt, the only one.
+	if _, err := sched.AddFunc(cfg.Retention.Sweep, n.onLeader(func() { sweeper.Run(ctx) })); err != nil {
 		return fmt.Errorf("%s: retention.sweep: %w", path, err)
 	}
-	if _, err := sched.AddFunc(cfg.Alerts.Check, func() { alerter.Check(ctx) }); err != nil {
+	if _, err := sched.AddFunc(cfg.Alerts.Check, n.onLeader(func() { alerter.Check(ctx) })); err != nil {
 		return fmt.Errorf("%s: alerts.check: %w", path, err)
 	}
 	var lastBackup func() (time.Time, int64, error)
 	if cfg.Backup.Schedule != "" {
-		if _, err := sched.AddFunc(cfg.Backup.Schedule, func() { backuper.Run(ctx) }); err != nil {
+		if _, err := sched.AddFunc(cfg.Backup.Schedule, n.onLeader(func() { backuper.Run(ctx) })); err != nil {
 			return fmt.Errorf("%s: backup.schedule: %w", path, err)
 		}
 		lastBackup = backuper.Last
@@ -184,8 +185,7 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 		return err
 	}
 	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: db.Ping,
-		Backup: func() (*os.File, int64, error) { return db.Backup(cfg.Server.DataDir) },
-		Login:  login, Stats: stats, LastBackup: lastBackup})
+		Backup: n.backup, Login: login, Stats: stats, LastBackup: lastBackup})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen in %s): %w", cfg.Server.Listen, path, err)
@@ -210,7 +210,7 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 			}()
 		}
 	}
-	logger.Info("hookbox started", append(attrs, "data", db.Path(), "sources", len(cfg.Sources))...)
+	logger.Info("hookbox started", append(attrs, "data", n.where, "sources", len(cfg.Sources))...)
 	go func() { served <- srv.Serve(ln) }()
 	if cfg.Server.TLS == app.TLSACME {
 		go func() {
