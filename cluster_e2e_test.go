@@ -70,7 +70,9 @@ func (s *clusterSink) missing(want map[string]bool) (missing []string, last time
 
 // send posts one GitHub-signed event to addr; it returns the answer's code
 // and status, or an error when the node did not answer.
-func clusterSend(client *http.Client, addr, id string) (int, string, error) { return crashSend(client, addr, id) }
+func clusterSend(client *http.Client, addr, id string) (int, string, error) {
+	return crashSend(client, addr, id)
+}
 
 // Two nodes on one database, as behind a load balancer: an id accepted on
 // one node is a duplicate on the other, also when both receive it at the
