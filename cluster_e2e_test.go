@@ -68,12 +68,6 @@ func (s *clusterSink) missing(want map[string]bool) (missing []string, last time
 	return missing, last
 }
 
-// send posts one GitHub-signed event to addr; it returns the answer's code
-// and status, or an error when the node did not answer.
-func clusterSend(client *http.Client, addr, id string) (int, string, error) {
-	return crashSend(client, addr, id)
-}
-
 // Two nodes on one database, as behind a load balancer: an id accepted on
 // one node is a duplicate on the other, also when both receive it at the
 // same moment; every acknowledged event is delivered; and when one node is
@@ -115,7 +109,7 @@ to = ["sink"]
 			for n := range nodes {
 				wg.Go(func() {
 					<-start
-					code, st, err := clusterSend(client, nodes[n].addr, id)
+					code, st, err := crashSend(client, nodes[n].addr, id)
 					if err != nil || code != 200 {
 						t.Errorf("%s on node %d: %d %v", id, n, code, err)
 					}
@@ -134,11 +128,11 @@ to = ["sink"]
 		for i := range 200 {
 			id := fmt.Sprint("alt-", i)
 			first, second := nodes[i%2], nodes[(i+1)%2]
-			if code, st, err := clusterSend(client, first.addr, id); err != nil || code != 200 || st != "accepted" {
+			if code, st, err := crashSend(client, first.addr, id); err != nil || code != 200 || st != "accepted" {
 				t.Fatalf("%s: %d %q %v; want accepted", id, code, st, err)
 			}
 			ack(id)
-			if code, st, err := clusterSend(client, second.addr, id); err != nil || code != 200 || st != "duplicate" {
+			if code, st, err := crashSend(client, second.addr, id); err != nil || code != 200 || st != "duplicate" {
 				t.Fatalf("%s on the other node: %d %q %v; want duplicate", id, code, st, err)
 			}
 		}
@@ -161,7 +155,7 @@ to = ["sink"]
 				default:
 				}
 				id := fmt.Sprintf("load-%d-%d", w, i)
-				code, st, err := clusterSend(client, n.addr, id)
+				code, st, err := crashSend(client, n.addr, id)
 				if err != nil {
 					return // node 0 died
 				}
