@@ -14,7 +14,7 @@ import (
 	"hookbox/app"
 )
 
-// maxGroup bounds how many accepts share one commit.
+// maxGroup is the default of Options.MaxGroup.
 const maxGroup = 1024
 
 // acceptWrite is an Accept waiting for a committer, and its results.
@@ -54,13 +54,13 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 }
 
 // committer is one of the group committers: it takes whatever accepts are
-// queued (at least one, at most maxGroup) and commits them in one
+// queued (at least one, at most Options.MaxGroup) and commits them in one
 // transaction. With several committers, one group gathers and runs its
 // statement while another waits for its commit's flush; PostgreSQL flushes
 // the WAL of concurrent commits together.
 func (d *DB) committer() {
 	defer d.done.Done()
-	group := make([]*acceptWrite, 0, maxGroup)
+	group := make([]*acceptWrite, 0, d.opt.MaxGroup)
 	for {
 		select {
 		case w := <-d.queue:
@@ -69,7 +69,7 @@ func (d *DB) committer() {
 			return
 		}
 	more:
-		for len(group) < maxGroup {
+		for len(group) < d.opt.MaxGroup {
 			select {
 			case w := <-d.queue:
 				group = append(group, w)
@@ -198,9 +198,7 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 	args := []any{is, sources, ids, received, expires, topics, hdrs, bodies, opens, dlIndex, dlDest, d.channel, d.node}
 	var accepted []*acceptWrite
 	opened := false
-	run := func(q interface {
-		Query(context.Context, string, ...any) (pgx.Rows, error)
-	}) error {
+	run := func(q querier) error {
 		accepted, opened = accepted[:0], false
 		rows, err := q.Query(ctx, acceptSQL, args...)
 		if err != nil {
@@ -255,6 +253,11 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 }
 
 type idKey struct{ source, id string }
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}
 
 func nonNil(b []byte) []byte {
 	if b == nil {

@@ -65,6 +65,9 @@ type Options struct {
 	Node string
 	// Committers is how many group commits of accepts may run at once.
 	Committers int
+	// MaxGroup bounds the accepts one commit carries (default 1024; 1
+	// gives every accept a transaction of its own).
+	MaxGroup int
 	// Logger defaults to slog.Default with component=postgres.
 	Logger *slog.Logger
 }
@@ -116,6 +119,9 @@ func Open(ctx context.Context, rawURL string, opt Options) (*DB, error) {
 	}
 	if opt.Committers <= 0 {
 		opt.Committers = defaultCommitters
+	}
+	if opt.MaxGroup <= 0 {
+		opt.MaxGroup = maxGroup
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.With("component", "postgres")

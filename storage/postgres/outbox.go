@@ -2,9 +2,8 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,6 +50,25 @@ func eventDest(e *app.Event) (dest []any, finish func() error) {
 	}
 }
 
+// claimSQL leases up to $3 deliveries to $1 due by $2 (FOR UPDATE SKIP
+// LOCKED: rows another node is taking are passed over), moving their
+// run_at to the lease's end $4 and naming this node $5. It returns them
+// with their events and the run_at each had, and one row (id -1) whose
+// run_at is the earliest of the pending deliveries it did not take (NULL
+// when none).
+const claimSQL = `
+WITH c AS MATERIALIZED (
+	SELECT id, run_at AS was FROM hookbox_deliveries WHERE destination = $1 AND state = 1 AND run_at <= $2
+	ORDER BY run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED
+), u AS (
+	UPDATE hookbox_deliveries d SET run_at = $4, leased_by = $5 FROM c WHERE d.id = c.id
+	RETURNING c.was, ` + deliveryCols + `
+)
+SELECT u.*, ` + eventCols + ` FROM u JOIN hookbox_events e ON e.seq = u.event_seq
+UNION ALL
+SELECT (SELECT run_at FROM hookbox_deliveries WHERE destination = $1 AND state = 1 AND NOT (id = ANY(ARRAY(SELECT id FROM c)))
+	ORDER BY run_at, id LIMIT 1), -1, 0, '', 0, 0, 0, now(), now(), now(), 0, '', 0, '', ''::bytea, ''::bytea, now(), ''::bytea, ''::bytea`
+
 // DueDeliveries leases up to limit deliveries to dest due at or before
 // now, oldest first, with their events, skipping those for which skip is
 // true (in flight). A leased delivery is this node's until now + Lease or
@@ -60,77 +78,79 @@ func eventDest(e *app.Event) (dest []any, finish func() error) {
 // run_at of the pending deliveries not returned (a due time, or the end
 // of another node's lease), zero when there is none.
 //
-// The lease is committed without waiting for its flush (synchronous_commit
-// off for this transaction only): a lease lost to a crash of the server
-// only makes the delivery due again at once. Every write that backs an
-// answer or an attempt's record waits for the flush.
+// The lease is one round trip (BEGIN, the claim and COMMIT pipelined) and
+// is committed without waiting for its flush (synchronous_commit off for
+// this transaction only): a lease lost to a crash of the server only makes
+// the delivery due again at once. Every write that backs an answer or an
+// attempt's record waits for the flush.
 func (d *DB) DueDeliveries(dest string, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
 	ctx, cancel := opCtx()
 	defer cancel()
-	err = pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		work, next = nil, time.Time{}
-		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, `SELECT id FROM hookbox_deliveries WHERE destination = $1 AND state = 1 AND run_at <= $2
-			ORDER BY run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED`, dest, now, limit)
-		if err != nil {
-			return err
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return err
-		}
-		var claim, passed []int64
-		for _, id := range ids {
-			if skip(uint64(id)) {
-				passed = append(passed, id)
-			} else {
-				claim = append(claim, id)
-			}
-		}
-		if len(claim) > 0 {
-			rows, err := tx.Query(ctx, `UPDATE hookbox_deliveries d SET run_at = $2, leased_by = $3 FROM hookbox_events e
-				WHERE d.id = ANY($1) AND e.seq = d.event_seq RETURNING `+deliveryCols+", "+eventCols,
-				claim, now.Add(d.opt.Lease), d.node)
-			if err != nil {
+	var passed []int64
+	var due []time.Time // work[i] was due at due[i]
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(claimSQL, dest, now, limit, now.Add(d.opt.Lease), d.node).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			dl, e := &app.Delivery{}, &app.Event{}
+			var id, seq int64
+			var state int16
+			var was *time.Time
+			edest, finish := eventDest(e)
+			if err := rows.Scan(append(append([]any{&was}, deliveryDest(dl, &id, &seq, &state)...), edest...)...); err != nil {
 				return err
 			}
-			work, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (app.Work, error) {
-				dl, e := &app.Delivery{}, &app.Event{}
-				var id, seq int64
-				var state int16
-				edest, finish := eventDest(e)
-				if err := r.Scan(append(deliveryDest(dl, &id, &seq, &state), edest...)...); err != nil {
-					return app.Work{}, err
+			if id < 0 { // the last row: what is left
+				if was != nil {
+					next = *was
 				}
-				dl.ID, dl.EventSeq, dl.State = uint64(id), uint64(seq), app.DeliveryState(state)
-				return app.Work{Delivery: dl, Event: e}, finish()
-			})
-			if err != nil {
+				continue
+			}
+			dl.ID, dl.EventSeq, dl.State = uint64(id), uint64(seq), app.DeliveryState(state)
+			if skip(dl.ID) {
+				passed = append(passed, id)
+				continue
+			}
+			if err := finish(); err != nil {
 				return err
 			}
-			// In the order they were due (RETURNING keeps none).
-			slices.SortFunc(work, func(a, b app.Work) int {
-				return slices.Index(claim, int64(a.Delivery.ID)) - slices.Index(claim, int64(b.Delivery.ID))
-			})
+			work = append(work, app.Work{Delivery: dl, Event: e})
+			due = append(due, *was)
 		}
-		var at *time.Time
-		err = tx.QueryRow(ctx, `SELECT run_at FROM hookbox_deliveries WHERE destination = $1 AND state = 1 AND NOT (id = ANY($2))
-			ORDER BY run_at, id LIMIT 1`, dest, append(append([]int64{}, claim...), passed...)).Scan(&at)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
-			return err
-		case at != nil:
-			next = *at
-		}
-		return nil
+		return rows.Err()
 	})
-	if err != nil {
+	b.Queue("COMMIT")
+	if err := d.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, time.Time{}, fmt.Errorf("read the outbox of %s: %w", dest, err)
 	}
+	// Oldest first, as they were due (RETURNING keeps no order).
+	sort.Sort(byDue{work, due})
+	if len(passed) > 0 {
+		// Not this pass's (the dispatcher has them in hand): give them back.
+		if _, err := d.pool.Exec(ctx, "UPDATE hookbox_deliveries SET run_at = due, leased_by = NULL WHERE id = ANY($1) AND leased_by = $2", passed, d.node); err != nil {
+			return nil, time.Time{}, fmt.Errorf("read the outbox of %s: %w", dest, err)
+		}
+	}
 	return work, next, nil
+}
+
+// byDue sorts work by due time, then delivery id.
+type byDue struct {
+	work []app.Work
+	due  []time.Time
+}
+
+func (b byDue) Len() int { return len(b.work) }
+func (b byDue) Less(i, j int) bool {
+	if !b.due[i].Equal(b.due[j]) {
+		return b.due[i].Before(b.due[j])
+	}
+	return b.work[i].Delivery.ID < b.work[j].Delivery.ID
+}
+func (b byDue) Swap(i, j int) {
+	b.work[i], b.work[j] = b.work[j], b.work[i]
+	b.due[i], b.due[j] = b.due[j], b.due[i]
 }
 
 // recordSQL stores a round of attempts (one per delivery) and moves each
@@ -178,7 +198,7 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 		}
 		rounds[n] = append(rounds[n], i)
 	}
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+	run := func(q querier) error {
 		for _, round := range rounds {
 			var (
 				ids, durs    []int64
@@ -203,7 +223,7 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 				byID[int64(r.ID)] = i
 				errs[i] = fmt.Errorf("delivery %d: %w", r.ID, app.ErrNotFound)
 			}
-			rows, err := tx.Query(ctx, recordSQL, ids, states, dues, starts, durs, statuses, texts, responses)
+			rows, err := q.Query(ctx, recordSQL, ids, states, dues, starts, durs, statuses, texts, responses)
 			if err != nil {
 				return err
 			}
@@ -219,7 +239,13 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 			}
 		}
 		return nil
-	})
+	}
+	var err error
+	if len(rounds) == 1 { // one statement is its own transaction: one round trip
+		err = run(d.pool)
+	} else {
+		err = pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error { return run(tx) })
+	}
 	if err != nil {
 		for i := range errs {
 			errs[i] = fmt.Errorf("record attempts: %w", err)
