@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -110,5 +111,38 @@ func TestPostgres_Commands(t *testing.T) {
 	log := p.logText()
 	if strings.Contains(log, password) || !strings.Contains(log, "xxxxx") {
 		t.Fatalf("the log shows the password, or not the masked URL:\n%s", log)
+	}
+}
+
+// bench -compare -store postgres runs a PostgreSQL node in the same run
+// as the bbolt node and the ceiling, in a schema of its own that it drops,
+// and prints its ratio to the bbolt node.
+func TestBench_ComparePostgres(t *testing.T) {
+	dbURL := pgtest.URL(t) // a schema to hold nothing: the bench makes its own
+	out := filepath.Join(t.TempDir(), "bench.json")
+	stdout, stderr, code := hookbox(t, nil, "bench", "-compare", "-c", "4", "-d", "1s", "-warmup", "100ms", "-json", out, "-store", "postgres", "-database-url", dbURL)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "postgres: the PostgreSQL node answers") || !strings.Contains(stdout, "xxxxx") {
+		t.Fatalf("no ratio to the bbolt node, or the URL unmasked:\n%s", stdout)
+	}
+	u, _ := url.Parse(dbURL)
+	if p, _ := u.User.Password(); p != "" && strings.Contains(stdout+stderr, p) {
+		t.Fatal("bench printed the database password")
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []benchResult
+	if err := json.Unmarshal(b, &rs); err != nil || len(rs) != 3 {
+		t.Fatalf("%d results (%v), want the ceiling, bbolt and postgres", len(rs), err)
+	}
+	if pg := rs[2]; pg.Requests == 0 || pg.Status["200"] != pg.Requests || pg.Delivered < pg.Status["200"] {
+		t.Fatalf("postgres node: %d requests, status %v, %d delivered", pg.Requests, pg.Status, pg.Delivered)
+	}
+	if _, stderr, code := hookbox(t, nil, "bench", "-compare", "-store", "sqlite"); code != 2 || !strings.Contains(stderr, "-store takes postgres") {
+		t.Fatalf("-store sqlite: exit %d, %s", code, stderr)
 	}
 }
