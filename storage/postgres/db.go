@@ -11,6 +11,7 @@ package postgres
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -186,7 +187,10 @@ func (d *DB) init(ctx context.Context) error {
 	if from != to {
 		d.logger.Info("database schema migrated", "from", from, "to", to, "schema", schema)
 	}
-	d.channel = "hookbox_work." + schema
+	// One channel per schema (two clusters in one database do not wake
+	// each other), named by a hash: a channel name has at most 63 bytes.
+	sum := sha256.Sum256([]byte(schema))
+	d.channel = "hookbox_work_" + hex.EncodeToString(sum[:8])
 	return nil
 }
 
