@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -297,5 +298,26 @@ func TestMaskURL(t *testing.T) {
 	_, err = postgres.Open(context.Background(), "postgres://hookbox:s3cret@127.0.0.1:1/x?connect_timeout=1", postgres.Options{Logger: quietLogger})
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("Open of an unreachable database: %v", err)
+	}
+}
+
+// A schema whose name is as long as PostgreSQL allows works: the NOTIFY
+// channel's name stays within its 63 bytes.
+func TestLongSchemaName(t *testing.T) {
+	base := pgtest.BaseURL(t)
+	schema := "s" + strings.Repeat("x", 50) + fmt.Sprint(time.Now().UnixNano()%1e10)
+	admin := mustOpenURL(t, pgtest.URL(t), postgres.Options{})
+	if err := admin.Exec(`CREATE SCHEMA "` + schema + `"`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Exec(`DROP SCHEMA "` + schema + `" CASCADE`) })
+	u, _ := url.Parse(base)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	db := mustOpenURL(t, u.String(), postgres.Options{})
+	e := storetest.NewEvent("shop", "long", t0)
+	if _, err := db.Accept(context.Background(), e, t0.Add(time.Hour), &app.Plan{Direct: []string{"pos"}}); err != nil {
+		t.Fatalf("accept in schema %s: %v", schema, err)
 	}
 }
