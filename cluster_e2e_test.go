@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -93,6 +94,9 @@ retry = ["100ms", "100ms", "100ms", "100ms", "100ms"]
 [[route]]
 source = "gh"
 to = ["sink"]
+
+[retention]
+sweep = "@every 1s"
 `, sink.url, timeout.String()), storeCase{url: dbURL}.config(timeout))
 	nodes := []*proc{start(t, config), start(t, config)}
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
@@ -138,6 +142,22 @@ to = ["sink"]
 		}
 		waitDelivered(t, sink, acked, 30*time.Second)
 	})
+
+	// The sweep runs every second, on one node only.
+	sweeps := func(p *proc) int { return strings.Count(p.logText(), "sweep done") }
+	for deadline := time.Now().Add(15 * time.Second); sweeps(nodes[0])+sweeps(nodes[1]) < 3; {
+		if time.Now().After(deadline) {
+			t.Fatal("no node ran the sweep")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if sweeps(nodes[0]) > 0 && sweeps(nodes[1]) > 0 {
+		t.Fatalf("both nodes ran the sweep (%d and %d times): it is once per cluster", sweeps(nodes[0]), sweeps(nodes[1]))
+	}
+	leader := 0
+	if sweeps(nodes[1]) > 0 {
+		leader = 1
+	}
 
 	// Load on both nodes with a slow destination, so that each has sends
 	// in flight; then node 0 is killed.
@@ -215,6 +235,17 @@ to = ["sink"]
 		}
 	}
 	sink.mu.Unlock()
+	// Node 1 runs the sweep now, whichever node ran it before.
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		n := sweeps(nodes[1])
+		time.Sleep(1500 * time.Millisecond)
+		if sweeps(nodes[1]) > n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 1 did not take over the sweep (node %d ran it before)", leader)
+		}
+	}
 	t.Logf("node 0 was killed holding %d leases (sends in flight); node 1 sent them %v after the kill (lease %v), and every one of the %d acknowledged events reached the sink (%d load requests)",
 		len(leased), handed.Sub(killed).Round(time.Millisecond), lease, len(acked), sent.Load())
 	nodes[1].stop(t)
