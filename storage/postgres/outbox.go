@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -135,6 +136,13 @@ func (d *DB) DueDeliveries(dest string, now time.Time, limit int, skip func(uint
 	return work, next, nil
 }
 
+// pgText makes s fit a text column: PostgreSQL's text holds valid UTF-8
+// without NUL, and an error text may quote whatever bytes a destination
+// answered. What does not fit becomes U+FFFD; the rest is kept.
+func pgText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
 // byDue sorts work by due time, then delivery id.
 type byDue struct {
 	work []app.Work
@@ -218,7 +226,7 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 				starts = append(starts, a.Start)
 				durs = append(durs, int64(a.Duration))
 				statuses = append(statuses, int32(a.Status))
-				texts = append(texts, a.Error)
+				texts = append(texts, pgText(a.Error))
 				responses = append(responses, nonNil(a.Response))
 				byID[int64(r.ID)] = i
 				errs[i] = fmt.Errorf("delivery %d: %w", r.ID, app.ErrNotFound)

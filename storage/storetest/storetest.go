@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,6 +55,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("DueOrderAndLimit", func(t *testing.T) { testDueOrder(t, open) })
 	t.Run("RecordAttempts", func(t *testing.T) { testRecordAttempts(t, open) })
 	t.Run("ReplayDelivered", func(t *testing.T) { testReplayDelivered(t, open) })
+	t.Run("AttemptOfAnyBytes", func(t *testing.T) { testAttemptAnyBytes(t, open) })
 	t.Run("DeleteEventsBefore", func(t *testing.T) { testDeleteEventsBefore(t, open) })
 	t.Run("DeleteEventsBeforeKeepsUndelivered", func(t *testing.T) { testDeleteKeepsUndelivered(t, open) })
 	t.Run("ForgetExpiredIDs", func(t *testing.T) { testForgetExpiredIDs(t, open) })
@@ -471,6 +473,34 @@ func testRecordAttempts(t *testing.T, open Opener) {
 	}
 	if n, _ := s.CountPending(); n != 1 {
 		t.Fatalf("CountPending = %d, want 1", n)
+	}
+}
+
+// An attempt is recorded whatever bytes a destination put in its answer
+// and in the error text made from it (a status line of bytes that are not
+// UTF-8, a NUL): the answer's start is kept byte-exact, and the error
+// keeps its readable part.
+func testAttemptAnyBytes(t *testing.T, open Opener) {
+	s := open(t)
+	e := NewEvent("shop", "evt_bytes", T0)
+	mustAccept(t, s, e, &app.Plan{Direct: []string{"pos", "erp"}})
+	ds := deliveries(t, s, e.Seq, 2)
+	response := []byte("\xff\xfe\x00ok\x80")
+	errs := s.RecordAttempts([]app.AttemptRecord{
+		{ID: ds[0].ID, Attempt: &app.Attempt{Start: T0, Error: "bad status line \"\xff\x00\xc3\x28\"", Response: response}, State: app.Pending, Due: T0.Add(time.Minute)},
+		{ID: ds[1].ID, Attempt: &app.Attempt{Start: T0, Status: 200}, State: app.Delivered},
+	})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("RecordAttempts = %v: an answer's bytes failed the record (and its neighbour's)", errs)
+	}
+	d, attempts, err := s.Delivery(ds[0].ID)
+	if err != nil || len(attempts) != 1 || string(attempts[0].Response) != string(response) {
+		t.Fatalf("attempt %+v, %v; want the response %q byte-exact", attempts, err, response)
+	}
+	for _, text := range []string{attempts[0].Error, d.LastError} {
+		if !strings.HasPrefix(text, "bad status line") {
+			t.Fatalf("error text %q lost its readable part", text)
+		}
 	}
 }
 
