@@ -114,7 +114,7 @@ WITH f AS MATERIALIZED (
 	INSERT INTO hookbox_merged (fired_seq, merged_seq)
 	SELECT f.event_seq, x FROM f, unnest(f.merged) AS x ON CONFLICT DO NOTHING
 ), live AS MATERIALIZED (
-	SELECT f.* FROM f WHERE EXISTS (SELECT 1 FROM hookbox_events e WHERE e.seq = f.event_seq)
+	SELECT f.* FROM f WHERE EXISTS (SELECT 1 FROM hookbox_events e WHERE e.seq = f.event_seq FOR KEY SHARE)
 ), d AS (
 	INSERT INTO hookbox_deliveries (event_seq, destination, state, due, run_at, created, updated)
 	SELECT live.event_seq, x.dest, 1, $1, $1, $1, $1

@@ -265,45 +265,51 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 // Replay makes delivery id pending again, due at now, keeping its history.
 // It works on dead and on delivered deliveries; a pending one is left as is.
 func (d *DB) Replay(id uint64, now time.Time) error {
-	n, exists, err := d.replay(`WHERE id = $4 AND state <> 1`, `EXISTS (SELECT 1 FROM hookbox_deliveries WHERE id = $4)`, now, int64(id))
-	switch {
-	case err != nil:
+	n, err := d.replay(`AND id = $4 AND state <> 1`, now, int64(id))
+	if err != nil {
 		return fmt.Errorf("replay %d: %w", id, err)
-	case n == 0 && !exists:
-		return app.ErrNotFound
 	}
-	return nil
+	if n > 0 {
+		return nil
+	}
+	// Pending already, or gone (perhaps swept while this waited for its
+	// event): asked in a statement of its own, which sees the sweep's commit.
+	ctx, cancel := opCtx()
+	defer cancel()
+	var one int
+	return appErr(d.pool.QueryRow(ctx, "SELECT 1 FROM hookbox_deliveries WHERE id = $1", int64(id)).Scan(&one))
 }
 
 // ReplayDead makes every dead delivery pending again, due at now, and
 // reports how many.
 func (d *DB) ReplayDead(now time.Time) (int, error) {
-	n, _, err := d.replay(`WHERE state = 3`, `true`, now)
+	n, err := d.replay(`AND state = 3`, now)
 	if err != nil {
 		return 0, fmt.Errorf("replay dead deliveries: %w", err)
 	}
 	return n, nil
 }
 
-// replay makes the deliveries that where selects pending again, due at
-// now ($1), and tells the other nodes; it reports how many, and the value
-// of the expression exists. where and exists may use $4 onwards (args).
-func (d *DB) replay(where, exists string, now time.Time, args ...any) (int, bool, error) {
+// replay makes the deliveries that cond selects pending again, due at now
+// ($1), tells the other nodes, and reports how many. cond may use $4
+// onwards (args). It replays only a delivery whose event it can lock (FOR
+// KEY SHARE) against the sweep (see DeleteEventsBefore).
+func (d *DB) replay(cond string, now time.Time, args ...any) (int, error) {
 	if err := d.begin(); err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	defer d.inflight.Done()
 	ctx, cancel := opCtx()
 	defer cancel()
 	var n, notified int
-	var ok bool
 	err := d.pool.QueryRow(ctx, `WITH u AS (
-	UPDATE hookbox_deliveries SET state = 1, due = $1, run_at = $1, updated = $1, tries = 0, leased_by = NULL `+where+` RETURNING id
+	UPDATE hookbox_deliveries d SET state = 1, due = $1, run_at = $1, updated = $1, tries = 0, leased_by = NULL
+	WHERE EXISTS (SELECT 1 FROM hookbox_events e WHERE e.seq = d.event_seq FOR KEY SHARE) `+cond+` RETURNING id
 ), n AS (
 	SELECT pg_notify($2, $3) FROM (SELECT 1 FROM u LIMIT 1) o
-) SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM n), `+exists,
-		append([]any{now, d.channel, d.node}, args...)...).Scan(&n, &notified, &ok)
-	return n, ok, err
+) SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM n)`,
+		append([]any{now, d.channel, d.node}, args...)...).Scan(&n, &notified)
+	return n, err
 }
 
 // Delivery returns delivery id and its attempts, oldest first.

@@ -264,27 +264,46 @@ func (d *DB) ForgetExpiredIDs(now time.Time, limit int) (int, error) {
 // before t whose deliveries are all delivered, with those deliveries, their
 // attempts and the records of what debouncing merged. Events with a
 // pending or dead delivery are kept.
+//
+// It locks the events first and checks their deliveries again in a
+// statement of its own (a fresh snapshot): a delivery replayed, or a
+// debounced one fired, while the sweep runs locks its event too (FOR KEY
+// SHARE), so either it waits and finds the event gone, or the sweep passes
+// the event over or sees the delivery pending. No delivery is left without
+// its event, and none is lost.
 func (d *DB) DeleteEventsBefore(t time.Time, limit int) (int, error) {
 	ctx, cancel := opCtx()
 	defer cancel()
 	var n int
-	err := d.pool.QueryRow(ctx, `WITH v AS MATERIALIZED (
-	SELECT seq FROM hookbox_events e WHERE received_at < $1
-		AND NOT EXISTS (SELECT 1 FROM hookbox_deliveries d WHERE d.event_seq = e.seq AND d.state <> 2)
-	ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED
-), seqs AS MATERIALIZED (
-	SELECT ARRAY(SELECT seq FROM v) AS a
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT seq FROM hookbox_events e WHERE received_at < $1
+	AND NOT EXISTS (SELECT 1 FROM hookbox_deliveries d WHERE d.event_seq = e.seq AND d.state <> 2)
+	ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED`, t, limit)
+		if err != nil {
+			return err
+		}
+		seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil || len(seqs) == 0 {
+			return err
+		}
+		// (OFFSET 0 keeps the check a probe of hookbox_deliveries_event per
+		// event, at most limit of them, rather than a join with every
+		// undelivered delivery.)
+		return tx.QueryRow(ctx, `WITH v AS MATERIALIZED (
+	SELECT ARRAY(SELECT seq FROM hookbox_events e WHERE seq = ANY($1)
+		AND NOT EXISTS (SELECT 1 FROM hookbox_deliveries d WHERE d.event_seq = e.seq AND d.state <> 2 OFFSET 0)) AS a
 ), dd AS (
-	DELETE FROM hookbox_deliveries d WHERE d.event_seq = ANY((SELECT a FROM seqs)::bigint[]) RETURNING d.id
+	DELETE FROM hookbox_deliveries d WHERE d.event_seq = ANY((SELECT a FROM v)::bigint[]) RETURNING d.id
 ), da AS (
 	DELETE FROM hookbox_attempts a WHERE a.delivery_id = ANY(ARRAY(SELECT id FROM dd))
 ), dmf AS (
-	DELETE FROM hookbox_merged WHERE fired_seq = ANY((SELECT a FROM seqs)::bigint[])
+	DELETE FROM hookbox_merged WHERE fired_seq = ANY((SELECT a FROM v)::bigint[])
 ), dmm AS (
-	DELETE FROM hookbox_merged WHERE merged_seq = ANY((SELECT a FROM seqs)::bigint[])
+	DELETE FROM hookbox_merged WHERE merged_seq = ANY((SELECT a FROM v)::bigint[])
 ), de AS (
-	DELETE FROM hookbox_events e WHERE e.seq = ANY((SELECT a FROM seqs)::bigint[]) RETURNING 1
-) SELECT count(*) FROM de`, t, limit).Scan(&n)
+	DELETE FROM hookbox_events e WHERE e.seq = ANY((SELECT a FROM v)::bigint[]) RETURNING 1
+) SELECT count(*) FROM de`, seqs).Scan(&n)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("delete old events: %w", err)
 	}

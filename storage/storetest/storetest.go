@@ -59,6 +59,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("DeleteEventsBefore", func(t *testing.T) { testDeleteEventsBefore(t, open) })
 	t.Run("DeleteEventsBeforeKeepsUndelivered", func(t *testing.T) { testDeleteKeepsUndelivered(t, open) })
 	t.Run("ForgetExpiredIDs", func(t *testing.T) { testForgetExpiredIDs(t, open) })
+	t.Run("SweepRacesReplayAndFire", func(t *testing.T) { testSweepRaces(t, open) })
 	t.Run("Debounce", func(t *testing.T) { testDebounce(t, open) })
 	t.Run("DebounceConcurrentSameKey", func(t *testing.T) { testDebounceConcurrent(t, open) })
 	t.Run("DebounceSweptEvent", func(t *testing.T) { testDebounceSwept(t, open) })
@@ -582,6 +583,53 @@ func testDeleteKeepsUndelivered(t *testing.T, open Opener) {
 	}
 	if n, _ := s.CountDead(); n != 1 {
 		t.Fatalf("CountDead = %d", n)
+	}
+}
+
+// The sweep never leaves a delivery without its event, nor loses one: a
+// delivered delivery replayed while the sweep deletes its event either
+// keeps its event (and goes out again) or goes with it (and the replay
+// says not found); a debounced delivery that fires while the sweep
+// deletes its event either opens deliveries of a kept event or none.
+func testSweepRaces(t *testing.T, open Opener) {
+	s := open(t)
+	const n = 150
+	var wg sync.WaitGroup
+	for i := range n {
+		old := T0.Add(time.Duration(i) * time.Millisecond)
+		e := NewEvent("shop", fmt.Sprint("race-", i), old)
+		mustAccept(t, s, e, &app.Plan{Direct: []string{"pos"}})
+		d := deliveries(t, s, e.Seq, 1)[0]
+		record(t, s, d.ID, &app.Attempt{Start: old, Status: 200}, app.Delivered, time.Time{})
+		f := NewEvent("shop", fmt.Sprint("deb-", i), old)
+		mustAccept(t, s, f, &app.Plan{Debounce: []*app.DebounceOp{{Route: "r", Key: fmt.Sprint("k", i), Delay: time.Millisecond, To: []string{"erp"}}}})
+		var replayErr error
+		start := make(chan struct{})
+		wg.Go(func() { <-start; replayErr = s.Replay(d.ID, T0.Add(time.Hour)) })
+		wg.Go(func() { <-start; s.FirePending(T0.Add(time.Hour)) })
+		wg.Go(func() {
+			<-start
+			if _, err := s.DeleteEventsBefore(T0.Add(time.Minute), 10); err != nil {
+				t.Error(err)
+			}
+		})
+		close(start)
+		wg.Wait()
+		s.FirePending(T0.Add(time.Hour)) // whatever did not fire in the race
+		ev, _ := s.Event(e.Seq)
+		_, _, derr := s.Delivery(d.ID)
+		switch {
+		case replayErr == nil && (ev == nil || derr != nil):
+			t.Fatalf("round %d: the replay succeeded, but the event (%v) or the delivery (%v) is gone", i, ev != nil, derr)
+		case replayErr != nil && !errors.Is(replayErr, app.ErrNotFound):
+			t.Fatalf("round %d: replay: %v", i, replayErr)
+		case (ev == nil) != (derr != nil):
+			t.Fatalf("round %d: event kept %v, delivery: %v", i, ev != nil, derr)
+		}
+		fv, _ := s.Event(f.Seq)
+		if ds, _ := s.EventDeliveries(f.Seq); fv == nil && len(ds) > 0 {
+			t.Fatalf("round %d: the debounced event was swept, but %d deliveries of it were opened", i, len(ds))
+		}
 	}
 }
 
