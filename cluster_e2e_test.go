@@ -143,6 +143,24 @@ sweep = "@every 1s"
 		waitDelivered(t, sink, acked, 30*time.Second)
 	})
 
+	// Each node's API shows the cluster: the events the other node
+	// accepted, and the same counts.
+	t.Run("EachNodeShowsTheCluster", func(t *testing.T) {
+		var answers [2]string
+		for n, p := range nodes {
+			for _, id := range []string{"alt-2", "alt-3"} { // accepted on node 0 and node 1
+				body := adminGet(t, p.addr, "/api/v1/events?id="+id)
+				if !strings.Contains(body, `"id":"`+id+`"`) || !strings.Contains(body, `"status":"delivered"`) {
+					t.Fatalf("node %d does not list %s as delivered: %s", n, id, body)
+				}
+			}
+			answers[n] = adminGet(t, p.addr, "/api/v1/events?limit=500")
+		}
+		if answers[0] != answers[1] {
+			t.Fatalf("the nodes list different events:\n%s\n%s", answers[0], answers[1])
+		}
+	})
+
 	// The sweep runs every second, on one node only.
 	sweeps := func(p *proc) int { return strings.Count(p.logText(), "sweep done") }
 	for deadline := time.Now().Add(15 * time.Second); sweeps(nodes[0])+sweeps(nodes[1]) < 3; {
@@ -289,4 +307,21 @@ func leasedBy(t *testing.T, dbURL string, pid int) map[string]time.Time {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// adminGet GETs path from the node at addr with the [status] login.
+func adminGet(t *testing.T, addr, path string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+	req.SetBasicAuth("admin", "pw-e2e")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	return string(b)
 }
