@@ -8,6 +8,7 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -92,6 +93,17 @@ func deliveries(t *testing.T, s storage.Store, seq uint64, n int) []*app.Deliver
 		t.Fatalf("EventDeliveries(%d) = %d deliveries (%+v), %v; want %d", seq, len(ds), ds, err, n)
 	}
 	return ds
+}
+
+// acceptRouted accepts event id at T0 with a delivery to each of dests and
+// returns it and its deliveries in id order (the order of dests).
+func acceptRouted(t *testing.T, s storage.Store, id string, dests ...string) (*app.Event, []*app.Delivery) {
+	t.Helper()
+	e := NewEvent("shop", id, T0)
+	mustAccept(t, s, e, &app.Plan{Direct: dests})
+	ds := deliveries(t, s, e.Seq, len(dests))
+	slices.SortFunc(ds, func(a, b *app.Delivery) int { return cmp.Compare(a.ID, b.ID) })
+	return e, ds
 }
 
 // record records one attempt and fails t on an error.
@@ -322,10 +334,7 @@ func testOnOpened(t *testing.T, open Opener) {
 
 func testOutbox(t *testing.T, open Opener) {
 	s := open(t)
-	e := NewEvent("shop", "evt_1", T0)
-	mustAccept(t, s, e, &app.Plan{Direct: []string{"pos", "erp"}})
-	ds := deliveries(t, s, e.Seq, 2)
-	slices.SortFunc(ds, func(a, b *app.Delivery) int { return int(a.ID - b.ID) })
+	e, ds := acceptRouted(t, s, "evt_1", "pos", "erp")
 	if ds[0].Destination != "pos" || ds[1].Destination != "erp" || ds[0].State != app.Pending || ds[0].EventSeq != e.Seq ||
 		!ds[0].Due.Equal(T0) || !ds[0].Created.Equal(T0) || ds[0].Attempts != 0 {
 		t.Fatalf("deliveries = %+v, %+v", ds[0], ds[1])
@@ -443,10 +452,7 @@ func testDueOrder(t *testing.T, open Opener) {
 // fails alone and the others are stored.
 func testRecordAttempts(t *testing.T, open Opener) {
 	s := open(t)
-	e := NewEvent("shop", "batch-1", T0)
-	mustAccept(t, s, e, &app.Plan{Direct: []string{"pos", "erp"}})
-	ds := deliveries(t, s, e.Seq, 2)
-	slices.SortFunc(ds, func(a, b *app.Delivery) int { return int(a.ID - b.ID) })
+	_, ds := acceptRouted(t, s, "batch-1", "pos", "erp")
 	retry := T0.Add(time.Minute)
 	recs := []app.AttemptRecord{
 		{ID: ds[0].ID, Attempt: &app.Attempt{Start: T0, Status: 200}, State: app.Delivered},
@@ -483,9 +489,7 @@ func testRecordAttempts(t *testing.T, open Opener) {
 // keeps its readable part.
 func testAttemptAnyBytes(t *testing.T, open Opener) {
 	s := open(t)
-	e := NewEvent("shop", "evt_bytes", T0)
-	mustAccept(t, s, e, &app.Plan{Direct: []string{"pos", "erp"}})
-	ds := deliveries(t, s, e.Seq, 2)
+	_, ds := acceptRouted(t, s, "evt_bytes", "pos", "erp")
 	response := []byte("\xff\xfe\x00ok\x80")
 	errs := s.RecordAttempts([]app.AttemptRecord{
 		{ID: ds[0].ID, Attempt: &app.Attempt{Start: T0, Error: "bad status line \"\xff\x00\xc3\x28\"", Response: response}, State: app.Pending, Due: T0.Add(time.Minute)},
