@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -298,6 +299,9 @@ func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work, record
 	if state != Delivered && a.Error == "" {
 		a.Error = fmt.Sprintf("HTTP %d", res.status)
 	}
+	if res.note != "" { // the status stands; the record says the answer was cut
+		a.Error = strings.TrimPrefix(a.Error+"; "+res.note, "; ")
+	}
 	// Waits only when the recorder is a whole batch behind, which holds
 	// the senders back while the disk is slower than the destinations.
 	records <- finishedAttempt{dest: dest, w: w, rec: AttemptRecord{ID: w.Delivery.ID, Attempt: a, State: state, Due: due}}
@@ -416,6 +420,9 @@ type result struct {
 	snippet    []byte
 	retryAfter time.Duration
 	err        error
+	// note says why the answer was not read to its end, when it was not;
+	// the status stands.
+	note string
 }
 
 // hopHeaders are not forwarded: they describe the inbound connection, or
@@ -451,7 +458,12 @@ func newSendClient(dests []*Destination, dial fasthttp.DialFunc) *fasthttp.Clien
 		MaxIdleConnDuration:      90 * time.Second,
 		ReadBufferSize:           16 << 10, // the longest response header accepted
 		WriteBufferSize:          16 << 10,
-		StreamResponseBody:       true, // status first; the body is read by post, bounded
+		// Without a limit the client reads a whole answer of any declared
+		// Content-Length into memory before post sees it (4 GiB for a
+		// hostile destination). With it, a longer answer is streamed to
+		// post, which reads it bounded (readAnswer).
+		MaxResponseBodySize: MaxResponseSnippet,
+		StreamResponseBody:  true, // status first; the body is read by post, bounded
 		// A POST is not retried on another connection by the client: the
 		// dispatcher's schedule decides when to try again.
 		RetryIf: func(*fasthttp.Request) bool { return false },
@@ -566,18 +578,64 @@ func (d *Dispatcher) post(ctx context.Context, dest *Destination, w Work, attemp
 	req.Header.Set("X-Hookbox-Attempt", strconv.Itoa(attempt))
 	req.SetBodyRaw(e.Body)
 
-	if err := d.client.DoTimeout(req, resp, dest.Timeout); err != nil {
+	// The client's deadline (dest.Timeout from here) stays on the
+	// connection while the body is read below: connect, write, headers and
+	// body all end by then.
+	err := d.client.DoTimeout(req, resp, dest.Timeout)
+	if err != nil && !errors.Is(err, fasthttp.ErrBodyTooLarge) {
 		return result{err: sendError(err, dest.Timeout)}
 	}
-	// Keep the start of the answer, read at most 64 KiB more so that the
-	// connection can be reused, and hang up on anything longer.
-	body := resp.BodyStream()
-	snippet, _ := io.ReadAll(io.LimitReader(body, MaxResponseSnippet))
-	if n, _ := io.Copy(io.Discard, io.LimitReader(body, 64<<10+1)); n > 64<<10 {
-		resp.SetConnectionClose()
+	res := result{status: resp.StatusCode(), retryAfter: retryAfter(string(resp.Header.Peek("Retry-After")), now)}
+	if err != nil {
+		// The headers came, then a body without a length that runs on past
+		// what is kept: the client read MaxResponseSnippet+1 bytes of it and
+		// closed the connection. The status stands, as for any long answer.
+		b := resp.Body()
+		res.snippet, res.note = bytes.Clone(b[:min(len(b), MaxResponseSnippet)]), answerTooLong
+		return res
 	}
-	resp.CloseBodyStream()
-	return result{status: resp.StatusCode(), snippet: snippet, retryAfter: retryAfter(string(resp.Header.Peek("Retry-After")), now)}
+	res.snippet, res.note = readAnswer(resp, dest.Timeout)
+	return res
+}
+
+// maxDrain is how much of an answer past the kept snippet is read, and
+// thrown away, so that its connection can carry the next delivery; a
+// longer answer is not read: its connection is closed instead.
+const maxDrain = 64 << 10
+
+// answerTooLong notes an attempt whose answer was cut because it was longer
+// than hookbox reads.
+const answerTooLong = "answer longer than hookbox reads: the rest was not read, the connection closed"
+
+// readAnswer keeps the first MaxResponseSnippet bytes of resp's body, reads
+// at most maxDrain more, and closes the connection unless the body ended
+// within that, whatever Content-Length said. The note says why an answer
+// was cut ("" when it was read whole). The connection's deadline (timeout)
+// bounds the time.
+func readAnswer(resp *fasthttp.Response, timeout time.Duration) (snippet []byte, note string) {
+	defer resp.CloseBodyStream() // releases the connection, or closes it
+	body := resp.BodyStream()
+	if body == nil { // no body at all (204, 304)
+		return nil, ""
+	}
+	snippet, err := io.ReadAll(io.LimitReader(body, MaxResponseSnippet))
+	if err == nil {
+		var n int64
+		n, err = io.Copy(io.Discard, io.LimitReader(body, maxDrain+1))
+		if err == nil && n > maxDrain {
+			resp.SetConnectionClose()
+			return snippet, answerTooLong
+		}
+	}
+	if err != nil {
+		resp.SetConnectionClose() // the rest of the answer may still come
+		var te interface{ Timeout() bool }
+		if errors.As(err, &te) && te.Timeout() || errors.Is(err, fasthttp.ErrTimeout) {
+			return snippet, fmt.Sprintf("answer cut at the %v timeout", timeout)
+		}
+		return snippet, "answer cut: " + sendError(err, timeout).Error()
+	}
+	return snippet, ""
 }
 
 // sendError turns a client error into a short text without the URL, which

@@ -518,3 +518,119 @@ func TestDispatcher_ShutdownCutsSendsInFlight(t *testing.T) {
 		t.Fatalf("deliveries = %+v; want one pending, no attempt recorded", ds)
 	}
 }
+
+// Answers of every length, with a Content-Length, chunked or running until
+// the connection closes: the first MaxResponseSnippet bytes are kept; an
+// answer that ends within 64 KiB more is read to its end and its
+// connection carries the next delivery; a longer one is not read further,
+// its connection is closed and the attempt says so. The status stands
+// either way.
+func TestDispatcher_AnswerLengths(t *testing.T) {
+	const drain = 64 << 10
+	for _, tt := range []struct {
+		name    string
+		length  int
+		framing string // "length", "chunked" or "close"
+		reused  bool
+		cut     bool
+	}{
+		{"Empty", 0, "length", true, false},
+		{"Snippet", app.MaxResponseSnippet, "length", true, false},
+		{"Drained", app.MaxResponseSnippet + drain, "length", true, false},
+		{"OneTooMany", app.MaxResponseSnippet + drain + 1, "length", false, true},
+		{"Declared4GiB", 1 << 32, "length", false, true},
+		{"ChunkedDrained", 40 << 10, "chunked", true, false},
+		{"ChunkedLong", 1 << 20, "chunked", false, true},
+		{"UntilCloseShort", 100, "close", false, false},
+		{"UntilCloseLong", 1 << 20, "close", false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var conns atomic.Int64
+			var written atomic.Int64
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				switch tt.framing {
+				case "length":
+					w.Header().Set("Content-Length", fmt.Sprint(tt.length))
+				case "close":
+					w.Header().Set("Connection", "close")
+				}
+				w.WriteHeader(202)
+				if tt.framing == "close" { // no length, no chunks: the body ends with the connection
+					c, buf, err := http.NewResponseController(w).Hijack()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer c.Close()
+					buf.Flush()
+					return
+				}
+				chunk := make([]byte, 32<<10)
+				for left := tt.length; left > 0; {
+					n, err := w.Write(chunk[:min(left, len(chunk))])
+					written.Add(int64(n))
+					left -= n
+					if err != nil {
+						return
+					}
+				}
+			}))
+			if tt.framing == "close" { // a raw answer: status line, headers, body, hang up
+				srv = httptest.NewUnstartedServer(nil)
+				srv.Listener.Close()
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				srv.Listener = ln
+				srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					io.Copy(io.Discard, r.Body)
+					c, buf, err := http.NewResponseController(w).Hijack()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer c.Close()
+					buf.WriteString("HTTP/1.1 202 Accepted\r\nConnection: close\r\n\r\n")
+					buf.Flush()
+					chunk := make([]byte, 32<<10)
+					for left := tt.length; left > 0; {
+						n, err := c.Write(chunk[:min(left, len(chunk))])
+						written.Add(int64(n))
+						left -= n
+						if err != nil {
+							return
+						}
+					}
+				})
+			}
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			srv.Start()
+			t.Cleanup(srv.Close)
+			h := newHarness(t, faultConfig(faultDest{name: "d", url: srv.URL, timeout: "10s", retry: `[]`, concurrency: 1}))
+			for _, id := range []string{"len-1", "len-2"} {
+				h.send(t, id, `{}`)
+				h.waitState(t, id, 0, app.Delivered)
+				as := h.attempts(t, id, 0)
+				a := as[len(as)-1]
+				if a.Status != 202 || len(a.Response) != min(tt.length, app.MaxResponseSnippet) {
+					t.Fatalf("%s: status %d, %d bytes kept", id, a.Status, len(a.Response))
+				}
+				if cut := strings.Contains(a.Error, "not read"); cut != tt.cut {
+					t.Errorf("%s: attempt error %q, want a cut answer: %v", id, a.Error, tt.cut)
+				}
+			}
+			if reused := conns.Load() == 1; reused != tt.reused {
+				t.Errorf("%d connections for two deliveries; want the connection reused: %v", conns.Load(), tt.reused)
+			}
+			if n := written.Load(); n > 16<<20 {
+				t.Errorf("the destination could write %d bytes", n)
+			}
+		})
+	}
+}

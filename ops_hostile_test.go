@@ -1,0 +1,260 @@
+package main
+
+// Hostile peers and operator slips around the operations of hookbox (issue
+// 15, operations half), each run against the real binary with a ceiling on
+// its peak memory (VmHWM): destinations that answer without end, a backup
+// read slowly, a restore racing a start, the plain-HTTP listener.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// opsMemCeiling is the issue's ceiling on the peak RSS of hookbox.
+const opsMemCeiling = 256 << 20
+
+// opsPeakRSS returns the peak resident set (VmHWM) of process pid.
+func opsPeakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("read VmHWM: %v", err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				t.Fatalf("VmHWM %q: %v", line, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmHWM in /proc/%d/status", pid)
+	return 0
+}
+
+// opsCheckRSS fails the test when hookbox's peak RSS passed the ceiling,
+// and logs it either way (the report quotes it).
+func opsCheckRSS(t *testing.T, p *proc, what string) {
+	t.Helper()
+	peak := opsPeakRSS(t, p.cmd.Process.Pid)
+	t.Logf("%s: peak RSS (VmHWM) of hookbox %.1f MB", what, float64(peak)/(1<<20))
+	if peak > opsMemCeiling {
+		t.Errorf("%s: peak RSS %d MB, over the %d MB ceiling", what, peak>>20, opsMemCeiling>>20)
+	}
+}
+
+// opsAPI GETs path under /api/v1 with the e2e status login and decodes
+// its JSON answer into v.
+func opsAPI(t *testing.T, addr, path string, v any) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+addr+"/api/v1"+path, nil)
+	req.SetBasicAuth("admin", "pw-e2e")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, raw)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatalf("GET %s: %v in %s", path, err, raw)
+	}
+}
+
+// opsAttempt is one attempt as the event API shows it.
+type opsAttempt struct {
+	N          int     `json:"n"`
+	DurationMS float64 `json:"duration_ms"`
+	Status     int     `json:"status"`
+	Error      string  `json:"error"`
+	Response   string  `json:"response"`
+}
+
+// opsDelivery waits until the delivery of event id has an attempt, and
+// returns its state and attempts.
+func opsDelivery(t *testing.T, addr, id string, limit time.Duration) (string, []opsAttempt) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		var list struct {
+			Items []struct {
+				Seq uint64 `json:"seq"`
+			} `json:"items"`
+		}
+		opsAPI(t, addr, "/events?id="+id, &list)
+		if len(list.Items) == 1 {
+			var ev struct {
+				Deliveries []struct {
+					State   string       `json:"state"`
+					History []opsAttempt `json:"attempts_detail"`
+				} `json:"deliveries"`
+			}
+			opsAPI(t, addr, fmt.Sprintf("/events/%d", list.Items[0].Seq), &ev)
+			if len(ev.Deliveries) == 1 && len(ev.Deliveries[0].History) > 0 {
+				return ev.Deliveries[0].State, ev.Deliveries[0].History
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no attempt recorded for %s within %v", id, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// hostileDestination serves one raw HTTP answer per connection: it reads
+// the request, then calls answer with the connection; written counts what
+// answer managed to write before hookbox hung up.
+type hostileDestination struct {
+	url     string
+	written atomic.Int64
+	done    chan struct{} // one value per answer that returned
+}
+
+func startHostileDestination(t *testing.T, answer func(w io.Writer, d *hostileDestination)) *hostileDestination {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &hostileDestination{url: "http://" + ln.Addr().String() + "/hook", done: make(chan struct{}, 16)}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				answer(c, d)
+				select {
+				case d.done <- struct{}{}:
+				default:
+				}
+			}()
+		}
+	}()
+	return d
+}
+
+// stream writes zeros until the peer hangs up or limit bytes went out.
+func (d *hostileDestination) stream(w io.Writer, limit int64, pause time.Duration, chunk int) {
+	buf := make([]byte, chunk)
+	for d.written.Load() < limit {
+		n, err := w.Write(buf)
+		d.written.Add(int64(n))
+		if err != nil {
+			return
+		}
+		if pause > 0 {
+			time.Sleep(pause)
+		}
+	}
+}
+
+// A destination that declares a 4 GiB answer and streams it, one that
+// streams without a length until the connection closes, and one that
+// drips its answer a byte at a time: each attempt ends within the
+// destination's timeout, with the status the destination gave, and
+// hookbox's peak RSS stays under the ceiling.
+func TestOps_HostileDestinationAnswers(t *testing.T) {
+	const timeout = 5 * time.Second
+	for _, tt := range []struct {
+		name   string
+		answer func(w io.Writer, d *hostileDestination)
+		state  string
+		status int
+		// maxRead bounds what the destination could write before hookbox
+		// hung up (socket buffers included); 0: not checked.
+		maxRead int64
+	}{
+		{"DeclaredHuge200", func(w io.Writer, d *hostileDestination) {
+			io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 4294967296\r\n\r\n")
+			d.stream(w, 4<<30, 0, 64<<10)
+		}, "delivered", 200, 64 << 20},
+		{"DeclaredHuge500", func(w io.Writer, d *hostileDestination) {
+			io.WriteString(w, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4294967296\r\n\r\n")
+			d.stream(w, 4<<30, 0, 64<<10)
+		}, "pending", 500, 64 << 20},
+		{"UntilClose", func(w io.Writer, d *hostileDestination) {
+			io.WriteString(w, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+			d.stream(w, 4<<30, 0, 64<<10)
+		}, "delivered", 200, 64 << 20},
+		{"Drip", func(w io.Writer, d *hostileDestination) {
+			io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+			d.stream(w, 100000, 20*time.Millisecond, 1)
+		}, "delivered", 200, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dest := startHostileDestination(t, tt.answer)
+			dir := t.TempDir()
+			config := writeConfig(t, dir, fmt.Sprintf(`
+[status]
+password_env = "E2E_STATUS_PASSWORD"
+
+[[destination]]
+name = "hostile"
+url = %q
+timeout = "%s"
+retry = ["1h"]
+
+[[route]]
+source = "gh"
+to = ["hostile"]
+`, dest.url, timeout))
+			p := start(t, config)
+			body := []byte(`{"zen":"answers"}`)
+			start := time.Now()
+			if r := post(t, p.addr, "gh", body, githubHeaders(body, e2eSecret, "hostile-1")); r.code != 200 {
+				t.Fatalf("webhook: %d %v", r.code, r.body)
+			}
+			state, attempts := opsDelivery(t, p.addr, "hostile-1", 3*timeout)
+			took := time.Since(start)
+			a := attempts[0]
+			t.Logf("%s: state %s, attempt status %d error %q, %d bytes kept, took %v (attempt %.0f ms); the destination wrote %d bytes",
+				tt.name, state, a.Status, a.Error, len(a.Response), took, a.DurationMS, dest.written.Load())
+			if state != tt.state || a.Status != tt.status {
+				t.Errorf("state %s status %d; want %s %d", state, a.Status, tt.state, tt.status)
+			}
+			if len(a.Response) > 1024 {
+				t.Errorf("kept %d bytes of the answer", len(a.Response))
+			}
+			if a.DurationMS > float64((timeout+time.Second)/time.Millisecond) {
+				t.Errorf("the attempt took %.0f ms, past the %v timeout", a.DurationMS, timeout)
+			}
+			select {
+			case <-dest.done: // hookbox hung up (or the answer ended)
+			case <-time.After(timeout + 2*time.Second):
+				t.Errorf("hookbox still reading after %d bytes", dest.written.Load())
+			}
+			if n := dest.written.Load(); tt.maxRead > 0 && n > tt.maxRead {
+				t.Errorf("the destination wrote %d bytes before hookbox hung up", n)
+			}
+			opsCheckRSS(t, p, tt.name)
+			p.stop(t)
+		})
+	}
+}
+
+var _ = bytes.NewReader
+var _ = filepath.Join
