@@ -126,39 +126,6 @@ func (c *Config) DestinationByName(name string) *Destination {
 	return nil
 }
 
-// Glob matches s against a pattern where '*' stands for any run of
-// characters (slashes included) and '?' for one character.
-func Glob(pattern, s string) bool {
-	for len(pattern) > 0 {
-		switch pattern[0] {
-		case '*':
-			for len(pattern) > 0 && pattern[0] == '*' {
-				pattern = pattern[1:]
-			}
-			if pattern == "" {
-				return true
-			}
-			for i := 0; i <= len(s); i++ {
-				if Glob(pattern, s[i:]) {
-					return true
-				}
-			}
-			return false
-		case '?':
-			if s == "" {
-				return false
-			}
-			pattern, s = pattern[1:], s[1:]
-		default:
-			if s == "" || s[0] != pattern[0] {
-				return false
-			}
-			pattern, s = pattern[1:], s[1:]
-		}
-	}
-	return s == ""
-}
-
 // ServerConfig is the [server] table.
 type ServerConfig struct {
 	Listen       string
