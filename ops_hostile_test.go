@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -258,3 +259,173 @@ to = ["hostile"]
 
 var _ = bytes.NewReader
 var _ = filepath.Join
+
+// opsTryServe runs hookbox serve like start, but a refusal to start is an
+// answer, not a failure: it returns the running process, or nil and what
+// the process printed before it exited.
+func opsTryServe(t *testing.T, config string) (*proc, string) {
+	t.Helper()
+	p := &proc{done: make(chan struct{})}
+	p.cmd = exec.Command(binary, "serve", "-config", config)
+	p.cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.log.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+	})
+	select {
+	case p.addr = <-addr:
+		return p, ""
+	case <-p.done:
+		p.cmd.Wait()
+		return nil, p.logText()
+	case <-time.After(30 * time.Second):
+		t.Fatalf("hookbox neither started nor refused:\n%s", p.logText())
+	}
+	return nil, ""
+}
+
+// A restore started just before serve, and serve started just before a
+// restore, many times with tight timing: either one refuses or they run
+// one after the other, and an id acknowledged by the server that ran is
+// a duplicate after a restart, never accepted again. (The server used to
+// start on the data file the restore was replacing, accept events into it,
+// and forget them at the next start.)
+func TestOps_RestoreRacesServe(t *testing.T) {
+	dir := t.TempDir()
+	config := writeConfig(t, dir, "[status]\npassword_env = \"E2E_STATUS_PASSWORD\"\n")
+	dataFile := filepath.Join(dir, "data", "hookbox.db")
+	p := start(t, config)
+	body := []byte(`{"zen":"restore"}`)
+	if r := post(t, p.addr, "gh", body, githubHeaders(body, e2eSecret, "before-backup")); r.code != 200 {
+		t.Fatalf("webhook: %d %v", r.code, r.body)
+	}
+	p.stop(t)
+	backup := filepath.Join(dir, "backup.db")
+	raw, err := os.ReadFile(dataFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(backup, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	outcomes := map[string]int{}
+	// Restore first: serve starts once the restore has taken its lock and
+	// is writing the copy (its temporary file appears), then a little
+	// later; serve first: the restore starts a little after serve.
+	type try struct {
+		restoreFirst bool
+		delay        time.Duration
+	}
+	var tries []try
+	for _, d := range []time.Duration{0, 0, 1, 2, 4, 8, 16, 32} {
+		tries = append(tries, try{true, d * time.Millisecond})
+	}
+	for _, d := range []time.Duration{0, 10, 50, 200} {
+		tries = append(tries, try{false, d * time.Millisecond})
+	}
+	for i, tr := range tries {
+		restore := exec.Command(binary, "restore", "-config", config, backup)
+		var restoreOut bytes.Buffer
+		restore.Stdout, restore.Stderr = &restoreOut, &restoreOut
+		var srv *proc
+		var refused string
+		if tr.restoreFirst {
+			if err := restore.Start(); err != nil {
+				t.Fatal(err)
+			}
+			opsWaitFile(t, filepath.Dir(dataFile), ".hookbox.db.restore-")
+			time.Sleep(tr.delay)
+			srv, refused = opsTryServe(t, config)
+		} else {
+			ready := make(chan struct{})
+			go func() {
+				srv, refused = opsTryServe(t, config)
+				close(ready)
+			}()
+			time.Sleep(tr.delay)
+			if err := restore.Start(); err != nil {
+				t.Fatal(err)
+			}
+			<-ready
+		}
+		restoreErr := restore.Wait()
+		// Events acknowledged after the restore ended: the server must be
+		// running on the file that is in place.
+		var acked []string
+		if srv != nil {
+			for k := range 3 {
+				id := fmt.Sprintf("race-%d-%d", i, k)
+				if r := post(t, srv.addr, "gh", body, githubHeaders(body, e2eSecret, id)); r.code == 200 && r.body["status"] == "accepted" {
+					acked = append(acked, id)
+				}
+			}
+			srv.stop(t)
+		}
+		outcome := fmt.Sprintf("restore first=%v: restore %s, serve %s", tr.restoreFirst,
+			map[bool]string{true: "done", false: "refused"}[restoreErr == nil], map[bool]string{true: "ran", false: "refused"}[srv != nil])
+		outcomes[outcome]++
+		if restoreErr != nil && !strings.Contains(restoreOut.String(), "locked") {
+			t.Fatalf("try %d: restore failed for another reason than the lock: %v\n%s", i, restoreErr, restoreOut.String())
+		}
+		if srv == nil && !strings.Contains(refused, "locked") {
+			t.Fatalf("try %d: serve refused for another reason than the lock:\n%s", i, refused)
+		}
+		if restoreErr != nil && srv == nil {
+			t.Fatalf("try %d: both refused:\nrestore: %s\nserve: %s", i, restoreOut.String(), refused)
+		}
+		// The next start must know every acknowledged id.
+		p := start(t, config)
+		for _, id := range acked {
+			if r := post(t, p.addr, "gh", body, githubHeaders(body, e2eSecret, id)); r.body["status"] != "duplicate" {
+				t.Errorf("try %d (%s, delay %v): %s was acknowledged, then accepted again after a restart: %d %v",
+					i, outcome, tr.delay, id, r.code, r.body)
+			}
+		}
+		p.stop(t)
+	}
+	for o, n := range outcomes {
+		t.Logf("%2d× %s", n, o)
+	}
+}
+
+// opsWaitFile waits until a file whose name starts with prefix is in dir.
+func opsWaitFile(t *testing.T, dir, prefix string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), prefix) {
+				return
+			}
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	t.Fatalf("no %s* in %s", prefix, dir)
+}

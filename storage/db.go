@@ -33,10 +33,15 @@ const FileName = "hookbox.db"
 // ErrLocked means another process holds the data file.
 var ErrLocked = errors.New("data file is locked by another process (is hookbox already running?)")
 
+// LockName is the lock file in the data directory that serve and restore
+// hold while they run (see lockDir).
+const LockName = "hookbox.lock"
+
 // DB is the bbolt-backed implementation of app.Store.
 type DB struct {
-	db   *bolt.DB
-	path string
+	db     *bolt.DB
+	path   string
+	unlock func() // releases the data directory's lock (lockDir)
 
 	queue     chan write    // writes waiting for the committer
 	closing   chan struct{} // closed by Close once no write is in flight
@@ -69,8 +74,15 @@ func Open(dir string) (*DB, error) {
 		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
+	// The directory's lock first, then the file: a restore holds the
+	// former while it replaces the latter.
+	unlock, err := lockDir(dir, time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: initialMmapSize})
 	if err != nil {
+		unlock()
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
 		}
@@ -93,9 +105,11 @@ func Open(dir string) (*DB, error) {
 	}
 	if err != nil {
 		bdb.Close()
+		unlock()
 		return nil, fmt.Errorf("init %s: %w", path, err)
 	}
 	d := &DB{
+		unlock:    unlock,
 		ids:       ids,
 		txIDs:     map[string]txID{},
 		txMain:    map[uint64]bool{},
@@ -127,7 +141,9 @@ func (d *DB) Close() error {
 	d.inflight.Wait()
 	close(d.closing)
 	<-d.stopped
-	return d.db.Close()
+	err := d.db.Close()
+	d.unlock()
+	return err
 }
 
 // Accept checks and records e's id, stores e, opens one delivery per

@@ -41,8 +41,23 @@ func Restore(dataDir, from string, now time.Time) (*Restored, error) {
 	if absFrom == absPath {
 		return nil, fmt.Errorf("%s is the data file itself: give a backup copy", from)
 	}
-	// Hold the data file's lock for the whole restore: a hookbox starting
-	// meanwhile waits, then fails, rather than opening a file being replaced.
+	if err := CheckFile(from); err != nil {
+		return nil, fmt.Errorf("%s is not a sound hookbox data file, nothing was changed: %w", from, err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir %s: %w", dataDir, err)
+	}
+	// Hold the data directory's lock for the whole restore: a hookbox
+	// starting meanwhile waits for it, then opens the file in place, or
+	// fails; a running one makes the restore fail. The data file's own
+	// lock too, which is all a hookbox from before the lock file holds.
+	unlockDir, err := lockDir(dataDir, time.Second)
+	if errors.Is(err, ErrLocked) {
+		return nil, fmt.Errorf("%s: %w: stop it first (systemctl stop hookbox)", dataDir, ErrLocked)
+	} else if err != nil {
+		return nil, err
+	}
+	defer unlockDir()
 	unlock, err := lockFile(path, time.Second)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -53,12 +68,6 @@ func Restore(dataDir, from string, now time.Time) (*Restored, error) {
 		return nil, err
 	}
 	defer unlock()
-	if err := CheckFile(from); err != nil {
-		return nil, fmt.Errorf("%s is not a sound hookbox data file, nothing was changed: %w", from, err)
-	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir %s: %w", dataDir, err)
-	}
 	tmp, size, err := copyFile(from, dataDir)
 	if err != nil {
 		return nil, err

@@ -139,7 +139,7 @@ func TestRestore(t *testing.T) {
 		if !errors.Is(err, storage.ErrLocked) || time.Since(start) > 5*time.Second {
 			t.Fatalf("restore under a running hookbox: %v after %s", err, time.Since(start))
 		}
-		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		if ents := dataDirFiles(t, dir); len(ents) != 1 {
 			t.Errorf("a refused restore changed the data dir: %v", ents)
 		}
 		if err := running.Ping(); err != nil {
@@ -166,7 +166,7 @@ func TestRestore(t *testing.T) {
 				t.Errorf("restore of %s: %v", filepath.Base(from), err)
 			}
 		}
-		ents, _ := os.ReadDir(dir)
+		ents := dataDirFiles(t, dir)
 		after, _ := os.ReadFile(filepath.Join(dir, storage.FileName))
 		if len(ents) != 1 || string(after) != string(before) {
 			t.Errorf("a refused restore changed the data dir: %v", ents)
@@ -179,4 +179,21 @@ func TestRestore(t *testing.T) {
 			t.Fatal("restoring the data file onto itself succeeded")
 		}
 	})
+}
+
+// dataDirFiles lists dir without the lock file, which serve and restore
+// create and never remove.
+func dataDirFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		if e.Name() != storage.LockName {
+			names = append(names, e.Name())
+		}
+	}
+	return names
 }
