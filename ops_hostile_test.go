@@ -8,6 +8,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,6 +22,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"hookbox/app"
+	"hookbox/storage"
 )
 
 // opsMemCeiling is the ceiling on the peak RSS of hookbox.
@@ -428,4 +432,84 @@ func opsWaitFile(t *testing.T, dir, prefix string) {
 		time.Sleep(200 * time.Microsecond)
 	}
 	t.Fatalf("no %s* in %s", prefix, dir)
+}
+
+// opsFillData writes n events of size bytes each into a new data file in
+// dataDir, through the store as serve would.
+func opsFillData(t *testing.T, dataDir string, n, size int) {
+	t.Helper()
+	db, err := storage.Open(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	body := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+	now := time.Now()
+	for i := range n {
+		body[0] = byte(i) // no two alike
+		e := &app.Event{Source: "gh", ID: fmt.Sprintf("fill-%d", i), Topic: "push", ReceivedAt: now, Body: body}
+		if _, err := db.Accept(context.Background(), e, now.Add(time.Hour), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A backup of a few hundred MB read by a client that takes well over the
+// server's 10 s WriteTimeout: it arrives whole and sound, and the slow
+// reader does not make hookbox keep the copy in memory.
+func TestOps_SlowBackupReader(t *testing.T) {
+	dir := t.TempDir()
+	config := writeConfig(t, dir, "[status]\npassword_env = \"E2E_STATUS_PASSWORD\"\n")
+	opsFillData(t, filepath.Join(dir, "data"), 300, 1<<20)
+	p := start(t, config)
+
+	req, _ := http.NewRequest("GET", "http://"+p.addr+"/api/v1/backup", nil)
+	req.SetBasicAuth("admin", "pw-e2e")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ContentLength < 300<<20 {
+		t.Fatalf("backup: %d, %d bytes", resp.StatusCode, resp.ContentLength)
+	}
+	// About 16 s for the whole copy: 64 KiB per 1/256 of the length.
+	out := filepath.Join(t.TempDir(), "backup.db")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const chunk = 64 << 10
+	pace := 16 * time.Second / time.Duration(resp.ContentLength/chunk)
+	began := time.Now()
+	buf := make([]byte, chunk)
+	var got int64
+	for i := 0; ; i++ {
+		n, err := io.ReadFull(resp.Body, buf)
+		f.Write(buf[:n])
+		got += int64(n)
+		if err == io.EOF || err == io.ErrUnexpectedEOF && got == resp.ContentLength {
+			break
+		}
+		if err != nil {
+			t.Fatalf("after %d of %d bytes and %v: %v", got, resp.ContentLength, time.Since(began).Round(time.Millisecond), err)
+		}
+		if wait := time.Until(began.Add(time.Duration(i+1) * pace)); wait > 0 {
+			time.Sleep(wait)
+		}
+	}
+	took := time.Since(began)
+	t.Logf("backup of %d MB read in %v", got>>20, took.Round(time.Millisecond))
+	if got != resp.ContentLength {
+		t.Fatalf("got %d of %d bytes", got, resp.ContentLength)
+	}
+	if took < 12*time.Second {
+		t.Errorf("the read took only %v: not past the 10 s write timeout", took)
+	}
+	if err := storage.CheckFile(out); err != nil {
+		t.Errorf("the copy: %v", err)
+	}
+	opsCheckRSS(t, p, "slow backup reader")
+	p.stop(t)
 }
