@@ -198,23 +198,32 @@ secret_env = "E2E_GH_SECRET"
 		t.Errorf("no HSTS over TLS: %q", h)
 	}
 
-	// Plain HTTP on http_listen redirects to the HTTPS name and port.
+	// Plain HTTP on http_listen redirects GET to the HTTPS name and port,
+	// whatever Host the request names, and refuses a POST (its body has
+	// crossed in clear) with 403 and the https address.
 	_, port, _ := net.SplitHostPort(p.addr)
 	httpBase := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
-	for _, tt := range []struct {
-		method string
-		code   int
-	}{{"GET", http.StatusMovedPermanently}, {"POST", http.StatusPermanentRedirect}} {
-		req, _ := http.NewRequest(tt.method, httpBase+"/in/gh?x=1", nil)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		want := "https://" + acmeDomain + ":" + port + "/in/gh?x=1"
-		if resp.StatusCode != tt.code || resp.Header.Get("Location") != want {
-			t.Errorf("%s over HTTP: %d Location %q; want %d %q", tt.method, resp.StatusCode, resp.Header.Get("Location"), tt.code, want)
-		}
+	want := "https://" + acmeDomain + ":" + port + "/in/gh?x=1"
+	req, _ = http.NewRequest("GET", httpBase+"/in/gh?x=1", nil)
+	req.Host = "evil.example"
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != want {
+		t.Errorf("GET over HTTP: %d Location %q; want 301 %q", resp.StatusCode, resp.Header.Get("Location"), want)
+	}
+	req, _ = http.NewRequest("POST", httpBase+"/in/gh?x=1", bytes.NewReader(body))
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Location") != "" ||
+		!strings.Contains(string(raw), "https://"+acmeDomain+":"+port+"/in/gh") {
+		t.Errorf("POST over HTTP: %d Location %q %s; want 403 naming the https address", resp.StatusCode, resp.Header.Get("Location"), raw)
 	}
 
 	// The account key and the certificate are cached under data_dir/acme, 0700.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,7 +35,7 @@ const ACMEDirName = "acme"
 // certificate in files (reloaded when they change) or one obtained and
 // renewed from an ACME CA (golang.org/x/crypto/acme/autocert). When
 // server.http_listen is set, HTTP answers on it: ACME HTTP-01 challenges,
-// and a redirect to HTTPS for everything else.
+// a redirect to HTTPS for GET and HEAD, 403 for anything else (plainHTTP).
 type TLS struct {
 	// Config is the main listener's TLS configuration.
 	Config *tls.Config
@@ -86,7 +87,7 @@ func NewTLS(s app.ServerConfig, opt TLSOptions) (*TLS, error) {
 		}
 		t.Config = &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}, GetCertificate: t.files.get}
 		if s.HTTPListen != "" {
-			t.HTTP = t.redirect(hostOf(s.PublicURL))
+			t.HTTP = t.plainHTTP(s.PublicURL)
 		}
 	case app.TLSACME:
 		dir := filepath.Join(s.DataDir, ACMEDirName)
@@ -110,7 +111,7 @@ func NewTLS(s app.ServerConfig, opt TLSOptions) (*TLS, error) {
 			GetCertificate: t.acmeCertificate,
 		}
 		if s.HTTPListen != "" {
-			challenges := t.manager.HTTPHandler(t.redirect(s.Domain))
+			challenges := t.manager.HTTPHandler(t.plainHTTP(s.PublicURL))
 			t.HTTP = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				// autocert checks Host against the domain as it comes: without
 				// a port (http_listen other than :80, e.g. behind a forward).
@@ -184,29 +185,69 @@ func hostOf(u string) string {
 	return p.Hostname()
 }
 
-// redirect sends every request to the same path on https://host and the
-// main listener's port (host "" keeps the request's host; port 443 is left
-// out). GET and HEAD get 301; other methods 308, which keeps the method
-// and the body.
-func (t *TLS) redirect(host string) http.Handler {
+// plainHTTP answers http_listen for everything but ACME challenges. GET
+// and HEAD are redirected (301) to the same path at the https address: the
+// host of public_url (always set in ACME mode), else the name in the
+// certificate; the port of public_url when it names one, else the main
+// listener's (left out when 443). Never the request's Host, which the
+// client chooses. Every other method is refused with 403 and a message
+// naming the https address: its body and any token in it have already
+// crossed the network in clear, and a redirect that clients follow
+// silently (308 keeps the method and the body) would hide that, so the
+// sender's misconfiguration is made visible instead. 403 rather than 426:
+// 426 asks for an in-place protocol upgrade that no webhook sender does.
+func (t *TLS) plainHTTP(publicURL string) http.Handler {
+	var host, port string
+	if u, err := url.Parse(publicURL); err == nil {
+		host, port = u.Hostname(), u.Port()
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		port, _ := t.port.Load().(string)
-		h := host
-		if h == "" {
-			h = r.Host
-			if hh, _, err := net.SplitHostPort(r.Host); err == nil {
-				h = hh
+		base := t.httpsBase(host, port)
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			msg := "plain HTTP is refused for " + r.Method + ": this request and any credential in it crossed the network in clear; "
+			if base != "" {
+				msg += "send it to " + base + r.URL.EscapedPath() + " instead, "
+			} else {
+				msg += "send it over https instead, "
 			}
+			msg += "and rotate any token it carried"
+			plainError(w, http.StatusForbidden, msg)
+			return
 		}
-		if port != "" && port != "443" && port != "https" {
-			h = net.JoinHostPort(h, port)
+		if base == "" {
+			plainError(w, http.StatusBadRequest, "this address serves https only; hookbox knows no https name to redirect to (set server.public_url)")
+			return
 		}
-		code := http.StatusPermanentRedirect
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			code = http.StatusMovedPermanently
-		}
-		http.Redirect(w, r, "https://"+h+r.URL.RequestURI(), code)
+		http.Redirect(w, r, base+r.URL.RequestURI(), http.StatusMovedPermanently)
 	})
+}
+
+// httpsBase is https://host:port of the configured address (see
+// plainHTTP), or "" when no name is configured.
+func (t *TLS) httpsBase(host, port string) string {
+	if host == "" && t.files != nil {
+		if c, err := t.files.get(nil); err == nil && c.Leaf != nil && len(c.Leaf.DNSNames) > 0 {
+			host = c.Leaf.DNSNames[0]
+		}
+	}
+	if host == "" {
+		return ""
+	}
+	if port == "" || port == "0" { // none named (or ACME's listen on port 0, in tests)
+		port, _ = t.port.Load().(string)
+	}
+	if port != "" && port != "443" && port != "https" {
+		host = net.JoinHostPort(host, port)
+	}
+	return "https://" + host
+}
+
+// plainError answers with the JSON error body of every hookbox error.
+func plainError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"status": "error", "error": msg})
 }
 
 // certFiles serves the pair in certFile and keyFile, and reads it again
