@@ -126,6 +126,12 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 		return err
 	}
 	tuneRuntime()
+	// The data dir holds every event with its headers: its owner's only.
+	if was, err := storage.SecureDir(cfg.Server.DataDir); err != nil {
+		logger.Warn("data dir mode not fixed: others may read the events", "dir", cfg.Server.DataDir, slog.Any("error", err))
+	} else if was != 0 {
+		logger.Warn("data dir mode fixed", "dir", cfg.Server.DataDir, "was", fmt.Sprintf("%04o", was), "now", fmt.Sprintf("%04o", app.DataDirMode))
+	}
 	db, err := storage.Open(cfg.Server.DataDir)
 	if err != nil {
 		return err

@@ -513,3 +513,104 @@ func TestOps_SlowBackupReader(t *testing.T) {
 	opsCheckRSS(t, p, "slow backup reader")
 	p.stop(t)
 }
+
+// `hookbox check` warns about a config readable by group or others that
+// holds secrets inline (naming the keys, never the values), and about a
+// data dir that is not 0700; a config whose secrets all come from the
+// environment gets no warning. serve puts the data dir back to 0700 at
+// start and says so.
+func TestOps_UnsafeFileModes(t *testing.T) {
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	if err := os.Mkdir(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	inline := fmt.Sprintf(`[server]
+listen = "127.0.0.1:0"
+data_dir = %q
+
+[status]
+password = "inline-pw-Secret-9z8y"
+
+[[source]]
+name = "gh"
+provider = "github"
+secret = "inline-gh-Secret-7x6w"
+
+[[source]]
+name = "env"
+provider = "github"
+secret_env = "E2E_GH_SECRET"
+`, dataDir)
+	fromEnv := fmt.Sprintf(`[server]
+listen = "127.0.0.1:0"
+data_dir = %q
+
+[status]
+password_env = "E2E_STATUS_PASSWORD"
+
+[[source]]
+name = "gh"
+provider = "github"
+secret_env = "E2E_GH_SECRET"
+`, dataDir)
+	check := func(config string) (string, int) {
+		stdout, stderr, code := hookbox(t, nil, "check", "-config", config)
+		return stdout + stderr, code
+	}
+	config := filepath.Join(dir, "config.toml")
+	for _, tt := range []struct {
+		name string
+		text string
+		mode os.FileMode
+		warn bool
+	}{
+		{"InlineWorldReadable", inline, 0o644, true},
+		{"InlineGroupReadable", inline, 0o640, true},
+		{"InlineOwnerOnly", inline, 0o600, false},
+		{"EnvWorldReadable", fromEnv, 0o644, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			os.WriteFile(config, []byte(tt.text), 0o600)
+			os.Chmod(config, tt.mode)
+			t.Setenv("E2E_GH_SECRET", e2eSecret)
+			t.Setenv("E2E_STATUS_PASSWORD", "pw-e2e")
+			out, code := check(config)
+			if code != 0 {
+				t.Fatalf("check: exit %d\n%s", code, out)
+			}
+			warned := strings.Contains(out, "warning: "+config)
+			if warned != tt.warn {
+				t.Fatalf("check of a %04o config, warning %v; want %v:\n%s", tt.mode, warned, tt.warn, out)
+			}
+			if tt.warn && (!strings.Contains(out, "status.password") || !strings.Contains(out, "source[0] (gh).secret") ||
+				strings.Contains(out, "source[1]") || !strings.Contains(out, fmt.Sprintf("%04o", tt.mode))) {
+				t.Errorf("the warning does not name the inline keys and the mode:\n%s", out)
+			}
+			if strings.Contains(out, "Secret-") {
+				t.Errorf("check printed a secret:\n%s", out)
+			}
+		})
+	}
+
+	os.WriteFile(config, []byte(fromEnv), 0o600)
+	if err := os.Chmod(dataDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("E2E_GH_SECRET", e2eSecret)
+	t.Setenv("E2E_STATUS_PASSWORD", "pw-e2e")
+	if out, code := check(config); code != 0 || !strings.Contains(out, "warning: data dir "+dataDir) || !strings.Contains(out, "0777") {
+		t.Fatalf("check with a data dir 0777: exit %d\n%s", code, out)
+	}
+	p := start(t, config)
+	if fi, err := os.Stat(dataDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("data dir after start: %v %v", fi.Mode(), err)
+	}
+	if log := p.logText(); !strings.Contains(log, "data dir mode") || !strings.Contains(log, "0777") {
+		t.Errorf("serve did not say it fixed the data dir:\n%s", log)
+	}
+	p.stop(t)
+	if out, _ := check(config); strings.Contains(out, "warning") {
+		t.Errorf("check after serve fixed the data dir:\n%s", out)
+	}
+}

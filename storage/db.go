@@ -479,3 +479,24 @@ func (d *DB) SetMeta(name string, value []byte) error {
 		return b.Put([]byte(name), value)
 	})
 }
+
+// SecureDir makes sure the data directory dir exists with mode 0700
+// (app.DataDirMode): it holds every event with its headers. It returns the
+// mode an existing directory had when it had to be changed (0: it was
+// right, or is new).
+func SecureDir(dir string) (was os.FileMode, err error) {
+	if err := os.MkdirAll(dir, app.DataDirMode); err != nil {
+		return 0, fmt.Errorf("create data dir %s: %w", dir, err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return 0, err
+	}
+	if fi.Mode().Perm() == app.DataDirMode {
+		return 0, nil
+	}
+	if err := os.Chmod(dir, app.DataDirMode); err != nil {
+		return 0, fmt.Errorf("data dir %s has mode %04o: %w", dir, fi.Mode().Perm(), err)
+	}
+	return fi.Mode().Perm(), nil
+}
