@@ -26,7 +26,22 @@ type Alerter struct {
 
 	backupMu     sync.Mutex
 	backupFailed bool // a failure message went out and no success since
+
+	// Now is the clock of Notify's rate limit; tests replace it.
+	Now      func() time.Time
+	notices  chan string // Notify's queue, sent by Run one at a time
+	noticeMu sync.Mutex
+	lastSent map[string]time.Time // per topic, when Notify last queued it
 }
+
+// NotifyEvery is how often at most Notify sends a message of one topic.
+const NotifyEvery = time.Hour
+
+// noticeQueue bounds the messages Notify keeps waiting for Run.
+const noticeQueue = 16
+
+// maxAlertHeader bounds the header of an alert URL's answer.
+const maxAlertHeader = 16 << 10
 
 // NewAlerter builds the alerter for cfg over store.
 func NewAlerter(cfg *Config, store Store) *Alerter {
@@ -36,7 +51,14 @@ func NewAlerter(cfg *Config, store Store) *Alerter {
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.Proxy = nil // post only to the configured URL, as the dispatcher does
+	// An answer is read bounded: its header here, its body in post, and
+	// nothing inflated on the way (a small gzip can declare gigabytes).
+	transport.MaxResponseHeaderBytes = maxAlertHeader
+	transport.DisableCompression = true
 	return &Alerter{
+		Now:      time.Now,
+		notices:  make(chan string, noticeQueue),
+		lastSent: map[string]time.Time{},
 		store: store,
 		cfg:   cfg.Alerts,
 		where: where,
@@ -95,6 +117,46 @@ func (a *Alerter) post(ctx context.Context, text string) error {
 		return fmt.Errorf("alert URL answered HTTP %d", resp.StatusCode)
 	}
 	return nil
+}
+
+// Notify sends text to the alert URL in the background (Run sends it), at
+// most once per NotifyEvery for one topic: later messages of the topic
+// within that are dropped, as is a message that finds the queue full (the
+// caller logs what it reports). It never blocks and starts no goroutine,
+// so a hanging alert URL cannot hold up or pile up its callers (a TLS
+// handshake, the certificate watcher).
+func (a *Alerter) Notify(topic, text string) {
+	if a.cfg.URL == "" {
+		return
+	}
+	now := a.Now()
+	a.noticeMu.Lock()
+	if last, ok := a.lastSent[topic]; ok && now.Sub(last) < NotifyEvery {
+		a.noticeMu.Unlock()
+		return
+	}
+	select {
+	case a.notices <- text:
+		a.lastSent[topic] = now
+	default:
+		a.Logger.Warn("alert dropped: queue full", "topic", topic)
+	}
+	a.noticeMu.Unlock()
+}
+
+// Run sends Notify's messages one at a time until ctx is done; each post
+// ends within the alert client's timeout.
+func (a *Alerter) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case text := <-a.notices:
+			if err := a.post(ctx, text); err != nil && ctx.Err() == nil {
+				a.Logger.Error("send alert", slog.Any("error", err))
+			}
+		}
+	}
 }
 
 // Backup hears the outcome of each scheduled backup (err nil: it worked).
