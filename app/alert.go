@@ -59,9 +59,9 @@ func NewAlerter(cfg *Config, store Store) *Alerter {
 		Now:      time.Now,
 		notices:  make(chan string, noticeQueue),
 		lastSent: map[string]time.Time{},
-		store: store,
-		cfg:   cfg.Alerts,
-		where: where,
+		store:    store,
+		cfg:      cfg.Alerts,
+		where:    where,
 		client: &http.Client{
 			Timeout:   10 * time.Second,
 			Transport: transport,
