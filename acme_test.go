@@ -38,11 +38,19 @@ type pebbleCA struct {
 	directory string         // ACME directory URL
 	serverPEM string         // file with the directory's TLS certificate (trust it to talk ACME)
 	roots     *x509.CertPool // the root the issued certificates chain to
+	stop      func()         // takes the CA off the network
 }
 
 // startPebble starts pebble whose validation authority checks HTTP-01 on
 // httpPort and TLS-ALPN-01 on tlsPort of whatever dnsAddr resolves names to.
 func startPebble(t *testing.T, httpPort, tlsPort int, dnsAddr string) *pebbleCA {
+	t.Helper()
+	return startPebbleValidity(t, httpPort, tlsPort, dnsAddr, 0)
+}
+
+// startPebbleValidity is startPebble issuing certificates valid for
+// validity seconds (0: pebble's default, 90 days).
+func startPebbleValidity(t *testing.T, httpPort, tlsPort int, dnsAddr string, validity uint64) *pebbleCA {
 	t.Helper()
 	t.Setenv("PEBBLE_VA_NOSLEEP", "1") // read by va.New
 	logger := log.New(io.Discard, "pebble ", 0)
@@ -51,7 +59,7 @@ func startPebble(t *testing.T, httpPort, tlsPort int, dnsAddr string) *pebbleCA 
 	}
 	store := db.NewMemoryStore()
 	authority := ca.New(logger, store, "", "rsa", 0, 1, map[string]ca.Profile{
-		"default": {Description: "the default profile"},
+		"default": {Description: "the default profile", ValidityPeriod: validity},
 	})
 	validator := va.New(logger, httpPort, tlsPort, false, dnsAddr, store)
 	front := wfe.New(logger, store, validator, authority, []string{"pebble.letsencrypt.org"}, false, false, 0, 0)
@@ -60,7 +68,7 @@ func startPebble(t *testing.T, httpPort, tlsPort int, dnsAddr string) *pebbleCA 
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 
-	p := &pebbleCA{directory: srv.URL + wfe.DirectoryPath, roots: x509.NewCertPool()}
+	p := &pebbleCA{directory: srv.URL + wfe.DirectoryPath, roots: x509.NewCertPool(), stop: srv.Close}
 	p.serverPEM = filepath.Join(t.TempDir(), "pebble-server.pem")
 	der := srv.Certificate().Raw
 	if err := os.WriteFile(p.serverPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {

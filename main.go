@@ -158,9 +158,14 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	alerter := app.NewAlerter(cfg, db)
 	backuper := app.NewBackuper(cfg, db)
 	backuper.Alert = alerter.Backup
+	go alerter.Run(ctx) // sends what Notify queues
 	tlsSrv, err := web.NewTLS(cfg.Server, web.TLSOptions{})
 	if err != nil {
 		return fmt.Errorf("%s: server: %w", path, err)
+	}
+	if tlsSrv != nil {
+		tlsSrv.Alert = alerter.Notify
+		stats.Registry.MustRegister(tlsSrv) // hookbox_certificate_expiry_seconds
 	}
 
 	sched := app.NewCron(logger.With("component", "cron"))
@@ -218,18 +223,11 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	}
 	logger.Info("hookbox started", append(attrs, "data", db.Path(), "sources", len(cfg.Sources))...)
 	go func() { served <- srv.Serve(ln) }()
-	if cfg.Server.TLS == app.TLSACME {
-		go func() {
-			cert, err := tlsSrv.Obtain(ctx)
-			switch {
-			case err != nil && ctx.Err() == nil:
-				logger.Error("no certificate yet", "domain", cfg.Server.Domain, slog.Any("error", err),
-					"hint", "check that the domain points to this machine and that ports 80 and 443 are open; the next HTTPS connection tries again")
-			case err == nil && cert.Leaf != nil:
-				logger.Info("certificate ready", "domain", cfg.Server.Domain,
-					"not_after", cert.Leaf.NotAfter.UTC().Format(time.RFC3339))
-			}
-		}()
+	if tlsSrv != nil {
+		// Gets the ACME certificate now (so that trouble shows at start),
+		// then reports any trouble with the certificate, there and in the
+		// log, for as long as hookbox runs.
+		go tlsSrv.Watch(ctx)
 	}
 
 	select {

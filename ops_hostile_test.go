@@ -9,16 +9,20 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,9 +264,6 @@ to = ["hostile"]
 		})
 	}
 }
-
-var _ = bytes.NewReader
-var _ = filepath.Join
 
 // opsTryServe runs hookbox serve like start, but a refusal to start is an
 // answer, not a failure: it returns the running process, or nil and what
@@ -613,4 +614,163 @@ secret_env = "E2E_GH_SECRET"
 	if out, _ := check(config); strings.Contains(out, "warning") {
 		t.Errorf("check after serve fixed the data dir:\n%s", out)
 	}
+}
+
+// opsAlertSink collects the texts posted to an alerts.url.
+type opsAlertSink struct {
+	url   string
+	mu    sync.Mutex
+	texts []string
+}
+
+func startAlertSink(t *testing.T) *opsAlertSink {
+	t.Helper()
+	s := &opsAlertSink{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct{ Text string }
+		json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&m)
+		s.mu.Lock()
+		s.texts = append(s.texts, m.Text)
+		s.mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	s.url = srv.URL + "/alert"
+	return s
+}
+
+// wait waits until an alert containing want arrived.
+func (s *opsAlertSink) wait(t *testing.T, want string, limit time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		s.mu.Lock()
+		for _, text := range s.texts {
+			if strings.Contains(text, want) {
+				s.mu.Unlock()
+				return text
+			}
+		}
+		got := strings.Join(s.texts, "\n")
+		s.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("no alert with %q after %v; got:\n%s", want, limit, got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ACME with certificates that live 45 seconds, then the CA taken off the
+// network: the certificate near its expiry is alerted at once, the
+// metric shows its remaining validity, and when the renewal fails the
+// failure is logged (the failed request to the CA, and the certificate
+// not renewed) and sent to alerts.url. (hookbox used to say nothing.)
+func TestOps_CertificateTroubleIsReported(t *testing.T) {
+	httpPort, tlsPort := freePort(t), freePort(t)
+	const validity = 45
+	pebble := startPebbleValidity(t, httpPort, tlsPort, startDNS(t), validity)
+	t.Setenv("SSL_CERT_FILE", pebble.serverPEM)
+	sink := startAlertSink(t)
+
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config.toml")
+	cfg := fmt.Sprintf(`[server]
+listen = "127.0.0.1:0"
+http_listen = "127.0.0.1:%d"
+domain = %q
+acme_directory = %q
+data_dir = %q
+
+[status]
+password_env = "E2E_STATUS_PASSWORD"
+metrics_public = true
+
+[alerts]
+url = %q
+
+[[source]]
+name = "gh"
+provider = "github"
+secret_env = "E2E_GH_SECRET"
+`, httpPort, acmeDomain, pebble.directory, filepath.Join(dir, "data"), sink.url)
+	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, config)
+	waitLog(t, p, "certificate ready", 90*time.Second)
+	issued := time.Now()
+	t.Logf("expiry alert: %s", sink.wait(t, "expires in", 30*time.Second))
+
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pebble.roots, ServerName: acmeDomain}}}
+	resp, err := client.Get("https://" + p.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`(?m)^hookbox_certificate_expiry_seconds (\S+)$`).FindSubmatch(raw)
+	if m == nil {
+		t.Fatalf("no hookbox_certificate_expiry_seconds in /metrics:\n%s", raw)
+	}
+	if left, _ := strconv.ParseFloat(string(m[1]), 64); left <= 0 || left > validity {
+		t.Errorf("hookbox_certificate_expiry_seconds = %s, want within (0, %d]", m[1], validity)
+	}
+
+	// The CA goes away; autocert's renewal, a third of the lifetime before
+	// expiry, fails.
+	pebble.stop()
+	text := sink.wait(t, "has not been renewed", validity*time.Second)
+	t.Logf("renewal alert %v after issue: %s", time.Since(issued).Round(time.Second), text)
+	waitLog(t, p, "certificate not renewed", 10*time.Second)
+	waitLog(t, p, "ACME request failed", 10*time.Second)
+	if !strings.Contains(text, "Last error from the ACME CA: ") || strings.Contains(text, "none recorded") {
+		t.Errorf("the renewal alert does not say what failed: %s", text)
+	}
+	opsCheckRSS(t, p, "certificate trouble")
+	p.stop(t)
+}
+
+// The ACME CA unreachable from the start: the failure is logged and sent
+// to alerts.url, and HTTPS handshakes that fail for want of a certificate
+// are logged too (rate-limited), where they used to fail in silence.
+func TestOps_CertificateUnobtainable(t *testing.T) {
+	httpPort, tlsPort := freePort(t), freePort(t)
+	pebble := startPebble(t, httpPort, tlsPort, startDNS(t))
+	pebble.stop()
+	t.Setenv("SSL_CERT_FILE", pebble.serverPEM)
+	sink := startAlertSink(t)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config.toml")
+	cfg := fmt.Sprintf(`[server]
+listen = "127.0.0.1:0"
+http_listen = "127.0.0.1:%d"
+domain = %q
+acme_directory = %q
+data_dir = %q
+
+[alerts]
+url = %q
+
+[[source]]
+name = "gh"
+provider = "github"
+secret_env = "E2E_GH_SECRET"
+`, httpPort, acmeDomain, pebble.directory, filepath.Join(dir, "data"), sink.url)
+	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, config)
+	waitLog(t, p, "no certificate yet", 60*time.Second)
+	t.Logf("alert: %s", sink.wait(t, "no certificate for "+acmeDomain, 30*time.Second))
+	for range 3 {
+		if c, err := tls.Dial("tcp", p.addr, &tls.Config{ServerName: acmeDomain, InsecureSkipVerify: true}); err == nil {
+			c.Close()
+			t.Fatal("a handshake succeeded without a certificate")
+		}
+	}
+	waitLog(t, p, "TLS handshake without a certificate", 30*time.Second)
+	if n := strings.Count(p.logText(), "TLS handshake without a certificate"); n != 1 {
+		t.Errorf("%d log lines for 3 failed handshakes within a minute, want 1", n)
+	}
+	p.stop(t)
 }
