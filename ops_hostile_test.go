@@ -265,55 +265,6 @@ to = ["hostile"]
 	}
 }
 
-// opsTryServe runs hookbox serve like start, but a refusal to start is an
-// answer, not a failure: it returns the running process, or nil and what
-// the process printed before it exited.
-func opsTryServe(t *testing.T, config string) (*proc, string) {
-	t.Helper()
-	p := &proc{done: make(chan struct{})}
-	p.cmd = exec.Command(binary, "serve", "-config", config)
-	p.cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addr := make(chan string, 1)
-	go func() {
-		defer close(p.done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.log.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case addr <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			p.cmd.Process.Kill()
-			p.cmd.Wait()
-		}
-	})
-	select {
-	case p.addr = <-addr:
-		return p, ""
-	case <-p.done:
-		p.cmd.Wait()
-		return nil, p.logText()
-	case <-time.After(30 * time.Second):
-		t.Fatalf("hookbox neither started nor refused:\n%s", p.logText())
-	}
-	return nil, ""
-}
-
 // A restore started just before serve, and serve started just before a
 // restore, many times with tight timing: either one refuses or they run
 // one after the other, and an id acknowledged by the server that ran is
@@ -366,11 +317,11 @@ func TestOps_RestoreRacesServe(t *testing.T) {
 			}
 			opsWaitFile(t, filepath.Dir(dataFile), ".hookbox.db.restore-")
 			time.Sleep(tr.delay)
-			srv, refused = opsTryServe(t, config)
+			srv, refused = launch(t, config, []string{"E2E_GH_SECRET=" + e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e"})
 		} else {
 			ready := make(chan struct{})
 			go func() {
-				srv, refused = opsTryServe(t, config)
+				srv, refused = launch(t, config, []string{"E2E_GH_SECRET=" + e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e"})
 				close(ready)
 			}()
 			time.Sleep(tr.delay)
@@ -671,30 +622,7 @@ func TestOps_CertificateTroubleIsReported(t *testing.T) {
 	t.Setenv("SSL_CERT_FILE", pebble.serverPEM)
 	sink := startAlertSink(t)
 
-	dir := t.TempDir()
-	config := filepath.Join(dir, "config.toml")
-	cfg := fmt.Sprintf(`[server]
-listen = "127.0.0.1:0"
-http_listen = "127.0.0.1:%d"
-domain = %q
-acme_directory = %q
-data_dir = %q
-
-[status]
-password_env = "E2E_STATUS_PASSWORD"
-metrics_public = true
-
-[alerts]
-url = %q
-
-[[source]]
-name = "gh"
-provider = "github"
-secret_env = "E2E_GH_SECRET"
-`, httpPort, acmeDomain, pebble.directory, filepath.Join(dir, "data"), sink.url)
-	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config := opsACMEConfig(t, httpPort, pebble.directory, sink.url, "[status]\nmetrics_public = true\n")
 	p := start(t, config)
 	waitLog(t, p, "certificate ready", 90*time.Second)
 	issued := time.Now()
@@ -739,6 +667,28 @@ func TestOps_CertificateUnobtainable(t *testing.T) {
 	pebble.stop()
 	t.Setenv("SSL_CERT_FILE", pebble.serverPEM)
 	sink := startAlertSink(t)
+	config := opsACMEConfig(t, httpPort, pebble.directory, sink.url, "")
+	p := start(t, config)
+	waitLog(t, p, "no certificate yet", 60*time.Second)
+	t.Logf("alert: %s", sink.wait(t, "no certificate for "+acmeDomain, 30*time.Second))
+	for range 3 {
+		if c, err := tls.Dial("tcp", p.addr, &tls.Config{ServerName: acmeDomain, InsecureSkipVerify: true}); err == nil {
+			c.Close()
+			t.Fatal("a handshake succeeded without a certificate")
+		}
+	}
+	waitLog(t, p, "TLS handshake without a certificate", 30*time.Second)
+	if n := strings.Count(p.logText(), "TLS handshake without a certificate"); n != 1 {
+		t.Errorf("%d log lines for 3 failed handshakes within a minute, want 1", n)
+	}
+	p.stop(t)
+}
+
+// opsACMEConfig writes a config in ACME mode for acmeDomain from the CA at
+// directory, answering HTTP-01 on httpPort, with alerts to alertURL,
+// followed by extra; it returns its path.
+func opsACMEConfig(t *testing.T, httpPort int, directory, alertURL, extra string) string {
+	t.Helper()
 	dir := t.TempDir()
 	config := filepath.Join(dir, "config.toml")
 	cfg := fmt.Sprintf(`[server]
@@ -755,22 +705,10 @@ url = %q
 name = "gh"
 provider = "github"
 secret_env = "E2E_GH_SECRET"
-`, httpPort, acmeDomain, pebble.directory, filepath.Join(dir, "data"), sink.url)
+
+`, httpPort, acmeDomain, directory, filepath.Join(dir, "data"), alertURL) + extra
 	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, config)
-	waitLog(t, p, "no certificate yet", 60*time.Second)
-	t.Logf("alert: %s", sink.wait(t, "no certificate for "+acmeDomain, 30*time.Second))
-	for range 3 {
-		if c, err := tls.Dial("tcp", p.addr, &tls.Config{ServerName: acmeDomain, InsecureSkipVerify: true}); err == nil {
-			c.Close()
-			t.Fatal("a handshake succeeded without a certificate")
-		}
-	}
-	waitLog(t, p, "TLS handshake without a certificate", 30*time.Second)
-	if n := strings.Count(p.logText(), "TLS handshake without a certificate"); n != 1 {
-		t.Errorf("%d log lines for 3 failed handshakes within a minute, want 1", n)
-	}
-	p.stop(t)
+	return config
 }
