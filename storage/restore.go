@@ -10,7 +10,8 @@ import (
 )
 
 // ReplacedSuffix starts the name a restore gives the data file it replaces:
-// hookbox.db.replaced-YYYYMMDD-HHMMSS (UTC).
+// hookbox.db.replaced-YYYYMMDD-HHMMSS (UTC), with -2, -3… after it when an
+// earlier restore took that name in the same second.
 const ReplacedSuffix = ".replaced-"
 
 // Restored describes a finished restore.
@@ -87,11 +88,20 @@ func Restore(dataDir, from string, now time.Time) (*Restored, error) {
 	}
 	res := &Restored{Path: path, Size: size}
 	if _, err := os.Stat(path); err == nil {
-		res.Replaced = path + ReplacedSuffix + now.UTC().Format("20060102-150405")
 		// A second name for the old file, then one atomic rename over the
-		// data file: there is no moment without a data file.
-		if err := os.Link(path, res.Replaced); err != nil {
-			return nil, fmt.Errorf("keep the data file as %s: %w", res.Replaced, err)
+		// data file: there is no moment without a data file. A restore in
+		// the same second as the last one adds -2, -3….
+		base := path + ReplacedSuffix + now.UTC().Format("20060102-150405")
+		res.Replaced = base
+		for n := 2; ; n++ {
+			err := os.Link(path, res.Replaced)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, os.ErrExist) || n > 1000 {
+				return nil, fmt.Errorf("keep the data file as %s: %w", res.Replaced, err)
+			}
+			res.Replaced = fmt.Sprintf("%s-%d", base, n)
 		}
 	}
 	if err := os.Rename(tmp, path); err != nil {

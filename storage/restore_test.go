@@ -172,6 +172,22 @@ func TestRestore(t *testing.T) {
 			t.Errorf("a refused restore changed the data dir: %v", ents)
 		}
 	})
+	t.Run("TwiceInOneSecond", func(t *testing.T) {
+		dir := t.TempDir()
+		mustOpenDir(t, dir).Close()
+		var kept []string
+		for range 3 {
+			res, err := storage.Restore(dir, backup, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept = append(kept, filepath.Base(res.Replaced))
+		}
+		want := []string{"hookbox.db.replaced-20261129-120000", "hookbox.db.replaced-20261129-120000-2", "hookbox.db.replaced-20261129-120000-3"}
+		if strings.Join(kept, " ") != strings.Join(want, " ") {
+			t.Errorf("replaced files kept as %q, want %q", kept, want)
+		}
+	})
 	t.Run("ItsOwnDataFile", func(t *testing.T) {
 		dir := t.TempDir()
 		mustOpenDir(t, dir).Close()
