@@ -404,10 +404,10 @@ func (d *Dispatcher) outcome(dest *Destination, dl *Delivery, res result, now ti
 	return Pending, now.Add(wait)
 }
 
-// jitter spreads d over ±20% so that retries of a burst do not arrive
-// together.
+// jitter spreads d over ±retryJitter so that retries of a burst do not
+// arrive together.
 func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	return time.Duration(float64(d) * (1 - retryJitter + 2*retryJitter*rand.Float64()))
 }
 
 // result is what one HTTP attempt produced.

@@ -99,13 +99,22 @@ func attemptKey(id uint64, n int) []byte {
 
 // addDeliveries opens one pending delivery, due at once, per destination.
 func addDeliveries(tx *bolt.Tx, eventSeq uint64, dests []string, now time.Time) error {
+	return openDeliveries(tx, eventSeq, dests, now, app.Pending, "")
+}
+
+// openDeliveries opens one delivery per destination in state, due now
+// when pending, with lastError as its reason when dead.
+func openDeliveries(tx *bolt.Tx, eventSeq uint64, dests []string, now time.Time, state app.DeliveryState, lastError string) error {
 	dl := tx.Bucket(bucketDeliveries)
 	for _, dest := range dests {
 		id, err := dl.NextSequence()
 		if err != nil {
 			return err
 		}
-		d := &app.Delivery{ID: id, EventSeq: eventSeq, Destination: dest, State: app.Pending, Due: now, Created: now, Updated: now}
+		d := &app.Delivery{ID: id, EventSeq: eventSeq, Destination: dest, State: state, Due: now, Created: now, Updated: now, LastError: lastError}
+		if state != app.Pending {
+			d.Due = time.Time{}
+		}
 		if err := putDelivery(tx, d); err != nil {
 			return err
 		}
