@@ -207,7 +207,7 @@ func (m TLSMode) String() string {
 type BackupConfig struct {
 	// Schedule is the cron spec of the backups; empty means none.
 	Schedule string
-	// Dir receives the copies (hookbox-YYYYMMDD-HHMMSS.db, UTC).
+	// Dir receives the copies (hookbox-NNNNNN-YYYYMMDD-HHMMSS.db: a count, then UTC).
 	Dir string
 	// Keep is how many copies stay; older ones are deleted.
 	Keep int
