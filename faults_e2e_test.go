@@ -1,10 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"hookbox/app"
+	"hookbox/storage"
 )
 
 // Retention shorter than a debounce window (events kept 3 s, swept every
@@ -51,4 +58,55 @@ debounce = "10s"
 	}
 	t.Logf("delivered %v after it was accepted, %d sweeps meanwhile", took.Round(100*time.Millisecond), strings.Count(p.logText(), "sweep done"))
 	p.stop(t)
+}
+
+// The data file emptied (a 0-byte file where events were accepted) or cut
+// short (8 KiB, where bbolt would die of SIGBUS): serve refuses to start,
+// naming the latest backup and the command that restores it, and changes
+// nothing.
+func TestFault_DataFileEmptiedOrTruncated(t *testing.T) {
+	for _, size := range []int64{0, 8 << 10} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			dir := t.TempDir()
+			backups := filepath.Join(dir, "backups")
+			config := writeConfig(t, dir, fmt.Sprintf("[backup]\nschedule = \"@every 1s\"\ndir = %q\n", backups))
+			p := start(t, config)
+			for i := range 50 {
+				body := []byte(fmt.Sprintf(`{"n": %d}`, i))
+				if r := post(t, p.addr, "gh", body, githubHeaders(body, e2eSecret, fmt.Sprint("kept-", i))); r.code != 200 {
+					t.Fatalf("post: %d %v", r.code, r.body)
+				}
+			}
+			var latest string
+			for deadline := time.Now().Add(20 * time.Second); latest == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				latest, _ = app.LatestBackup(backups)
+			}
+			p.stop(t)
+			if latest == "" {
+				t.Fatal("no backup was taken")
+			}
+			latest, _ = app.LatestBackup(backups) // the schedule may have taken another before the stop
+			data := filepath.Join(dir, "data", storage.FileName)
+			if err := os.Truncate(data, size); err != nil {
+				t.Fatal(err)
+			}
+			// Bounded: a serve that takes the file as new would run on.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary, "serve", "-config", config)
+			cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret)
+			out, err := cmd.CombinedOutput()
+			if ctx.Err() != nil {
+				t.Fatalf("serve started on a data file of %d bytes:\n%s", size, out)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), "hookbox restore -config "+config+" "+latest) ||
+				strings.Contains(string(out), "SIGBUS") || strings.Contains(string(out), "goroutine") {
+				t.Fatalf("serve on a data file of %d bytes: %v\n%s", size, err, out)
+			}
+			if fi, err := os.Stat(data); err != nil || fi.Size() != size {
+				t.Fatalf("the refused data file changed: %v %v", fi, err)
+			}
+			t.Logf("serve refused: %s", strings.TrimSpace(string(out)))
+		})
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -120,6 +121,25 @@ func tuneRuntime() {
 	})
 }
 
+// withWayOut adds to an error of a data file Open refused how to get
+// going again: the latest backup in backup.dir and the command that puts it
+// in place, or how to start afresh on purpose.
+func withWayOut(err error, configPath string, cfg *app.Config) error {
+	lost, newer := errors.Is(err, storage.ErrDataLost), errors.Is(err, storage.ErrNewerFormat)
+	if !lost && !newer {
+		return err
+	}
+	restore := fmt.Sprintf("no backup is in backup.dir (%s): restore a copy saved with hookbox backup, hookbox restore -config %s FILE", cfg.Backup.Dir, configPath)
+	if latest, _ := app.LatestBackup(cfg.Backup.Dir); latest != "" {
+		restore = fmt.Sprintf("restore the latest backup in backup.dir (hookbox stopped): hookbox restore -config %s %s", configPath, latest)
+	}
+	if newer {
+		return fmt.Errorf("%w. Run the newer hookbox that wrote it, or %s", err, restore)
+	}
+	return fmt.Errorf("%w. To recover, %s. To start afresh on purpose instead, with no remembered id and no pending delivery, move %s away and delete %s",
+		err, restore, storage.FileName, filepath.Join(cfg.Server.DataDir, storage.MarkerName))
+}
+
 func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	cfg, err := app.LoadConfig(path, nil)
 	if err != nil {
@@ -128,7 +148,7 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	tuneRuntime()
 	db, err := storage.Open(cfg.Server.DataDir)
 	if err != nil {
-		return err
+		return withWayOut(err, path, cfg)
 	}
 	defer db.Close()
 

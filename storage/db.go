@@ -69,12 +69,26 @@ func Open(dir string) (*DB, error) {
 		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
+	if err := inspect(dir, path); err != nil {
+		// A running hookbox's file is sound: say that it is busy instead.
+		if unlock, lerr := lockFile(path, 0); errors.Is(lerr, ErrLocked) {
+			return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
+		} else if lerr == nil {
+			unlock()
+		}
+		return nil, err
+	}
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: initialMmapSize})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	older, err := checkFormat(bdb, path)
+	if err != nil {
+		bdb.Close()
+		return nil, err
 	}
 	err = bdb.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv, bucketPending, bucketPendingDue, bucketWindow, bucketMerged, bucketPendingEvent} {
@@ -89,6 +103,9 @@ func Open(dir string) (*DB, error) {
 	}
 	if err == nil {
 		err = reindexPending(bdb)
+	}
+	if err == nil && older { // brought to this build's format
+		err = bdb.Update(putFormat)
 	}
 	ids := newIDIndex()
 	if err == nil {
@@ -110,6 +127,7 @@ func Open(dir string) (*DB, error) {
 		lingerGap: lingerGap,
 		lingerMax: lingerMax,
 	}
+	markKept(dir, time.Now())
 	go d.committer()
 	return d, nil
 }
