@@ -70,6 +70,24 @@ type Store interface {
 	// PruneWindows forgets at most limit rate-limit windows that emptied
 	// by now, and reports how many.
 	PruneWindows(now time.Time, limit int) (int, error)
+	// Poisoned returns up to limit of the records set aside because they
+	// could not be decoded, newest first, and how many there are in all.
+	Poisoned(limit int) ([]Poison, int, error)
+}
+
+// Poison is a stored record that could not be decoded (a bit flip, a
+// layout a newer build wrote), set aside by the store so that everything
+// else flows on: reads skip it, and what it held back is dead-lettered
+// when that can be done without it.
+type Poison struct {
+	ID     uint64    // its place in the list of records set aside
+	At     time.Time // when it was set aside
+	Kind   string    // "event", "delivery" or "pending delivery"
+	Key    string    // the record's key as people read it: a seq, an id, a route and entity key
+	Reason string    // why it cannot be decoded
+	// Delivery and Destination name the delivery it held back (0, "": none).
+	Delivery    uint64
+	Destination string
 }
 
 // EventQuery selects events for the list, newest first.

@@ -113,6 +113,8 @@ func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
 	s.Registry.MustRegister(s.requests, s.deliveries, s.ingest, s.sendTime, s.sweeps,
 		gauge("hookbox_dead_deliveries", "Dead deliveries waiting for a replay.", store.CountDead),
 		gauge("hookbox_pending_deliveries", "Deliveries waiting to be sent (due now or later).", store.CountPending),
+		gauge("hookbox_poison_records", "Records in the data file that could not be decoded and were set aside (see the overview).",
+			func() (int, error) { _, n, err := store.Poisoned(0); return n, err }),
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	if cc, ok := store.(commitCounter); ok {
 		counter := func(name, help string, pick func(commits, writes, pages uint64) uint64) prometheus.Collector {

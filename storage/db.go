@@ -91,7 +91,7 @@ func Open(dir string) (*DB, error) {
 		return nil, err
 	}
 	err = bdb.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv, bucketPending, bucketPendingDue, bucketWindow, bucketMerged, bucketPendingEvent} {
+		for _, b := range [][]byte{bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv, bucketPending, bucketPendingDue, bucketWindow, bucketMerged, bucketPendingEvent, bucketPoison} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -127,21 +127,14 @@ func applyDebounce(tx *bolt.Tx, op *app.DebounceOp, seq uint64, now time.Time) e
 	pb := tx.Bucket(bucketPending)
 	if v := pb.Get(ek); v != nil {
 		p, err := decodePending(v)
-		if err != nil {
-			return fmt.Errorf("pending %q: %w", op.Key, err)
+		if err == nil {
+			return mergePending(tx, op, ek, p, seq)
 		}
-		if len(p.Merged) < maxMergedKept {
-			p.Merged = append(p.Merged, p.EventSeq)
-		}
-		if err := tx.Bucket(bucketPendingEvent).Delete(seqKey(p.EventSeq)); err != nil {
+		// Set aside, or every event of this entity would fail; this one
+		// opens a new pending delivery below.
+		if err := setAsidePending(tx, ek, v, err, now); err != nil {
 			return err
 		}
-		p.EventSeq = seq
-		op.Result = app.Merged
-		if err := tx.Bucket(bucketPendingEvent).Put(seqKey(seq), ek); err != nil {
-			return err
-		}
-		return pb.Put(ek, encodePending(p))
 	}
 	p := &pending{EventSeq: seq, To: op.To, Due: now.Add(op.Delay)}
 	op.Result = app.Opened
@@ -167,6 +160,23 @@ func applyDebounce(tx *bolt.Tx, op *app.DebounceOp, seq uint64, now time.Time) e
 		return err
 	}
 	return tx.Bucket(bucketPendingDue).Put(timeKey(p.Due, ek), nil)
+}
+
+// mergePending merges event seq into entity ek's pending delivery p: the
+// latest event wins, the one it replaces is remembered.
+func mergePending(tx *bolt.Tx, op *app.DebounceOp, ek []byte, p *pending, seq uint64) error {
+	if len(p.Merged) < maxMergedKept {
+		p.Merged = append(p.Merged, p.EventSeq)
+	}
+	if err := tx.Bucket(bucketPendingEvent).Delete(seqKey(p.EventSeq)); err != nil {
+		return err
+	}
+	p.EventSeq = seq
+	op.Result = app.Merged
+	if err := tx.Bucket(bucketPendingEvent).Put(seqKey(seq), ek); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketPending).Put(ek, encodePending(p))
 }
 
 // firePendingChunk bounds one FirePending transaction.
@@ -227,7 +237,7 @@ func firePending(tx *bolt.Tx, dueKey []byte, now time.Time, fired map[string]int
 	}
 	p, err := decodePending(v)
 	if err != nil {
-		return fmt.Errorf("pending %q: %w", ek, err)
+		return setAsidePending(tx, ek, v, err, now)
 	}
 	if err := tx.Bucket(bucketPending).Delete(ek); err != nil {
 		return err

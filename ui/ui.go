@@ -47,6 +47,7 @@ type Store interface {
 	Backlog(dest string, limit int) (int, error)
 	CountDead() (int, error)
 	CountPending() (int, error)
+	Poisoned(limit int) ([]app.Poison, int, error)
 	Replay(id uint64, now time.Time) error
 	ReplayDead(now time.Time) (int, error)
 }
@@ -246,6 +247,7 @@ func (u *UI) overview(c *fiber.Ctx) error {
 			routes = append(routes, r)
 		}
 	}
+	poison, poisonTotal, _ := u.d.Store.Poisoned(10)
 	var backup map[string]any
 	if u.d.LastBackup != nil {
 		at, size, err := u.d.LastBackup()
@@ -260,6 +262,7 @@ func (u *UI) overview(c *fiber.Ctx) error {
 		"Sources":      u.d.Stats.Sources(),
 		"Destinations": dests,
 		"Pending":      pending,
+		"Poison":       map[string]any{"List": poison, "Total": poisonTotal},
 	})
 }
 
@@ -302,7 +305,7 @@ func (u *UI) events(c *fiber.Ctx) error {
 	}
 	return u.render(c, 200, "events", "Events", map[string]any{"Rows": rows, "Next": nextURL, "Q": q,
 		"Since": c.Query("since"), "Until": c.Query("until"), "Sources": sources, "Error": bad,
-		"Statuses": []string{"delivered", "pending", "dead", "unrouted", "merged"}})
+		"Statuses": []string{"delivered", "pending", "dead", "unrouted", "merged", "unreadable"}})
 }
 
 func parseWhen(v string) (time.Time, error) {

@@ -1,0 +1,65 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"hookbox/app"
+	"hookbox/app/web"
+	"hookbox/storage"
+)
+
+// A record set aside because it cannot be decoded is on the overview with
+// its key and the reason, behind the login.
+func TestUI_ShowsRecordsSetAside(t *testing.T) {
+	cfg := mustConfig(t, uiSecrets)
+	dir := t.TempDir()
+	db, err := storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := app.NewReceiver(cfg, db)
+	body := []byte(`{"id": 8}`)
+	in := &app.Inbound{Body: body}
+	for k, v := range signShopWith(t, "shpss_new_secret_22", body, "evt-garbled") {
+		in.Header = append(in.Header, app.HeaderField{Name: k, Value: v[0]})
+	}
+	if _, err := recv.Receive(context.Background(), "shop", in); err != nil {
+		t.Fatal(err)
+	}
+	_, seq, _, _ := db.LookupID("shop", "evt-garbled")
+	db.Close()
+	bdb, err := bolt.Open(filepath.Join(dir, storage.FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bdb.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("events"))
+		k := []byte{0, 0, 0, 0, 0, 0, 0, byte(seq)}
+		return b.Put(k, append([]byte{5}, b.Get(k)[1:]...))
+	})
+	bdb.Close()
+	db, err = storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, _, err := db.DueDeliveries("pos", time.Now(), 10, func(uint64) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	login, _ := app.StatusLogin(cfg.Status, db, slog.Default())
+	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login})
+	c := logIn(t, serve(t, srv.App()))
+	resp, page := c.do("GET", "/", nil)
+	if resp.StatusCode != 200 || !strings.Contains(page, "1 record in the data file cannot be read") ||
+		!strings.Contains(page, fmt.Sprintf("event %d", seq)) || !strings.Contains(page, "version 5") {
+		t.Fatalf("overview: %d\n%s", resp.StatusCode, page)
+	}
+}
