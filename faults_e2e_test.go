@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,4 +112,142 @@ func TestFault_DataFileEmptiedOrTruncated(t *testing.T) {
 			t.Logf("serve refused: %s", strings.TrimSpace(string(out)))
 		})
 	}
+}
+
+// A destination whose TCP connect hangs (its accept queue is full, as a
+// blackholed address would be), or one that takes the request and never
+// answers, timeout 60 s: SIGTERM ends hookbox within 10 s, and after a
+// restart, with the destination answering, every acknowledged event is
+// delivered.
+func TestFault_StopWithHangingDestination(t *testing.T) {
+	for _, mode := range []string{"ConnectHangs", "AnswerHangs"} {
+		t.Run(mode, func(t *testing.T) {
+			port := freePort(t)
+			addr := fmt.Sprintf("127.0.0.1:%d", port)
+			var sink *ledgerSink
+			var release func()
+			if mode == "ConnectHangs" {
+				release = hangingListener(t, port)
+			} else {
+				hold := make(chan struct{})
+				sink = newLedgerSinkOn(t, addr, 200, hold)
+				release = sync.OnceFunc(func() { close(hold) })
+				t.Cleanup(release)
+			}
+			dir := t.TempDir()
+			config := writeConfig(t, dir, fmt.Sprintf(`
+[[destination]]
+name = "hangs"
+url = "http://%s/hook"
+timeout = "60s"
+retry = ["1s", "1s", "1s", "1s", "1s"]
+
+[[route]]
+source = "gh"
+to = ["hangs"]
+`, addr))
+			p := start(t, config)
+			var acked []string
+			for i := range 20 {
+				id := fmt.Sprint("hang-", i)
+				body := []byte(fmt.Sprintf(`{"n": %d}`, i))
+				if r := post(t, p.addr, "gh", body, githubHeaders(body, e2eSecret, id)); r.code != 200 {
+					t.Fatalf("post: %d %v", r.code, r.body)
+				}
+				acked = append(acked, id)
+			}
+			if mode == "ConnectHangs" {
+				waitSynSent(t, port, 20*time.Second)
+			} else {
+				for deadline := time.Now().Add(20 * time.Second); sink.attempts.Load() == 0; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("no request reached the destination")
+					}
+				}
+			}
+
+			signalled := time.Now()
+			p.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-p.done:
+			case <-time.After(90 * time.Second):
+				t.Fatalf("hookbox still running 90 s after SIGTERM:\n%s", p.logText())
+			}
+			err := p.cmd.Wait()
+			took := time.Since(signalled)
+			t.Logf("SIGTERM to exit, the destination hanging (timeout 60s): %v", took.Round(10*time.Millisecond))
+			if err != nil || took > 10*time.Second {
+				t.Fatalf("exit %v after %v; want a clean exit within 10 s:\n%s", err, took, p.logText())
+			}
+
+			release()
+			if sink == nil {
+				sink = newLedgerSinkOn(t, addr, 200, nil)
+			}
+			p = start(t, config)
+			deadline := time.Now().Add(60 * time.Second)
+			for len(sink.missing(acked)) > 0 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if m := sink.missing(acked); len(m) > 0 {
+				t.Fatalf("%d of %d acknowledged events not delivered after the restart, e.g. %v", len(m), len(acked), m[:min(5, len(m))])
+			}
+			p.stop(t)
+		})
+	}
+}
+
+// hangingListener listens on 127.0.0.1:port with its accept queue full, so
+// that a TCP connect to it hangs (the kernel drops the SYN) until the
+// dialer gives up; the returned func (also run at the end) closes it.
+func hangingListener(t *testing.T, port int) func() {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		syscall.Close(fd)
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil { // one connection fills it
+		syscall.Close(fd)
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	for len(held) < 8 {
+		c, err := net.DialTimeout("tcp4", fmt.Sprintf("127.0.0.1:%d", port), 300*time.Millisecond)
+		if err != nil {
+			break // full: connects hang from here on
+		}
+		held = append(held, c)
+	}
+	closeAll := sync.OnceFunc(func() {
+		for _, c := range held {
+			c.Close()
+		}
+		syscall.Close(fd)
+	})
+	t.Cleanup(closeAll)
+	return closeAll
+}
+
+// waitSynSent waits until a TCP connect to 127.0.0.1:port is in progress
+// (SYN_SENT in /proc/net/tcp).
+func waitSynSent(t *testing.T, port int, within time.Duration) {
+	t.Helper()
+	want := fmt.Sprintf("0100007F:%04X", port)
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		table, err := os.ReadFile("/proc/net/tcp")
+		if err != nil {
+			t.Skipf("cannot see connections in progress: %v", err)
+		}
+		for _, line := range strings.Split(string(table), "\n") {
+			if f := strings.Fields(line); len(f) > 3 && f[2] == want && f[3] == "02" {
+				return
+			}
+		}
+	}
+	t.Fatalf("no connect to port %d in progress after %v", port, within)
 }

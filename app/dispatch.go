@@ -126,9 +126,13 @@ func (d *Dispatcher) Wake() {
 func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	// fasthttp's client does not watch a context: once sendCtx is done,
-	// the sends in flight are cut by closing their connections (after Run
-	// has returned, as sends go on under sendCtx).
+	// Once ctx is done no send starts and dials in progress are cut: they
+	// have sent nothing yet, and a connect that hangs would hold the stop
+	// for the destination's timeout. fasthttp's client does not watch a
+	// context: once sendCtx is done, the sends in flight are cut by closing
+	// their connections (after Run has returned, as sends go on under
+	// sendCtx).
+	context.AfterFunc(ctx, d.conns.stopDials)
 	context.AfterFunc(sendCtx, d.conns.closeAll)
 	records := make(chan finishedAttempt, maxRecordBatch)
 	senders := &sync.WaitGroup{}
@@ -275,13 +279,17 @@ func (d *Dispatcher) release(id uint64) {
 }
 
 // send makes one attempt and hands it to the recorder, which ends the
-// lease. An attempt cut short by shutdown is not recorded: the delivery
-// stays due and goes out after the restart.
+// lease. An attempt cut short by shutdown is not recorded, nor one that
+// had not connected when the stop began, nor one the stop kept from
+// starting: the delivery stays due and goes out after the restart.
 func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work, records chan<- finishedAttempt) {
 	a := &Attempt{Start: d.Now()}
-	res := d.post(ctx, dest, w, w.Delivery.Attempts+1)
+	var res result
+	if !d.conns.stopping() {
+		res = d.post(ctx, dest, w, w.Delivery.Attempts+1)
+	}
 	a.Duration = d.Now().Sub(a.Start)
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || d.conns.stopping() && res.status == 0 {
 		d.mu.Lock()
 		d.release(w.Delivery.ID)
 		d.busy[dest.Name]--
@@ -459,19 +467,24 @@ func newSendClient(dests []*Destination, dial fasthttp.DialFunc) *fasthttp.Clien
 }
 
 // connSet keeps the send client's open connections, so that shutdown can
-// cut the sends in flight; after closeAll it refuses to dial.
+// cut the sends in flight; after stopDials it cuts the dials in progress
+// and refuses new ones.
 type connSet struct {
 	// timeouts is each destination address's connect timeout: its
 	// destination's timeout, as fasthttp's client gives when it dials
 	// itself (the longest where destinations share an address).
 	timeouts map[string]time.Duration
-	mu       sync.Mutex
-	open     map[*trackedConn]struct{}
-	closed   bool
+	// dialCtx ends when the stop begins (stopDials).
+	dialCtx   context.Context
+	stopDials context.CancelFunc
+	mu        sync.Mutex
+	open      map[*trackedConn]struct{}
+	closed    bool
 }
 
 func newConnSet(dests []*Destination) *connSet {
 	s := &connSet{timeouts: map[string]time.Duration{}, open: map[*trackedConn]struct{}{}}
+	s.dialCtx, s.stopDials = context.WithCancel(context.Background())
 	for _, d := range dests {
 		u, err := url.Parse(d.URL)
 		if err != nil {
@@ -483,26 +496,36 @@ func newConnSet(dests []*Destination) *connSet {
 	return s
 }
 
-// dial is fasthttp's own (TCP, resolved addresses cached), tracked.
+// errStopping is the error of a dial cut or refused by the stop.
+var errStopping = errors.New("shutting down")
+
+// dial connects over IPv4 as fasthttp's own dial does, tracked, and cut
+// when the stop begins.
 func (s *connSet) dial(addr string) (net.Conn, error) {
 	timeout := s.timeouts[addr]
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	c, err := fasthttp.DialTimeout(addr, timeout)
+	c, err := (&net.Dialer{Timeout: timeout}).DialContext(s.dialCtx, "tcp4", addr)
 	if err != nil {
+		if s.stopping() {
+			return nil, errStopping
+		}
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.stopping() {
 		c.Close()
-		return nil, errors.New("shutting down")
+		return nil, errStopping
 	}
 	tc := &trackedConn{Conn: c, set: s}
 	s.open[tc] = struct{}{}
 	return tc, nil
 }
+
+// stopping reports whether the stop began: no dial is made any more.
+func (s *connSet) stopping() bool { return s.dialCtx.Err() != nil }
 
 // closeAll closes every open connection and every later one.
 func (s *connSet) closeAll() {

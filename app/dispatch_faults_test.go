@@ -518,3 +518,27 @@ func TestDispatcher_ShutdownCutsSendsInFlight(t *testing.T) {
 		t.Fatalf("deliveries = %+v; want one pending, no attempt recorded", ds)
 	}
 }
+
+// A destination whose TCP connect hangs (its accept queue is full, as a
+// blackholed address would): shutdown cancels the dial at once instead of
+// waiting for the destination's timeout, and records nothing, so the
+// delivery goes out again after the restart.
+func TestDispatcher_ShutdownCancelsDials(t *testing.T) {
+	addr := hangingAddr(t, 0)
+	h := newHarness(t, faultConfig(faultDest{name: "hang", url: "http://" + addr + "/hook", timeout: "1h", retry: `["1h"]`}))
+	h.send(t, "dial-1", `{}`)
+	waitConnecting(t, addr, 20*time.Second)
+	start := time.Now()
+	h.stopRun() // the shutdown begins; the send grace has not run out
+	waited := make(chan struct{})
+	go func() { h.disp.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(20 * time.Second): // the destination's timeout is an hour
+		t.Fatal("Wait still waits for a connect that hangs")
+	}
+	t.Logf("the dial was cut %v after the stop began", time.Since(start).Round(time.Millisecond))
+	if ds := h.deliveries(t, "dial-1"); len(ds) != 1 || ds[0].State != app.Pending || ds[0].Attempts != 0 {
+		t.Fatalf("deliveries = %+v; want one pending, no attempt recorded", ds)
+	}
+}
