@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -474,17 +475,19 @@ type connSet struct {
 	// destination's timeout, as fasthttp's client gives when it dials
 	// itself (the longest where destinations share an address).
 	timeouts map[string]time.Duration
-	// dialCtx ends when the stop begins (stopDials).
-	dialCtx   context.Context
-	stopDials context.CancelFunc
-	mu        sync.Mutex
+	// dialCtx ends when the stop begins (stopDials); stopped says so
+	// without a lock, for every send.
+	dialCtx    context.Context
+	cancelDial context.CancelFunc
+	stopped    atomic.Bool
+	mu         sync.Mutex
 	open      map[*trackedConn]struct{}
 	closed    bool
 }
 
 func newConnSet(dests []*Destination) *connSet {
 	s := &connSet{timeouts: map[string]time.Duration{}, open: map[*trackedConn]struct{}{}}
-	s.dialCtx, s.stopDials = context.WithCancel(context.Background())
+	s.dialCtx, s.cancelDial = context.WithCancel(context.Background())
 	for _, d := range dests {
 		u, err := url.Parse(d.URL)
 		if err != nil {
@@ -524,8 +527,14 @@ func (s *connSet) dial(addr string) (net.Conn, error) {
 	return tc, nil
 }
 
+// stopDials cuts the dials in progress and refuses new ones.
+func (s *connSet) stopDials() {
+	s.stopped.Store(true)
+	s.cancelDial()
+}
+
 // stopping reports whether the stop began: no dial is made any more.
-func (s *connSet) stopping() bool { return s.dialCtx.Err() != nil }
+func (s *connSet) stopping() bool { return s.stopped.Load() }
 
 // closeAll closes every open connection and every later one.
 func (s *connSet) closeAll() {
