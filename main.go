@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -163,6 +164,9 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	dispatcher := app.NewDispatcher(cfg, db)
 	dispatcher.Version = version
 	dispatcher.Stats = stats
+	stats.Storage.OnRecover = dispatcher.Wake // it holds its sends while commits fail
+	db.OnCommit(stats.Storage.Committed)
+	go stats.Storage.Watch(ctx, func() error { return db.SetMeta("health_probe", []byte(time.Now().UTC().Format(time.RFC3339))) })
 	receiver := app.NewReceiver(cfg, db)
 	receiver.Stats = stats
 	db.OnOpened(dispatcher.Wake) // once per commit that opened deliveries
@@ -174,6 +178,7 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	sweeper := app.NewSweeper(cfg, db)
 	sweeper.Stats = stats
 	alerter := app.NewAlerter(cfg, db)
+	alerter.Storage = stats.Storage
 	backuper := app.NewBackuper(cfg, db)
 	backuper.Alert = alerter.Backup
 	tlsSrv, err := web.NewTLS(cfg.Server, web.TLSOptions{})
@@ -207,7 +212,8 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: db.Ping,
+	health := func() error { return cmp.Or(stats.Storage.Err(), db.Ping()) }
+	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
 		Backup: func() (*os.File, int64, error) { return db.Backup(cfg.Server.DataDir) },
 		Login:  login, Stats: stats, LastBackup: lastBackup})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)

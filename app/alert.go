@@ -22,8 +22,13 @@ type Alerter struct {
 	page   string // where the overview is, for the message
 	client *http.Client
 	Logger *slog.Logger
+	// Storage, when set, has an alert go out when commits start failing,
+	// and another when they work again.
+	Storage *StorageHealth
 
 	alerting bool // the last message sent said "over"
+	// storageTold is whether the last storage message said "failing".
+	storageTold bool
 	// poisonTold is how many records set aside the last message counted
 	// (-1: none sent since start, so a restart reminds once).
 	poisonTold int
@@ -65,6 +70,7 @@ func (a *Alerter) Check(ctx context.Context) {
 		return
 	}
 	a.checkPoison(ctx)
+	a.checkStorage(ctx)
 	n, err := a.store.CountDead()
 	if err != nil {
 		a.Logger.Error("count dead deliveries", slog.Any("error", err))
@@ -84,6 +90,27 @@ func (a *Alerter) Check(ctx context.Context) {
 	}
 	a.alerting = over
 	a.Logger.Info("alert sent", "dead", n, "over", over)
+}
+
+// checkStorage sends a message when commits started failing since the
+// last message, and one when they work again.
+func (a *Alerter) checkStorage(ctx context.Context) {
+	cur, failing, last := a.Storage.State()
+	if failing == a.storageTold {
+		return
+	}
+	text := fmt.Sprintf("hookbox: storage is failing since %s: %s. Webhooks get 503 (their senders retry; %d refused so far) and deliveries wait. "+
+		"Free space on the data directory's disk; see %s.", cur.Since.UTC().Format(time.RFC3339), cur.LastError, cur.Refused, a.page)
+	if !failing {
+		text = fmt.Sprintf("hookbox: storage works again after failing for %s (%d webhooks refused with 503, which their senders retry); deliveries resume.",
+			last.Until.Sub(last.Since).Round(time.Second), last.Refused)
+	}
+	if err := a.post(ctx, text); err != nil {
+		a.Logger.Error("send alert", slog.Any("error", err))
+		return
+	}
+	a.storageTold = failing
+	a.Logger.Info("alert sent", "storage_failing", failing)
 }
 
 // checkPoison sends a message when records were set aside since the last

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -48,8 +49,11 @@ type Dispatcher struct {
 	Stats *Stats
 	// StoreRetry is how long a delivery whose attempt could not be recorded
 	// (a full disk) waits before it goes out again, so the destination is
-	// not hammered meanwhile.
+	// not hammered meanwhile; it doubles each time in a row.
 	StoreRetry time.Duration
+	// StoreRetryMax caps how long StoreRetry grows (doubling) for a
+	// delivery whose attempts keep failing to be recorded.
+	StoreRetryMax time.Duration
 
 	wake     chan struct{}
 	mu       sync.Mutex
@@ -58,11 +62,14 @@ type Dispatcher struct {
 	// A pass reads the outbox in a read transaction: one that began before
 	// a send's attempt was recorded still shows that delivery due after its
 	// lease is gone. finished keeps the pass number current when each lease
-	// ended (its attempt recorded, or StoreRetry after a failed record), and
+	// ended (its attempt recorded, or its wait after a failed record), and
 	// a pass skips what ended after it began.
 	pass     uint64
 	finished map[uint64]uint64
-	sends    sync.WaitGroup
+	// unrecorded counts, per delivery, the attempts in a row whose outcome
+	// could not be recorded: each waits twice as long as the one before.
+	unrecorded map[uint64]int
+	sends      sync.WaitGroup
 	// Each destination has Concurrency long-lived senders, started on its
 	// first delivery, that take work from its queue: a goroutine per send
 	// cost its start and the growth of its stack every time.
@@ -95,20 +102,22 @@ const maxRecordBatch = 1024
 // NewDispatcher builds the dispatcher for cfg's destinations over store.
 func NewDispatcher(cfg *Config, store Store) *Dispatcher {
 	d := &Dispatcher{
-		store:      store,
-		dests:      cfg.Destinations,
-		conns:      newConnSet(cfg.Destinations),
-		Now:        time.Now,
-		StoreRetry: 5 * time.Second,
-		Logger:     slog.With("component", "dispatch"),
-		Version:    "dev",
-		OnFired:    func(string, int) {},
-		wake:       make(chan struct{}, 1),
-		inflight:   map[uint64]bool{},
-		finished:   map[uint64]uint64{},
-		busy:       map[string]int{},
-		queues:     map[string]chan Work{},
-		backlog:    map[string]time.Time{},
+		store:         store,
+		dests:         cfg.Destinations,
+		conns:         newConnSet(cfg.Destinations),
+		Now:           time.Now,
+		StoreRetry:    5 * time.Second,
+		StoreRetryMax: 5 * time.Minute,
+		unrecorded:    map[uint64]int{},
+		Logger:        slog.With("component", "dispatch"),
+		Version:       "dev",
+		OnFired:       func(string, int) {},
+		wake:          make(chan struct{}, 1),
+		inflight:      map[uint64]bool{},
+		finished:      map[uint64]uint64{},
+		busy:          map[string]int{},
+		queues:        map[string]chan Work{},
+		backlog:       map[string]time.Time{},
 	}
 	d.client = newSendClient(cfg.Destinations, d.conns.dial)
 	return d
@@ -188,9 +197,15 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		return d.inflight[id] || ended && p >= pass
 	}
 	now := d.Now()
+	if d.Stats.storage().Failing() {
+		// Nothing goes out while commits fail: an outcome that cannot be
+		// recorded means the same send again later. The deliveries wait in
+		// the outbox; StorageHealth wakes us when commits work again.
+		return now.Add(probeEvery)
+	}
 	fired, earliest, err := d.store.FirePending(now)
 	if err != nil {
-		d.Logger.Error("fire pending deliveries", slog.Any("error", err))
+		d.Stats.storage().Failure(d.Logger, "fire pending deliveries", err)
 		earliest = now.Add(5 * time.Second)
 	}
 	for route, n := range fired {
@@ -221,7 +236,7 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		}
 		work, next, err := d.store.DueDeliveries(dest.Name, now, free, skip)
 		if err != nil {
-			d.Logger.Error("read outbox", "destination", dest.Name, slog.Any("error", err))
+			d.Stats.storage().Failure(d.Logger, "read outbox", err, "destination", dest.Name)
 			next = now.Add(5 * time.Second) // try again soon, not in a loop
 		}
 		d.mu.Lock()
@@ -347,37 +362,50 @@ func (d *Dispatcher) record(records <-chan finishedAttempt) {
 }
 
 // recorded ends the leases of a recorded batch. An attempt that could not
-// be recorded keeps its lease for StoreRetry: the delivery is still due
-// and goes out again then, not in a tight loop against the destination.
+// be recorded keeps its lease for a while: the delivery is still due and
+// goes out again then, not in a tight loop against the destination, and
+// later each time it fails to be recorded again: StoreRetry, doubling up
+// to StoreRetryMax.
 func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
-	var held []uint64
+	held := map[time.Duration][]uint64{}
 	retry := false
+	var failed int
+	var firstErr error
 	d.mu.Lock()
 	for i, f := range batch {
+		id := f.rec.ID
 		if errs[i] != nil {
-			held = append(held, f.rec.ID)
+			n := min(d.unrecorded[id]+1, 30)
+			d.unrecorded[id] = n
+			wait := min(d.StoreRetry<<(n-1), d.StoreRetryMax)
+			held[wait] = append(held[wait], id)
+			failed++
+			firstErr = cmp.Or(firstErr, errs[i])
 			continue
 		}
-		d.release(f.rec.ID)
+		delete(d.unrecorded, id)
+		d.release(id)
 		retry = retry || f.rec.State == Pending
 	}
 	d.mu.Unlock()
-	if len(held) > 0 {
-		time.AfterFunc(d.StoreRetry, func() {
+	for wait, ids := range held {
+		time.AfterFunc(wait, func() {
 			d.mu.Lock()
-			for _, id := range held {
+			for _, id := range ids {
 				d.release(id)
 			}
 			d.mu.Unlock()
 			d.Wake()
 		})
 	}
+	if failed > 0 {
+		d.Stats.storage().Unrecorded(d.Logger, failed, firstErr)
+	}
 	if retry { // its next due time sets the timer
 		d.Wake()
 	}
 	for i, f := range batch {
 		if errs[i] != nil {
-			d.Logger.Error("record attempt", "delivery", f.rec.ID, "retry_in", d.StoreRetry, slog.Any("error", errs[i]))
 			d.sends.Done()
 			continue
 		}
@@ -481,8 +509,8 @@ type connSet struct {
 	cancelDial context.CancelFunc
 	stopped    atomic.Bool
 	mu         sync.Mutex
-	open      map[*trackedConn]struct{}
-	closed    bool
+	open       map[*trackedConn]struct{}
+	closed     bool
 }
 
 func newConnSet(dests []*Destination) *connSet {

@@ -542,3 +542,39 @@ func TestDispatcher_ShutdownCancelsDials(t *testing.T) {
 		t.Fatalf("deliveries = %+v; want one pending, no attempt recorded", ds)
 	}
 }
+
+// An attempt whose result cannot be recorded waits longer each time it
+// goes out again (StoreRetry, doubling, capped at StoreRetryMax), instead
+// of being sent every StoreRetry for as long as the disk is full.
+func TestDispatcher_RecordFailsBacksOff(t *testing.T) {
+	s := newSink(t, 200)
+	store := &failingRecords{}
+	store.failing.Store(true)
+	h := newHarnessOver(t, config(`["1h"]`, s.URL), func(db *storage.DB) app.Store { store.Store = db; return store })
+	h.disp.StoreRetry, h.disp.StoreRetryMax = 100*time.Millisecond, 400*time.Millisecond
+
+	h.send(t, "unrecorded-1", `{}`)
+	var at []time.Time
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.hits:
+			at = append(at, time.Now())
+		case <-time.After(time.Until(deadline)):
+		}
+	}
+	var gaps []time.Duration
+	for i := 1; i < len(at); i++ {
+		gaps = append(gaps, at[i].Sub(at[i-1]).Round(10*time.Millisecond))
+	}
+	t.Logf("%d sends in 3 s while attempts could not be recorded, gaps %v", len(at), gaps)
+	// 0, 0.1, 0.3, 0.7, then every 0.4 s: 9 or so; a fixed 100 ms gives 30.
+	if len(at) < 4 || len(at) > 11 {
+		t.Fatalf("%d sends in 3 s; want the waits to grow to the cap", len(at))
+	}
+	if gaps[0] > gaps[2] || gaps[len(gaps)-1] < 300*time.Millisecond {
+		t.Fatalf("gaps %v; want them growing to 400 ms", gaps)
+	}
+	store.failing.Store(false)
+	h.waitState(t, "unrecorded-1", 0, app.Delivered)
+}

@@ -42,6 +42,9 @@ type Stats struct {
 	sources map[string]*SourceInfo
 	dests   map[string]*DestInfo
 
+	// Storage follows whether commits succeed (storage.DB.OnCommit).
+	Storage *StorageHealth
+
 	// Registry holds the Prometheus metrics.
 	Registry   *prometheus.Registry
 	requests   *prometheus.CounterVec
@@ -83,7 +86,8 @@ func (d DestInfo) SuccessRate() float64 {
 
 // NewStats builds the counters for cfg, with gauges read from store.
 func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
-	s := &Stats{now: now, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{}, Registry: prometheus.NewRegistry()}
+	s := &Stats{now: now, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{}, Registry: prometheus.NewRegistry(),
+		Storage: newStorageHealth(now)}
 	for _, src := range cfg.Sources {
 		s.sources[src.Name] = &SourceInfo{Name: src.Name}
 	}
@@ -116,6 +120,7 @@ func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
 		gauge("hookbox_poison_records", "Records in the data file that could not be decoded and were set aside (see the overview).",
 			func() (int, error) { _, n, err := store.Poisoned(0); return n, err }),
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	s.Registry.MustRegister(s.Storage.collectors()...)
 	if cc, ok := store.(commitCounter); ok {
 		counter := func(name, help string, pick func(commits, writes, pages uint64) uint64) prometheus.Collector {
 			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
@@ -131,6 +136,15 @@ func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
 				func(_, _, p uint64) uint64 { return p }))
 	}
 	return s
+}
+
+// storage is s's StorageHealth, nil without Stats (tests): its methods
+// then log every failure.
+func (s *Stats) storage() *StorageHealth {
+	if s == nil {
+		return nil
+	}
+	return s.Storage
 }
 
 // commitCounter is a store that counts its group commits (storage.DB).

@@ -58,6 +58,7 @@ type DB struct {
 	// opened work for the dispatcher; onOpened is then told (OnOpened).
 	opened   bool
 	onOpened atomic.Pointer[func()]
+	onCommit atomic.Pointer[func(error)] // see OnCommit
 }
 
 var _ app.Store = (*DB)(nil)

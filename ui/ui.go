@@ -150,14 +150,22 @@ type page struct {
 	CSRF  string
 	Nav   string
 	Dead  int
-	Data  any
+	// Storage is the episode of failing commits in progress, or nil.
+	Storage *app.StorageEpisode
+	Data    any
 }
 
 func (u *UI) render(c *fiber.Ctx, status int, name, title string, data any) error {
 	csrf, _ := c.Locals("csrf").(string)
 	dead, _ := u.d.Store.CountDead()
+	p := page{Title: title, CSRF: csrf, Nav: name, Dead: dead, Data: data}
+	if u.d.Stats != nil {
+		if cur, failing, _ := u.d.Stats.Storage.State(); failing {
+			p.Storage = &cur
+		}
+	}
 	var buf bytes.Buffer
-	if err := u.tmpl[name].Execute(&buf, page{Title: title, CSRF: csrf, Nav: name, Dead: dead, Data: data}); err != nil {
+	if err := u.tmpl[name].Execute(&buf, p); err != nil {
 		return fmt.Errorf("render %s: %w", name, err)
 	}
 	c.Type("html", "utf-8")

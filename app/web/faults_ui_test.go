@@ -2,8 +2,11 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,5 +64,30 @@ func TestUI_ShowsRecordsSetAside(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(page, "1 record in the data file cannot be read") ||
 		!strings.Contains(page, fmt.Sprintf("event %d", seq)) || !strings.Contains(page, "version 5") {
 		t.Fatalf("overview: %d\n%s", resp.StatusCode, page)
+	}
+}
+
+// While commits fail, /healthz answers 503 "degraded" with since when and
+// how many webhooks were refused, and names no path.
+func TestServer_HealthDegraded(t *testing.T) {
+	since := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	failing := &app.StorageError{StorageEpisode: app.StorageEpisode{Since: since, Refused: 42,
+		LastError: "write /var/lib/hookbox/hookbox.db: no space left on device"}}
+	s, _ := newServer(t, func() error { return failing })
+	resp, err := s.App().Test(httptest.NewRequest("GET", "/healthz", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	var m struct {
+		Status, Error string
+		Since         time.Time
+		Refused       int
+	}
+	if err := json.Unmarshal(body, &m); err != nil || resp.StatusCode != 503 || m.Status != "degraded" || !m.Since.Equal(since) || m.Refused != 42 {
+		t.Fatalf("healthz = %d %s (%v)", resp.StatusCode, body, err)
+	}
+	if strings.Contains(string(body), "/var/lib") {
+		t.Fatalf("healthz names a path: %s", body)
 	}
 }
