@@ -102,23 +102,22 @@ const maxRecordBatch = 1024
 // NewDispatcher builds the dispatcher for cfg's destinations over store.
 func NewDispatcher(cfg *Config, store Store) *Dispatcher {
 	d := &Dispatcher{
-		store:         store,
-		dests:         cfg.Destinations,
-		conns:         newConnSet(cfg.Destinations),
-		Now:           time.Now,
-		StoreRetry:    5 * time.Second,
-		StoreRetryMax: 5 * time.Minute,
-		unrecorded:    map[uint64]int{},
-		Logger:        slog.With("component", "dispatch"),
-		Version:       "dev",
-		OnFired:       func(string, int) {},
-		wake:          make(chan struct{}, 1),
-		inflight:      map[uint64]bool{},
-		finished:      map[uint64]uint64{},
-		busy:          map[string]int{},
-		queues:        map[string]chan Work{},
-		backlog:       map[string]time.Time{},
+		store:      store,
+		dests:      cfg.Destinations,
+		conns:      newConnSet(cfg.Destinations),
+		Now:        time.Now,
+		StoreRetry: 5 * time.Second,
+		Logger:     slog.With("component", "dispatch"),
+		Version:    "dev",
+		OnFired:    func(string, int) {},
+		wake:       make(chan struct{}, 1),
+		inflight:   map[uint64]bool{},
+		finished:   map[uint64]uint64{},
+		busy:       map[string]int{},
+		queues:     map[string]chan Work{},
+		backlog:    map[string]time.Time{},
 	}
+	d.StoreRetryMax, d.unrecorded = 5*time.Minute, map[uint64]int{}
 	d.client = newSendClient(cfg.Destinations, d.conns.dial)
 	return d
 }
