@@ -54,6 +54,9 @@ type Dispatcher struct {
 	// StoreRetryMax caps how long StoreRetry grows (doubling) for a
 	// delivery whose attempts keep failing to be recorded.
 	StoreRetryMax time.Duration
+	// ProbeEvery is the least time between two probes of a failing
+	// destination; it doubles after each failed probe up to ProbeMax.
+	ProbeEvery, ProbeMax time.Duration
 
 	wake     chan struct{}
 	mu       sync.Mutex
@@ -73,7 +76,9 @@ type Dispatcher struct {
 	// Each destination has Concurrency long-lived senders, started on its
 	// first delivery, that take work from its queue: a goroutine per send
 	// cost its start and the growth of its stack every time.
-	queues map[string]chan Work
+	queues map[string]chan job
+	// health is what is known of each destination's answers (recovery.go).
+	health map[string]*destHealth
 	// backlog holds, per destination whose last read left due work
 	// behind, when that read was (see dispatch). d.mu guards it.
 	backlog map[string]time.Time
@@ -87,9 +92,11 @@ type Dispatcher struct {
 
 // finishedAttempt is an attempt waiting to be recorded.
 type finishedAttempt struct {
-	dest *Destination
-	w    Work
-	rec  AttemptRecord
+	dest         *Destination
+	w            Work
+	rec          AttemptRecord
+	early, probe bool
+	retryAfter   time.Duration
 }
 
 // readWait is the longest a destination with work waiting goes without a
@@ -114,10 +121,11 @@ func NewDispatcher(cfg *Config, store Store) *Dispatcher {
 		inflight:   map[uint64]bool{},
 		finished:   map[uint64]uint64{},
 		busy:       map[string]int{},
-		queues:     map[string]chan Work{},
+		queues:     map[string]chan job{},
 		backlog:    map[string]time.Time{},
 	}
 	d.StoreRetryMax, d.unrecorded = 5*time.Minute, map[uint64]int{}
+	d.ProbeEvery, d.ProbeMax, d.health = DefaultProbeEvery, DefaultProbeMax, map[string]*destHealth{}
 	d.client = newSendClient(cfg.Destinations, d.conns.dial)
 	return d
 }
@@ -151,7 +159,7 @@ func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
 		for _, q := range d.queues {
 			close(q)
 		}
-		d.queues = map[string]chan Work{}
+		d.queues = map[string]chan job{}
 		go func() { // the recorder records what they finished, then returns
 			senders.Wait()
 			close(records)
@@ -246,13 +254,22 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		}
 		d.mu.Unlock()
 		earliest = earlier(earliest, next)
-		for _, w := range work {
+		jobs := make([]job, len(work))
+		for i, w := range work {
+			jobs[i].w = w
+		}
+		if err == nil {
+			more, at := d.beyondDue(dest, now, free-len(work), next, skip)
+			jobs = append(jobs, more...)
+			earliest = earlier(earliest, at)
+		}
+		for _, j := range jobs {
 			d.mu.Lock()
-			d.inflight[w.Delivery.ID] = true
+			d.inflight[j.w.Delivery.ID] = true
 			d.busy[dest.Name]++
 			d.mu.Unlock()
 			d.sends.Add(1)
-			d.queue(ctx, dest) <- w // never blocks: busy stays within Concurrency
+			d.queue(ctx, dest) <- j // never blocks: busy stays within Concurrency
 		}
 	}
 	return earliest
@@ -268,18 +285,18 @@ func earlier(a, b time.Time) time.Time {
 
 // queue returns dest's work queue, starting its senders on first use.
 // Only the Run goroutine calls it.
-func (d *Dispatcher) queue(ctx context.Context, dest *Destination) chan Work {
+func (d *Dispatcher) queue(ctx context.Context, dest *Destination) chan job {
 	q := d.queues[dest.Name]
 	if q == nil {
-		q = make(chan Work, dest.Concurrency)
+		q = make(chan job, dest.Concurrency)
 		d.queues[dest.Name] = q
 		records, senders := d.records, d.senders
 		senders.Add(dest.Concurrency)
 		for range dest.Concurrency {
 			go func() {
 				defer senders.Done()
-				for w := range q {
-					d.send(ctx, dest, w, records)
+				for j := range q {
+					d.send(ctx, dest, j, records)
 				}
 			}()
 		}
@@ -297,7 +314,8 @@ func (d *Dispatcher) release(id uint64) {
 // lease. An attempt cut short by shutdown is not recorded, nor one that
 // had not connected when the stop began, nor one the stop kept from
 // starting: the delivery stays due and goes out after the restart.
-func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work, records chan<- finishedAttempt) {
+func (d *Dispatcher) send(ctx context.Context, dest *Destination, j job, records chan<- finishedAttempt) {
+	w := j.w
 	a := &Attempt{Start: d.Now()}
 	var res result
 	if !d.conns.stopping() {
@@ -308,6 +326,9 @@ func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work, record
 		d.mu.Lock()
 		d.release(w.Delivery.ID)
 		d.busy[dest.Name]--
+		if j.probe {
+			d.healthOf(dest.Name).probing = false
+		}
 		d.mu.Unlock()
 		d.sends.Done()
 		d.Wake()
@@ -318,12 +339,16 @@ func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work, record
 		a.Error = res.err.Error()
 	}
 	state, due := d.outcome(dest, w.Delivery, res, a.Start.Add(a.Duration))
+	if j.early {
+		state, due = earlyOutcome(w, res, state, due)
+	}
 	if state != Delivered && a.Error == "" {
 		a.Error = fmt.Sprintf("HTTP %d", res.status)
 	}
 	// Waits only when the recorder is a whole batch behind, which holds
 	// the senders back while the disk is slower than the destinations.
-	records <- finishedAttempt{dest: dest, w: w, rec: AttemptRecord{ID: w.Delivery.ID, Attempt: a, State: state, Due: due}}
+	records <- finishedAttempt{dest: dest, w: w, rec: AttemptRecord{ID: w.Delivery.ID, Attempt: a, State: state, Due: due, Early: j.early},
+		early: j.early, probe: j.probe, retryAfter: res.retryAfter}
 	d.mu.Lock()
 	d.busy[dest.Name]--
 	_, backlogged := d.backlog[dest.Name]
@@ -373,6 +398,9 @@ func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
 	d.mu.Lock()
 	for i, f := range batch {
 		id := f.rec.ID
+		if d.heard(f, errs[i] == nil) {
+			retry = true // wake: the walk begins
+		}
 		if errs[i] != nil {
 			n := min(d.unrecorded[id]+1, 30)
 			d.unrecorded[id] = n

@@ -50,9 +50,17 @@ type Store interface {
 	// their events, skipping ids for which skip is true; next is the due time
 	// of the first pending delivery not returned (zero if none).
 	DueDeliveries(dest string, now time.Time, limit int, skip func(id uint64) bool) (work []Work, next time.Time, err error)
+	// WaitingDeliveries returns up to limit pending deliveries to dest,
+	// due or not, that come after the delivery (afterDue, afterID) in due
+	// order (from the first when afterDue is zero), with their events,
+	// skipping ids for which skip is true: the retries of a destination
+	// that answers again, taken early. A delivery that cannot be sent is
+	// set aside as DueDeliveries does.
+	WaitingDeliveries(dest string, afterDue time.Time, afterID uint64, limit int, skip func(id uint64) bool) ([]Work, error)
 	// RecordAttempts records several attempts in one write; errs[i] is
 	// recs[i]'s error, nil when it is stored. A stored record's Attempt.N
-	// is set.
+	// is set. Each attempt moves its delivery to the next step of its
+	// schedule (Delivery.Tries) unless it is Early.
 	RecordAttempts(recs []AttemptRecord) (errs []error)
 	// Replay makes a dead or delivered delivery pending again, due at now.
 	Replay(id uint64, now time.Time) error

@@ -74,6 +74,11 @@ type DestInfo struct {
 	Failed    uint64
 	LastError string
 	LastAt    time.Time
+	// FailingSince is when its attempts began to fail (zero: its last one
+	// worked); NextTry is when it is tried next, by a retry that falls due
+	// or a probe (zero: not known).
+	FailingSince time.Time `json:"failing_since,omitzero"`
+	NextTry      time.Time `json:"next_try,omitzero"`
 }
 
 // SuccessRate is the share of attempts that delivered, or -1 with none.
@@ -229,6 +234,19 @@ func (s *Stats) Attempt(dest string, state DeliveryState, took time.Duration, er
 	if d != nil && state != Delivered {
 		d.Failed++
 		d.LastError, d.LastAt = errText, now
+	}
+}
+
+// DestState records since when dest fails (zero: it does not) and when it
+// is tried next.
+func (s *Stats) DestState(dest string, failingSince, nextTry time.Time) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.dests[dest]; d != nil {
+		d.FailingSince, d.NextTry = failingSince, nextTry
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -167,13 +168,23 @@ func getDelivery(tx *bolt.Tx, id uint64) (*app.Delivery, error) {
 // event is gone) is set aside (setAsideDue), never returned as an error
 // that would hold back the rest.
 func (d *DB) DueDeliveries(dest string, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
-	return d.readOutbox(dest, time.Time{}, 0, now, limit, skip)
+	return d.readOutbox(dest, time.Time{}, 0, now, now, limit, skip)
+}
+
+// endOfTime is after every due time.
+var endOfTime = time.Unix(0, math.MaxInt64)
+
+// WaitingDeliveries returns up to limit pending deliveries to dest after
+// (afterDue, afterID) in due order, due or not: see app.Store.
+func (d *DB) WaitingDeliveries(dest string, afterDue time.Time, afterID uint64, limit int, skip func(uint64) bool) ([]app.Work, error) {
+	work, _, err := d.readOutbox(dest, afterDue, afterID, endOfTime, time.Now(), limit, skip)
+	return work, err
 }
 
 // readOutbox reads dest's pending deliveries in due order, after the
 // position (after, afterID) when after is set, up to limit of them due at
-// or before until; see DueDeliveries.
-func (d *DB) readOutbox(dest string, after time.Time, afterID uint64, until time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
+// or before until; see DueDeliveries. now dates what it sets aside.
+func (d *DB) readOutbox(dest string, after time.Time, afterID uint64, until, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
 	prefix := append([]byte(dest), 0)
 	start := prefix
 	if !after.IsZero() {
@@ -206,7 +217,7 @@ func (d *DB) readOutbox(dest string, after time.Time, afterID uint64, until time
 	})
 	if err == nil && len(bad) > 0 {
 		// Best effort: what is not set aside now is skipped again next time.
-		d.setAsideDue(bad, until)
+		d.setAsideDue(bad, now)
 	}
 	return work, next, err
 }
@@ -327,7 +338,9 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 			}
 			a := r.Attempt
 			dl.Attempts++
-			dl.Tries++
+			if !r.Early {
+				dl.Tries++
+			}
 			a.N = dl.Attempts
 			if err := tx.Bucket(bucketAttempts).Put(attemptKey(r.ID, dl.Attempts), encoded[i]); err != nil {
 				return err

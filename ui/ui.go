@@ -92,6 +92,15 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%.1f%%", 100*f)
 	},
+	"in": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		if d := time.Until(t); d > 0 {
+			return "in " + d.Round(time.Second).String()
+		}
+		return "now"
+	},
 	"ms": func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) },
 	"size": func(n int64) string {
 		switch {

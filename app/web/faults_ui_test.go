@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +90,39 @@ func TestServer_HealthDegraded(t *testing.T) {
 	}
 	if strings.Contains(string(body), "/var/lib") {
 		t.Fatalf("healthz names a path: %s", body)
+	}
+}
+
+// A failing destination's row says since when, how many deliveries wait
+// and when it is tried next.
+func TestUI_FailingDestination(t *testing.T) {
+	cfg := mustConfig(t, uiSecrets)
+	db, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	recv := app.NewReceiver(cfg, db)
+	for i := range 3 {
+		body := []byte(fmt.Sprintf(`{"id": %d}`, i))
+		in := &app.Inbound{Body: body}
+		for k, v := range signShopWith(t, "shpss_new_secret_22", body, fmt.Sprint("evt-wait-", i)) {
+			in.Header = append(in.Header, app.HeaderField{Name: k, Value: v[0]})
+		}
+		if _, err := recv.Receive(context.Background(), "shop", in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats := app.NewStats(cfg, db, time.Now)
+	since := time.Now().Add(-90 * time.Second)
+	stats.Attempt("pos", app.Pending, time.Millisecond, "HTTP 503")
+	stats.DestState("pos", since, time.Now().Add(4*time.Minute+30*time.Second))
+	login, _ := app.StatusLogin(cfg.Status, db, slog.Default())
+	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats})
+	c := logIn(t, serve(t, srv.App()))
+	_, page := c.do("GET", "/", nil)
+	want := regexp.MustCompile(`failing since [^<]*\(1m3\ds ago\)</span>, 3 waiting, next try in 4m[23]\ds`)
+	if !want.MatchString(page) {
+		t.Fatalf("overview lacks the failing destination's state:\n%s", page)
 	}
 }
