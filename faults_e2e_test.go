@@ -251,3 +251,49 @@ func waitSynSent(t *testing.T, port int, within time.Duration) {
 	}
 	t.Fatalf("no connect to port %d in progress after %v", port, within)
 }
+
+// A destination answers 503 for 5 s, with retry = ["5m", "30m"]: once it
+// answers 200 again, a probe finds out and every waiting event is
+// delivered within 60 s, not at its 5-minute step.
+func TestFault_RecoveryAfterOutage(t *testing.T) {
+	sink := newLedgerSink(t, 503)
+	dir := t.TempDir()
+	config := writeConfig(t, dir, destinationConfig(sink.url, `["5m", "30m"]`))
+	p := start(t, config)
+	stop := make(chan struct{})
+	wait := loadGH(t, p.addr, "outage", 8, stop)
+	for deadline := time.Now().Add(20 * time.Second); sink.attempts.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("nothing reached the destination")
+		}
+	}
+	failingFrom := time.Now()
+	time.Sleep(2 * time.Second)
+	close(stop)
+	var acked []string
+	for _, a := range wait() {
+		acked = append(acked, a.id)
+	}
+	time.Sleep(time.Until(failingFrom.Add(5 * time.Second)))
+	sink.code.Store(200)
+	opened := time.Now()
+	failedAttempts := sink.attempts.Load()
+	var first time.Time // the first delivery: the probe that found it back
+	for deadline := opened.Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		n := len(sink.missing(acked))
+		if first.IsZero() && n < len(acked) {
+			first = time.Now()
+		}
+		if n == 0 {
+			break
+		}
+	}
+	took := time.Since(opened)
+	missing := len(sink.missing(acked))
+	t.Logf("%d events waiting after %d failed attempts in a 5 s outage; all delivered %v after the destination answered 200 again (%v after the first one)",
+		len(acked), failedAttempts, took.Round(100*time.Millisecond), time.Since(first).Round(10*time.Millisecond))
+	if missing > 0 || took > 60*time.Second {
+		t.Fatalf("%d of %d events not delivered %v after the destination answered again:\n%s", missing, len(acked), took, p.logText())
+	}
+	p.stop(t)
+}
