@@ -254,25 +254,28 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		}
 		d.mu.Unlock()
 		earliest = earlier(earliest, next)
-		jobs := make([]job, len(work))
-		for i, w := range work {
-			jobs[i].w = w
+		for _, w := range work {
+			d.start(ctx, dest, job{w: w})
 		}
 		if err == nil {
 			more, at := d.beyondDue(dest, now, free-len(work), next, skip)
-			jobs = append(jobs, more...)
+			for _, j := range more {
+				d.start(ctx, dest, j)
+			}
 			earliest = earlier(earliest, at)
-		}
-		for _, j := range jobs {
-			d.mu.Lock()
-			d.inflight[j.w.Delivery.ID] = true
-			d.busy[dest.Name]++
-			d.mu.Unlock()
-			d.sends.Add(1)
-			d.queue(ctx, dest) <- j // never blocks: busy stays within Concurrency
 		}
 	}
 	return earliest
+}
+
+// start leases j's delivery and hands it to one of dest's senders.
+func (d *Dispatcher) start(ctx context.Context, dest *Destination, j job) {
+	d.mu.Lock()
+	d.inflight[j.w.Delivery.ID] = true
+	d.busy[dest.Name]++
+	d.mu.Unlock()
+	d.sends.Add(1)
+	d.queue(ctx, dest) <- j // never blocks: busy stays within Concurrency
 }
 
 // earlier returns the earlier of a and b, a zero time meaning none.
@@ -391,7 +394,7 @@ func (d *Dispatcher) record(records <-chan finishedAttempt) {
 // later each time it fails to be recorded again: StoreRetry, doubling up
 // to StoreRetryMax.
 func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
-	held := map[time.Duration][]uint64{}
+	var held map[time.Duration][]uint64 // by how long they wait
 	retry := false
 	var failed int
 	var firstErr error
@@ -405,6 +408,9 @@ func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
 			n := min(d.unrecorded[id]+1, 30)
 			d.unrecorded[id] = n
 			wait := min(d.StoreRetry<<(n-1), d.StoreRetryMax)
+			if held == nil {
+				held = map[time.Duration][]uint64{}
+			}
 			held[wait] = append(held[wait], id)
 			failed++
 			firstErr = cmp.Or(firstErr, errs[i])

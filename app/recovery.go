@@ -141,7 +141,7 @@ func maxStep(dest *Destination) time.Duration {
 func (d *Dispatcher) beyondDue(dest *Destination, now time.Time, room int, next time.Time, skip func(uint64) bool) (jobs []job, at time.Time) {
 	d.mu.Lock()
 	h := d.health[dest.Name]
-	if h == nil {
+	if h == nil || h.failingSince.IsZero() && h.walk == nil && h.shownSince.IsZero() { // healthy
 		d.mu.Unlock()
 		return nil, time.Time{}
 	}
