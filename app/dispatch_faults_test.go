@@ -563,10 +563,7 @@ func TestDispatcher_RecordFailsBacksOff(t *testing.T) {
 		case <-time.After(time.Until(deadline)):
 		}
 	}
-	var gaps []time.Duration
-	for i := 1; i < len(at); i++ {
-		gaps = append(gaps, at[i].Sub(at[i-1]).Round(10*time.Millisecond))
-	}
+	gaps := gaps(at)
 	t.Logf("%d sends in 3 s while attempts could not be recorded, gaps %v", len(at), gaps)
 	// 0, 0.1, 0.3, 0.7, then every 0.4 s: 9 or so; a fixed 100 ms gives 30.
 	if len(at) < 4 || len(at) > 11 {

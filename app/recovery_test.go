@@ -67,6 +67,30 @@ func (g *gate) missing(ids []string) int {
 	return n
 }
 
+// openUntilDelivered opens g and waits until every event of ids is
+// delivered, at most 60 s: how long it took.
+func (g *gate) openUntilDelivered(t *testing.T, ids []string) time.Duration {
+	t.Helper()
+	g.open.Store(true)
+	opened := time.Now()
+	for deadline := opened.Add(60 * time.Second); g.missing(ids) > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := g.missing(ids); n > 0 {
+		t.Fatalf("%d of %d events not delivered 60 s after the destination answered again", n, len(ids))
+	}
+	return time.Since(opened)
+}
+
+// gaps returns the time between each two of at, rounded to 10 ms.
+func gaps(at []time.Time) []time.Duration {
+	var out []time.Duration
+	for i := 1; i < len(at); i++ {
+		out = append(out, at[i].Sub(at[i-1]).Round(10*time.Millisecond))
+	}
+	return out
+}
+
 // recoveryConfig routes gh to the gate with retry and concurrency.
 func recoveryConfig(url, retry string, concurrency int) string {
 	return faultConfig(faultDest{name: "app", url: url, timeout: "2s", retry: retry, concurrency: concurrency})
@@ -105,15 +129,8 @@ func TestDispatcher_RecoveryPullsRetriesForward(t *testing.T) {
 	h.disp.ProbeEvery = 300 * time.Millisecond
 	ids := sendAll(t, h, "rec", 40)
 	waitAttempted(t, h, ids)
-	g.open.Store(true)
-	opened := time.Now()
-	for deadline := opened.Add(60 * time.Second); g.missing(ids) > 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := g.missing(ids); n > 0 {
-		t.Fatalf("%d of %d events not delivered 60 s after the destination answered again", n, len(ids))
-	}
-	t.Logf("40 waiting retries delivered %v after the destination answered again", time.Since(opened).Round(time.Millisecond))
+	took := g.openUntilDelivered(t, ids)
+	t.Logf("40 waiting retries delivered %v after the destination answered again", took.Round(time.Millisecond))
 	if m := g.most.Load(); m > 4 {
 		t.Fatalf("%d requests at once; the destination's concurrency is 4", m)
 	}
@@ -143,10 +160,7 @@ func TestDispatcher_ProbesWhileFailing(t *testing.T) {
 	probes := append([]time.Time(nil), g.at[first:]...)
 	bodies := append([]string(nil), g.whileClosedBodies[first:]...)
 	g.mu.Unlock()
-	var gaps []time.Duration
-	for i := 1; i < len(probes); i++ {
-		gaps = append(gaps, probes[i].Sub(probes[i-1]).Round(10*time.Millisecond))
-	}
+	gaps := gaps(probes)
 	t.Logf("%d probes in 4 s, gaps %v", len(probes), gaps)
 	// 0.2, 0.4, 0.8, then every 0.8 s after the last: 6 or so.
 	if len(probes) < 3 || len(probes) > 8 {
@@ -189,14 +203,7 @@ func TestDispatcher_RecoveryPastARejectedPayload(t *testing.T) {
 	waitAttempted(t, h, []string{"bad-1"})
 	ids := sendAll(t, h, "good", 20)
 	waitAttempted(t, h, ids)
-	g.open.Store(true)
-	opened := time.Now()
-	for deadline := opened.Add(60 * time.Second); g.missing(ids) > 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := g.missing(ids); n > 0 {
-		t.Fatalf("%d of %d events not delivered 60 s after the destination answered again", n, len(ids))
-	}
+	g.openUntilDelivered(t, ids)
 	if d := h.deliveries(t, "bad-1")[0]; d.State != app.Pending || d.Tries != 1 {
 		t.Fatalf("the rejected one: %+v; want it pending at its first step", d)
 	}
