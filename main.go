@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -27,8 +29,12 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
-// shutdownGrace bounds how long in-flight requests may take at shutdown.
-const shutdownGrace = 10 * time.Second
+// shutdownGrace bounds how long in-flight requests and sends may take at
+// shutdown; then the sends are cut (and go out again after the restart).
+// It leaves two seconds of the ten the README promises (systemd kills at
+// 20) to record the attempts that ended and close the data file. Dials in
+// progress are cut at once: they have sent nothing.
+const shutdownGrace = 8 * time.Second
 
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
@@ -120,6 +126,25 @@ func tuneRuntime() {
 	})
 }
 
+// withWayOut adds to an error of a data file Open refused how to get
+// going again: the latest backup in backup.dir and the command that puts it
+// in place, or how to start afresh on purpose.
+func withWayOut(err error, configPath string, cfg *app.Config) error {
+	lost, newer := errors.Is(err, storage.ErrDataLost), errors.Is(err, storage.ErrNewerFormat)
+	if !lost && !newer {
+		return err
+	}
+	restore := fmt.Sprintf("no backup is in backup.dir (%s): restore a copy saved with hookbox backup, hookbox restore -config %s FILE", cfg.Backup.Dir, configPath)
+	if latest, _ := app.LatestBackup(cfg.Backup.Dir); latest != "" {
+		restore = fmt.Sprintf("restore the latest backup in backup.dir (hookbox stopped): hookbox restore -config %s %s", configPath, latest)
+	}
+	if newer {
+		return fmt.Errorf("%w. Run the newer hookbox that wrote it, or %s", err, restore)
+	}
+	return fmt.Errorf("%w. To recover, %s. To start afresh on purpose instead, with no remembered id and no pending delivery, move %s away and delete %s",
+		err, restore, storage.FileName, filepath.Join(cfg.Server.DataDir, storage.MarkerName))
+}
+
 func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	cfg, err := app.LoadConfig(path, nil)
 	if err != nil {
@@ -134,7 +159,7 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	}
 	db, err := storage.Open(cfg.Server.DataDir)
 	if err != nil {
-		return err
+		return withWayOut(err, path, cfg)
 	}
 	defer db.Close()
 
@@ -145,6 +170,9 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	dispatcher := app.NewDispatcher(cfg, db)
 	dispatcher.Version = version
 	dispatcher.Stats = stats
+	stats.Storage.OnRecover = dispatcher.Wake // it holds its sends while commits fail
+	db.OnCommit(stats.Storage.Committed)
+	go stats.Storage.Watch(ctx, func() error { return db.SetMeta("health_probe", []byte(time.Now().UTC().Format(time.RFC3339))) })
 	receiver := app.NewReceiver(cfg, db)
 	receiver.Stats = stats
 	db.OnOpened(dispatcher.Wake) // once per commit that opened deliveries
@@ -156,6 +184,7 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	sweeper := app.NewSweeper(cfg, db)
 	sweeper.Stats = stats
 	alerter := app.NewAlerter(cfg, db)
+	alerter.Storage = stats.Storage
 	backuper := app.NewBackuper(cfg, db)
 	backuper.Alert = alerter.Backup
 	go alerter.Run(ctx) // sends what Notify queues
@@ -194,7 +223,8 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: db.Ping,
+	health := func() error { return cmp.Or(stats.Storage.Err(), db.Ping()) }
+	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
 		Backup: func() (*os.File, int64, error) { return db.Backup(cfg.Server.DataDir) },
 		Login:  login, Stats: stats, LastBackup: lastBackup})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)

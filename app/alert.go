@@ -19,10 +19,19 @@ type Alerter struct {
 	store  Store
 	cfg    AlertsConfig
 	where  string // where to act, for the message
+	page   string // where the overview is, for the message
 	client *http.Client
 	Logger *slog.Logger
+	// Storage, when set, has an alert go out when commits start failing,
+	// and another when they work again.
+	Storage *StorageHealth
 
 	alerting bool // the last message sent said "over"
+	// storageTold is whether the last storage message said "failing".
+	storageTold bool
+	// poisonTold is how many records set aside the last message counted
+	// (-1: none sent since start, so a restart reminds once).
+	poisonTold int
 
 	backupMu     sync.Mutex
 	backupFailed bool // a failure message went out and no success since
@@ -45,9 +54,10 @@ const maxAlertHeader = 16 << 10
 
 // NewAlerter builds the alerter for cfg over store.
 func NewAlerter(cfg *Config, store Store) *Alerter {
-	where := "hookbox replay -all"
+	where, page := "hookbox replay -all", "the status page"
 	if cfg.Server.PublicURL != "" {
 		where = cfg.Server.PublicURL + "/ or " + where
+		page = cfg.Server.PublicURL + "/"
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.Proxy = nil // post only to the configured URL, as the dispatcher does
@@ -62,13 +72,15 @@ func NewAlerter(cfg *Config, store Store) *Alerter {
 		store:    store,
 		cfg:      cfg.Alerts,
 		where:    where,
+		page:     page,
 		client: &http.Client{
 			Timeout:   10 * time.Second,
 			Transport: transport,
 			// A redirect is an answer of the alert URL, never a new address.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		Logger: slog.With("component", "alert"),
+		Logger:     slog.With("component", "alert"),
+		poisonTold: -1,
 	}
 }
 
@@ -79,6 +91,8 @@ func (a *Alerter) Check(ctx context.Context) {
 	if a.cfg.URL == "" {
 		return
 	}
+	a.checkPoison(ctx)
+	a.checkStorage(ctx)
 	n, err := a.store.CountDead()
 	if err != nil {
 		a.Logger.Error("count dead deliveries", slog.Any("error", err))
@@ -98,6 +112,49 @@ func (a *Alerter) Check(ctx context.Context) {
 	}
 	a.alerting = over
 	a.Logger.Info("alert sent", "dead", n, "over", over)
+}
+
+// checkStorage sends a message when commits started failing since the
+// last message, and one when they work again.
+func (a *Alerter) checkStorage(ctx context.Context) {
+	cur, failing, last := a.Storage.State()
+	if failing == a.storageTold {
+		return
+	}
+	text := fmt.Sprintf("hookbox: storage is failing since %s: %s. Webhooks get 503 (their senders retry; %d refused so far) and deliveries wait. "+
+		"Free space on the data directory's disk; see %s.", cur.Since.UTC().Format(time.RFC3339), cur.LastError, cur.Refused, a.page)
+	if !failing {
+		text = fmt.Sprintf("hookbox: storage works again after failing for %s (%d webhooks refused with 503, which their senders retry); deliveries resume.",
+			last.Until.Sub(last.Since).Round(time.Second), last.Refused)
+	}
+	if err := a.post(ctx, text); err != nil {
+		a.Logger.Error("send alert", slog.Any("error", err))
+		return
+	}
+	a.storageTold = failing
+	a.Logger.Info("alert sent", "storage_failing", failing)
+}
+
+// checkPoison sends a message when records were set aside since the last
+// one (or since start): they need someone to look, though the rest flows.
+func (a *Alerter) checkPoison(ctx context.Context) {
+	newest, n, err := a.store.Poisoned(1)
+	if err != nil {
+		a.Logger.Error("count records set aside", slog.Any("error", err))
+		return
+	}
+	if n == 0 || n <= a.poisonTold {
+		return
+	}
+	p := newest[0]
+	text := fmt.Sprintf("hookbox: %d records in the data file cannot be read and were set aside; everything else is delivered. "+
+		"The newest: %s %s (%s). See the overview on %s.", n, p.Kind, p.Key, p.Reason, a.page)
+	if err := a.post(ctx, text); err != nil {
+		a.Logger.Error("send alert", slog.Any("error", err))
+		return
+	}
+	a.poisonTold = n
+	a.Logger.Info("alert sent", "set_aside", n)
 }
 
 func (a *Alerter) post(ctx context.Context, text string) error {

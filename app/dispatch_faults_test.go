@@ -606,3 +606,60 @@ func TestDispatcher_AnswerLengths(t *testing.T) {
 		})
 	}
 }
+
+// A destination whose TCP connect hangs (its accept queue is full, as a
+// blackholed address would): shutdown cancels the dial at once instead of
+// waiting for the destination's timeout, and records nothing, so the
+// delivery goes out again after the restart.
+func TestDispatcher_ShutdownCancelsDials(t *testing.T) {
+	addr := hangingAddr(t, 0)
+	h := newHarness(t, faultConfig(faultDest{name: "hang", url: "http://" + addr + "/hook", timeout: "1h", retry: `["1h"]`}))
+	h.send(t, "dial-1", `{}`)
+	waitConnecting(t, addr, 20*time.Second)
+	start := time.Now()
+	h.stopRun() // the shutdown begins; the send grace has not run out
+	waited := make(chan struct{})
+	go func() { h.disp.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(20 * time.Second): // the destination's timeout is an hour
+		t.Fatal("Wait still waits for a connect that hangs")
+	}
+	t.Logf("the dial was cut %v after the stop began", time.Since(start).Round(time.Millisecond))
+	if ds := h.deliveries(t, "dial-1"); len(ds) != 1 || ds[0].State != app.Pending || ds[0].Attempts != 0 {
+		t.Fatalf("deliveries = %+v; want one pending, no attempt recorded", ds)
+	}
+}
+
+// An attempt whose result cannot be recorded waits longer each time it
+// goes out again (StoreRetry, doubling, capped at StoreRetryMax), instead
+// of being sent every StoreRetry for as long as the disk is full.
+func TestDispatcher_RecordFailsBacksOff(t *testing.T) {
+	s := newSink(t, 200)
+	store := &failingRecords{}
+	store.failing.Store(true)
+	h := newHarnessOver(t, config(`["1h"]`, s.URL), func(db *storage.DB) app.Store { store.Store = db; return store })
+	h.disp.StoreRetry, h.disp.StoreRetryMax = 100*time.Millisecond, 400*time.Millisecond
+
+	h.send(t, "unrecorded-1", `{}`)
+	var at []time.Time
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.hits:
+			at = append(at, time.Now())
+		case <-time.After(time.Until(deadline)):
+		}
+	}
+	gaps := gaps(at)
+	t.Logf("%d sends in 3 s while attempts could not be recorded, gaps %v", len(at), gaps)
+	// 0, 0.1, 0.3, 0.7, then every 0.4 s: 9 or so; a fixed 100 ms gives 30.
+	if len(at) < 4 || len(at) > 11 {
+		t.Fatalf("%d sends in 3 s; want the waits to grow to the cap", len(at))
+	}
+	if gaps[0] > gaps[2] || gaps[len(gaps)-1] < 300*time.Millisecond {
+		t.Fatalf("gaps %v; want them growing to 400 ms", gaps)
+	}
+	store.failing.Store(false)
+	h.waitState(t, "unrecorded-1", 0, app.Delivered)
+}

@@ -156,3 +156,43 @@ func TestDB_RecordAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// WaitingDeliveries reads a destination's pending deliveries in due order,
+// due or not, from a position on; an Early attempt keeps the delivery's
+// step in its schedule.
+func TestDB_WaitingDeliveries(t *testing.T) {
+	db := MustOpenDB(t)
+	var ids []uint64
+	for i := range 3 {
+		e := newEvent("shop", string(rune('a'+i)), t0)
+		if _, err := db.Accept(context.Background(), e, t0.Add(time.Hour), &app.Plan{Direct: []string{"pos"}}); err != nil {
+			t.Fatal(err)
+		}
+		ds, _ := db.EventDeliveries(e.Seq)
+		// Retries due in 3h, 2h, 1h: due order is the reverse of ids.
+		due := t0.Add(time.Duration(3-i) * time.Hour)
+		if err := db.RecordAttempt(ds[0].ID, &app.Attempt{Start: t0, Status: 503}, app.Pending, due); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ds[0].ID)
+	}
+	work, err := db.WaitingDeliveries("pos", time.Time{}, 0, 2, never)
+	if err != nil || len(work) != 2 || work[0].Delivery.ID != ids[2] || work[1].Delivery.ID != ids[1] || work[0].Event.ID != "c" {
+		t.Fatalf("first two waiting = %+v, %v", work, err)
+	}
+	last := work[1].Delivery
+	work, err = db.WaitingDeliveries("pos", last.Due, last.ID, 2, never)
+	if err != nil || len(work) != 1 || work[0].Delivery.ID != ids[0] {
+		t.Fatalf("after the second = %+v, %v", work, err)
+	}
+	if work, _ := db.WaitingDeliveries("erp", time.Time{}, 0, 2, never); len(work) != 0 {
+		t.Fatalf("another destination's: %+v", work)
+	}
+	early := app.AttemptRecord{ID: ids[0], Attempt: &app.Attempt{Start: t0.Add(time.Minute), Status: 503}, State: app.Pending, Due: t0.Add(3 * time.Hour), Early: true}
+	if errs := db.RecordAttempts([]app.AttemptRecord{early}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if d, _, _ := db.Delivery(ids[0]); d.Tries != 1 || d.Attempts != 2 || !d.Due.Equal(t0.Add(3*time.Hour)) {
+		t.Fatalf("after an early attempt: %+v; want 2 attempts, still at step 1", d)
+	}
+}
