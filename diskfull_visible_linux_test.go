@@ -126,9 +126,12 @@ func TestFault_DiskFullVisible(t *testing.T) {
 	}
 	// While commits fail, under load.
 	fullUntil := time.Now()
-	most, total := problemLinesPerSecond(p.logText(), firstRefused, fullUntil)
+	mu.Lock()
+	since, nRefused := firstRefused, refused
+	mu.Unlock()
+	most, total := problemLinesPerSecond(p.logText(), since, fullUntil)
 	t.Logf("disk full: %d webhooks refused; %d ERROR/WARN log lines in %v, at most %d in one second",
-		refused, total, fullUntil.Sub(firstRefused).Round(time.Millisecond), most)
+		nRefused, total, fullUntil.Sub(since).Round(time.Millisecond), most)
 	code, health := getAuth(t, p.addr, "/healthz")
 	_, page := getAuth(t, p.addr, "/")
 	_, metrics := getAuth(t, p.addr, "/metrics")
