@@ -38,11 +38,19 @@ type pebbleCA struct {
 	directory string         // ACME directory URL
 	serverPEM string         // file with the directory's TLS certificate (trust it to talk ACME)
 	roots     *x509.CertPool // the root the issued certificates chain to
+	stop      func()         // takes the CA off the network
 }
 
 // startPebble starts pebble whose validation authority checks HTTP-01 on
 // httpPort and TLS-ALPN-01 on tlsPort of whatever dnsAddr resolves names to.
 func startPebble(t *testing.T, httpPort, tlsPort int, dnsAddr string) *pebbleCA {
+	t.Helper()
+	return startPebbleValidity(t, httpPort, tlsPort, dnsAddr, 0)
+}
+
+// startPebbleValidity is startPebble issuing certificates valid for
+// validity seconds (0: pebble's default, 90 days).
+func startPebbleValidity(t *testing.T, httpPort, tlsPort int, dnsAddr string, validity uint64) *pebbleCA {
 	t.Helper()
 	t.Setenv("PEBBLE_VA_NOSLEEP", "1") // read by va.New
 	logger := log.New(io.Discard, "pebble ", 0)
@@ -51,7 +59,7 @@ func startPebble(t *testing.T, httpPort, tlsPort int, dnsAddr string) *pebbleCA 
 	}
 	store := db.NewMemoryStore()
 	authority := ca.New(logger, store, "", "rsa", 0, 1, map[string]ca.Profile{
-		"default": {Description: "the default profile"},
+		"default": {Description: "the default profile", ValidityPeriod: validity},
 	})
 	validator := va.New(logger, httpPort, tlsPort, false, dnsAddr, store)
 	front := wfe.New(logger, store, validator, authority, []string{"pebble.letsencrypt.org"}, false, false, 0, 0)
@@ -60,7 +68,7 @@ func startPebble(t *testing.T, httpPort, tlsPort int, dnsAddr string) *pebbleCA 
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 
-	p := &pebbleCA{directory: srv.URL + wfe.DirectoryPath, roots: x509.NewCertPool()}
+	p := &pebbleCA{directory: srv.URL + wfe.DirectoryPath, roots: x509.NewCertPool(), stop: srv.Close}
 	p.serverPEM = filepath.Join(t.TempDir(), "pebble-server.pem")
 	der := srv.Certificate().Raw
 	if err := os.WriteFile(p.serverPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
@@ -198,23 +206,32 @@ secret_env = "E2E_GH_SECRET"
 		t.Errorf("no HSTS over TLS: %q", h)
 	}
 
-	// Plain HTTP on http_listen redirects to the HTTPS name and port.
+	// Plain HTTP on http_listen redirects GET to the HTTPS name and port,
+	// whatever Host the request names, and refuses a POST (its body has
+	// crossed in clear) with 403 and the https address.
 	_, port, _ := net.SplitHostPort(p.addr)
 	httpBase := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
-	for _, tt := range []struct {
-		method string
-		code   int
-	}{{"GET", http.StatusMovedPermanently}, {"POST", http.StatusPermanentRedirect}} {
-		req, _ := http.NewRequest(tt.method, httpBase+"/in/gh?x=1", nil)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		want := "https://" + acmeDomain + ":" + port + "/in/gh?x=1"
-		if resp.StatusCode != tt.code || resp.Header.Get("Location") != want {
-			t.Errorf("%s over HTTP: %d Location %q; want %d %q", tt.method, resp.StatusCode, resp.Header.Get("Location"), tt.code, want)
-		}
+	want := "https://" + acmeDomain + ":" + port + "/in/gh?x=1"
+	req, _ = http.NewRequest("GET", httpBase+"/in/gh?x=1", nil)
+	req.Host = "evil.example"
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != want {
+		t.Errorf("GET over HTTP: %d Location %q; want 301 %q", resp.StatusCode, resp.Header.Get("Location"), want)
+	}
+	req, _ = http.NewRequest("POST", httpBase+"/in/gh?x=1", bytes.NewReader(body))
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Location") != "" ||
+		!strings.Contains(string(raw), "https://"+acmeDomain+":"+port+"/in/gh") {
+		t.Errorf("POST over HTTP: %d Location %q %s; want 403 naming the https address", resp.StatusCode, resp.Header.Get("Location"), raw)
 	}
 
 	// The account key and the certificate are cached under data_dir/acme, 0700.

@@ -190,6 +190,10 @@ func check(path string, stdout, stderr io.Writer) int {
 	for _, s := range cfg.Sources {
 		fmt.Fprintf(stdout, "source %-16s %-12s POST %s\n", s.Name, s.Provider, s.URL)
 	}
+	// Unsafe modes are warnings: the config works, but others may read it.
+	for _, w := range app.FileModeWarnings(path, cfg.Server.DataDir) {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
 	return 0
 }
 

@@ -26,18 +26,34 @@ type ledgerSink struct {
 	mu        sync.Mutex
 	delivered map[string]int
 	attempts  atomic.Int64
+	// hold, when set, keeps each request unanswered until it is closed
+	// (or the client hangs up); the sink answers as usual after.
+	hold chan struct{}
 }
 
 func newLedgerSink(t *testing.T, code int) *ledgerSink {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return newLedgerSinkOn(t, "127.0.0.1:0", code, nil)
+}
+
+// newLedgerSinkOn is newLedgerSink listening on addr, holding each request
+// until hold is closed when hold is not nil.
+func newLedgerSinkOn(t *testing.T, addr string, code int, hold chan struct{}) *ledgerSink {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &ledgerSink{url: "http://" + ln.Addr().String() + "/hook", delivered: map[string]int{}}
+	s := &ledgerSink{hold: hold, url: "http://" + ln.Addr().String() + "/hook", delivered: map[string]int{}}
 	s.code.Store(int32(code))
 	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		s.attempts.Add(1)
+		if s.hold != nil {
+			select {
+			case <-s.hold:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		c := int(s.code.Load())
 		if c >= 200 && c < 300 {
 			s.mu.Lock()

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,8 +27,12 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
-// shutdownGrace bounds how long in-flight requests may take at shutdown.
-const shutdownGrace = 10 * time.Second
+// shutdownGrace bounds how long in-flight requests and sends may take at
+// shutdown; then the sends are cut (and go out again after the restart).
+// It leaves two seconds of the ten the README promises (systemd kills at
+// 20) to record the attempts that ended and close the data file. Dials in
+// progress are cut at once: they have sent nothing.
+const shutdownGrace = 8 * time.Second
 
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
@@ -125,7 +130,7 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 		return err
 	}
 	tuneRuntime()
-	n, err := openStore(ctx, cfg, logger)
+	n, err := openStore(ctx, path, cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -139,6 +144,9 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	dispatcher := app.NewDispatcher(cfg, db)
 	dispatcher.Version = version
 	dispatcher.Stats = stats
+	stats.Storage.OnRecover = dispatcher.Wake // it holds its sends while commits fail
+	db.OnCommit(stats.Storage.Committed)
+	go stats.Storage.Watch(ctx, func() error { return db.SetMeta("health_probe", []byte(time.Now().UTC().Format(time.RFC3339))) })
 	receiver := app.NewReceiver(cfg, db)
 	receiver.Stats = stats
 	db.OnOpened(dispatcher.Wake) // once per commit that opened deliveries
@@ -150,11 +158,17 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	sweeper := app.NewSweeper(cfg, db)
 	sweeper.Stats = stats
 	alerter := app.NewAlerter(cfg, db)
+	alerter.Storage = stats.Storage
 	backuper := app.NewBackuper(cfg, n.writeBackup)
 	backuper.Alert = alerter.Backup
+	go alerter.Run(ctx) // sends what Notify queues
 	tlsSrv, err := web.NewTLS(cfg.Server, web.TLSOptions{})
 	if err != nil {
 		return fmt.Errorf("%s: server: %w", path, err)
+	}
+	if tlsSrv != nil {
+		tlsSrv.Alert = alerter.Notify
+		stats.Registry.MustRegister(tlsSrv) // hookbox_certificate_expiry_seconds
 	}
 
 	sched := app.NewCron(logger.With("component", "cron"))
@@ -184,7 +198,8 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: db.Ping,
+	health := func() error { return cmp.Or(stats.Storage.Err(), db.Ping()) }
+	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
 		Backup: n.backup, Login: login, Stats: stats, LastBackup: lastBackup})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
@@ -212,18 +227,11 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	}
 	logger.Info("hookbox started", append(attrs, "data", n.where, "sources", len(cfg.Sources))...)
 	go func() { served <- srv.Serve(ln) }()
-	if cfg.Server.TLS == app.TLSACME {
-		go func() {
-			cert, err := tlsSrv.Obtain(ctx)
-			switch {
-			case err != nil && ctx.Err() == nil:
-				logger.Error("no certificate yet", "domain", cfg.Server.Domain, slog.Any("error", err),
-					"hint", "check that the domain points to this machine and that ports 80 and 443 are open; the next HTTPS connection tries again")
-			case err == nil && cert.Leaf != nil:
-				logger.Info("certificate ready", "domain", cfg.Server.Domain,
-					"not_after", cert.Leaf.NotAfter.UTC().Format(time.RFC3339))
-			}
-		}()
+	if tlsSrv != nil {
+		// Gets the ACME certificate now (so that trouble shows at start),
+		// then reports any trouble with the certificate, there and in the
+		// log, for as long as hookbox runs.
+		go tlsSrv.Watch(ctx)
 	}
 
 	select {

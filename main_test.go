@@ -91,6 +91,18 @@ func start(t *testing.T, config string) *proc {
 // waits until it logs its address (start, with knobs).
 func startWith(t *testing.T, config string, env []string, args ...string) *proc {
 	t.Helper()
+	p, out := launch(t, config, env, args...)
+	if p == nil {
+		t.Fatalf("hookbox exited before listening:\n%s", out)
+	}
+	return p
+}
+
+// launch is startWith for a test in which refusing to start is an
+// answer: it returns the running process, or nil and what the process
+// printed before it exited.
+func launch(t *testing.T, config string, env []string, args ...string) (*proc, string) {
+	t.Helper()
 	p := &proc{done: make(chan struct{})}
 	p.cmd = exec.Command(binary, append([]string{"serve", "-config", config}, args...)...)
 	p.cmd.Env = append(os.Environ(), env...)
@@ -118,22 +130,23 @@ func startWith(t *testing.T, config string, env []string, args ...string) *proc 
 			}
 		}
 	}()
-	select {
-	case p.addr = <-addr:
-	case <-p.done:
-		p.cmd.Wait()
-		t.Fatalf("hookbox exited before listening:\n%s", p.logText())
-	case <-time.After(30 * time.Second):
-		p.cmd.Process.Kill()
-		t.Fatalf("hookbox did not start:\n%s", p.logText())
-	}
 	t.Cleanup(func() {
 		if p.cmd.ProcessState == nil {
 			p.cmd.Process.Kill()
 			p.cmd.Wait()
 		}
 	})
-	return p
+	select {
+	case p.addr = <-addr:
+		return p, ""
+	case <-p.done:
+		p.cmd.Wait()
+		return nil, p.logText()
+	case <-time.After(30 * time.Second):
+		p.cmd.Process.Kill()
+		t.Fatalf("hookbox did not start:\n%s", p.logText())
+	}
+	return nil, ""
 }
 
 // stop sends SIGTERM and waits for a clean exit.

@@ -68,7 +68,7 @@ func loadGH(t *testing.T, addr, prefix string, workers int, stop <-chan struct{}
 	return func() []ackedEvent { wg.Wait(); return acked }
 }
 
-var backupNameRE = regexp.MustCompile(`^hookbox-(\d{8}-\d{6})\.db$`)
+var backupNameRE = regexp.MustCompile(`^hookbox-\d{6,}-(\d{8}-\d{6})\.db$`)
 
 // A scheduled backup taken under load restores into a working hookbox:
 // every event accepted before the backup is there, its id is still a

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"hookbox/app"
@@ -33,12 +34,19 @@ type node struct {
 	writeBackup app.BackupStore
 }
 
-// openStore opens the store cfg's [storage] names.
-func openStore(ctx context.Context, cfg *app.Config, logger *slog.Logger) (*node, error) {
+// openStore opens the store cfg's [storage] names; path is cfg's file.
+func openStore(ctx context.Context, path string, cfg *app.Config, logger *slog.Logger) (*node, error) {
 	if cfg.Storage.Backend != app.BackendPostgres {
+		// The data dir holds every event with its headers: its owner's only.
+		if was, err := storage.SecureDir(cfg.Server.DataDir); err != nil {
+			logger.Warn("data dir mode not fixed: others may read the events", "dir", cfg.Server.DataDir, slog.Any("error", err))
+		} else if was != 0 {
+			logger.Warn("data dir mode fixed", "dir", cfg.Server.DataDir, "was", fmt.Sprintf("%04o", was), "now", fmt.Sprintf("%04o", app.DataDirMode))
+		}
+		// Open takes the data dir's lock file, held until Close.
 		db, err := storage.Open(cfg.Server.DataDir)
 		if err != nil {
-			return nil, err
+			return nil, withWayOut(err, path, cfg)
 		}
 		return &node{store: db, where: db.Path(), leader: func() bool { return true },
 			backup:      func() (*os.File, int64, error) { return db.Backup(cfg.Server.DataDir) },
@@ -48,9 +56,28 @@ func openStore(ctx context.Context, cfg *app.Config, logger *slog.Logger) (*node
 	defer cancel()
 	db, err := postgres.Open(octx, cfg.Storage.URL, postgres.Options{Lease: cfg.Storage.Lease, Logger: logger.With("component", "postgres")})
 	if err != nil {
-		return nil, fmt.Errorf("%s: storage: %w", cfg.Path, err)
+		return nil, fmt.Errorf("%s: storage: %w", path, err)
 	}
 	return &node{store: db, where: db.Where(), leader: db.Leader}, nil
+}
+
+// withWayOut adds to an error of a data file Open refused how to get
+// going again: the latest backup in backup.dir and the command that puts it
+// in place, or how to start afresh on purpose.
+func withWayOut(err error, configPath string, cfg *app.Config) error {
+	lost, newer := errors.Is(err, storage.ErrDataLost), errors.Is(err, storage.ErrNewerFormat)
+	if !lost && !newer {
+		return err
+	}
+	restore := fmt.Sprintf("no backup is in backup.dir (%s): restore a copy saved with hookbox backup, hookbox restore -config %s FILE", cfg.Backup.Dir, configPath)
+	if latest, _ := app.LatestBackup(cfg.Backup.Dir); latest != "" {
+		restore = fmt.Sprintf("restore the latest backup in backup.dir (hookbox stopped): hookbox restore -config %s %s", configPath, latest)
+	}
+	if newer {
+		return fmt.Errorf("%w. Run the newer hookbox that wrote it, or %s", err, restore)
+	}
+	return fmt.Errorf("%w. To recover, %s. To start afresh on purpose instead, with no remembered id and no pending delivery, move %s away and delete %s",
+		err, restore, storage.FileName, filepath.Join(cfg.Server.DataDir, storage.MarkerName))
 }
 
 // onLeader runs job only on the node that runs the cluster's jobs.

@@ -19,34 +19,68 @@ type Alerter struct {
 	store  Store
 	cfg    AlertsConfig
 	where  string // where to act, for the message
+	page   string // where the overview is, for the message
 	client *http.Client
 	Logger *slog.Logger
+	// Storage, when set, has an alert go out when commits start failing,
+	// and another when they work again.
+	Storage *StorageHealth
 
 	alerting bool // the last message sent said "over"
+	// storageTold is whether the last storage message said "failing".
+	storageTold bool
+	// poisonTold is how many records set aside the last message counted
+	// (-1: none sent since start, so a restart reminds once).
+	poisonTold int
 
 	backupMu     sync.Mutex
 	backupFailed bool // a failure message went out and no success since
+
+	// Now is the clock of Notify's rate limit; tests replace it.
+	Now      func() time.Time
+	notices  chan string // Notify's queue, sent by Run one at a time
+	noticeMu sync.Mutex
+	lastSent map[string]time.Time // per topic, when Notify last queued it
 }
+
+// NotifyEvery is how often at most Notify sends a message of one topic.
+const NotifyEvery = time.Hour
+
+// noticeQueue bounds the messages Notify keeps waiting for Run.
+const noticeQueue = 16
+
+// maxAlertHeader bounds the header of an alert URL's answer.
+const maxAlertHeader = 16 << 10
 
 // NewAlerter builds the alerter for cfg over store.
 func NewAlerter(cfg *Config, store Store) *Alerter {
-	where := "hookbox replay -all"
+	where, page := "hookbox replay -all", "the status page"
 	if cfg.Server.PublicURL != "" {
 		where = cfg.Server.PublicURL + "/ or " + where
+		page = cfg.Server.PublicURL + "/"
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.Proxy = nil // post only to the configured URL, as the dispatcher does
+	// An answer is read bounded: its header here, its body in post, and
+	// nothing inflated on the way (a small gzip can declare gigabytes).
+	transport.MaxResponseHeaderBytes = maxAlertHeader
+	transport.DisableCompression = true
 	return &Alerter{
-		store: store,
-		cfg:   cfg.Alerts,
-		where: where,
+		Now:      time.Now,
+		notices:  make(chan string, noticeQueue),
+		lastSent: map[string]time.Time{},
+		store:    store,
+		cfg:      cfg.Alerts,
+		where:    where,
+		page:     page,
 		client: &http.Client{
 			Timeout:   10 * time.Second,
 			Transport: transport,
 			// A redirect is an answer of the alert URL, never a new address.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		Logger: slog.With("component", "alert"),
+		Logger:     slog.With("component", "alert"),
+		poisonTold: -1,
 	}
 }
 
@@ -57,6 +91,8 @@ func (a *Alerter) Check(ctx context.Context) {
 	if a.cfg.URL == "" {
 		return
 	}
+	a.checkPoison(ctx)
+	a.checkStorage(ctx)
 	n, err := a.store.CountDead()
 	if err != nil {
 		a.Logger.Error("count dead deliveries", slog.Any("error", err))
@@ -78,6 +114,49 @@ func (a *Alerter) Check(ctx context.Context) {
 	a.Logger.Info("alert sent", "dead", n, "over", over)
 }
 
+// checkStorage sends a message when commits started failing since the
+// last message, and one when they work again.
+func (a *Alerter) checkStorage(ctx context.Context) {
+	cur, failing, last := a.Storage.State()
+	if failing == a.storageTold {
+		return
+	}
+	text := fmt.Sprintf("hookbox: storage is failing since %s: %s. Webhooks get 503 (their senders retry; %d refused so far) and deliveries wait. "+
+		"Free space on the data directory's disk; see %s.", cur.Since.UTC().Format(time.RFC3339), cur.LastError, cur.Refused, a.page)
+	if !failing {
+		text = fmt.Sprintf("hookbox: storage works again after failing for %s (%d webhooks refused with 503, which their senders retry); deliveries resume.",
+			last.Until.Sub(last.Since).Round(time.Second), last.Refused)
+	}
+	if err := a.post(ctx, text); err != nil {
+		a.Logger.Error("send alert", slog.Any("error", err))
+		return
+	}
+	a.storageTold = failing
+	a.Logger.Info("alert sent", "storage_failing", failing)
+}
+
+// checkPoison sends a message when records were set aside since the last
+// one (or since start): they need someone to look, though the rest flows.
+func (a *Alerter) checkPoison(ctx context.Context) {
+	newest, n, err := a.store.Poisoned(1)
+	if err != nil {
+		a.Logger.Error("count records set aside", slog.Any("error", err))
+		return
+	}
+	if n == 0 || n <= a.poisonTold {
+		return
+	}
+	p := newest[0]
+	text := fmt.Sprintf("hookbox: %d records in the data file cannot be read and were set aside; everything else is delivered. "+
+		"The newest: %s %s (%s). See the overview on %s.", n, p.Kind, p.Key, p.Reason, a.page)
+	if err := a.post(ctx, text); err != nil {
+		a.Logger.Error("send alert", slog.Any("error", err))
+		return
+	}
+	a.poisonTold = n
+	a.Logger.Info("alert sent", "set_aside", n)
+}
+
 func (a *Alerter) post(ctx context.Context, text string) error {
 	body, _ := json.Marshal(map[string]string{"text": text})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.URL, bytes.NewReader(body))
@@ -95,6 +174,46 @@ func (a *Alerter) post(ctx context.Context, text string) error {
 		return fmt.Errorf("alert URL answered HTTP %d", resp.StatusCode)
 	}
 	return nil
+}
+
+// Notify sends text to the alert URL in the background (Run sends it), at
+// most once per NotifyEvery for one topic: later messages of the topic
+// within that are dropped, as is a message that finds the queue full (the
+// caller logs what it reports). It never blocks and starts no goroutine,
+// so a hanging alert URL cannot hold up or pile up its callers (a TLS
+// handshake, the certificate watcher).
+func (a *Alerter) Notify(topic, text string) {
+	if a.cfg.URL == "" {
+		return
+	}
+	now := a.Now()
+	a.noticeMu.Lock()
+	if last, ok := a.lastSent[topic]; ok && now.Sub(last) < NotifyEvery {
+		a.noticeMu.Unlock()
+		return
+	}
+	select {
+	case a.notices <- text:
+		a.lastSent[topic] = now
+	default:
+		a.Logger.Warn("alert dropped: queue full", "topic", topic)
+	}
+	a.noticeMu.Unlock()
+}
+
+// Run sends Notify's messages one at a time until ctx is done; each post
+// ends within the alert client's timeout.
+func (a *Alerter) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case text := <-a.notices:
+			if err := a.post(ctx, text); err != nil && ctx.Err() == nil {
+				a.Logger.Error("send alert", slog.Any("error", err))
+			}
+		}
+	}
 }
 
 // Backup hears the outcome of each scheduled backup (err nil: it worked).

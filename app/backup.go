@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -19,14 +20,47 @@ type BackupStore interface {
 }
 
 // BackupPrefix and BackupExt frame the names of scheduled backups:
-// hookbox-YYYYMMDD-HHMMSS.db, in UTC, so that names sort by age.
+// hookbox-NNNNNN-YYYYMMDD-HHMMSS.db. NNNNNN counts the backups in the
+// order they were made (one more than the highest in the directory), and
+// that order, never the time (UTC, for people), decides which are the
+// newest: a clock that ran ahead and was set right gives later backups
+// earlier times.
 const (
 	BackupPrefix     = "hookbox-"
 	BackupExt        = ".db"
 	backupTimeLayout = "20060102-150405"
 )
 
-var backupName = regexp.MustCompile(`^hookbox-\d{8}-\d{6}\.db$`)
+// backupName matches a backup's name; oldBackupName the names of builds
+// before the count (time only), older than any counted one.
+var (
+	backupName    = regexp.MustCompile(`^hookbox-(\d{6,18})-(\d{8}-\d{6})\.db$`)
+	oldBackupName = regexp.MustCompile(`^hookbox-(\d{8}-\d{6})\.db$`)
+)
+
+// backupFile is a backup in the directory: its name, its place in the
+// order backups were made (0 for an older build's), and its time.
+type backupFile struct {
+	name string
+	seq  uint64
+	at   time.Time
+}
+
+// parseBackupName reads a backup's name; ok is false for other files.
+func parseBackupName(name string) (f backupFile, ok bool) {
+	var at string
+	if m := backupName.FindStringSubmatch(name); m != nil {
+		f.seq, _ = strconv.ParseUint(m[1], 10, 64)
+		at = m[2]
+	} else if m := oldBackupName.FindStringSubmatch(name); m != nil {
+		at = m[1]
+	} else {
+		return f, false
+	}
+	f.name = name
+	f.at, _ = time.Parse(backupTimeLayout, at)
+	return f, true
+}
 
 // BackupStatus is what the status page shows of the backups.
 type BackupStatus struct {
@@ -67,11 +101,10 @@ func NewBackuper(cfg *Config, store BackupStore) *Backuper {
 		Now:    time.Now,
 		Logger: slog.With("component", "backup"),
 	}
-	if names, err := b.list(); err == nil && len(names) > 0 {
-		newest := names[len(names)-1]
-		at, _ := time.Parse(backupTimeLayout, newest[len(BackupPrefix):len(newest)-len(BackupExt)])
-		if fi, err := os.Stat(filepath.Join(b.Dir, newest)); err == nil {
-			b.status = BackupStatus{At: at, Size: fi.Size(), Path: filepath.Join(b.Dir, newest)}
+	if files, err := b.list(); err == nil && len(files) > 0 {
+		newest := files[len(files)-1]
+		if fi, err := os.Stat(filepath.Join(b.Dir, newest.name)); err == nil {
+			b.status = BackupStatus{At: newest.at, Size: fi.Size(), Path: filepath.Join(b.Dir, newest.name)}
 		}
 	}
 	return b
@@ -95,7 +128,11 @@ func (b *Backuper) Backup(ctx context.Context) (BackupStatus, error) {
 	b.run.Lock()
 	defer b.run.Unlock()
 	at := b.Now().UTC().Truncate(time.Second)
-	path := filepath.Join(b.Dir, BackupPrefix+at.Format(backupTimeLayout)+BackupExt)
+	var seq uint64 = 1
+	if files, err := b.list(); err == nil && len(files) > 0 {
+		seq = files[len(files)-1].seq + 1
+	}
+	path := filepath.Join(b.Dir, fmt.Sprintf("%s%06d-%s%s", BackupPrefix, seq, at.Format(backupTimeLayout), BackupExt))
 	size, err := b.write(ctx, path)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -124,36 +161,42 @@ func (b *Backuper) write(ctx context.Context, path string) (int64, error) {
 	return size, nil
 }
 
-// list returns the names of the backups in Dir, oldest first.
-func (b *Backuper) list() ([]string, error) {
+// list returns the backups in Dir in the order they were made, oldest
+// first: by their count, older builds' (by time) before all counted ones.
+func (b *Backuper) list() ([]backupFile, error) {
 	ents, err := os.ReadDir(b.Dir)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
+	var files []backupFile
 	for _, e := range ents {
-		if e.Type().IsRegular() && backupName.MatchString(e.Name()) {
-			names = append(names, e.Name())
+		if f, ok := parseBackupName(e.Name()); ok && e.Type().IsRegular() {
+			files = append(files, f)
 		}
 	}
-	sort.Strings(names)
-	return names, nil
+	sort.Slice(files, func(i, j int) bool {
+		if files[i].seq != files[j].seq {
+			return files[i].seq < files[j].seq
+		}
+		return files[i].name < files[j].name
+	})
+	return files, nil
 }
 
 // prune deletes the oldest backups beyond Keep.
 func (b *Backuper) prune() error {
-	names, err := b.list()
+	files, err := b.list()
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for len(names) > b.Keep {
-		if err := os.Remove(filepath.Join(b.Dir, names[0])); err != nil {
+	for len(files) > b.Keep {
+		if err := os.Remove(filepath.Join(b.Dir, files[0].name)); err != nil {
 			errs = append(errs, err)
 		} else {
-			b.Logger.Info("old backup deleted", "file", names[0])
+			b.Logger.Info("old backup deleted", "file", files[0].name)
 		}
-		names = names[1:]
+		files = files[1:]
 	}
 	if len(errs) > 0 {
 		return errs[0]
@@ -185,4 +228,14 @@ func (b *Backuper) Run(ctx context.Context) {
 	if b.Alert != nil {
 		b.Alert(ctx, err)
 	}
+}
+
+// LatestBackup returns the path of the backup in dir made last, or ""
+// when there is none.
+func LatestBackup(dir string) (string, error) {
+	files, err := (&Backuper{Dir: dir}).list()
+	if err != nil || len(files) == 0 {
+		return "", err
+	}
+	return filepath.Join(dir, files[len(files)-1].name), nil
 }

@@ -99,7 +99,7 @@ func TestBackuper_KeepPrunes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := "hookbox-" + now.Format("20060102-150405") + ".db"
+		name := fmt.Sprintf("hookbox-%06d-%s.db", i+1, now.Format("20060102-150405"))
 		if st.Path != filepath.Join(cfg.Backup.Dir, name) || st.Size == 0 || !st.At.Equal(now) {
 			t.Fatalf("backup %d: %+v", i, st)
 		}
@@ -131,6 +131,55 @@ func TestBackuper_KeepPrunes(t *testing.T) {
 	at, size, err := app.NewBackuper(cfg, db).Last()
 	if err != nil || !at.Equal(now.Add(-time.Second)) || size == 0 {
 		t.Errorf("after restart: last backup %v, %d bytes, %v", at, size, err)
+	}
+}
+
+// The clock ran ahead, then was set right: the backups made since are
+// the newest whatever their names' times say, so pruning keeps them and
+// deletes the ones made while the clock was wrong; backups named by older
+// builds (time only) are older than any of them.
+func TestBackuper_PrunesInCreationOrder(t *testing.T) {
+	dataDir := t.TempDir()
+	cfg := backupConfig(t, dataDir, "[backup]\nkeep = 3\n")
+	db, err := storage.Open(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := os.MkdirAll(cfg.Backup.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(cfg.Backup.Dir, "hookbox-20260101-000000.db") // an older build's
+	if err := os.WriteFile(old, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := app.NewBackuper(cfg, db)
+	var now time.Time
+	b.Now = func() time.Time { return now }
+	var made []string
+	for i, at := range []time.Time{
+		time.Date(2031, 5, 1, 3, 0, 0, 0, time.UTC), // the clock ran years ahead
+		time.Date(2031, 5, 2, 3, 0, 0, 0, time.UTC),
+		time.Date(2026, 3, 1, 3, 0, 0, 0, time.UTC), // and was set right
+		time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC),
+		time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC), // the same second twice
+	} {
+		now = at
+		st, err := b.Backup(context.Background())
+		if err != nil {
+			t.Fatalf("backup %d: %v", i, err)
+		}
+		made = append(made, filepath.Base(st.Path))
+	}
+	if got := backupFiles(t, cfg.Backup.Dir); !slices.Equal(got, made[2:]) {
+		t.Fatalf("kept %v; want the three made last, %v", got, made[2:])
+	}
+	latest, err := app.LatestBackup(cfg.Backup.Dir)
+	if err != nil || latest != filepath.Join(cfg.Backup.Dir, made[4]) {
+		t.Fatalf("LatestBackup = %q, %v; want %s", latest, err, made[4])
+	}
+	if at, _, _ := app.NewBackuper(cfg, db).Last(); !at.Equal(now) {
+		t.Fatalf("after a restart the last backup is %v, want %v", at, now)
 	}
 }
 

@@ -127,39 +127,6 @@ func (c *Config) DestinationByName(name string) *Destination {
 	return nil
 }
 
-// Glob matches s against a pattern where '*' stands for any run of
-// characters (slashes included) and '?' for one character.
-func Glob(pattern, s string) bool {
-	for len(pattern) > 0 {
-		switch pattern[0] {
-		case '*':
-			for len(pattern) > 0 && pattern[0] == '*' {
-				pattern = pattern[1:]
-			}
-			if pattern == "" {
-				return true
-			}
-			for i := 0; i <= len(s); i++ {
-				if Glob(pattern, s[i:]) {
-					return true
-				}
-			}
-			return false
-		case '?':
-			if s == "" {
-				return false
-			}
-			pattern, s = pattern[1:], s[1:]
-		default:
-			if s == "" || s[0] != pattern[0] {
-				return false
-			}
-			pattern, s = pattern[1:], s[1:]
-		}
-	}
-	return s == ""
-}
-
 // ServerConfig is the [server] table.
 type ServerConfig struct {
 	Listen       string
@@ -208,7 +175,7 @@ func (m TLSMode) String() string {
 type BackupConfig struct {
 	// Schedule is the cron spec of the backups; empty means none.
 	Schedule string
-	// Dir receives the copies (hookbox-YYYYMMDD-HHMMSS.db, UTC).
+	// Dir receives the copies (hookbox-NNNNNN-YYYYMMDD-HHMMSS.db: a count, then UTC).
 	Dir string
 	// Keep is how many copies stay; older ones are deleted.
 	Keep int
@@ -456,10 +423,87 @@ func ParseConfig(file, data string, lookupEnv func(string) (string, bool)) (*Con
 		cfg.Routes = append(cfg.Routes, r)
 	}
 	v.storage(cfg, raw.Storage, raw.Backup.Schedule)
+	v.idsOutlastDeliveries(cfg)
 	if v.err != nil {
 		return nil, v.err
 	}
 	return cfg, nil
+}
+
+// idsOutlastDeliveries refuses a retention.event_ids shorter than the
+// longest an event can be on its way: held by a route's debounce window
+// and rate limit, then retried by a destination to the end of its
+// schedule. A sender that resends an id hookbox already forgot gets it
+// accepted, and the event delivered twice.
+func (v *validator) idsOutlastDeliveries(cfg *Config) {
+	if v.err != nil {
+		return
+	}
+	var longest time.Duration
+	var why string
+	for _, r := range cfg.Routes {
+		hold := r.Debounce + r.RateLimit.Window
+		for _, name := range r.To {
+			d := cfg.DestinationByName(name)
+			if d == nil {
+				continue
+			}
+			if total := hold + d.RetryHorizon(); total > longest {
+				longest = total
+				why = fmt.Sprintf("destination %q retries for up to %s (%s)", d.Name, shortDuration(d.RetryHorizon()), d.scheduleText())
+				if hold > 0 {
+					held := "debounce " + shortDuration(r.Debounce)
+					if r.RateLimit.Window > 0 {
+						held += " plus one rate_limit window of " + shortDuration(r.RateLimit.Window)
+					}
+					why = fmt.Sprintf("route %q holds an event up to %s (%s), then %s", r.Name, shortDuration(hold), held, why)
+				}
+			}
+		}
+	}
+	if ids := cfg.Retention.EventIDs; ids < longest {
+		v.fail("retention.event_ids", fmt.Sprintf("%s is shorter than a delivery can take: %s; a sender that resends the event's id after hookbox forgot it would get it accepted and delivered twice. Set event_ids to at least %s",
+			shortDuration(ids), why, shortDuration(longest.Truncate(time.Minute)+time.Minute)))
+	}
+}
+
+// retryJitter is the most jitter stretches a retry step (see jitter).
+const retryJitter = 0.2
+
+// RetryHorizon is the longest a delivery to d can keep retrying: every
+// step of its schedule stretched by the jitter, and every attempt taking
+// its whole timeout.
+func (d *Destination) RetryHorizon() time.Duration {
+	var steps time.Duration
+	for _, r := range d.Retry {
+		steps += r
+	}
+	return time.Duration(float64(steps)*(1+retryJitter)) + time.Duration(len(d.Retry)+1)*d.Timeout
+}
+
+// scheduleText says what RetryHorizon adds up.
+func (d *Destination) scheduleText() string {
+	attempts := fmt.Sprintf("%d attempts of up to %s", len(d.Retry)+1, shortDuration(d.Timeout))
+	if len(d.Retry) == 0 {
+		return "no retry, one attempt of up to " + shortDuration(d.Timeout)
+	}
+	steps := make([]string, len(d.Retry))
+	for i, r := range d.Retry {
+		steps[i] = shortDuration(r)
+	}
+	return fmt.Sprintf("retry %s with %d%% jitter, and %s", strings.Join(steps, ", "), int(retryJitter*100), attempts)
+}
+
+// shortDuration writes d without zero minutes and seconds ("1h", "15m").
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
 }
 
 func (v *validator) status(s *StatusConfig, r rawStatus) {

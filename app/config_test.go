@@ -106,6 +106,8 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"AlertBadURL", src + "[alerts]\nurl = \"slack\"\n", "alerts.url", "absolute http(s) URL"},
 		{"StatusEnvUnset", src + "[status]\npassword_env = \"NOPE\"\n", "status.password_env", "NOPE is not set"},
 		{"WrongType", "[server]\nmax_body_bytes = \"big\"\n", "", "max_body_bytes"},
+		{"IDsShorterThanRetries", src + "[retention]\nevent_ids = \"1h\"\n[[destination]]\nname = \"pos\"\nurl = \"https://x\"\n[[route]]\nsource = \"s\"\nto = [\"pos\"]\n",
+			"retention.event_ids", "shorter than"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := app.ParseConfig("hookbox.toml", tt.toml, env(nil))
@@ -120,6 +122,46 @@ func TestParseConfig_Errors(t *testing.T) {
 				t.Fatalf("err = %q does not start with the file name", err)
 			}
 		})
+	}
+}
+
+// retention.event_ids must outlast the longest a delivery can still be on
+// its way, debounce window and retries included: an id forgotten earlier
+// is accepted again when its sender resends it, and delivered twice.
+func TestParseConfig_EventIDsCoverRetries(t *testing.T) {
+	const base = `[[source]]
+name = "s"
+provider = "github"
+secret = "x"
+[[destination]]
+name = "pos"
+url = "https://pos.example.com"
+timeout = "10s"
+retry = ["1h", "2h"]
+[[destination]]
+name = "erp"
+url = "https://erp.example.com"
+retry = ["1m"]
+[[route]]
+name = "orders"
+source = "s"
+to = ["erp", "pos"]
+key = "{body.id}"
+debounce = "10m"
+rate_limit = "1/5m"
+`
+	_, err := app.ParseConfig("c.toml", base+"[retention]\nevent_ids = \"2h\"\n", env(nil))
+	want := `c.toml: retention.event_ids: 2h is shorter than a delivery can take: route "orders" holds an event up to 15m (debounce 10m plus one rate_limit window of 5m), ` +
+		`then destination "pos" retries for up to 3h36m30s (retry 1h, 2h with 20% jitter, and 3 attempts of up to 10s); ` +
+		`a sender that resends the event's id after hookbox forgot it would get it accepted and delivered twice. Set event_ids to at least 3h52m`
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v\nwant  %s", err, want)
+	}
+	if _, err := app.ParseConfig("c.toml", base+"[retention]\nevent_ids = \"3h52m\"\n", env(nil)); err != nil {
+		t.Fatalf("event_ids as long as the horizon: %v", err)
+	}
+	if _, err := app.ParseConfig("c.toml", base, env(nil)); err != nil {
+		t.Fatalf("the default event_ids: %v", err)
 	}
 }
 

@@ -60,6 +60,10 @@ type AttemptRecord struct {
 	Attempt *Attempt
 	State   DeliveryState
 	Due     time.Time
+	// Early marks a try ahead of the delivery's schedule (a probe of a
+	// failing destination, or a retry taken early once it answers again):
+	// it does not use a step of the retry schedule.
+	Early bool
 }
 
 // MaxResponseSnippet bounds the response body kept per attempt.

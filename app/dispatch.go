@@ -1,6 +1,8 @@
 package app
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -18,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -47,8 +50,14 @@ type Dispatcher struct {
 	Stats *Stats
 	// StoreRetry is how long a delivery whose attempt could not be recorded
 	// (a full disk) waits before it goes out again, so the destination is
-	// not hammered meanwhile.
+	// not hammered meanwhile; it doubles each time in a row.
 	StoreRetry time.Duration
+	// StoreRetryMax caps how long StoreRetry grows (doubling) for a
+	// delivery whose attempts keep failing to be recorded.
+	StoreRetryMax time.Duration
+	// ProbeEvery is the least time between two probes of a failing
+	// destination; it doubles after each failed probe up to ProbeMax.
+	ProbeEvery, ProbeMax time.Duration
 
 	wake     chan struct{}
 	mu       sync.Mutex
@@ -57,15 +66,20 @@ type Dispatcher struct {
 	// A pass reads the outbox in a read transaction: one that began before
 	// a send's attempt was recorded still shows that delivery due after its
 	// lease is gone. finished keeps the pass number current when each lease
-	// ended (its attempt recorded, or StoreRetry after a failed record), and
+	// ended (its attempt recorded, or its wait after a failed record), and
 	// a pass skips what ended after it began.
 	pass     uint64
 	finished map[uint64]uint64
-	sends    sync.WaitGroup
+	// unrecorded counts, per delivery, the attempts in a row whose outcome
+	// could not be recorded: each waits twice as long as the one before.
+	unrecorded map[uint64]int
+	sends      sync.WaitGroup
 	// Each destination has Concurrency long-lived senders, started on its
 	// first delivery, that take work from its queue: a goroutine per send
 	// cost its start and the growth of its stack every time.
-	queues map[string]chan Work
+	queues map[string]chan job
+	// health is what is known of each destination's answers (recovery.go).
+	health map[string]*destHealth
 	// backlog holds, per destination whose last read left due work
 	// behind, when that read was (see dispatch). d.mu guards it.
 	backlog map[string]time.Time
@@ -79,9 +93,11 @@ type Dispatcher struct {
 
 // finishedAttempt is an attempt waiting to be recorded.
 type finishedAttempt struct {
-	dest *Destination
-	w    Work
-	rec  AttemptRecord
+	dest         *Destination
+	w            Work
+	rec          AttemptRecord
+	early, probe bool
+	retryAfter   time.Duration
 }
 
 // readWait is the longest a destination with work waiting goes without a
@@ -106,9 +122,11 @@ func NewDispatcher(cfg *Config, store Store) *Dispatcher {
 		inflight:   map[uint64]bool{},
 		finished:   map[uint64]uint64{},
 		busy:       map[string]int{},
-		queues:     map[string]chan Work{},
+		queues:     map[string]chan job{},
 		backlog:    map[string]time.Time{},
 	}
+	d.StoreRetryMax, d.unrecorded = 5*time.Minute, map[uint64]int{}
+	d.ProbeEvery, d.ProbeMax, d.health = DefaultProbeEvery, DefaultProbeMax, map[string]*destHealth{}
 	d.client = newSendClient(cfg.Destinations, d.conns.dial)
 	return d
 }
@@ -126,9 +144,13 @@ func (d *Dispatcher) Wake() {
 func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	// fasthttp's client does not watch a context: once sendCtx is done,
-	// the sends in flight are cut by closing their connections (after Run
-	// has returned, as sends go on under sendCtx).
+	// Once ctx is done no send starts and dials in progress are cut: they
+	// have sent nothing yet, and a connect that hangs would hold the stop
+	// for the destination's timeout. fasthttp's client does not watch a
+	// context: once sendCtx is done, the sends in flight are cut by closing
+	// their connections (after Run has returned, as sends go on under
+	// sendCtx).
+	context.AfterFunc(ctx, d.conns.stopDials)
 	context.AfterFunc(sendCtx, d.conns.closeAll)
 	records := make(chan finishedAttempt, maxRecordBatch)
 	senders := &sync.WaitGroup{}
@@ -138,7 +160,7 @@ func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
 		for _, q := range d.queues {
 			close(q)
 		}
-		d.queues = map[string]chan Work{}
+		d.queues = map[string]chan job{}
 		go func() { // the recorder records what they finished, then returns
 			senders.Wait()
 			close(records)
@@ -183,9 +205,15 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		return d.inflight[id] || ended && p >= pass
 	}
 	now := d.Now()
+	if d.Stats.storage().Failing() {
+		// Nothing goes out while commits fail: an outcome that cannot be
+		// recorded means the same send again later. The deliveries wait in
+		// the outbox; StorageHealth wakes us when commits work again.
+		return now.Add(probeEvery)
+	}
 	fired, earliest, err := d.store.FirePending(now)
 	if err != nil {
-		d.Logger.Error("fire pending deliveries", slog.Any("error", err))
+		d.Stats.storage().Failure(d.Logger, "fire pending deliveries", err)
 		earliest = now.Add(5 * time.Second)
 	}
 	for route, n := range fired {
@@ -216,7 +244,7 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		}
 		work, next, err := d.store.DueDeliveries(dest.Name, now, free, skip)
 		if err != nil {
-			d.Logger.Error("read outbox", "destination", dest.Name, slog.Any("error", err))
+			d.Stats.storage().Failure(d.Logger, "read outbox", err, "destination", dest.Name)
 			next = now.Add(5 * time.Second) // try again soon, not in a loop
 		}
 		d.mu.Lock()
@@ -228,15 +256,27 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		d.mu.Unlock()
 		earliest = earlier(earliest, next)
 		for _, w := range work {
-			d.mu.Lock()
-			d.inflight[w.Delivery.ID] = true
-			d.busy[dest.Name]++
-			d.mu.Unlock()
-			d.sends.Add(1)
-			d.queue(ctx, dest) <- w // never blocks: busy stays within Concurrency
+			d.start(ctx, dest, job{w: w})
+		}
+		if err == nil {
+			more, at := d.beyondDue(dest, now, free-len(work), next, skip)
+			for _, j := range more {
+				d.start(ctx, dest, j)
+			}
+			earliest = earlier(earliest, at)
 		}
 	}
 	return earliest
+}
+
+// start leases j's delivery and hands it to one of dest's senders.
+func (d *Dispatcher) start(ctx context.Context, dest *Destination, j job) {
+	d.mu.Lock()
+	d.inflight[j.w.Delivery.ID] = true
+	d.busy[dest.Name]++
+	d.mu.Unlock()
+	d.sends.Add(1)
+	d.queue(ctx, dest) <- j // never blocks: busy stays within Concurrency
 }
 
 // earlier returns the earlier of a and b, a zero time meaning none.
@@ -249,18 +289,18 @@ func earlier(a, b time.Time) time.Time {
 
 // queue returns dest's work queue, starting its senders on first use.
 // Only the Run goroutine calls it.
-func (d *Dispatcher) queue(ctx context.Context, dest *Destination) chan Work {
+func (d *Dispatcher) queue(ctx context.Context, dest *Destination) chan job {
 	q := d.queues[dest.Name]
 	if q == nil {
-		q = make(chan Work, dest.Concurrency)
+		q = make(chan job, dest.Concurrency)
 		d.queues[dest.Name] = q
 		records, senders := d.records, d.senders
 		senders.Add(dest.Concurrency)
 		for range dest.Concurrency {
 			go func() {
 				defer senders.Done()
-				for w := range q {
-					d.send(ctx, dest, w, records)
+				for j := range q {
+					d.send(ctx, dest, j, records)
 				}
 			}()
 		}
@@ -275,16 +315,24 @@ func (d *Dispatcher) release(id uint64) {
 }
 
 // send makes one attempt and hands it to the recorder, which ends the
-// lease. An attempt cut short by shutdown is not recorded: the delivery
-// stays due and goes out after the restart.
-func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work, records chan<- finishedAttempt) {
+// lease. An attempt cut short by shutdown is not recorded, nor one that
+// had not connected when the stop began, nor one the stop kept from
+// starting: the delivery stays due and goes out after the restart.
+func (d *Dispatcher) send(ctx context.Context, dest *Destination, j job, records chan<- finishedAttempt) {
+	w := j.w
 	a := &Attempt{Start: d.Now()}
-	res := d.post(ctx, dest, w, w.Delivery.Attempts+1)
+	var res result
+	if !d.conns.stopping() {
+		res = d.post(ctx, dest, w, w.Delivery.Attempts+1)
+	}
 	a.Duration = d.Now().Sub(a.Start)
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || d.conns.stopping() && res.status == 0 {
 		d.mu.Lock()
 		d.release(w.Delivery.ID)
 		d.busy[dest.Name]--
+		if j.probe {
+			d.healthOf(dest.Name).probing = false
+		}
 		d.mu.Unlock()
 		d.sends.Done()
 		d.Wake()
@@ -295,12 +343,19 @@ func (d *Dispatcher) send(ctx context.Context, dest *Destination, w Work, record
 		a.Error = res.err.Error()
 	}
 	state, due := d.outcome(dest, w.Delivery, res, a.Start.Add(a.Duration))
+	if j.early {
+		state, due = earlyOutcome(w, res, state, due)
+	}
 	if state != Delivered && a.Error == "" {
 		a.Error = fmt.Sprintf("HTTP %d", res.status)
 	}
+	if res.note != "" { // the status stands; the record says the answer was cut
+		a.Error = strings.TrimPrefix(a.Error+"; "+res.note, "; ")
+	}
 	// Waits only when the recorder is a whole batch behind, which holds
 	// the senders back while the disk is slower than the destinations.
-	records <- finishedAttempt{dest: dest, w: w, rec: AttemptRecord{ID: w.Delivery.ID, Attempt: a, State: state, Due: due}}
+	records <- finishedAttempt{dest: dest, w: w, rec: AttemptRecord{ID: w.Delivery.ID, Attempt: a, State: state, Due: due, Early: j.early},
+		early: j.early, probe: j.probe, retryAfter: res.retryAfter}
 	d.mu.Lock()
 	d.busy[dest.Name]--
 	_, backlogged := d.backlog[dest.Name]
@@ -338,37 +393,56 @@ func (d *Dispatcher) record(records <-chan finishedAttempt) {
 }
 
 // recorded ends the leases of a recorded batch. An attempt that could not
-// be recorded keeps its lease for StoreRetry: the delivery is still due
-// and goes out again then, not in a tight loop against the destination.
+// be recorded keeps its lease for a while: the delivery is still due and
+// goes out again then, not in a tight loop against the destination, and
+// later each time it fails to be recorded again: StoreRetry, doubling up
+// to StoreRetryMax.
 func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
-	var held []uint64
+	var held map[time.Duration][]uint64 // by how long they wait
 	retry := false
+	var failed int
+	var firstErr error
 	d.mu.Lock()
 	for i, f := range batch {
+		id := f.rec.ID
+		if d.heard(f, errs[i] == nil) {
+			retry = true // wake: the walk begins
+		}
 		if errs[i] != nil {
-			held = append(held, f.rec.ID)
+			n := min(d.unrecorded[id]+1, 30)
+			d.unrecorded[id] = n
+			wait := min(d.StoreRetry<<(n-1), d.StoreRetryMax)
+			if held == nil {
+				held = map[time.Duration][]uint64{}
+			}
+			held[wait] = append(held[wait], id)
+			failed++
+			firstErr = cmp.Or(firstErr, errs[i])
 			continue
 		}
-		d.release(f.rec.ID)
+		delete(d.unrecorded, id)
+		d.release(id)
 		retry = retry || f.rec.State == Pending
 	}
 	d.mu.Unlock()
-	if len(held) > 0 {
-		time.AfterFunc(d.StoreRetry, func() {
+	for wait, ids := range held {
+		time.AfterFunc(wait, func() {
 			d.mu.Lock()
-			for _, id := range held {
+			for _, id := range ids {
 				d.release(id)
 			}
 			d.mu.Unlock()
 			d.Wake()
 		})
 	}
+	if failed > 0 {
+		d.Stats.storage().Unrecorded(d.Logger, failed, firstErr)
+	}
 	if retry { // its next due time sets the timer
 		d.Wake()
 	}
 	for i, f := range batch {
 		if errs[i] != nil {
-			d.Logger.Error("record attempt", "delivery", f.rec.ID, "retry_in", d.StoreRetry, slog.Any("error", errs[i]))
 			d.sends.Done()
 			continue
 		}
@@ -404,10 +478,10 @@ func (d *Dispatcher) outcome(dest *Destination, dl *Delivery, res result, now ti
 	return Pending, now.Add(wait)
 }
 
-// jitter spreads d over ±20% so that retries of a burst do not arrive
-// together.
+// jitter spreads d over ±retryJitter so that retries of a burst do not
+// arrive together.
 func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	return time.Duration(float64(d) * (1 - retryJitter + 2*retryJitter*rand.Float64()))
 }
 
 // result is what one HTTP attempt produced.
@@ -416,6 +490,9 @@ type result struct {
 	snippet    []byte
 	retryAfter time.Duration
 	err        error
+	// note says why the answer was not read to its end, when it was not;
+	// the status stands.
+	note string
 }
 
 // hopHeaders are not forwarded: they describe the inbound connection, or
@@ -451,7 +528,12 @@ func newSendClient(dests []*Destination, dial fasthttp.DialFunc) *fasthttp.Clien
 		MaxIdleConnDuration:      90 * time.Second,
 		ReadBufferSize:           16 << 10, // the longest response header accepted
 		WriteBufferSize:          16 << 10,
-		StreamResponseBody:       true, // status first; the body is read by post, bounded
+		// Without a limit the client reads a whole answer of any declared
+		// Content-Length into memory before post sees it (4 GiB for a
+		// hostile destination). With it, a longer answer is streamed to
+		// post, which reads it bounded (readAnswer).
+		MaxResponseBodySize: MaxResponseSnippet,
+		StreamResponseBody:  true, // status first; the body is read by post, bounded
 		// A POST is not retried on another connection by the client: the
 		// dispatcher's schedule decides when to try again.
 		RetryIf: func(*fasthttp.Request) bool { return false },
@@ -459,19 +541,26 @@ func newSendClient(dests []*Destination, dial fasthttp.DialFunc) *fasthttp.Clien
 }
 
 // connSet keeps the send client's open connections, so that shutdown can
-// cut the sends in flight; after closeAll it refuses to dial.
+// cut the sends in flight; after stopDials it cuts the dials in progress
+// and refuses new ones.
 type connSet struct {
 	// timeouts is each destination address's connect timeout: its
 	// destination's timeout, as fasthttp's client gives when it dials
 	// itself (the longest where destinations share an address).
 	timeouts map[string]time.Duration
-	mu       sync.Mutex
-	open     map[*trackedConn]struct{}
-	closed   bool
+	// dialCtx ends when the stop begins (stopDials); stopped says so
+	// without a lock, for every send.
+	dialCtx    context.Context
+	cancelDial context.CancelFunc
+	stopped    atomic.Bool
+	mu         sync.Mutex
+	open       map[*trackedConn]struct{}
+	closed     bool
 }
 
 func newConnSet(dests []*Destination) *connSet {
 	s := &connSet{timeouts: map[string]time.Duration{}, open: map[*trackedConn]struct{}{}}
+	s.dialCtx, s.cancelDial = context.WithCancel(context.Background())
 	for _, d := range dests {
 		u, err := url.Parse(d.URL)
 		if err != nil {
@@ -483,26 +572,42 @@ func newConnSet(dests []*Destination) *connSet {
 	return s
 }
 
-// dial is fasthttp's own (TCP, resolved addresses cached), tracked.
+// errStopping is the error of a dial cut or refused by the stop.
+var errStopping = errors.New("shutting down")
+
+// dial connects over IPv4 as fasthttp's own dial does, tracked, and cut
+// when the stop begins.
 func (s *connSet) dial(addr string) (net.Conn, error) {
 	timeout := s.timeouts[addr]
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	c, err := fasthttp.DialTimeout(addr, timeout)
+	c, err := (&net.Dialer{Timeout: timeout}).DialContext(s.dialCtx, "tcp4", addr)
 	if err != nil {
+		if s.stopping() {
+			return nil, errStopping
+		}
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.stopping() {
 		c.Close()
-		return nil, errors.New("shutting down")
+		return nil, errStopping
 	}
 	tc := &trackedConn{Conn: c, set: s}
 	s.open[tc] = struct{}{}
 	return tc, nil
 }
+
+// stopDials cuts the dials in progress and refuses new ones.
+func (s *connSet) stopDials() {
+	s.stopped.Store(true)
+	s.cancelDial()
+}
+
+// stopping reports whether the stop began: no dial is made any more.
+func (s *connSet) stopping() bool { return s.stopped.Load() }
 
 // closeAll closes every open connection and every later one.
 func (s *connSet) closeAll() {
@@ -566,18 +671,64 @@ func (d *Dispatcher) post(ctx context.Context, dest *Destination, w Work, attemp
 	req.Header.Set("X-Hookbox-Attempt", strconv.Itoa(attempt))
 	req.SetBodyRaw(e.Body)
 
-	if err := d.client.DoTimeout(req, resp, dest.Timeout); err != nil {
+	// The client's deadline (dest.Timeout from here) stays on the
+	// connection while the body is read below: connect, write, headers and
+	// body all end by then.
+	err := d.client.DoTimeout(req, resp, dest.Timeout)
+	if err != nil && !errors.Is(err, fasthttp.ErrBodyTooLarge) {
 		return result{err: sendError(err, dest.Timeout)}
 	}
-	// Keep the start of the answer, read at most 64 KiB more so that the
-	// connection can be reused, and hang up on anything longer.
-	body := resp.BodyStream()
-	snippet, _ := io.ReadAll(io.LimitReader(body, MaxResponseSnippet))
-	if n, _ := io.Copy(io.Discard, io.LimitReader(body, 64<<10+1)); n > 64<<10 {
-		resp.SetConnectionClose()
+	res := result{status: resp.StatusCode(), retryAfter: retryAfter(string(resp.Header.Peek("Retry-After")), now)}
+	if err != nil {
+		// The headers came, then a body without a length that runs on past
+		// what is kept: the client read MaxResponseSnippet+1 bytes of it and
+		// closed the connection. The status stands, as for any long answer.
+		b := resp.Body()
+		res.snippet, res.note = bytes.Clone(b[:min(len(b), MaxResponseSnippet)]), answerTooLong
+		return res
 	}
-	resp.CloseBodyStream()
-	return result{status: resp.StatusCode(), snippet: snippet, retryAfter: retryAfter(string(resp.Header.Peek("Retry-After")), now)}
+	res.snippet, res.note = readAnswer(resp, dest.Timeout)
+	return res
+}
+
+// maxDrain is how much of an answer past the kept snippet is read, and
+// thrown away, so that its connection can carry the next delivery; a
+// longer answer is not read: its connection is closed instead.
+const maxDrain = 64 << 10
+
+// answerTooLong notes an attempt whose answer was cut because it was longer
+// than hookbox reads.
+const answerTooLong = "answer longer than hookbox reads: the rest was not read, the connection closed"
+
+// readAnswer keeps the first MaxResponseSnippet bytes of resp's body, reads
+// at most maxDrain more, and closes the connection unless the body ended
+// within that, whatever Content-Length said. The note says why an answer
+// was cut ("" when it was read whole). The connection's deadline (timeout)
+// bounds the time.
+func readAnswer(resp *fasthttp.Response, timeout time.Duration) (snippet []byte, note string) {
+	defer resp.CloseBodyStream() // releases the connection, or closes it
+	body := resp.BodyStream()
+	if body == nil { // no body at all (204, 304)
+		return nil, ""
+	}
+	snippet, err := io.ReadAll(io.LimitReader(body, MaxResponseSnippet))
+	if err == nil {
+		var n int64
+		n, err = io.Copy(io.Discard, io.LimitReader(body, maxDrain+1))
+		if err == nil && n > maxDrain {
+			resp.SetConnectionClose()
+			return snippet, answerTooLong
+		}
+	}
+	if err != nil {
+		resp.SetConnectionClose() // the rest of the answer may still come
+		var te interface{ Timeout() bool }
+		if errors.As(err, &te) && te.Timeout() || errors.Is(err, fasthttp.ErrTimeout) {
+			return snippet, fmt.Sprintf("answer cut at the %v timeout", timeout)
+		}
+		return snippet, "answer cut: " + sendError(err, timeout).Error()
+	}
+	return snippet, ""
 }
 
 // sendError turns a client error into a short text without the URL, which

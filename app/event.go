@@ -50,9 +50,17 @@ type Store interface {
 	// their events, skipping ids for which skip is true; next is the due time
 	// of the first pending delivery not returned (zero if none).
 	DueDeliveries(dest string, now time.Time, limit int, skip func(id uint64) bool) (work []Work, next time.Time, err error)
+	// WaitingDeliveries returns up to limit pending deliveries to dest,
+	// due or not, that come after the delivery (afterDue, afterID) in due
+	// order (from the first when afterDue is zero), with their events,
+	// skipping ids for which skip is true: the retries of a destination
+	// that answers again, taken early. A delivery that cannot be sent is
+	// set aside as DueDeliveries does.
+	WaitingDeliveries(dest string, afterDue time.Time, afterID uint64, limit int, skip func(id uint64) bool) ([]Work, error)
 	// RecordAttempts records several attempts in one write; errs[i] is
 	// recs[i]'s error, nil when it is stored. A stored record's Attempt.N
-	// is set.
+	// is set. Each attempt moves its delivery to the next step of its
+	// schedule (Delivery.Tries) unless it is Early.
 	RecordAttempts(recs []AttemptRecord) (errs []error)
 	// Replay makes a dead or delivered delivery pending again, due at now.
 	Replay(id uint64, now time.Time) error
@@ -70,6 +78,24 @@ type Store interface {
 	// PruneWindows forgets at most limit rate-limit windows that emptied
 	// by now, and reports how many.
 	PruneWindows(now time.Time, limit int) (int, error)
+	// Poisoned returns up to limit of the records set aside because they
+	// could not be decoded, newest first, and how many there are in all.
+	Poisoned(limit int) ([]Poison, int, error)
+}
+
+// Poison is a stored record that could not be decoded (a bit flip, a
+// layout a newer build wrote), set aside by the store so that everything
+// else flows on: reads skip it, and what it held back is dead-lettered
+// when that can be done without it.
+type Poison struct {
+	ID     uint64    // its place in the list of records set aside
+	At     time.Time // when it was set aside
+	Kind   string    // "event", "delivery" or "pending delivery"
+	Key    string    // the record's key as people read it: a seq, an id, a route and entity key
+	Reason string    // why it cannot be decoded
+	// Delivery and Destination name the delivery it held back (0, "": none).
+	Delivery    uint64
+	Destination string
 }
 
 // EventQuery selects events for the list, newest first.

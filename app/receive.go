@@ -187,7 +187,7 @@ func (r *Receiver) receive(ctx context.Context, source string, in *Inbound) (Res
 	dup, err := r.store.Accept(ctx, e, now.Add(r.retention), plan)
 	if err != nil {
 		st.Failed.Add(1)
-		r.Logger.Error("store event", "source", source, slog.Any("error", err))
+		r.Stats.storage().Refused(r.Logger, err, "source", source)
 		return Result{}, Errorf(EUNAVAILABLE, "storage unavailable, retry later")
 	}
 	if dup {

@@ -42,6 +42,9 @@ type Stats struct {
 	sources map[string]*SourceInfo
 	dests   map[string]*DestInfo
 
+	// Storage follows whether commits succeed (storage.DB.OnCommit).
+	Storage *StorageHealth
+
 	// Registry holds the Prometheus metrics.
 	Registry   *prometheus.Registry
 	requests   *prometheus.CounterVec
@@ -71,6 +74,11 @@ type DestInfo struct {
 	Failed    uint64
 	LastError string
 	LastAt    time.Time
+	// FailingSince is when its attempts began to fail (zero: its last one
+	// worked); NextTry is when it is tried next, by a retry that falls due
+	// or a probe (zero: not known).
+	FailingSince time.Time `json:"failing_since,omitzero"`
+	NextTry      time.Time `json:"next_try,omitzero"`
 }
 
 // SuccessRate is the share of attempts that delivered, or -1 with none.
@@ -83,7 +91,8 @@ func (d DestInfo) SuccessRate() float64 {
 
 // NewStats builds the counters for cfg, with gauges read from store.
 func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
-	s := &Stats{now: now, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{}, Registry: prometheus.NewRegistry()}
+	s := &Stats{now: now, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{}, Registry: prometheus.NewRegistry(),
+		Storage: newStorageHealth(now)}
 	for _, src := range cfg.Sources {
 		s.sources[src.Name] = &SourceInfo{Name: src.Name}
 	}
@@ -113,7 +122,10 @@ func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
 	s.Registry.MustRegister(s.requests, s.deliveries, s.ingest, s.sendTime, s.sweeps,
 		gauge("hookbox_dead_deliveries", "Dead deliveries waiting for a replay.", store.CountDead),
 		gauge("hookbox_pending_deliveries", "Deliveries waiting to be sent (due now or later).", store.CountPending),
+		gauge("hookbox_poison_records", "Records in the data file that could not be decoded and were set aside (see the overview).",
+			func() (int, error) { _, n, err := store.Poisoned(0); return n, err }),
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	s.Registry.MustRegister(s.Storage.collectors()...)
 	if cc, ok := store.(commitCounter); ok {
 		counter := func(name, help string, pick func(commits, writes, pages uint64) uint64) prometheus.Collector {
 			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
@@ -129,6 +141,15 @@ func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
 				func(_, _, p uint64) uint64 { return p }))
 	}
 	return s
+}
+
+// storage is s's StorageHealth, nil without Stats (tests): its methods
+// then log every failure.
+func (s *Stats) storage() *StorageHealth {
+	if s == nil {
+		return nil
+	}
+	return s.Storage
 }
 
 // commitCounter is a store that counts its group commits (storage.DB).
@@ -213,6 +234,19 @@ func (s *Stats) Attempt(dest string, state DeliveryState, took time.Duration, er
 	if d != nil && state != Delivered {
 		d.Failed++
 		d.LastError, d.LastAt = errText, now
+	}
+}
+
+// DestState records since when dest fails (zero: it does not) and when it
+// is tried next.
+func (s *Stats) DestState(dest string, failingSince, nextTry time.Time) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.dests[dest]; d != nil {
+		d.FailingSince, d.NextTry = failingSince, nextTry
 	}
 }
 

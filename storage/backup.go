@@ -103,6 +103,9 @@ func CheckFile(path string) error {
 	if _, err := os.Stat(path); err != nil {
 		return err
 	}
+	if err := checkPages(path); err != nil { // bbolt would crash on a short file
+		return err
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {

@@ -95,6 +95,9 @@ func (d *DB) commitGroup(group []write) {
 			return nil
 		})
 		if failed < 0 {
+			if f := d.onCommit.Load(); f != nil {
+				(*f)(err)
+			}
 			if err == nil {
 				d.commits.Add(1)
 				d.writes.Add(uint64(len(group)))
@@ -170,6 +173,11 @@ func (d *DB) SetLinger(gap, max time.Duration) {
 // its dispatcher with it, once per commit rather than once per event. f
 // must not block.
 func (d *DB) OnOpened(f func()) { d.onOpened.Store(&f) }
+
+// OnCommit sets f to be told the outcome of every group commit: nil, or
+// the error that failed it (a full disk, a failing one) and every write
+// in it. hookbox follows its storage's health with it. f must not block.
+func (d *DB) OnCommit(f func(err error)) { d.onCommit.Store(&f) }
 
 // CommitCounts reports what the committer did since Open: commits made,
 // writes they carried (their ratio is the group size) and the pages bbolt

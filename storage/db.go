@@ -33,10 +33,15 @@ const FileName = "hookbox.db"
 // ErrLocked means another process holds the data file.
 var ErrLocked = errors.New("data file is locked by another process (is hookbox already running?)")
 
+// LockName is the lock file in the data directory that serve and restore
+// hold while they run (see lockDir).
+const LockName = "hookbox.lock"
+
 // DB is the bbolt-backed implementation of app.Store.
 type DB struct {
-	db   *bolt.DB
-	path string
+	db     *bolt.DB
+	path   string
+	unlock func() // releases the data directory's lock (lockDir)
 
 	queue     chan write    // writes waiting for the committer
 	closing   chan struct{} // closed by Close once no write is in flight
@@ -58,6 +63,7 @@ type DB struct {
 	// opened work for the dispatcher; onOpened is then told (OnOpened).
 	opened   bool
 	onOpened atomic.Pointer[func()]
+	onCommit atomic.Pointer[func(error)] // see OnCommit
 }
 
 var _ app.Store = (*DB)(nil)
@@ -69,15 +75,33 @@ func Open(dir string) (*DB, error) {
 		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
+	// The directory's lock first, then the file: a restore holds the
+	// former while it replaces the latter. A running hookbox holds it too,
+	// so what inspect finds below is never a file being written.
+	unlock, err := lockDir(dir, time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := inspect(dir, path); err != nil {
+		unlock()
+		return nil, err
+	}
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: initialMmapSize})
 	if err != nil {
+		unlock()
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	older, err := checkFormat(bdb, path)
+	if err != nil {
+		bdb.Close()
+		unlock()
+		return nil, err
+	}
 	err = bdb.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv, bucketPending, bucketPendingDue, bucketWindow, bucketMerged} {
+		for _, b := range [][]byte{bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv, bucketPending, bucketPendingDue, bucketWindow, bucketMerged, bucketPendingEvent, bucketPoison} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -87,15 +111,23 @@ func Open(dir string) (*DB, error) {
 	if err == nil {
 		err = migrateIDs(bdb)
 	}
+	if err == nil {
+		err = reindexPending(bdb)
+	}
+	if err == nil && older { // brought to this build's format
+		err = bdb.Update(putFormat)
+	}
 	ids := newIDIndex()
 	if err == nil {
 		err = bdb.View(ids.load)
 	}
 	if err != nil {
 		bdb.Close()
+		unlock()
 		return nil, fmt.Errorf("init %s: %w", path, err)
 	}
 	d := &DB{
+		unlock:    unlock,
 		ids:       ids,
 		txIDs:     map[string]txID{},
 		txMain:    map[uint64]bool{},
@@ -107,6 +139,7 @@ func Open(dir string) (*DB, error) {
 		lingerGap: lingerGap,
 		lingerMax: lingerMax,
 	}
+	markKept(dir, time.Now())
 	go d.committer()
 	return d, nil
 }
@@ -127,7 +160,9 @@ func (d *DB) Close() error {
 	d.inflight.Wait()
 	close(d.closing)
 	<-d.stopped
-	return d.db.Close()
+	err := d.db.Close()
+	d.unlock()
+	return err
 }
 
 // Accept checks and records e's id, stores e, opens one delivery per
@@ -265,27 +300,32 @@ func (d *DB) ForgetExpiredIDs(now time.Time, limit int) (int, error) {
 }
 
 // DeleteEventsBefore deletes at most limit of the oldest events received
-// before t whose deliveries are all delivered, with those deliveries and
-// their attempts. Events with a pending or dead delivery are kept. Events
-// are keyed by sequence, which follows arrival, so the scan stops at the
-// first event that is young enough.
+// before t whose deliveries are all delivered, with those deliveries, their
+// attempts and their merged links. Events with work not yet done are kept
+// whatever their age: a pending (due, retrying) or dead delivery, or a
+// debounced or rate-limited delivery waiting to send them. An event that
+// cannot be read is kept too. Events are keyed by sequence, which follows
+// arrival, so the scan stops at the first event that is young enough.
 func (d *DB) DeleteEventsBefore(t time.Time, limit int) (int, error) {
 	var n int
 	err := d.db.Update(func(tx *bolt.Tx) error {
 		n = 0
 		events := tx.Bucket(bucketEvents)
+		waiting := tx.Bucket(bucketPendingEvent)
 		var keys [][]byte
 		c := events.Cursor()
 		for k, v := c.First(); k != nil && len(keys) < limit; k, v = c.Next() {
 			at, err := receivedAt(v)
-			if err == nil && !at.Before(t) {
+			if err != nil {
+				continue
+			}
+			if !at.Before(t) {
 				break
 			}
-			done, err := allDelivered(tx, k)
-			if err != nil {
-				return err
+			if waiting.Get(k) != nil {
+				continue
 			}
-			if done {
+			if allDelivered(tx, k) {
 				keys = append(keys, append([]byte(nil), k...))
 			}
 		}
@@ -303,23 +343,51 @@ func (d *DB) DeleteEventsBefore(t time.Time, limit int) (int, error) {
 	return n, nil
 }
 
-// allDelivered reports whether every delivery of the event keyed k is delivered.
-func allDelivered(tx *bolt.Tx, k []byte) (bool, error) {
+// allDelivered reports whether every delivery of the event keyed k is
+// delivered; one that cannot be read counts as not delivered.
+func allDelivered(tx *bolt.Tx, k []byte) bool {
 	c := tx.Bucket(bucketEventDlv).Cursor()
 	for dk, _ := c.Seek(k); dk != nil && bytes.HasPrefix(dk, k); dk, _ = c.Next() {
 		dl, err := getDelivery(tx, binary.BigEndian.Uint64(dk[8:]))
-		if err != nil {
-			return false, err
-		}
-		if dl.State != app.Delivered {
-			return false, nil
+		if err != nil || dl.State != app.Delivered {
+			return false
 		}
 	}
-	return true, nil
+	return true
 }
 
-// deleteEvent deletes the event keyed k, its deliveries and their attempts.
+// deleteMerged deletes the merged links of the event keyed k, both ways:
+// the events merged into it, and the event it was merged into.
+func deleteMerged(tx *bolt.Tx, k []byte) error {
+	mb := tx.Bucket(bucketMerged)
+	var links [][]byte
+	if into := mb.Get(k); len(into) == 8 {
+		links = append(links, k, append(append([]byte(nil), into...), k...))
+	}
+	c := mb.Cursor()
+	for mk, _ := c.Seek(k); mk != nil && bytes.HasPrefix(mk, k); mk, _ = c.Next() {
+		if len(mk) != 16 {
+			continue
+		}
+		links = append(links, append([]byte(nil), mk...))
+		if bytes.Equal(mb.Get(mk[8:]), k) {
+			links = append(links, append([]byte(nil), mk[8:]...))
+		}
+	}
+	for _, l := range links {
+		if err := mb.Delete(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteEvent deletes the event keyed k, its deliveries and their
+// attempts, and its merged links.
 func deleteEvent(tx *bolt.Tx, k []byte) error {
+	if err := deleteMerged(tx, k); err != nil {
+		return err
+	}
 	var links, attempts [][]byte
 	c := tx.Bucket(bucketEventDlv).Cursor()
 	for dk, _ := c.Seek(k); dk != nil && bytes.HasPrefix(dk, k); dk, _ = c.Next() {
@@ -462,4 +530,25 @@ func (d *DB) SetMeta(name string, value []byte) error {
 		}
 		return b.Put([]byte(name), value)
 	})
+}
+
+// SecureDir makes sure the data directory dir exists with mode 0700
+// (app.DataDirMode): it holds every event with its headers. It returns the
+// mode an existing directory had when it had to be changed (0: it was
+// right, or is new).
+func SecureDir(dir string) (was os.FileMode, err error) {
+	if err := os.MkdirAll(dir, app.DataDirMode); err != nil {
+		return 0, fmt.Errorf("create data dir %s: %w", dir, err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return 0, err
+	}
+	if fi.Mode().Perm() == app.DataDirMode {
+		return 0, nil
+	}
+	if err := os.Chmod(dir, app.DataDirMode); err != nil {
+		return 0, fmt.Errorf("data dir %s has mode %04o: %w", dir, fi.Mode().Perm(), err)
+	}
+	return fi.Mode().Perm(), nil
 }

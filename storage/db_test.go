@@ -34,6 +34,9 @@ var t0 = storetest.T0
 
 func newEvent(source, id string, at time.Time) *app.Event { return storetest.NewEvent(source, id, at) }
 
+// never skips no delivery.
+var never = storetest.Never
+
 func TestDB_Reopen(t *testing.T) {
 	dir := t.TempDir()
 	db, err := storage.Open(dir)

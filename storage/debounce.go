@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"time"
@@ -16,6 +17,9 @@ var (
 	bucketPendingDue = []byte("pending_due") // due(8) entity → nil
 	bucketWindow     = []byte("window")      // entity → rate-limit window: length(8) then send times(8 each)
 	bucketMerged     = []byte("merged")      // firedEventSeq(8) mergedEventSeq(8) → nil, and mergedEventSeq(8) → firedEventSeq(8)
+	// pendingEvent indexes the event each pending delivery will send, so
+	// that retention keeps it (DeleteEventsBefore) however long the wait.
+	bucketPendingEvent = []byte("pending_event") // eventSeq(8) → entity
 )
 
 // maxMergedKept bounds the merged event seqs a pending delivery records.
@@ -123,15 +127,14 @@ func applyDebounce(tx *bolt.Tx, op *app.DebounceOp, seq uint64, now time.Time) e
 	pb := tx.Bucket(bucketPending)
 	if v := pb.Get(ek); v != nil {
 		p, err := decodePending(v)
-		if err != nil {
-			return fmt.Errorf("pending %q: %w", op.Key, err)
+		if err == nil {
+			return mergePending(tx, op, ek, p, seq)
 		}
-		if len(p.Merged) < maxMergedKept {
-			p.Merged = append(p.Merged, p.EventSeq)
+		// Set aside, or every event of this entity would fail; this one
+		// opens a new pending delivery below.
+		if err := setAsidePending(tx, ek, v, err, now); err != nil {
+			return err
 		}
-		p.EventSeq = seq
-		op.Result = app.Merged
-		return pb.Put(ek, encodePending(p))
 	}
 	p := &pending{EventSeq: seq, To: op.To, Due: now.Add(op.Delay)}
 	op.Result = app.Opened
@@ -153,7 +156,27 @@ func applyDebounce(tx *bolt.Tx, op *app.DebounceOp, seq uint64, now time.Time) e
 	if err := pb.Put(ek, encodePending(p)); err != nil {
 		return err
 	}
+	if err := tx.Bucket(bucketPendingEvent).Put(seqKey(seq), ek); err != nil {
+		return err
+	}
 	return tx.Bucket(bucketPendingDue).Put(timeKey(p.Due, ek), nil)
+}
+
+// mergePending merges event seq into entity ek's pending delivery p: the
+// latest event wins, the one it replaces is remembered.
+func mergePending(tx *bolt.Tx, op *app.DebounceOp, ek []byte, p *pending, seq uint64) error {
+	if len(p.Merged) < maxMergedKept {
+		p.Merged = append(p.Merged, p.EventSeq)
+	}
+	if err := tx.Bucket(bucketPendingEvent).Delete(seqKey(p.EventSeq)); err != nil {
+		return err
+	}
+	p.EventSeq = seq
+	op.Result = app.Merged
+	if err := tx.Bucket(bucketPendingEvent).Put(seqKey(seq), ek); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketPending).Put(ek, encodePending(p))
 }
 
 // firePendingChunk bounds one FirePending transaction.
@@ -214,9 +237,12 @@ func firePending(tx *bolt.Tx, dueKey []byte, now time.Time, fired map[string]int
 	}
 	p, err := decodePending(v)
 	if err != nil {
-		return fmt.Errorf("pending %q: %w", ek, err)
+		return setAsidePending(tx, ek, v, err, now)
 	}
 	if err := tx.Bucket(bucketPending).Delete(ek); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketPendingEvent).Delete(seqKey(p.EventSeq)); err != nil {
 		return err
 	}
 	if p.Deferred {
@@ -239,11 +265,62 @@ func firePending(tx *bolt.Tx, dueKey []byte, now time.Time, fired map[string]int
 		}
 	}
 	if tx.Bucket(bucketEvents).Get(seqKey(p.EventSeq)) == nil {
-		return nil // swept meanwhile: nothing left to send
+		// Retention keeps the event a pending delivery will send; it can
+		// only be gone from a damaged file or one an older build swept.
+		// Nothing can be sent, but the loss is put where it is seen.
+		reason := fmt.Sprintf("event %d was gone when its debounce window ended (key %q); nothing could be sent", p.EventSeq, ek)
+		return openDeliveries(tx, p.EventSeq, p.To, now, app.Dead, reason)
 	}
 	route, _, _ := cutZero(ek)
 	fired[route]++
 	return addDeliveries(tx, p.EventSeq, p.To, now)
+}
+
+// reindexPending rebuilds the index of the events pending deliveries will
+// send where it differs from the pending deliveries (a file an older
+// build wrote, which knew no index): Open calls it, and writes nothing
+// when the two agree.
+func reindexPending(db *bolt.DB) error {
+	want := map[string][]byte{}
+	var stale [][]byte
+	err := db.View(func(tx *bolt.Tx) error {
+		err := tx.Bucket(bucketPending).ForEach(func(ek, v []byte) error {
+			p, err := decodePending(v)
+			if err != nil {
+				return nil // set aside when it falls due (FirePending)
+			}
+			want[string(seqKey(p.EventSeq))] = append([]byte(nil), ek...)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketPendingEvent).ForEach(func(k, v []byte) error {
+			if ek, ok := want[string(k)]; ok && bytes.Equal(ek, v) {
+				delete(want, string(k)) // in place
+			} else {
+				stale = append(stale, append([]byte(nil), k...))
+			}
+			return nil
+		})
+	})
+	if err != nil || len(want) == 0 && len(stale) == 0 {
+		return err
+	}
+	return db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketPendingEvent)
+		for _, k := range stale {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		for k, ek := range want {
+			if err := b.Put([]byte(k), ek); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func cutZero(b []byte) (string, string, bool) {

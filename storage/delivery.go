@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -99,13 +100,22 @@ func attemptKey(id uint64, n int) []byte {
 
 // addDeliveries opens one pending delivery, due at once, per destination.
 func addDeliveries(tx *bolt.Tx, eventSeq uint64, dests []string, now time.Time) error {
+	return openDeliveries(tx, eventSeq, dests, now, app.Pending, "")
+}
+
+// openDeliveries opens one delivery per destination in state, due now
+// when pending, with lastError as its reason when dead.
+func openDeliveries(tx *bolt.Tx, eventSeq uint64, dests []string, now time.Time, state app.DeliveryState, lastError string) error {
 	dl := tx.Bucket(bucketDeliveries)
 	for _, dest := range dests {
 		id, err := dl.NextSequence()
 		if err != nil {
 			return err
 		}
-		d := &app.Delivery{ID: id, EventSeq: eventSeq, Destination: dest, State: app.Pending, Due: now, Created: now, Updated: now}
+		d := &app.Delivery{ID: id, EventSeq: eventSeq, Destination: dest, State: state, Due: now, Created: now, Updated: now, LastError: lastError}
+		if state != app.Pending {
+			d.Due = time.Time{}
+		}
 		if err := putDelivery(tx, d); err != nil {
 			return err
 		}
@@ -153,12 +163,37 @@ func getDelivery(tx *bolt.Tx, id uint64) (*app.Delivery, error) {
 // DueDeliveries returns up to limit deliveries to dest due at or before now,
 // oldest first, with their events, skipping those for which skip is true (in
 // flight). next is the due time of the first pending delivery it did not
-// return (zero when there is none), for the dispatcher's timer.
+// return (zero when there is none), for the dispatcher's timer. A delivery
+// that cannot be sent (its record or its event cannot be read, or its
+// event is gone) is set aside (setAsideDue), never returned as an error
+// that would hold back the rest.
 func (d *DB) DueDeliveries(dest string, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
+	return d.readOutbox(dest, time.Time{}, 0, now, now, limit, skip)
+}
+
+// endOfTime is after every due time.
+var endOfTime = time.Unix(0, math.MaxInt64)
+
+// WaitingDeliveries returns up to limit pending deliveries to dest after
+// (afterDue, afterID) in due order, due or not: see app.Store.
+func (d *DB) WaitingDeliveries(dest string, afterDue time.Time, afterID uint64, limit int, skip func(uint64) bool) ([]app.Work, error) {
+	work, _, err := d.readOutbox(dest, afterDue, afterID, endOfTime, time.Now(), limit, skip)
+	return work, err
+}
+
+// readOutbox reads dest's pending deliveries in due order, after the
+// position (after, afterID) when after is set, up to limit of them due at
+// or before until; see DueDeliveries. now dates what it sets aside.
+func (d *DB) readOutbox(dest string, after time.Time, afterID uint64, until, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
 	prefix := append([]byte(dest), 0)
+	start := prefix
+	if !after.IsZero() {
+		start = binary.BigEndian.AppendUint64(dueKey(dest, after, afterID), 0) // just past it
+	}
+	var bad []uint64
 	err = d.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketDue).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		for k, _ := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			if len(k) != len(prefix)+16 {
 				return fmt.Errorf("due key %x: %w", k, errCorrupt)
 			}
@@ -167,28 +202,110 @@ func (d *DB) DueDeliveries(dest string, now time.Time, limit int, skip func(uint
 			if skip(id) {
 				continue
 			}
-			if due.After(now) || len(work) >= limit {
+			if due.After(until) || len(work) >= limit {
 				next = due
 				return nil
 			}
-			dl, err := getDelivery(tx, id)
-			if err != nil {
-				return fmt.Errorf("delivery %d: %w", id, err)
+			w, problem := readWork(tx, id)
+			if problem != nil {
+				bad = append(bad, id)
+				continue
 			}
-			ev := tx.Bucket(bucketEvents).Get(seqKey(dl.EventSeq))
-			if ev == nil {
-				return fmt.Errorf("event %d of delivery %d: %w", dl.EventSeq, id, ErrNotFound)
-			}
-			e, err := decodeEvent(ev)
-			if err != nil {
-				return err
-			}
-			e.Seq = dl.EventSeq
-			work = append(work, app.Work{Delivery: dl, Event: e})
+			work = append(work, w)
 		}
 		return nil
 	})
+	if err == nil && len(bad) > 0 {
+		// Best effort: what is not set aside now is skipped again next time.
+		d.setAsideDue(bad, now)
+	}
 	return work, next, err
+}
+
+// unsendable says why a pending delivery cannot be sent.
+type unsendable struct {
+	dl     *app.Delivery // nil when its own record cannot be read
+	poison *app.Poison   // the record to set aside, nil when none is (its event is gone)
+	reason string        // for the delivery's last error
+}
+
+// readWork reads pending delivery id and its event, or says why it cannot
+// be sent.
+func readWork(tx *bolt.Tx, id uint64) (app.Work, *unsendable) {
+	dl, err := getDelivery(tx, id)
+	if err != nil {
+		p := &app.Poison{Kind: "delivery", Key: fmt.Sprint(id), Reason: err.Error(), Delivery: id}
+		return app.Work{}, &unsendable{poison: p}
+	}
+	ev := tx.Bucket(bucketEvents).Get(seqKey(dl.EventSeq))
+	if ev == nil {
+		return app.Work{}, &unsendable{dl: dl, reason: fmt.Sprintf("event %d is gone: nothing to send", dl.EventSeq)}
+	}
+	e, err := decodeEvent(ev)
+	if err != nil {
+		p := &app.Poison{Kind: "event", Key: fmt.Sprint(dl.EventSeq), Reason: err.Error(), Delivery: id, Destination: dl.Destination}
+		return app.Work{}, &unsendable{dl: dl, poison: p,
+			reason: fmt.Sprintf("event %d cannot be read (%v): set aside, see the overview", dl.EventSeq, err)}
+	}
+	e.Seq = dl.EventSeq
+	return app.Work{Delivery: dl, Event: e}, nil
+}
+
+// setAsideDue takes the pending deliveries ids, which readOutbox could not
+// send, out of the due index: one whose event cannot be read or is gone
+// is dead-lettered with the reason, one whose own record cannot be read
+// only leaves the index (its bytes stay where they are). Each record that
+// cannot be decoded goes on the poison list.
+func (d *DB) setAsideDue(ids []uint64, now time.Time) error {
+	return d.update(func(tx *bolt.Tx) error {
+		for _, id := range ids {
+			_, u := readWork(tx, id) // again: it may have changed since the read
+			if u == nil {
+				continue
+			}
+			if u.poison != nil {
+				if err := setAside(tx, *u.poison, nil, now); err != nil {
+					return err
+				}
+			}
+			if u.dl == nil {
+				if err := dropDueKeys(tx, id); err != nil {
+					return err
+				}
+				continue
+			}
+			if u.dl.State != app.Pending {
+				continue
+			}
+			if err := unindex(tx, u.dl); err != nil {
+				return err
+			}
+			u.dl.State, u.dl.Updated, u.dl.LastStatus, u.dl.LastError = app.Dead, now, 0, u.reason
+			if err := putDelivery(tx, u.dl); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// dropDueKeys deletes the due index entries of delivery id, whose record
+// cannot say its destination and due time: found by a scan of the index,
+// which only a record set aside costs.
+func dropDueKeys(tx *bolt.Tx, id uint64) error {
+	var keys [][]byte
+	c := tx.Bucket(bucketDue).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if len(k) >= 16 && binary.BigEndian.Uint64(k[len(k)-8:]) == id {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+	}
+	for _, k := range keys {
+		if err := tx.Bucket(bucketDue).Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RecordAttempt stores attempt a of delivery id and moves the delivery to
@@ -221,7 +338,9 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 			}
 			a := r.Attempt
 			dl.Attempts++
-			dl.Tries++
+			if !r.Early {
+				dl.Tries++
+			}
 			a.N = dl.Attempts
 			if err := tx.Bucket(bucketAttempts).Put(attemptKey(r.ID, dl.Attempts), encoded[i]); err != nil {
 				return err
@@ -279,13 +398,13 @@ func (d *DB) ReplayDead(now time.Time) (int, error) {
 		for _, id := range ids {
 			dl, err := getDelivery(tx, id)
 			if err != nil {
-				return fmt.Errorf("delivery %d: %w", id, err)
+				continue // cannot be read: it stays where it is
 			}
 			if err := replay(tx, dl, now); err != nil {
 				return err
 			}
+			n++
 		}
-		n = len(ids)
 		return nil
 	})
 	return n, err
@@ -323,7 +442,7 @@ func (d *DB) EventDeliveries(seq uint64) ([]*app.Delivery, error) {
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			dl, err := getDelivery(tx, binary.BigEndian.Uint64(k[8:]))
 			if err != nil {
-				return err
+				continue // cannot be read: on the poison list once it is due
 			}
 			out = append(out, dl)
 		}
@@ -344,7 +463,7 @@ func (d *DB) DeadLetters(after uint64, limit int) ([]*app.Delivery, int, error) 
 		for k, _ := c.Seek(seqKey(after + 1)); k != nil && len(out) < limit; k, _ = c.Next() {
 			dl, err := getDelivery(tx, binary.BigEndian.Uint64(k))
 			if err != nil {
-				return err
+				continue // cannot be read: the page lists the others
 			}
 			out = append(out, dl)
 		}

@@ -4,6 +4,7 @@ package storage
 
 import (
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -13,6 +14,15 @@ func lockFile(path string, _ time.Duration) (func(), error) {
 		return nil, err
 	}
 	return func() {}, nil
+}
+
+// lockDir only creates the lock file where flock is not available.
+func lockDir(dir string, _ time.Duration) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, LockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return func() { f.Close() }, nil
 }
 
 func chownLike(string, string) error { return nil }

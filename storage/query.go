@@ -10,6 +10,9 @@ import (
 	"hookbox/app"
 )
 
+// Unreadable is the list status of an event that cannot be decoded.
+const Unreadable = "unreadable"
+
 // maxScan bounds how many events one list page examines when filters are
 // selective, so a page never walks the whole history; the caller pages on
 // with the returned cursor.
@@ -47,13 +50,10 @@ func (d *DB) ListEvents(q app.EventQuery) ([]app.EventSummary, uint64, error) {
 				return nil
 			}
 			at, err := receivedAt(v)
-			if err != nil {
-				return err
-			}
-			if !q.Until.IsZero() && at.After(q.Until) {
+			if err == nil && !q.Until.IsZero() && at.After(q.Until) {
 				continue
 			}
-			if !q.Since.IsZero() && at.Before(q.Since) {
+			if err == nil && !q.Since.IsZero() && at.Before(q.Since) {
 				return nil // older from here on
 			}
 			if len(out) == q.Limit {
@@ -127,10 +127,14 @@ func (d *DB) findByID(tx *bolt.Tx, q app.EventQuery, out *[]app.EventSummary) er
 }
 
 // summarize decodes an event's list row and tells whether it matches q.
+// An event that cannot be decoded is a row of its own, "unreadable", in
+// lists that filter on nothing it would say.
 func summarize(tx *bolt.Tx, k, v []byte, q app.EventQuery) (app.EventSummary, bool, error) {
 	e, err := decodeEvent(v)
 	if err != nil {
-		return app.EventSummary{}, false, err
+		row := app.EventSummary{Seq: binary.BigEndian.Uint64(k), Size: len(v), Status: Unreadable}
+		row.ReceivedAt, _ = receivedAt(v)
+		return row, q.Source == "" && q.Topic == "" && (q.Status == "" || q.Status == Unreadable), nil
 	}
 	if q.Source != "" && e.Source != q.Source || q.Topic != "" && !app.Glob(q.Topic, e.Topic) {
 		return app.EventSummary{}, false, nil
@@ -155,7 +159,7 @@ func eventStatus(tx *bolt.Tx, k []byte) (string, error) {
 	for dk, _ := c.Seek(k); dk != nil && bytes.HasPrefix(dk, k); dk, _ = c.Next() {
 		dl, err := getDelivery(tx, binary.BigEndian.Uint64(dk[8:]))
 		if err != nil {
-			return "", err
+			continue // cannot be read: on the poison list once it is due
 		}
 		if rank[dl.State] > rank[worst] {
 			worst = dl.State

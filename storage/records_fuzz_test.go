@@ -124,6 +124,26 @@ func FuzzParseIDValue(f *testing.F) {
 	})
 }
 
+func FuzzDecodePoison(f *testing.F) {
+	f.Add(encodePoison(&app.Poison{At: t1, Kind: "event", Key: "42", Reason: "corrupt record: version 9", Delivery: 7, Destination: "pos"}, []byte{9, 1, 2}))
+	f.Add(encodePoison(&app.Poison{Kind: "pending delivery", Key: `route "r", key "c1"`}, nil))
+	f.Add([]byte{poisonVersion, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := decodePoison(5, b)
+		if err != nil {
+			return
+		}
+		again, err := decodePoison(5, encodePoison(&p, nil))
+		if err != nil {
+			t.Fatalf("re-encoded %+v does not decode: %v", p, err)
+		}
+		if again.ID != p.ID || !again.At.Equal(p.At) || again.Kind != p.Kind || again.Key != p.Key || again.Reason != p.Reason ||
+			again.Delivery != p.Delivery || again.Destination != p.Destination {
+			t.Fatalf("round trip changed %+v into %+v", p, again)
+		}
+	})
+}
+
 var t1 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 // The decoders copy what they return out of the input: bbolt's bytes die

@@ -10,7 +10,8 @@ import (
 )
 
 // ReplacedSuffix starts the name a restore gives the data file it replaces:
-// hookbox.db.replaced-YYYYMMDD-HHMMSS (UTC).
+// hookbox.db.replaced-YYYYMMDD-HHMMSS (UTC), with -2, -3… after it when an
+// earlier restore took that name in the same second.
 const ReplacedSuffix = ".replaced-"
 
 // Restored describes a finished restore.
@@ -41,8 +42,23 @@ func Restore(dataDir, from string, now time.Time) (*Restored, error) {
 	if absFrom == absPath {
 		return nil, fmt.Errorf("%s is the data file itself: give a backup copy", from)
 	}
-	// Hold the data file's lock for the whole restore: a hookbox starting
-	// meanwhile waits, then fails, rather than opening a file being replaced.
+	if err := CheckFile(from); err != nil {
+		return nil, fmt.Errorf("%s is not a sound hookbox data file, nothing was changed: %w", from, err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir %s: %w", dataDir, err)
+	}
+	// Hold the data directory's lock for the whole restore: a hookbox
+	// starting meanwhile waits for it, then opens the file in place, or
+	// fails; a running one makes the restore fail. The data file's own
+	// lock too, which is all a hookbox from before the lock file holds.
+	unlockDir, err := lockDir(dataDir, time.Second)
+	if errors.Is(err, ErrLocked) {
+		return nil, fmt.Errorf("%s: %w: stop it first (systemctl stop hookbox)", dataDir, ErrLocked)
+	} else if err != nil {
+		return nil, err
+	}
+	defer unlockDir()
 	unlock, err := lockFile(path, time.Second)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -53,12 +69,6 @@ func Restore(dataDir, from string, now time.Time) (*Restored, error) {
 		return nil, err
 	}
 	defer unlock()
-	if err := CheckFile(from); err != nil {
-		return nil, fmt.Errorf("%s is not a sound hookbox data file, nothing was changed: %w", from, err)
-	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir %s: %w", dataDir, err)
-	}
 	tmp, size, err := copyFile(from, dataDir)
 	if err != nil {
 		return nil, err
@@ -78,11 +88,20 @@ func Restore(dataDir, from string, now time.Time) (*Restored, error) {
 	}
 	res := &Restored{Path: path, Size: size}
 	if _, err := os.Stat(path); err == nil {
-		res.Replaced = path + ReplacedSuffix + now.UTC().Format("20060102-150405")
 		// A second name for the old file, then one atomic rename over the
-		// data file: there is no moment without a data file.
-		if err := os.Link(path, res.Replaced); err != nil {
-			return nil, fmt.Errorf("keep the data file as %s: %w", res.Replaced, err)
+		// data file: there is no moment without a data file. A restore in
+		// the same second as the last one adds -2, -3….
+		base := path + ReplacedSuffix + now.UTC().Format("20060102-150405")
+		res.Replaced = base
+		for n := 2; ; n++ {
+			err := os.Link(path, res.Replaced)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, os.ErrExist) || n > 1000 {
+				return nil, fmt.Errorf("keep the data file as %s: %w", res.Replaced, err)
+			}
+			res.Replaced = fmt.Sprintf("%s-%d", base, n)
 		}
 	}
 	if err := os.Rename(tmp, path); err != nil {

@@ -139,7 +139,7 @@ func TestRestore(t *testing.T) {
 		if !errors.Is(err, storage.ErrLocked) || time.Since(start) > 5*time.Second {
 			t.Fatalf("restore under a running hookbox: %v after %s", err, time.Since(start))
 		}
-		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		if ents := dataDirFiles(t, dir); len(ents) != 2 { // the data file and its marker
 			t.Errorf("a refused restore changed the data dir: %v", ents)
 		}
 		if err := running.Ping(); err != nil {
@@ -166,10 +166,26 @@ func TestRestore(t *testing.T) {
 				t.Errorf("restore of %s: %v", filepath.Base(from), err)
 			}
 		}
-		ents, _ := os.ReadDir(dir)
+		ents := dataDirFiles(t, dir)
 		after, _ := os.ReadFile(filepath.Join(dir, storage.FileName))
-		if len(ents) != 1 || string(after) != string(before) {
+		if len(ents) != 2 || string(after) != string(before) { // the data file and its marker
 			t.Errorf("a refused restore changed the data dir: %v", ents)
+		}
+	})
+	t.Run("TwiceInOneSecond", func(t *testing.T) {
+		dir := t.TempDir()
+		mustOpenDir(t, dir).Close()
+		var kept []string
+		for range 3 {
+			res, err := storage.Restore(dir, backup, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept = append(kept, filepath.Base(res.Replaced))
+		}
+		want := []string{"hookbox.db.replaced-20261129-120000", "hookbox.db.replaced-20261129-120000-2", "hookbox.db.replaced-20261129-120000-3"}
+		if strings.Join(kept, " ") != strings.Join(want, " ") {
+			t.Errorf("replaced files kept as %q, want %q", kept, want)
 		}
 	})
 	t.Run("ItsOwnDataFile", func(t *testing.T) {
@@ -179,4 +195,21 @@ func TestRestore(t *testing.T) {
 			t.Fatal("restoring the data file onto itself succeeded")
 		}
 	})
+}
+
+// dataDirFiles lists dir without the lock file, which serve and restore
+// create and never remove.
+func dataDirFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		if e.Name() != storage.LockName {
+			names = append(names, e.Name())
+		}
+	}
+	return names
 }

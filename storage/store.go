@@ -39,6 +39,10 @@ type Store interface {
 	// OnOpened sets f to be called, once per commit, after a commit that
 	// opened deliveries or debounce steps; f must not block.
 	OnOpened(f func())
+	// OnCommit sets f to be told the outcome of every commit of a write:
+	// nil, or the error that failed it. hookbox follows its storage's
+	// health with it (app.StorageHealth); f must not block.
+	OnCommit(f func(err error))
 	// Ping reports whether the store can serve; it backs /healthz.
 	Ping() error
 	// Close lets writes in flight finish, then refuses new ones.

@@ -47,6 +47,7 @@ type Store interface {
 	Backlog(dest string, limit int) (int, error)
 	CountDead() (int, error)
 	CountPending() (int, error)
+	Poisoned(limit int) ([]app.Poison, int, error)
 	Replay(id uint64, now time.Time) error
 	ReplayDead(now time.Time) (int, error)
 }
@@ -90,6 +91,15 @@ var funcs = template.FuncMap{
 			return "—"
 		}
 		return fmt.Sprintf("%.1f%%", 100*f)
+	},
+	"in": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		if d := time.Until(t); d > 0 {
+			return "in " + d.Round(time.Second).String()
+		}
+		return "now"
 	},
 	"ms": func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) },
 	"size": func(n int64) string {
@@ -149,14 +159,22 @@ type page struct {
 	CSRF  string
 	Nav   string
 	Dead  int
-	Data  any
+	// Storage is the episode of failing commits in progress, or nil.
+	Storage *app.StorageEpisode
+	Data    any
 }
 
 func (u *UI) render(c *fiber.Ctx, status int, name, title string, data any) error {
 	csrf, _ := c.Locals("csrf").(string)
 	dead, _ := u.d.Store.CountDead()
+	p := page{Title: title, CSRF: csrf, Nav: name, Dead: dead, Data: data}
+	if u.d.Stats != nil {
+		if cur, failing, _ := u.d.Stats.Storage.State(); failing {
+			p.Storage = &cur
+		}
+	}
 	var buf bytes.Buffer
-	if err := u.tmpl[name].Execute(&buf, page{Title: title, CSRF: csrf, Nav: name, Dead: dead, Data: data}); err != nil {
+	if err := u.tmpl[name].Execute(&buf, p); err != nil {
 		return fmt.Errorf("render %s: %w", name, err)
 	}
 	c.Type("html", "utf-8")
@@ -246,6 +264,7 @@ func (u *UI) overview(c *fiber.Ctx) error {
 			routes = append(routes, r)
 		}
 	}
+	poison, poisonTotal, _ := u.d.Store.Poisoned(10)
 	var backup map[string]any
 	if u.d.LastBackup != nil {
 		at, size, err := u.d.LastBackup()
@@ -260,6 +279,7 @@ func (u *UI) overview(c *fiber.Ctx) error {
 		"Sources":      u.d.Stats.Sources(),
 		"Destinations": dests,
 		"Pending":      pending,
+		"Poison":       map[string]any{"List": poison, "Total": poisonTotal},
 	})
 }
 
@@ -302,7 +322,7 @@ func (u *UI) events(c *fiber.Ctx) error {
 	}
 	return u.render(c, 200, "events", "Events", map[string]any{"Rows": rows, "Next": nextURL, "Q": q,
 		"Since": c.Query("since"), "Until": c.Query("until"), "Sources": sources, "Error": bad,
-		"Statuses": []string{"delivered", "pending", "dead", "unrouted", "merged"}})
+		"Statuses": []string{"delivered", "pending", "dead", "unrouted", "merged", "unreadable"}})
 }
 
 func parseWhen(v string) (time.Time, error) {

@@ -174,8 +174,23 @@ func (s *Server) handleInbound(c *fiber.Ctx) error {
 	return c.JSON(answer{Status: res.Outcome.String(), ID: res.ID})
 }
 
+// degraded is /healthz's answer while commits fail: since when, and how
+// many webhooks were refused; the cause is on the status page (it may name
+// paths), not here.
+type degraded struct {
+	Status  string    `json:"status"`
+	Error   string    `json:"error"`
+	Since   time.Time `json:"since"`
+	Refused uint64    `json:"refused"`
+}
+
 func (s *Server) handleHealth(c *fiber.Ctx) error {
 	if err := s.deps.Health(); err != nil {
+		var se *app.StorageError
+		if errors.As(err, &se) { // logged where it happens, at most once a second
+			return c.Status(fiber.StatusServiceUnavailable).JSON(degraded{Status: "degraded",
+				Error: "storage writes are failing: webhooks get 503", Since: se.Since.UTC(), Refused: se.Refused})
+		}
 		s.Logger.Error("health check failed", slog.Any("error", err))
 		return c.Status(fiber.StatusServiceUnavailable).JSON(answer{Status: "unavailable"})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,18 +36,26 @@ const ACMEDirName = "acme"
 // certificate in files (reloaded when they change) or one obtained and
 // renewed from an ACME CA (golang.org/x/crypto/acme/autocert). When
 // server.http_listen is set, HTTP answers on it: ACME HTTP-01 challenges,
-// and a redirect to HTTPS for everything else.
+// a redirect to HTTPS for GET and HEAD, 403 for anything else (plainHTTP).
 type TLS struct {
 	// Config is the main listener's TLS configuration.
 	Config *tls.Config
 	// HTTP is the handler of http_listen (nil: no such listener).
 	HTTP   http.Handler
 	Logger *slog.Logger
+	// Alert, when set, is told of certificate trouble: a topic (Alert*)
+	// and a message. It must not block (app.Alerter.Notify).
+	Alert func(topic, text string)
 
-	domain  string
-	manager *autocert.Manager
-	files   *certFiles
-	port    atomic.Value // string: the HTTPS port redirects name
+	domain     string
+	manager    *autocert.Manager
+	files      *certFiles
+	port       atomic.Value // string: the HTTPS port redirects name
+	checkEvery time.Duration
+	notAfter   atomic.Int64           // UnixNano of the served certificate's expiry (0: none yet)
+	lastSerial atomic.Pointer[string] // of the ACME certificate Watch saw last
+	acmeErr    atomic.Pointer[string] // the latest failed exchange with the CA
+	logs       rateLog
 }
 
 // Listener wraps the main listener in TLS; redirects from http_listen
@@ -64,12 +74,18 @@ type TLSOptions struct {
 	// ReloadEvery bounds how often certificate files are checked
 	// (DefaultReloadEvery when 0).
 	ReloadEvery time.Duration
+	// CheckEvery is how often Watch looks at the certificate
+	// (DefaultCheckEvery when 0).
+	CheckEvery time.Duration
 }
 
 // NewTLS prepares TLS for the [server] table s; it returns nil for plain
 // HTTP (TLSNone).
 func NewTLS(s app.ServerConfig, opt TLSOptions) (*TLS, error) {
-	t := &TLS{Logger: slog.With("component", "tls"), domain: s.Domain}
+	t := &TLS{Logger: slog.With("component", "tls"), domain: s.Domain, checkEvery: opt.CheckEvery}
+	if t.checkEvery <= 0 {
+		t.checkEvery = DefaultCheckEvery
+	}
 	_, port, _ := net.SplitHostPort(s.Listen)
 	t.port.Store(port)
 	switch s.TLS {
@@ -80,13 +96,18 @@ func NewTLS(s app.ServerConfig, opt TLSOptions) (*TLS, error) {
 		if every <= 0 {
 			every = DefaultReloadEvery
 		}
-		t.files = &certFiles{certFile: s.CertFile, keyFile: s.KeyFile, every: every, now: time.Now, logger: t.Logger}
+		t.files = &certFiles{certFile: s.CertFile, keyFile: s.KeyFile, every: every, now: time.Now, logger: t.Logger,
+			loaded: t.served, failed: func(err error) {
+				t.trouble(AlertCertFiles, "certificate files do not load; serving the previous pair", fmt.Sprintf(
+					"hookbox: %s and %s do not load (%v); the previous certificate is served until they do.", s.CertFile, s.KeyFile, err),
+					slog.Any("error", err))
+			}}
 		if err := t.files.load(); err != nil {
 			return nil, err
 		}
 		t.Config = &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}, GetCertificate: t.files.get}
 		if s.HTTPListen != "" {
-			t.HTTP = t.redirect(hostOf(s.PublicURL))
+			t.HTTP = t.plainHTTP(s.PublicURL)
 		}
 	case app.TLSACME:
 		dir := filepath.Join(s.DataDir, ACMEDirName)
@@ -101,7 +122,7 @@ func NewTLS(s app.ServerConfig, opt TLSOptions) (*TLS, error) {
 			Cache:      autocert.DirCache(dir),
 			HostPolicy: autocert.HostWhitelist(s.Domain),
 			Email:      s.ACMEEmail,
-			Client:     &acme.Client{DirectoryURL: s.ACMEDirectory, HTTPClient: opt.HTTPClient, UserAgent: "hookbox"},
+			Client:     &acme.Client{DirectoryURL: s.ACMEDirectory, HTTPClient: t.acmeClient(opt.HTTPClient), UserAgent: "hookbox"},
 		}
 		t.Config = &tls.Config{
 			MinVersion: tls.VersionTLS12,
@@ -110,7 +131,7 @@ func NewTLS(s app.ServerConfig, opt TLSOptions) (*TLS, error) {
 			GetCertificate: t.acmeCertificate,
 		}
 		if s.HTTPListen != "" {
-			challenges := t.manager.HTTPHandler(t.redirect(s.Domain))
+			challenges := t.manager.HTTPHandler(t.plainHTTP(s.PublicURL))
 			t.HTTP = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				// autocert checks Host against the domain as it comes: without
 				// a port (http_listen other than :80, e.g. behind a forward).
@@ -133,7 +154,15 @@ func (t *TLS) acmeCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, err
 		h.ServerName = t.domain
 		hello = &h
 	}
-	return t.manager.GetCertificate(hello)
+	c, err := t.manager.GetCertificate(hello)
+	switch {
+	case err == nil && c.Leaf != nil:
+		t.served(c.Leaf.NotAfter)
+	case err != nil && hello.ServerName == t.domain && !slices.Contains(hello.SupportedProtos, acme.ALPNProto) && hello.Conn != nil:
+		// Not a scanner's other name, nor the CA's validation: the site is down.
+		t.handshakeFailed(err)
+	}
+	return c, err
 }
 
 // Obtain makes sure the ACME certificate is there, getting it from the CA
@@ -184,46 +213,91 @@ func hostOf(u string) string {
 	return p.Hostname()
 }
 
-// redirect sends every request to the same path on https://host and the
-// main listener's port (host "" keeps the request's host; port 443 is left
-// out). GET and HEAD get 301; other methods 308, which keeps the method
-// and the body.
-func (t *TLS) redirect(host string) http.Handler {
+// plainHTTP answers http_listen for everything but ACME challenges. GET
+// and HEAD are redirected (301) to the same path at the https address: the
+// host of public_url (always set in ACME mode), else the name in the
+// certificate; the port of public_url when it names one, else the main
+// listener's (left out when 443). Never the request's Host, which the
+// client chooses. Every other method is refused with 403 and a message
+// naming the https address: its body and any token in it have already
+// crossed the network in clear, and a redirect that clients follow
+// silently (308 keeps the method and the body) would hide that, so the
+// sender's misconfiguration is made visible instead. 403 rather than 426:
+// 426 asks for an in-place protocol upgrade that no webhook sender does.
+func (t *TLS) plainHTTP(publicURL string) http.Handler {
+	var host, port string
+	if u, err := url.Parse(publicURL); err == nil {
+		host, port = u.Hostname(), u.Port()
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		port, _ := t.port.Load().(string)
-		h := host
-		if h == "" {
-			h = r.Host
-			if hh, _, err := net.SplitHostPort(r.Host); err == nil {
-				h = hh
+		base := t.httpsBase(host, port)
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			msg := "plain HTTP is refused for " + r.Method + ": this request and any credential in it crossed the network in clear; "
+			if base != "" {
+				msg += "send it to " + base + r.URL.EscapedPath() + " instead, "
+			} else {
+				msg += "send it over https instead, "
 			}
+			msg += "and rotate any token it carried"
+			plainError(w, http.StatusForbidden, msg)
+			return
 		}
-		if port != "" && port != "443" && port != "https" {
-			h = net.JoinHostPort(h, port)
+		if base == "" {
+			plainError(w, http.StatusBadRequest, "this address serves https only; hookbox knows no https name to redirect to (set server.public_url)")
+			return
 		}
-		code := http.StatusPermanentRedirect
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			code = http.StatusMovedPermanently
-		}
-		http.Redirect(w, r, "https://"+h+r.URL.RequestURI(), code)
+		http.Redirect(w, r, base+r.URL.RequestURI(), http.StatusMovedPermanently)
 	})
+}
+
+// httpsBase is https://host:port of the configured address (see
+// plainHTTP), or "" when no name is configured.
+func (t *TLS) httpsBase(host, port string) string {
+	if host == "" && t.files != nil {
+		if c, err := t.files.get(nil); err == nil && c.Leaf != nil && len(c.Leaf.DNSNames) > 0 {
+			host = c.Leaf.DNSNames[0]
+		}
+	}
+	if host == "" {
+		return ""
+	}
+	if port == "" || port == "0" { // none named (or ACME's listen on port 0, in tests)
+		port, _ = t.port.Load().(string)
+	}
+	if port != "" && port != "443" && port != "https" {
+		host = net.JoinHostPort(host, port)
+	}
+	return "https://" + host
+}
+
+// plainError answers with the JSON error body of every hookbox error.
+func plainError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"status": "error", "error": msg})
 }
 
 // certFiles serves the pair in certFile and keyFile, and reads it again
 // when either file's size, modification time or identity (a renewer that
 // swaps a symlink) changed, looking at most once per every. A pair that
-// fails to load (say, the certificate written but not yet the key) leaves
-// the previous one in service; the next change is tried again.
+// fails to load (say, the certificate written but not yet the key, or a
+// key the service cannot read) leaves the previous one in service, is
+// reported, and is tried again every time until it loads: a fix such as
+// chmod changes none of the stamps watched.
 type certFiles struct {
 	certFile, keyFile string
 	every             time.Duration
 	now               func() time.Time
 	logger            *slog.Logger
+	loaded            func(notAfter time.Time) // told of each pair loaded
+	failed            func(error)              // told of a reload that failed (not of every retry)
 
 	mu      sync.Mutex
 	cert    *tls.Certificate
 	stamps  [2]os.FileInfo
 	checked time.Time
+	loadErr error // of the last attempt; nil when it loaded
 }
 
 // load reads the pair; it fails when it cannot be read or does not match.
@@ -236,16 +310,20 @@ func (c *certFiles) load() error {
 		}
 		stamps[i] = fi
 	}
-	c.stamps = stamps // even if the pair does not load: try again on the next change only
+	c.stamps = stamps
 	c.checked = c.now()
 	cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
 	if err != nil {
-		return fmt.Errorf("load %s and %s: %w", c.certFile, c.keyFile, err)
+		c.loadErr = fmt.Errorf("load %s and %s: %w", c.certFile, c.keyFile, err)
+		return c.loadErr
 	}
-	c.cert = &cert
+	c.cert, c.loadErr = &cert, nil
 	if cert.Leaf != nil {
 		c.logger.Info("certificate loaded", "file", c.certFile, "subject", cert.Leaf.Subject.String(),
 			"not_after", cert.Leaf.NotAfter.UTC().Format(time.RFC3339))
+		if c.loaded != nil {
+			c.loaded(cert.Leaf.NotAfter)
+		}
 	}
 	return nil
 }
@@ -270,9 +348,10 @@ func (c *certFiles) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	defer c.mu.Unlock()
 	if now := c.now(); now.Sub(c.checked) >= c.every {
 		c.checked = now
-		if c.changed() {
-			if err := c.load(); err != nil {
-				c.logger.Warn("certificate files changed but do not load; serving the previous pair", slog.Any("error", err))
+		failing, changed := c.loadErr != nil, c.changed()
+		if failing || changed {
+			if err := c.load(); err != nil && (changed || !failing) && c.failed != nil {
+				c.failed(err) // a new failure; retries of the same files are quiet
 			}
 		}
 	}
@@ -280,6 +359,13 @@ func (c *certFiles) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 		return nil, errors.New("no certificate")
 	}
 	return c.cert, nil
+}
+
+// failure is the error of the last attempt to load the pair (nil: loaded).
+func (c *certFiles) failure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loadErr
 }
 
 // LocalClient returns the base URL (scheme://host:port) and an HTTP client

@@ -88,10 +88,10 @@ func (d *DB) committer() {
 func (d *DB) commitGroup(group []*acceptWrite) {
 	ctx, cancel := opCtx()
 	defer cancel()
-	err := d.acceptRetrying(ctx, group)
+	err := d.committed(d.acceptRetrying(ctx, group))
 	if err != nil && len(group) > 1 {
 		for _, w := range group {
-			w.done <- d.acceptRetrying(ctx, []*acceptWrite{w})
+			w.done <- d.committed(d.acceptRetrying(ctx, []*acceptWrite{w}))
 		}
 		return
 	}

@@ -264,7 +264,7 @@ func TestMigrate_NodesStartTogether(t *testing.T) {
 		}
 		defer dbs[i].Close()
 	}
-	if err := dbs[0].Exec("DO $$ BEGIN IF (SELECT count(*) FROM hookbox_schema_version) <> 1 THEN RAISE 'versions applied more than once'; END IF; END $$"); err != nil {
+	if err := dbs[0].Exec(fmt.Sprintf("DO $$ BEGIN IF (SELECT count(*) FROM hookbox_schema_version) <> %d THEN RAISE 'versions applied more than once'; END IF; END $$", postgres.SchemaVersion)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"hookbox/app"
@@ -91,7 +92,8 @@ type DB struct {
 	done     sync.WaitGroup // committers and listener
 
 	onOpened atomic.Pointer[func()]
-	deaf     atomic.Bool // tests: notifications are not heard (the poll alone wakes)
+	onCommit atomic.Pointer[func(error)] // see OnCommit
+	deaf     atomic.Bool                 // tests: notifications are not heard (the poll alone wakes)
 	leader   atomic.Bool
 	commits  atomic.Uint64
 	writes   atomic.Uint64
@@ -240,6 +242,39 @@ func (d *DB) wake() {
 	if f := d.onOpened.Load(); f != nil {
 		(*f)()
 	}
+}
+
+// OnCommit sets f to be told the outcome of every write this node commits
+// (accepts, leases, attempts, replays, fires, sweeps, settings): nil, or
+// the error that failed it: a database that cannot be reached, refuses
+// writes (read-only after a fail-over, a full disk, a revoked grant) or
+// stops answering within opTimeout. hookbox follows its storage's health
+// with it, as on bbolt (app.StorageHealth). A failure of one write's own
+// data, which fails that write alone, says nothing of the database and is
+// not told. f must not block.
+func (d *DB) OnCommit(f func(err error)) { d.onCommit.Store(&f) }
+
+// committed tells OnCommit's function of a write's outcome, and returns err.
+func (d *DB) committed(err error) error {
+	if f := d.onCommit.Load(); f != nil && !writesOwnFault(err) {
+		(*f)(err)
+	}
+	return err
+}
+
+// writesOwnFault reports whether err fails a write for what it carries,
+// not for the database's state: a value the column or index cannot take
+// (data exceptions, class 22; program limits such as an index row too
+// large, class 54; constraints, class 23); or ErrClosed.
+func writesOwnFault(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code[:2] {
+		case "22", "23", "54":
+			return true
+		}
+	}
+	return errors.Is(err, ErrClosed)
 }
 
 // Leader reports whether this node holds the cluster's job lock: the node

@@ -40,5 +40,23 @@ var quietLogger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{L
 // The PostgreSQL store passes the conformance suite both stores share.
 func TestDB_Conformance(t *testing.T) {
 	pgtest.BaseURL(t)
-	storetest.Run(t, func(t *testing.T) storage.Store { return MustOpen(t, postgres.Options{}) })
+	storetest.Run(t, func(t *testing.T) storage.Store { return MustOpen(t, postgres.Options{}) }, storetest.Damage{
+		DropEvent: func(t *testing.T, s storage.Store, seq uint64) storage.Store {
+			mustExec(t, s, "DELETE FROM hookbox_events WHERE seq = $1", int64(seq))
+			return s
+		},
+		SpoilEvent: func(t *testing.T, s storage.Store, seq uint64) storage.Store {
+			// A count of headers past the record's end.
+			mustExec(t, s, `UPDATE hookbox_events SET headers = '\x7f' WHERE seq = $1`, int64(seq))
+			return s
+		},
+	})
+}
+
+// mustExec runs sql on s's database and fails t on an error.
+func mustExec(t *testing.T, s storage.Store, sql string, args ...any) {
+	t.Helper()
+	if err := s.(*postgres.DB).Exec(sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
 }

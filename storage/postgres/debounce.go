@@ -101,10 +101,14 @@ func prune(times []time.Time, w time.Duration, now time.Time) []time.Time {
 
 // fireSQL turns up to $2 pending deliveries due by $1 into deliveries, in
 // one statement: it records what each merged, opens the deliveries of
-// those whose event is still stored, frees their keys (a key without a
-// rate-limit window goes; a deferred send takes its slot in the window),
-// and notifies the other nodes. It returns (route, fired) per route, and
-// (”, -1) when it notified. Rows another node is firing are skipped.
+// those whose event is stored, dead-letters (due $5, the zero time) with
+// the reason those whose event is gone (the sweep keeps the event of a
+// pending delivery, so only a damaged database or an older build's sweep
+// loses one: the loss is put where it is seen), frees their keys (a key
+// without a rate-limit window goes; a deferred send takes its slot in the
+// window), and notifies the other nodes. It returns (route, fired) per
+// route, and ("", -1) when it notified. Rows another node is firing are
+// skipped.
 const fireSQL = `
 WITH f AS MATERIALIZED (
 	SELECT route, key, event_seq, deferred, merged, dests, window_ns
@@ -120,6 +124,14 @@ WITH f AS MATERIALIZED (
 	SELECT live.event_seq, x.dest, 1, $1, $1, $1, $1
 	FROM live, unnest(live.dests) WITH ORDINALITY AS x(dest, ord)
 	ORDER BY live.event_seq, x.ord
+), lost AS (
+	INSERT INTO hookbox_deliveries (event_seq, destination, state, due, run_at, created, updated, last_error)
+	SELECT f.event_seq, x.dest, 3, $5, NULL, $1, $1,
+		format('event %s was gone when its debounce window ended (route %s, key %s); nothing could be sent',
+			f.event_seq, f.route, encode(f.key, 'escape'))
+	FROM f, unnest(f.dests) WITH ORDINALITY AS x(dest, ord)
+	WHERE NOT EXISTS (SELECT 1 FROM live WHERE live.route = f.route AND live.key = f.key)
+	ORDER BY f.event_seq, x.ord
 ), gone AS (
 	DELETE FROM hookbox_debounce k USING f WHERE k.route = f.route AND k.key = f.key AND f.window_ns = 0
 ), kept AS (
@@ -137,8 +149,8 @@ SELECT route, count(*) FROM live GROUP BY route
 UNION ALL SELECT '', -1 FROM n`
 
 // FirePending turns the pending deliveries due by now into deliveries to
-// their destinations, records which events they merged, and frees their
-// keys; several nodes may call it at once (each fires other rows). It
+// their destinations (dead ones, with the reason, where the event is
+// gone), records which events they merged, and frees their keys; several nodes may call it at once (each fires other rows). It
 // reports how many fired per route and the due time of the next pending
 // one (zero if none).
 func (d *DB) FirePending(now time.Time) (map[string]int, time.Time, error) {
@@ -150,9 +162,9 @@ func (d *DB) FirePending(now time.Time) (map[string]int, time.Time, error) {
 		return nil, next, err
 	}
 	fired := map[string]int{}
-	rows, err := d.pool.Query(ctx, fireSQL, now, firePendingChunk, d.channel, d.node)
+	rows, err := d.pool.Query(ctx, fireSQL, now, firePendingChunk, d.channel, d.node, time.Time{})
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("fire pending deliveries: %w", err)
+		return nil, time.Time{}, fmt.Errorf("fire pending deliveries: %w", d.committed(err))
 	}
 	var route string
 	var n int
@@ -161,7 +173,7 @@ func (d *DB) FirePending(now time.Time) (map[string]int, time.Time, error) {
 			fired[route] = n
 		}
 		return nil
-	}); err != nil {
+	}); d.committed(err) != nil {
 		return nil, time.Time{}, fmt.Errorf("fire pending deliveries: %w", err)
 	}
 	next, err = d.nextPending(ctx)
@@ -183,7 +195,7 @@ func (d *DB) PruneWindows(now time.Time, limit int) (int, error) {
 	defer cancel()
 	tag, err := d.pool.Exec(ctx, `DELETE FROM hookbox_debounce WHERE ctid = ANY(ARRAY(
 	SELECT ctid FROM hookbox_debounce WHERE due IS NULL AND free_at <= $1 ORDER BY free_at LIMIT $2 FOR UPDATE SKIP LOCKED))`, now, limit)
-	if err != nil {
+	if d.committed(err) != nil {
 		return 0, fmt.Errorf("prune rate-limit windows: %w", err)
 	}
 	return int(tag.RowsAffected()), nil

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -15,8 +17,13 @@ import (
 // deliveryCols are the columns scanDelivery reads, in order.
 const deliveryCols = "d.id, d.event_seq, d.destination, d.state, d.attempts, d.tries, d.due, d.created, d.updated, d.last_status, d.last_error"
 
-// eventCols are the columns scanEvent reads, in order.
+// eventCols are the columns eventDest reads, in order.
 const eventCols = "e.seq, e.source, e.id, e.topic, e.received_at, e.headers, e.body"
+
+// eventColsOrEmpty are eventCols of an outer join: empty values where the
+// event is missing.
+const eventColsOrEmpty = "coalesce(e.seq, 0), coalesce(e.source, ''), coalesce(e.id, ''::bytea), coalesce(e.topic, ''::bytea), " +
+	"coalesce(e.received_at, now()), coalesce(e.headers, ''::bytea), coalesce(e.body, ''::bytea)"
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -51,24 +58,35 @@ func eventDest(e *app.Event) (dest []any, finish func() error) {
 	}
 }
 
-// claimSQL leases up to $3 deliveries to $1 due by $2 (FOR UPDATE SKIP
-// LOCKED: rows another node is taking are passed over), moving their
-// run_at to the lease's end $4 and naming this node $5. It returns them
-// with their events and the run_at each had, and one row (id -1) whose
-// run_at is the earliest of the pending deliveries it did not take (NULL
-// when none).
-const claimSQL = `
+// claimSQL returns the statement that leases up to $3 deliveries to $1
+// that which (a condition on the outbox's columns, using $2 and $6 on) picks,
+// in run_at order (FOR UPDATE SKIP LOCKED: rows another node is taking are
+// passed over), moving their run_at to the lease's end $4 and naming this
+// node $5. It returns them with their events (gone is true when the event
+// is missing) and the run_at each had, and one row (id -1) whose run_at is
+// the earliest of the pending deliveries it did not take (NULL when none).
+func claimSQL(which string) string {
+	return `
 WITH c AS MATERIALIZED (
-	SELECT id, run_at AS was FROM hookbox_deliveries WHERE destination = $1 AND state = 1 AND run_at <= $2
+	SELECT id, run_at AS was FROM hookbox_deliveries WHERE destination = $1 AND state = 1 AND ` + which + `
 	ORDER BY run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED
 ), u AS (
 	UPDATE hookbox_deliveries d SET run_at = $4, leased_by = $5 FROM c WHERE d.id = c.id
 	RETURNING c.was, ` + deliveryCols + `
 )
-SELECT u.*, ` + eventCols + ` FROM u JOIN hookbox_events e ON e.seq = u.event_seq
+SELECT u.*, e.seq IS NULL, ` + eventColsOrEmpty + ` FROM u LEFT JOIN hookbox_events e ON e.seq = u.event_seq
 UNION ALL
 SELECT (SELECT run_at FROM hookbox_deliveries WHERE destination = $1 AND state = 1 AND NOT (id = ANY(ARRAY(SELECT id FROM c)))
-	ORDER BY run_at, id LIMIT 1), -1, 0, '', 0, 0, 0, now(), now(), now(), 0, '', 0, '', ''::bytea, ''::bytea, now(), ''::bytea, ''::bytea`
+	ORDER BY run_at, id LIMIT 1), -1, 0, '', 0, 0, 0, now(), now(), now(), 0, '', true, 0, '', ''::bytea, ''::bytea, now(), ''::bytea, ''::bytea`
+}
+
+// The outbox reads: what is due by $2 (a due time, or the end of a lease
+// that a node which died never gave back), and the waiting deliveries
+// after the position ($2, $6) that no node holds.
+var (
+	claimDueSQL     = claimSQL("run_at <= $2")
+	claimWaitingSQL = claimSQL("leased_by IS NULL AND (run_at, id) > ($2, $6)")
+)
 
 // DueDeliveries leases up to limit deliveries to dest due at or before
 // now, oldest first, with their events, skipping those for which skip is
@@ -77,7 +95,10 @@ SELECT (SELECT run_at FROM hookbox_deliveries WHERE destination = $1 AND state =
 // UPDATE SKIP LOCKED, then run_at moved to the lease's end), and if this
 // node dies it is due again when the lease ends. next is the earliest
 // run_at of the pending deliveries not returned (a due time, or the end
-// of another node's lease), zero when there is none.
+// of another node's lease), zero when there is none. A delivery that
+// cannot be sent (its event is gone, or its headers cannot be decoded) is
+// dead-lettered with the reason, never returned as an error that would
+// hold back the rest (see setAside).
 //
 // The lease is one round trip (BEGIN, the claim and COMMIT pipelined) and
 // is committed without waiting for its flush (synchronous_commit off for
@@ -85,21 +106,43 @@ SELECT (SELECT run_at FROM hookbox_deliveries WHERE destination = $1 AND state =
 // the delivery due again at once. Every write that backs an answer or an
 // attempt's record waits for the flush.
 func (d *DB) DueDeliveries(dest string, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
+	return d.claim(claimDueSQL, dest, now, now, limit, skip)
+}
+
+// WaitingDeliveries leases up to limit pending deliveries to dest that no
+// node holds, due or not, after the delivery (afterDue, afterID) in due
+// order, with their events, skipping those for which skip is true: the
+// retries of a destination that answers again, taken early. They are
+// leased as DueDeliveries leases, so that no other node takes them early
+// too; a delivery that cannot be sent is set aside as there.
+func (d *DB) WaitingDeliveries(dest string, afterDue time.Time, afterID uint64, limit int, skip func(uint64) bool) ([]app.Work, error) {
+	// A position past every id (the dispatcher's "after whatever is due
+	// at afterDue") still compares as a bigint.
+	id := int64(min(afterID, math.MaxInt64))
+	work, _, err := d.claim(claimWaitingSQL, dest, afterDue, time.Now(), limit, skip, id)
+	return work, err
+}
+
+// claim runs a claim statement (claimSQL) for dest with $2 = at and more
+// from $6 on, leasing until now + Lease; see DueDeliveries.
+func (d *DB) claim(sql, dest string, at, now time.Time, limit int, skip func(uint64) bool, more ...any) (work []app.Work, next time.Time, err error) {
 	ctx, cancel := opCtx()
 	defer cancel()
 	var passed []int64
+	var bad []unsendable
 	var due []time.Time // work[i] was due at due[i]
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(claimSQL, dest, now, limit, now.Add(d.opt.Lease), d.node).Query(func(rows pgx.Rows) error {
+	b.Queue(sql, append([]any{dest, at, limit, now.Add(d.opt.Lease), d.node}, more...)...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			dl, e := &app.Delivery{}, &app.Event{}
 			var id, seq int64
 			var state int16
 			var was *time.Time
+			var gone bool
 			edest, finish := eventDest(e)
-			if err := rows.Scan(append(append([]any{&was}, deliveryDest(dl, &id, &seq, &state)...), edest...)...); err != nil {
+			if err := rows.Scan(append(append(append([]any{&was}, deliveryDest(dl, &id, &seq, &state)...), &gone), edest...)...); err != nil {
 				return err
 			}
 			if id < 0 { // the last row: what is left
@@ -113,8 +156,14 @@ func (d *DB) DueDeliveries(dest string, now time.Time, limit int, skip func(uint
 				passed = append(passed, id)
 				continue
 			}
+			if gone {
+				bad = append(bad, unsendable{dl: dl, reason: fmt.Sprintf("event %d is gone: nothing to send", dl.EventSeq)})
+				continue
+			}
 			if err := finish(); err != nil {
-				return err
+				bad = append(bad, unsendable{dl: dl, poison: err.Error(),
+					reason: fmt.Sprintf("event %d cannot be read (%v): set aside, see the overview", dl.EventSeq, err)})
+				continue
 			}
 			work = append(work, app.Work{Delivery: dl, Event: e})
 			due = append(due, *was)
@@ -122,18 +171,93 @@ func (d *DB) DueDeliveries(dest string, now time.Time, limit int, skip func(uint
 		return rows.Err()
 	})
 	b.Queue("COMMIT")
-	if err := d.pool.SendBatch(ctx, b).Close(); err != nil {
+	if err := d.committed(d.pool.SendBatch(ctx, b).Close()); err != nil {
 		return nil, time.Time{}, fmt.Errorf("read the outbox of %s: %w", dest, err)
 	}
 	// Oldest first, as they were due (RETURNING keeps no order).
 	sort.Sort(byDue{work, due})
 	if len(passed) > 0 {
 		// Not this pass's (the dispatcher has them in hand): give them back.
-		if _, err := d.pool.Exec(ctx, "UPDATE hookbox_deliveries SET run_at = due, leased_by = NULL WHERE id = ANY($1) AND leased_by = $2", passed, d.node); err != nil {
+		_, err := d.pool.Exec(ctx, "UPDATE hookbox_deliveries SET run_at = due, leased_by = NULL WHERE id = ANY($1) AND leased_by = $2", passed, d.node)
+		if d.committed(err) != nil {
 			return nil, time.Time{}, fmt.Errorf("read the outbox of %s: %w", dest, err)
 		}
 	}
+	if len(bad) > 0 {
+		// Best effort: what is not set aside now is leased again, and set
+		// aside, when its lease ends.
+		if err := d.setAside(ctx, bad, now); err != nil {
+			d.logger.Warn("set aside deliveries that cannot be sent", "destination", dest, slog.Any("error", err))
+		}
+	}
 	return work, next, nil
+}
+
+// unsendable is a leased delivery that cannot be sent, and why.
+type unsendable struct {
+	dl     *app.Delivery
+	poison string // why its event cannot be decoded ("": it is gone)
+	reason string // its last error
+}
+
+// setAsideSQL dead-letters the deliveries this node ($3) leased and could
+// not send, each with its reason, at $2, and lists on hookbox_poison the
+// events of those whose event cannot be decoded.
+const setAsideSQL = `
+WITH r AS (
+	SELECT * FROM unnest($1::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[]) AS r(id, seq, dest, reason, poison)
+), u AS (
+	UPDATE hookbox_deliveries d SET state = 3, run_at = NULL, leased_by = NULL, updated = $2, last_status = 0, last_error = r.reason
+	FROM r WHERE d.id = r.id AND d.state = 1 AND d.leased_by = $3
+	RETURNING d.id
+)
+INSERT INTO hookbox_poison (at, kind, key, reason, delivery, destination)
+SELECT $2, 'event', r.seq::text, r.poison, r.id, r.dest FROM r JOIN u USING (id) WHERE r.poison <> ''`
+
+// setAside dead-letters the leased deliveries bad, which cannot be sent,
+// in one statement: the rest of their destination's outbox flows on.
+func (d *DB) setAside(ctx context.Context, bad []unsendable, now time.Time) error {
+	var ids, seqs []int64
+	var dests, reasons, poisons []string
+	for _, u := range bad {
+		ids = append(ids, int64(u.dl.ID))
+		seqs = append(seqs, int64(u.dl.EventSeq))
+		dests = append(dests, u.dl.Destination)
+		reasons = append(reasons, pgText(u.reason))
+		poisons = append(poisons, pgText(u.poison))
+	}
+	_, err := d.pool.Exec(ctx, setAsideSQL, ids, now, d.node, seqs, dests, reasons, poisons)
+	return d.committed(err)
+}
+
+// maxPoisonCounted bounds the count of records set aside, so that
+// counting them reads the primary key (an index-only scan), as every read
+// of the pages does; a database with more has far worse troubles.
+const maxPoisonCounted = 100_000
+
+// Poisoned returns up to limit of the records set aside, newest first,
+// and how many there are in the cluster (counting at most
+// maxPoisonCounted).
+func (d *DB) Poisoned(limit int) ([]app.Poison, int, error) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	var total int
+	err := d.pool.QueryRow(ctx, "SELECT count(*) FROM (SELECT id FROM hookbox_poison ORDER BY id DESC LIMIT $1) p", maxPoisonCounted).Scan(&total)
+	if err != nil || limit <= 0 {
+		return nil, total, err
+	}
+	rows, err := d.pool.Query(ctx, "SELECT id, at, kind, key, reason, delivery, destination FROM hookbox_poison ORDER BY id DESC LIMIT $1", limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (app.Poison, error) {
+		var p app.Poison
+		var id, dl int64
+		err := r.Scan(&id, &p.At, &p.Kind, &p.Key, &p.Reason, &dl, &p.Destination)
+		p.ID, p.Delivery = uint64(id), uint64(dl)
+		return p, err
+	})
+	return out, total, err
 }
 
 // pgText makes s fit a text column: PostgreSQL's text holds valid UTF-8
@@ -162,14 +286,15 @@ func (b byDue) Swap(i, j int) {
 }
 
 // recordSQL stores a round of attempts (one per delivery) and moves each
-// delivery on, ending this node's lease; it returns (id, attempt number)
+// delivery on (to the next step of its schedule unless the attempt was
+// early), ending this node's lease; it returns (id, attempt number)
 // per delivery that exists.
 const recordSQL = `
 WITH r AS (
-	SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::timestamptz[], $4::timestamptz[], $5::bigint[], $6::int[], $7::text[], $8::bytea[])
-		AS r(id, state, due, started, duration_ns, status, error, response)
+	SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::timestamptz[], $4::timestamptz[], $5::bigint[], $6::int[], $7::text[], $8::bytea[], $9::bool[])
+		AS r(id, state, due, started, duration_ns, status, error, response, early)
 ), u AS (
-	UPDATE hookbox_deliveries d SET attempts = d.attempts + 1, tries = d.tries + 1, state = r.state, due = r.due,
+	UPDATE hookbox_deliveries d SET attempts = d.attempts + 1, tries = d.tries + CASE WHEN r.early THEN 0 ELSE 1 END, state = r.state, due = r.due,
 		run_at = CASE WHEN r.state = 1 THEN r.due END, leased_by = NULL,
 		updated = r.started + r.duration_ns / 1000 * interval '1 microsecond', last_status = r.status, last_error = r.error
 	FROM r WHERE d.id = r.id
@@ -215,6 +340,7 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 				statuses     []int32
 				texts        []string
 				responses    [][]byte
+				early        []bool
 				byID         = map[int64]int{}
 			)
 			for _, i := range round {
@@ -228,10 +354,11 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 				statuses = append(statuses, int32(a.Status))
 				texts = append(texts, pgText(a.Error))
 				responses = append(responses, nonNil(a.Response))
+				early = append(early, r.Early)
 				byID[int64(r.ID)] = i
 				errs[i] = fmt.Errorf("delivery %d: %w", r.ID, app.ErrNotFound)
 			}
-			rows, err := q.Query(ctx, recordSQL, ids, states, dues, starts, durs, statuses, texts, responses)
+			rows, err := q.Query(ctx, recordSQL, ids, states, dues, starts, durs, statuses, texts, responses, early)
 			if err != nil {
 				return err
 			}
@@ -254,7 +381,7 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 	} else {
 		err = pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error { return run(tx) })
 	}
-	if err != nil {
+	if d.committed(err) != nil {
 		for i := range errs {
 			errs[i] = fmt.Errorf("record attempts: %w", err)
 		}
@@ -309,7 +436,7 @@ func (d *DB) replay(cond string, now time.Time, args ...any) (int, error) {
 	SELECT pg_notify($2, $3) FROM (SELECT 1 FROM u LIMIT 1) o
 ) SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM n)`,
 		append([]any{now, d.channel, d.node}, args...)...).Scan(&n, &notified)
-	return n, err
+	return n, d.committed(err)
 }
 
 // Delivery returns delivery id and its attempts, oldest first.

@@ -243,7 +243,7 @@ func (d *DB) SetMeta(name string, value []byte) error {
 	ctx, cancel := opCtx()
 	defer cancel()
 	_, err := d.pool.Exec(ctx, "INSERT INTO hookbox_meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value", name, nonNil(value))
-	return err
+	return d.committed(err)
 }
 
 // ForgetExpiredIDs forgets at most limit ids whose expiry is at or before
@@ -254,7 +254,7 @@ func (d *DB) ForgetExpiredIDs(now time.Time, limit int) (int, error) {
 	tag, err := d.pool.Exec(ctx, `WITH x AS (
 	SELECT source, id FROM hookbox_event_ids WHERE expires <= $1 ORDER BY expires LIMIT $2 FOR UPDATE SKIP LOCKED
 ) DELETE FROM hookbox_event_ids i USING x WHERE i.source = x.source AND i.id = x.id`, now, limit)
-	if err != nil {
+	if d.committed(err) != nil {
 		return 0, fmt.Errorf("forget expired ids: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
@@ -262,15 +262,20 @@ func (d *DB) ForgetExpiredIDs(now time.Time, limit int) (int, error) {
 
 // DeleteEventsBefore deletes at most limit of the oldest events received
 // before t whose deliveries are all delivered, with those deliveries, their
-// attempts and the records of what debouncing merged. Events with a
-// pending or dead delivery are kept.
+// attempts and the records of what debouncing merged (both ways). Events
+// with work not yet done are kept whatever their age: a pending (due,
+// retrying) or dead delivery, or a debounced or rate-limited delivery
+// waiting to send them (hookbox_debounce_event).
 //
-// It locks the events first and checks their deliveries again in a
-// statement of its own (a fresh snapshot): a delivery replayed, or a
-// debounced one fired, while the sweep runs locks its event too (FOR KEY
-// SHARE), so either it waits and finds the event gone, or the sweep passes
-// the event over or sees the delivery pending. No delivery is left without
-// its event, and none is lost.
+// It locks the events first and checks their deliveries and pending
+// deliveries again in a statement of its own (a fresh snapshot): a
+// delivery replayed, or a debounced one fired, while the sweep runs locks
+// its event too (FOR KEY SHARE), so either it waits and finds the event
+// gone (a replay says not found), or the sweep passes the event over or
+// sees the delivery pending. A pending debounced delivery keeps pointing
+// at its event until the fire that opens its deliveries, so the recheck
+// sees one or the other. No delivery is left without its event, and none
+// is lost.
 func (d *DB) DeleteEventsBefore(t time.Time, limit int) (int, error) {
 	ctx, cancel := opCtx()
 	defer cancel()
@@ -278,6 +283,7 @@ func (d *DB) DeleteEventsBefore(t time.Time, limit int) (int, error) {
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT seq FROM hookbox_events e WHERE received_at < $1
 	AND NOT EXISTS (SELECT 1 FROM hookbox_deliveries d WHERE d.event_seq = e.seq AND d.state <> 2)
+	AND NOT EXISTS (SELECT 1 FROM hookbox_debounce k WHERE k.event_seq = e.seq)
 	ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED`, t, limit)
 		if err != nil {
 			return err
@@ -291,7 +297,8 @@ func (d *DB) DeleteEventsBefore(t time.Time, limit int) (int, error) {
 		// undelivered delivery.)
 		return tx.QueryRow(ctx, `WITH v AS MATERIALIZED (
 	SELECT ARRAY(SELECT seq FROM hookbox_events e WHERE seq = ANY($1)
-		AND NOT EXISTS (SELECT 1 FROM hookbox_deliveries d WHERE d.event_seq = e.seq AND d.state <> 2 OFFSET 0)) AS a
+		AND NOT EXISTS (SELECT 1 FROM hookbox_deliveries d WHERE d.event_seq = e.seq AND d.state <> 2 OFFSET 0)
+		AND NOT EXISTS (SELECT 1 FROM hookbox_debounce k WHERE k.event_seq = e.seq OFFSET 0)) AS a
 ), dd AS (
 	DELETE FROM hookbox_deliveries d WHERE d.event_seq = ANY((SELECT a FROM v)::bigint[]) RETURNING d.id
 ), da AS (
@@ -304,7 +311,7 @@ func (d *DB) DeleteEventsBefore(t time.Time, limit int) (int, error) {
 	DELETE FROM hookbox_events e WHERE e.seq = ANY((SELECT a FROM v)::bigint[]) RETURNING 1
 ) SELECT count(*) FROM de`, seqs).Scan(&n)
 	})
-	if err != nil {
+	if d.committed(err) != nil {
 		return 0, fmt.Errorf("delete old events: %w", err)
 	}
 	return n, nil

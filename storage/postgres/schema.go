@@ -39,7 +39,11 @@ const (
 //	                    row is locked (FOR UPDATE) by the accept that changes it.
 //	                    hookbox_debounce_due finds what to fire, hookbox_debounce_free the
 //	                    windows the sweep forgets.
+//	                    hookbox_debounce_event finds the events pending deliveries wait to
+//	                    send, which the sweep keeps.
 //	hookbox_merged      (fired seq, merged seq): which events debouncing folded into which.
+//	hookbox_poison      id → a record set aside because it could not be decoded (an event's
+//	                    headers), newest first by the primary key.
 //	hookbox_meta        name → value: small settings (the status password's hash).
 //	hookbox_schema_version  the versions applied.
 var migrations = []string{
@@ -113,12 +117,22 @@ CREATE TABLE hookbox_debounce (
 );
 CREATE INDEX hookbox_debounce_due ON hookbox_debounce (due) WHERE due IS NOT NULL;
 CREATE INDEX hookbox_debounce_free ON hookbox_debounce (free_at) WHERE due IS NULL;
+CREATE INDEX hookbox_debounce_event ON hookbox_debounce (event_seq) WHERE event_seq IS NOT NULL;
 CREATE TABLE hookbox_merged (
 	fired_seq  bigint NOT NULL,
 	merged_seq bigint NOT NULL,
 	PRIMARY KEY (fired_seq, merged_seq)
 );
 CREATE INDEX hookbox_merged_merged ON hookbox_merged (merged_seq);
+CREATE TABLE hookbox_poison (
+	id          bigserial PRIMARY KEY,
+	at          timestamptz NOT NULL,
+	kind        text NOT NULL,
+	key         text NOT NULL,
+	reason      text NOT NULL,
+	delivery    bigint NOT NULL DEFAULT 0,
+	destination text NOT NULL DEFAULT ''
+);
 `,
 }
 

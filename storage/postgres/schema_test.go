@@ -32,6 +32,21 @@ func (r *recorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.Tr
 
 func (r *recorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// The queries of a batch (the outbox's leases) are recorded too.
+func (r *recorder) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (r *recorder) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.on {
+		r.queries = append(r.queries, pgx.TraceQueryStartData{SQL: data.SQL, Args: data.Args})
+	}
+}
+
+func (r *recorder) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
 // Every query the status page, the API, the dispatcher and the sweep send
 // reads hookbox's tables through an index, never by a sequential scan, on
 // a database of 20,000 events: the test records the store's real queries
@@ -62,6 +77,8 @@ func TestSchema_IndexScans(t *testing.T) {
 		        CASE WHEN g % 10 = 0 THEN g END, '{pos}', 60000000000, ARRAY[$1::timestamptz], $1::timestamptz + interval '1 minute'
 		 FROM generate_series(1, 1000) g`,
 		`INSERT INTO hookbox_merged (fired_seq, merged_seq) SELECT g, g - 1 FROM generate_series(2, 20000, 2) g`,
+		`INSERT INTO hookbox_poison (at, kind, key, reason, delivery, destination)
+		 SELECT $1::timestamptz, 'event', g::text, 'corrupt headers record', g, 'pos' FROM generate_series(1, 200) g`,
 		`VACUUM ANALYZE`,
 	} {
 		args := []any{t0}
@@ -110,8 +127,12 @@ func TestSchema_IndexScans(t *testing.T) {
 	must(err)
 	_, _, _, err = db.LookupID("shop", "evt_3")
 	must(err)
+	_, _, err = db.Poisoned(10)
+	must(err)
 	// What the dispatcher and the sweep run (EXPLAIN does not run them).
 	_, _, err = db.DueDeliveries("pos", t0.Add(time.Hour), 64, storetest.Never)
+	must(err)
+	_, err = db.WaitingDeliveries("pos", t0.Add(time.Hour), 0, 64, storetest.Never)
 	must(err)
 	_, _, err = db.FirePending(t0.Add(time.Hour))
 	must(err)

@@ -1,0 +1,42 @@
+package app_test
+
+import (
+	"slices"
+	"testing"
+
+	"hookbox/app"
+)
+
+func TestInlineSecretKeys(t *testing.T) {
+	const text = `
+[status]
+password = "p"
+[alerts]
+url = "https://hooks.slack.com/services/T/B/x"
+[[source]]
+name = "a"
+provider = "github"
+secrets = ["s1", "s2"]
+[[source]]
+name = "b"
+provider = "github"
+secret_env = "B_SECRET"
+[[destination]]
+name = "pos"
+url = "https://pos.example/hook?api_key=k"
+secret = "whsec_eA=="
+headers = { Authorization = "Bearer t", X-Api-Key = "k", X-Shop = "s" }
+[[destination]]
+name = "erp"
+url = "https://erp.example/hook"
+secret_env = "ERP_SECRET"
+`
+	want := []string{"status.password", "alerts.url", "source[0] (a).secrets", "destination[0] (pos).secret",
+		"destination[0] (pos).url", "destination[0] (pos).headers.Authorization", "destination[0] (pos).headers.X-Api-Key"}
+	if got := app.InlineSecretKeys(text); !slices.Equal(got, want) {
+		t.Errorf("InlineSecretKeys = %q\nwant %q", got, want)
+	}
+	if got := app.InlineSecretKeys("[status]\npassword_env = \"P\"\n"); len(got) != 0 {
+		t.Errorf("only *_env: %q", got)
+	}
+}

@@ -1,0 +1,197 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// StorageHealth follows whether the store's commits succeed. While they
+// fail (a full disk, a failing one) the overview shows a banner, /healthz
+// answers "degraded", hookbox_storage_failing is 1, an alert goes out, the
+// dispatcher holds its sends (their outcome could not be recorded), and
+// the failures are logged at most once a second. It hears of every commit
+// from the store (storage.DB.OnCommit); Watch tries a small write while
+// commits fail, so that it sees them work again without any traffic.
+type StorageHealth struct {
+	// Logger receives the changes of state.
+	Logger *slog.Logger
+	// OnRecover, when set, is called when commits work again.
+	OnRecover func()
+
+	now     func() time.Time
+	failing atomic.Bool
+	mu      sync.Mutex
+	cur     StorageEpisode // while failing
+	last    StorageEpisode // the last one that ended
+	logged  time.Time      // when the last failure line was logged
+	quiet   int            // failures not logged since
+
+	failedCommits prometheus.Counter
+}
+
+// StorageEpisode is a stretch of time in which commits failed.
+type StorageEpisode struct {
+	Since, Until time.Time // Until is zero while it lasts
+	Commits      uint64    // commits that failed
+	Refused      uint64    // webhooks answered 503
+	Unrecorded   uint64    // attempts whose outcome could not be stored
+	LastError    string
+}
+
+// StorageError is /healthz's error while commits fail.
+type StorageError struct{ StorageEpisode }
+
+func (e *StorageError) Error() string {
+	return fmt.Sprintf("storage writes failing since %s: %s", e.Since.UTC().Format(time.RFC3339), e.LastError)
+}
+
+// newStorageHealth builds the follower of commits with its metrics.
+func newStorageHealth(now func() time.Time) *StorageHealth {
+	h := &StorageHealth{now: now, Logger: slog.With("component", "storage")}
+	h.failedCommits = prometheus.NewCounter(prometheus.CounterOpts{Name: "hookbox_storage_failed_commits_total",
+		Help: "Commits of the data file that failed (a full or failing disk); their writes were refused."})
+	return h
+}
+
+// collectors are the metrics of h.
+func (h *StorageHealth) collectors() []prometheus.Collector {
+	failing := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hookbox_storage_failing",
+		Help: "1 while commits of the data file fail: webhooks get 503, deliveries wait."}, func() float64 {
+		if h.Failing() {
+			return 1
+		}
+		return 0
+	})
+	return []prometheus.Collector{failing, h.failedCommits}
+}
+
+// Committed hears the outcome of one commit of the store.
+func (h *StorageHealth) Committed(err error) {
+	if err == nil && !h.failing.Load() {
+		return
+	}
+	h.mu.Lock()
+	now := h.now()
+	if err != nil {
+		if !h.failing.Load() {
+			h.cur = StorageEpisode{Since: now}
+			h.failing.Store(true)
+		}
+		h.cur.Commits++
+		h.cur.LastError = err.Error()
+		h.mu.Unlock()
+		h.failedCommits.Inc()
+		return
+	}
+	h.cur.Until = now
+	h.last, h.cur = h.cur, StorageEpisode{}
+	h.failing.Store(false)
+	last := h.last
+	h.mu.Unlock()
+	h.Logger.Info("storage works again", "failed_for", last.Until.Sub(last.Since).Round(time.Millisecond),
+		"failed_commits", last.Commits, "refused", last.Refused, "unrecorded", last.Unrecorded)
+	if h.OnRecover != nil {
+		h.OnRecover()
+	}
+}
+
+// Failing reports whether the last commit failed.
+func (h *StorageHealth) Failing() bool { return h != nil && h.failing.Load() }
+
+// State returns the episode in progress (ok false when commits work) and
+// the last one that ended.
+func (h *StorageHealth) State() (cur StorageEpisode, failing bool, last StorageEpisode) {
+	if h == nil {
+		return cur, false, last
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cur, h.failing.Load(), h.last
+}
+
+// Err is nil while commits work, else a *StorageError.
+func (h *StorageHealth) Err() error {
+	if cur, failing, _ := h.State(); failing {
+		return &StorageError{cur}
+	}
+	return nil
+}
+
+// Refused logs that a webhook was answered 503 because its event could
+// not be stored, and counts it while commits fail.
+func (h *StorageHealth) Refused(l *slog.Logger, err error, attrs ...any) {
+	h.count(func(e *StorageEpisode) { e.Refused++ })
+	h.Failure(l, "store event", err, attrs...)
+}
+
+// Unrecorded logs that n attempts could not be recorded, and counts them
+// while commits fail.
+func (h *StorageHealth) Unrecorded(l *slog.Logger, n int, err error, attrs ...any) {
+	h.count(func(e *StorageEpisode) { e.Unrecorded += uint64(n) })
+	h.Failure(l, "record attempts", err, append(attrs, "attempts", n)...)
+}
+
+func (h *StorageHealth) count(f func(*StorageEpisode)) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	if h.failing.Load() {
+		f(&h.cur)
+	}
+	h.mu.Unlock()
+}
+
+// Failure logs a storage failure on l, at most a line a second for all of
+// them: a full disk fails every request, and a line for each filled the
+// journal (167,000 lines in 25 s). A line says how many were not logged
+// since the one before.
+func (h *StorageHealth) Failure(l *slog.Logger, msg string, err error, attrs ...any) {
+	attrs = append(attrs, slog.Any("error", err))
+	if h == nil {
+		l.Error(msg, attrs...)
+		return
+	}
+	h.mu.Lock()
+	now := h.now()
+	if !h.logged.IsZero() && now.Sub(h.logged) < time.Second && now.After(h.logged) {
+		h.quiet++
+		h.mu.Unlock()
+		return
+	}
+	quiet := h.quiet
+	h.logged, h.quiet = now, 0
+	h.mu.Unlock()
+	if quiet > 0 {
+		attrs = append(attrs, "not_logged_since_last_line", quiet)
+	}
+	l.Error(msg, attrs...)
+}
+
+// probeEvery is how often Watch tries a write while commits fail.
+const probeEvery = time.Second
+
+// Watch calls probe, a small durable write, every probeEvery while commits
+// fail, until ctx is done: the store tells h of its outcome, so h learns
+// that storage works again even when no webhook arrives (a load balancer
+// may have taken the node out on /healthz's 503).
+func (h *StorageHealth) Watch(ctx context.Context, probe func() error) {
+	t := time.NewTicker(probeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if h.Failing() {
+				probe() // its outcome reaches Committed
+			}
+		}
+	}
+}

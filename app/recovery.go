@@ -1,0 +1,232 @@
+package app
+
+import (
+	"math"
+	"net/http"
+	"time"
+)
+
+// Recovery. A destination that fails is probed, and once it answers again
+// the retries waiting for it go out early, paced by its concurrency: after
+// an evening's outage its deliveries wait 30 minutes, 2 hours, 8 hours for
+// their next step, long after the merchant's app is back.
+//
+// A destination is failing from its first failed attempt after a success
+// until its next success. It looks down (not merely rejecting one payload)
+// once two different deliveries failed in a row, or the failures lasted
+// ProbeEvery. While it looks down, has no send in flight and nothing due,
+// it is probed: one waiting delivery, sent early, at most every ProbeEvery
+// after its last attempt (twice as long after each failed probe, up to
+// ProbeMax, and never before a Retry-After it sent), the waiting
+// deliveries taken in turn so that one payload it keeps rejecting does not
+// hide that it is back. When a probe or any delivery succeeds after it
+// looked down, its waiting deliveries are walked in due order and sent
+// early as its slots free, until the walk reaches the end or the
+// destination fails again (max(4, Concurrency) early sends in a row). An
+// early send that fails is recorded but keeps the delivery's step in its
+// schedule and its due time.
+
+// Defaults of Dispatcher.ProbeEvery and ProbeMax.
+const (
+	DefaultProbeEvery = 30 * time.Second
+	DefaultProbeMax   = 5 * time.Minute
+)
+
+// destHealth is what the dispatcher knows of a destination's answers;
+// d.mu guards it.
+type destHealth struct {
+	failingSince time.Time     // the first failed attempt since the last success
+	firstFailed  uint64        // the delivery that failed first since then
+	others       bool          // another delivery failed since then too
+	lastAttempt  time.Time     // when its last recorded attempt ended
+	notBefore    time.Time     // what its last Retry-After asked for
+	probeWait    time.Duration // from lastAttempt to the next probe
+	probing      bool          // a probe is in flight
+	probeFrom    position      // the probes go through the waiting deliveries
+	walk         *position     // while it recovers: how far the early sends are
+	walkFails    int           // early sends that failed in a row
+	shownSince   time.Time     // what Stats last heard
+	shownNext    time.Time
+}
+
+// position is a place in a destination's outbox, in due order.
+type position struct {
+	due time.Time
+	id  uint64
+}
+
+// down reports whether the destination looks down at now.
+func (h *destHealth) down(now time.Time, every time.Duration) bool {
+	return !h.failingSince.IsZero() && (h.others || now.Sub(h.failingSince) >= every)
+}
+
+// job is a delivery handed to a sender; an early one goes ahead of its
+// schedule (a probe, or a retry taken early while its destination
+// recovers).
+type job struct {
+	w            Work
+	early, probe bool
+}
+
+// healthOf returns what is known of dest; d.mu is held.
+func (d *Dispatcher) healthOf(dest string) *destHealth {
+	h := d.health[dest]
+	if h == nil {
+		h = &destHealth{probeWait: d.ProbeEvery}
+		d.health[dest] = h
+	}
+	return h
+}
+
+// heard learns from a finished attempt (recorded or not), and reports
+// whether its destination's waiting retries are now to go out early; d.mu
+// is held.
+func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
+	h := d.healthOf(f.dest.Name)
+	if f.probe {
+		h.probing = false
+	}
+	if !recorded {
+		return false
+	}
+	a := f.rec.Attempt
+	end := a.Start.Add(a.Duration)
+	if end.After(h.lastAttempt) {
+		h.lastAttempt = end
+	}
+	if f.rec.State == Delivered {
+		if h.down(end, d.ProbeEvery) && h.walk == nil {
+			h.walk, walk = &position{}, true
+			d.Logger.Info("destination answers again: its waiting retries go out now", "destination", f.dest.Name,
+				"failed_for", end.Sub(h.failingSince).Round(time.Second), "probe", f.probe)
+		}
+		h.walkFails = 0
+		h.failingSince, h.others, h.notBefore = time.Time{}, false, time.Time{}
+		h.probeWait, h.probeFrom = d.ProbeEvery, position{}
+		return walk
+	}
+	if h.failingSince.IsZero() {
+		h.failingSince, h.firstFailed = a.Start, f.rec.ID
+	} else if f.rec.ID != h.firstFailed {
+		h.others = true
+	}
+	if f.retryAfter > 0 {
+		h.notBefore = end.Add(min(f.retryAfter, maxStep(f.dest)))
+	}
+	if f.probe {
+		h.probeWait = min(2*h.probeWait, d.ProbeMax)
+	}
+	if f.early && h.walk != nil {
+		if h.walkFails++; h.walkFails >= max(4, f.dest.Concurrency) {
+			h.walk = nil // down again: probes take over
+		}
+	}
+	return false
+}
+
+// maxStep is the longest step of dest's schedule, which caps Retry-After.
+func maxStep(dest *Destination) time.Duration {
+	var m time.Duration
+	for _, r := range dest.Retry {
+		m = max(m, r)
+	}
+	return m
+}
+
+// beyondDue returns the sends to dest beyond what is due, for room free
+// slots when nothing else is due (next, from the due read, is zero or
+// later than now): early retries while it recovers, or a probe while it
+// looks down. at is when to look again for a probe (zero: at the next
+// wake-up).
+func (d *Dispatcher) beyondDue(dest *Destination, now time.Time, room int, next time.Time, skip func(uint64) bool) (jobs []job, at time.Time) {
+	d.mu.Lock()
+	h := d.health[dest.Name]
+	if h == nil || h.failingSince.IsZero() && h.walk == nil && h.shownSince.IsZero() { // healthy
+		d.mu.Unlock()
+		return nil, time.Time{}
+	}
+	defer func() { // d.mu is held again by then
+		d.show(dest.Name, h, now, next, at)
+		d.mu.Unlock()
+	}()
+	if room <= 0 || next.IsZero() || !next.After(now) {
+		if next.IsZero() {
+			h.walk = nil // nothing waits: the walk is over
+		}
+		return nil, time.Time{}
+	}
+	switch {
+	case h.walk != nil:
+		from := *h.walk
+		if !from.due.After(now) {
+			from = position{now, math.MaxUint64} // what is due, the due read takes
+		}
+		d.mu.Unlock()
+		ws, err := d.store.WaitingDeliveries(dest.Name, from.due, from.id, room, skip)
+		d.mu.Lock()
+		if err != nil || h.walk == nil {
+			return nil, time.Time{}
+		}
+		if len(ws) < room {
+			h.walk = nil // at the end
+		} else {
+			last := ws[len(ws)-1].Delivery
+			h.walk = &position{last.Due, last.ID}
+			d.backlog[dest.Name] = now // a finishing send wakes us for more
+		}
+		for _, w := range ws {
+			jobs = append(jobs, job{w: w, early: true})
+		}
+		return jobs, time.Time{}
+	case h.failingSince.IsZero() || h.probing || d.busy[dest.Name] > 0:
+		return nil, time.Time{}
+	case !h.down(now, d.ProbeEvery):
+		return nil, h.failingSince.Add(d.ProbeEvery)
+	}
+	at = h.lastAttempt.Add(h.probeWait)
+	if h.notBefore.After(at) {
+		at = h.notBefore
+	}
+	if now.Before(at) {
+		return nil, at
+	}
+	from := h.probeFrom
+	d.mu.Unlock()
+	ws, err := d.store.WaitingDeliveries(dest.Name, from.due, from.id, 1, skip)
+	if err == nil && len(ws) == 0 && !from.due.IsZero() { // the last one: start again
+		ws, err = d.store.WaitingDeliveries(dest.Name, time.Time{}, 0, 1, skip)
+	}
+	d.mu.Lock()
+	if err != nil || len(ws) == 0 || h.probing {
+		return nil, time.Time{}
+	}
+	w := ws[0]
+	h.probing, h.probeFrom = true, position{w.Delivery.Due, w.Delivery.ID}
+	return []job{{w: w, early: true, probe: true}}, time.Time{}
+}
+
+// show tells Stats since when dest fails and when it is tried next (its
+// next due retry, or its next probe), when that changed; d.mu is held.
+func (d *Dispatcher) show(dest string, h *destHealth, now, next, probe time.Time) {
+	nextTry := time.Time{}
+	if !h.failingSince.IsZero() {
+		if next.After(now) {
+			nextTry = next
+		}
+		nextTry = earlier(nextTry, probe)
+	}
+	if h.failingSince.Equal(h.shownSince) && nextTry.Equal(h.shownNext) {
+		return
+	}
+	h.shownSince, h.shownNext = h.failingSince, nextTry
+	d.Stats.DestState(dest, h.failingSince, nextTry)
+}
+
+// earlyOutcome is the outcome of an early send: a failure keeps the
+// delivery's step and due time, so an early try never costs it a retry.
+func earlyOutcome(w Work, res result, state DeliveryState, due time.Time) (DeliveryState, time.Time) {
+	if state == Delivered || res.status == http.StatusGone {
+		return state, due
+	}
+	return Pending, w.Delivery.Due
+}

@@ -1,0 +1,128 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"hookbox/app"
+	"hookbox/app/web"
+	"hookbox/storage"
+)
+
+// A record set aside because it cannot be decoded is on the overview with
+// its key and the reason, behind the login.
+func TestUI_ShowsRecordsSetAside(t *testing.T) {
+	cfg := mustConfig(t, uiSecrets)
+	dir := t.TempDir()
+	db, err := storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := app.NewReceiver(cfg, db)
+	body := []byte(`{"id": 8}`)
+	in := &app.Inbound{Body: body}
+	for k, v := range signShopWith(t, "shpss_new_secret_22", body, "evt-garbled") {
+		in.Header = append(in.Header, app.HeaderField{Name: k, Value: v[0]})
+	}
+	if _, err := recv.Receive(context.Background(), "shop", in); err != nil {
+		t.Fatal(err)
+	}
+	_, seq, _, _ := db.LookupID("shop", "evt-garbled")
+	db.Close()
+	bdb, err := bolt.Open(filepath.Join(dir, storage.FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bdb.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("events"))
+		k := []byte{0, 0, 0, 0, 0, 0, 0, byte(seq)}
+		return b.Put(k, append([]byte{5}, b.Get(k)[1:]...))
+	})
+	bdb.Close()
+	db, err = storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, _, err := db.DueDeliveries("pos", time.Now(), 10, func(uint64) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	login, _ := app.StatusLogin(cfg.Status, db, slog.Default())
+	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login})
+	c := logIn(t, serve(t, srv.App()))
+	resp, page := c.do("GET", "/", nil)
+	if resp.StatusCode != 200 || !strings.Contains(page, "1 record in the data file cannot be read") ||
+		!strings.Contains(page, fmt.Sprintf("event %d", seq)) || !strings.Contains(page, "version 5") {
+		t.Fatalf("overview: %d\n%s", resp.StatusCode, page)
+	}
+}
+
+// While commits fail, /healthz answers 503 "degraded" with since when and
+// how many webhooks were refused, and names no path.
+func TestServer_HealthDegraded(t *testing.T) {
+	since := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	failing := &app.StorageError{StorageEpisode: app.StorageEpisode{Since: since, Refused: 42,
+		LastError: "write /var/lib/hookbox/hookbox.db: no space left on device"}}
+	s, _ := newServer(t, func() error { return failing })
+	resp, err := s.App().Test(httptest.NewRequest("GET", "/healthz", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	var m struct {
+		Status, Error string
+		Since         time.Time
+		Refused       int
+	}
+	if err := json.Unmarshal(body, &m); err != nil || resp.StatusCode != 503 || m.Status != "degraded" || !m.Since.Equal(since) || m.Refused != 42 {
+		t.Fatalf("healthz = %d %s (%v)", resp.StatusCode, body, err)
+	}
+	if strings.Contains(string(body), "/var/lib") {
+		t.Fatalf("healthz names a path: %s", body)
+	}
+}
+
+// A failing destination's row says since when, how many deliveries wait
+// and when it is tried next.
+func TestUI_FailingDestination(t *testing.T) {
+	cfg := mustConfig(t, uiSecrets)
+	db, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	recv := app.NewReceiver(cfg, db)
+	for i := range 3 {
+		body := []byte(fmt.Sprintf(`{"id": %d}`, i))
+		in := &app.Inbound{Body: body}
+		for k, v := range signShopWith(t, "shpss_new_secret_22", body, fmt.Sprint("evt-wait-", i)) {
+			in.Header = append(in.Header, app.HeaderField{Name: k, Value: v[0]})
+		}
+		if _, err := recv.Receive(context.Background(), "shop", in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats := app.NewStats(cfg, db, time.Now)
+	since := time.Now().Add(-90 * time.Second)
+	stats.Attempt("pos", app.Pending, time.Millisecond, "HTTP 503")
+	stats.DestState("pos", since, time.Now().Add(4*time.Minute+30*time.Second))
+	login, _ := app.StatusLogin(cfg.Status, db, slog.Default())
+	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats})
+	c := logIn(t, serve(t, srv.App()))
+	_, page := c.do("GET", "/", nil)
+	want := regexp.MustCompile(`failing since [^<]*\(1m3\ds ago\)</span>, 3 waiting, next try in 4m[23]\ds`)
+	if !want.MatchString(page) {
+		t.Fatalf("overview lacks the failing destination's state:\n%s", page)
+	}
+}
