@@ -145,6 +145,7 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	dispatcher.Version = version
 	dispatcher.Stats = stats
 	stats.Storage.OnRecover = dispatcher.Wake // it holds its sends while commits fail
+	n.describe(stats.Storage)
 	db.OnCommit(stats.Storage.Committed)
 	go stats.Storage.Watch(ctx, func() error { return db.SetMeta("health_probe", []byte(time.Now().UTC().Format(time.RFC3339))) })
 	receiver := app.NewReceiver(cfg, db)
@@ -176,7 +177,15 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	if _, err := sched.AddFunc(cfg.Retention.Sweep, n.onLeader(func() { sweeper.Run(ctx) })); err != nil {
 		return fmt.Errorf("%s: retention.sweep: %w", path, err)
 	}
-	if _, err := sched.AddFunc(cfg.Alerts.Check, n.onLeader(func() { alerter.Check(ctx) })); err != nil {
+	// Each node alerts of its own storage trouble; one alerts of the
+	// cluster's dead letters and records set aside.
+	checkAlerts := func() {
+		alerter.CheckStorage(ctx)
+		if n.leader() {
+			alerter.CheckCluster(ctx)
+		}
+	}
+	if _, err := sched.AddFunc(cfg.Alerts.Check, checkAlerts); err != nil {
 		return fmt.Errorf("%s: alerts.check: %w", path, err)
 	}
 	var lastBackup func() (time.Time, int64, error)

@@ -32,6 +32,9 @@ type node struct {
 	// only; nil on PostgreSQL, whose backups are the database's).
 	backup      func() (*os.File, int64, error)
 	writeBackup app.BackupStore
+	// describe gives h the words of this store for the pages and alerts
+	// (bbolt's are h's defaults).
+	describe func(h *app.StorageHealth)
 }
 
 // openStore opens the store cfg's [storage] names; path is cfg's file.
@@ -50,7 +53,7 @@ func openStore(ctx context.Context, path string, cfg *app.Config, logger *slog.L
 		}
 		return &node{store: db, where: db.Path(), leader: func() bool { return true },
 			backup:      func() (*os.File, int64, error) { return db.Backup(cfg.Server.DataDir) },
-			writeBackup: db}, nil
+			writeBackup: db, describe: func(*app.StorageHealth) {}}, nil
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -58,7 +61,15 @@ func openStore(ctx context.Context, path string, cfg *app.Config, logger *slog.L
 	if err != nil {
 		return nil, fmt.Errorf("%s: storage: %w", path, err)
 	}
-	return &node{store: db, where: db.Where(), leader: db.Leader}, nil
+	return &node{store: db, where: db.Where(), leader: db.Leader, describe: describePostgres}, nil
+}
+
+// describePostgres gives h what to say of a PostgreSQL store.
+func describePostgres(h *app.StorageHealth) {
+	h.Store = "the database"
+	h.Fix = "Check the PostgreSQL database: that it runs and this node reaches it, that it accepts writes " +
+		"(not a read-only replica after a fail-over), that hookbox's user may write its tables, and that its disk has space; this node's log has the errors."
+	h.DamageFix = "Bytes hookbox cannot read were written into its tables (by hand, or a damaged disk): take a pg_dump now and look at the rows named."
 }
 
 // withWayOut adds to an error of a data file Open refused how to get
