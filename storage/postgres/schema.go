@@ -139,43 +139,40 @@ CREATE TABLE hookbox_poison (
 // SchemaVersion is the schema version this build creates and expects.
 var SchemaVersion = len(migrations)
 
-// migrate creates or upgrades the schema under an advisory lock, so that
-// nodes starting together take turns: the first applies what is missing,
-// the others then find it done. A database whose schema is newer than this
-// build is refused rather than used.
+// migrate creates or upgrades the schema in one transaction that holds an
+// advisory lock (pg_advisory_xact_lock), so that nodes starting together
+// take turns: the first applies what is missing, the others then find it
+// done. The lock ends with the transaction, whatever becomes of it: no
+// session keeps it, as one returned to the pool could. A database whose
+// schema is newer than this build is refused rather than used.
 func migrate(ctx context.Context, pool *pgxpool.Pool) (from, to int, err error) {
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1, hashtext(current_schema()))", lockSchema); err != nil {
-		return 0, 0, fmt.Errorf("lock the schema: %w", err)
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1, hashtext(current_schema()))", lockSchema)
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS hookbox_schema_version (
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))", lockSchema); err != nil {
+			return fmt.Errorf("lock the schema: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS hookbox_schema_version (
 	version    integer PRIMARY KEY,
 	applied_at timestamptz NOT NULL DEFAULT now()
 )`); err != nil {
-		return 0, 0, fmt.Errorf("create hookbox_schema_version: %w", err)
-	}
-	if err := conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM hookbox_schema_version").Scan(&from); err != nil {
-		return 0, 0, fmt.Errorf("read the schema version: %w", err)
-	}
-	if from > SchemaVersion {
-		return from, from, fmt.Errorf("the database's schema is version %d, newer than this hookbox knows (%d): run the newer hookbox", from, SchemaVersion)
-	}
-	for v := from; v < SchemaVersion; v++ {
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, "INSERT INTO hookbox_schema_version (version) VALUES ($1)", v+1)
-			return err
-		})
-		if err != nil {
-			return from, v, fmt.Errorf("migrate the schema to version %d: %w", v+1, err)
+			return fmt.Errorf("create hookbox_schema_version: %w", err)
 		}
-	}
-	return from, SchemaVersion, nil
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM hookbox_schema_version").Scan(&from); err != nil {
+			return fmt.Errorf("read the schema version: %w", err)
+		}
+		to = from
+		if from > SchemaVersion {
+			return fmt.Errorf("the database's schema is version %d, newer than this hookbox knows (%d): run the newer hookbox", from, SchemaVersion)
+		}
+		for v := from; v < SchemaVersion; v++ {
+			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migrate the schema to version %d: %w", v+1, err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO hookbox_schema_version (version) VALUES ($1)", v+1); err != nil {
+				return fmt.Errorf("migrate the schema to version %d: %w", v+1, err)
+			}
+		}
+		to = SchemaVersion
+		return nil
+	})
+	return from, to, err
 }
