@@ -304,6 +304,7 @@ func TestMaskURL(t *testing.T) {
 		{"postgres://db/hookbox?password=s3cret&sslmode=disable", "postgres://db/hookbox?password=xxxxx&sslmode=disable"},
 		{"postgresql://hookbox@db/hookbox", "postgresql://hookbox@db/hookbox"},
 		{"host=db password=s3cret", "(database URL)"},
+		{"postgres://db/hookbox?sslkey=%2Fk&sslpassword=s3cret", "postgres://db/hookbox?sslkey=%2Fk&sslpassword=xxxxx"},
 	} {
 		if got := postgres.MaskURL(tc.in); got != tc.want {
 			t.Errorf("MaskURL(%q) = %q, want %q", tc.in, got, tc.want)
@@ -313,9 +314,11 @@ func TestMaskURL(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("Open with a bad URL: %v", err)
 	}
-	_, err = postgres.Open(context.Background(), "postgres://hookbox:s3cret@127.0.0.1:1/x?connect_timeout=1", postgres.Options{Logger: quietLogger})
-	if err == nil || strings.Contains(err.Error(), "s3cret") {
-		t.Fatalf("Open of an unreachable database: %v", err)
+	for _, u := range []string{"postgres://hookbox:s3cret@127.0.0.1:1/x?connect_timeout=1", "postgres://127.0.0.1:1/x?connect_timeout=1&sslmode=bogus&sslpassword=s3cret"} {
+		_, err = postgres.Open(context.Background(), u, postgres.Options{Logger: quietLogger})
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Fatalf("Open of %s: %v", postgres.MaskURL(u), err)
+		}
 	}
 }
 

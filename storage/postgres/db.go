@@ -431,22 +431,47 @@ func MaskURL(raw string) string {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
 	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
+	masked := false
+	for k := range q {
+		if secretParam(k) {
+			q.Set(k, "xxxxx")
+			masked = true
+		}
+	}
+	if masked {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
 }
 
-// maskErr removes the URL and its password from an error text of pgx's
+// secretParam reports whether the URL parameter k holds a secret: the
+// password, or the password of the TLS client key.
+func secretParam(k string) bool {
+	k = strings.ToLower(k)
+	return k == "password" || k == "sslpassword"
+}
+
+// maskErr removes the URL and its secrets from an error text of pgx's
 // URL parser.
 func maskErr(text, rawURL string) string {
+	text = strings.ReplaceAll(text, rawURL, MaskURL(rawURL))
 	if u, err := url.Parse(rawURL); err == nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			text = strings.ReplaceAll(text, p, "xxxxx")
+		secrets := []string{}
+		if p, ok := u.User.Password(); ok {
+			secrets = append(secrets, p)
+		}
+		for k, vs := range u.Query() {
+			if secretParam(k) {
+				secrets = append(secrets, vs...)
+			}
+		}
+		for _, p := range secrets {
+			if p != "" {
+				text = strings.ReplaceAll(text, p, "xxxxx")
+			}
 		}
 	}
-	return strings.ReplaceAll(text, rawURL, MaskURL(rawURL))
+	return text
 }
 
 // appErr maps pgx's no-rows to app.ErrNotFound.
