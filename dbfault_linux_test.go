@@ -3,14 +3,10 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,20 +25,10 @@ func TestFault_DatabaseGoneVisible(t *testing.T) {
 	u, _ := url.Parse(dbURL)
 	password, _ := u.User.Password()
 	sink := newLedgerSink(t, 200)
-	var alertMu sync.Mutex
-	var alerts []string
-	alertSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m struct{ Text string }
-		json.NewDecoder(r.Body).Decode(&m)
-		alertMu.Lock()
-		alerts = append(alerts, m.Text)
-		alertMu.Unlock()
-	}))
-	defer alertSrv.Close()
-	alertTexts := func() string { alertMu.Lock(); defer alertMu.Unlock(); return strings.Join(alerts, "\n") }
+	alertURL, alertTexts := newAlertSink(t)
 	dir := t.TempDir()
 	config := writeConfig(t, dir, destinationConfig(sink.url, `["1s", "2s", "5s", "10s", "30s"]`),
-		fmt.Sprintf("[alerts]\nurl = %q\ncheck = \"@every 1s\"\n[storage]\nbackend = \"postgres\"\nurl_env = \"E2E_DATABASE_URL\"\nlease = \"10s\"\n", alertSrv.URL))
+		fmt.Sprintf("[alerts]\nurl = %q\ncheck = \"@every 1s\"\n[storage]\nbackend = \"postgres\"\nurl_env = \"E2E_DATABASE_URL\"\nlease = \"10s\"\n", alertURL))
 	p := startWith(t, config, []string{"E2E_GH_SECRET=" + e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e", "E2E_DATABASE_URL=" + dbURL})
 	var acked []string
 	send := func(id string) int {

@@ -43,26 +43,9 @@ func URL(tb testing.TB) string {
 	var b [6]byte
 	rand.Read(b[:])
 	schema := "t_" + hex.EncodeToString(b[:])
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		tb.Fatalf("connect to the test database: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		tb.Fatal(err)
-	}
+	admin(tb, base, "CREATE SCHEMA "+schema)
 	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			tb.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		if err := exec(base, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
 			tb.Errorf("drop schema %s: %v", schema, err)
 		}
 	})
@@ -86,7 +69,11 @@ func Database(tb testing.TB) string {
 	rand.Read(b[:])
 	name := "hookbox_t_" + hex.EncodeToString(b[:])
 	admin(tb, base, "CREATE DATABASE "+name)
-	tb.Cleanup(func() { admin(tb, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+	tb.Cleanup(func() {
+		if err := exec(base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			tb.Errorf("drop database %s: %v", name, err)
+		}
+	})
 	u, err := url.Parse(base)
 	if err != nil {
 		tb.Fatal(err)
@@ -133,17 +120,25 @@ func dbName(tb testing.TB, dbURL string) string {
 	return name
 }
 
-// admin runs sql on the test database named by base.
+// admin runs sql on the test database named by base, failing tb on an error.
 func admin(tb testing.TB, base, sql string) {
 	tb.Helper()
+	if err := exec(base, sql); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// exec runs sql on a connection of its own to the database named by base.
+func exec(base, sql string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
-		tb.Fatalf("connect to the test database: %v", err)
+		return fmt.Errorf("connect to the test database: %w", err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, sql); err != nil {
-		tb.Fatalf("%s: %v", sql, err)
+		return fmt.Errorf("%s: %w", sql, err)
 	}
+	return nil
 }
