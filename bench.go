@@ -584,7 +584,7 @@ to = ["sink"]
 		WriteTimeout: web.WriteTimeout, IdleTimeout: web.IdleTimeout, ReadBufferSize: web.ReadBufferSize,
 		DisableStartupMessage: true})
 	verifyOnly.Post("/in/:source", func(c *fiber.Ctx) error {
-		in := &app.Inbound{Body: c.Body(), Header: make([]app.HeaderField, 0, c.Request().Header.Len())}
+		in := &app.Inbound{Body: c.Request().Body(), Header: make([]app.HeaderField, 0, c.Request().Header.Len())}
 		c.Request().Header.VisitAll(func(k, v []byte) {
 			in.Header = append(in.Header, app.HeaderField{Name: string(k), Value: string(v)})
 		})
