@@ -91,8 +91,14 @@ func start(t *testing.T, config string) *proc {
 // waits until it logs its address (start, with knobs).
 func startWith(t *testing.T, config string, env []string, args ...string) *proc {
 	t.Helper()
+	return startBinary(t, binary, config, env, args...)
+}
+
+// startBinary is startWith for the program at bin.
+func startBinary(t *testing.T, bin, config string, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{done: make(chan struct{})}
-	p.cmd = exec.Command(binary, append([]string{"serve", "-config", config}, args...)...)
+	p.cmd = exec.Command(bin, append([]string{"serve", "-config", config}, args...)...)
 	p.cmd.Env = append(os.Environ(), env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
