@@ -50,17 +50,24 @@ const e2eSecret = "e2e-secret-value-9f8e7d"
 // followed by extra.
 func writeConfig(t *testing.T, dir string, extra ...string) string {
 	t.Helper()
+	return writeConfigServer(t, dir, "max_body_bytes = 4096", extra...)
+}
+
+// writeConfigServer is writeConfig with server's lines in [server] in
+// place of its small max_body_bytes.
+func writeConfigServer(t *testing.T, dir, server string, extra ...string) string {
+	t.Helper()
 	path := filepath.Join(dir, "config.toml")
 	cfg := fmt.Sprintf(`[server]
 listen = "127.0.0.1:0"
 data_dir = %q
-max_body_bytes = 4096
+%s
 
 [[source]]
 name = "gh"
 provider = "github"
 secret_env = "E2E_GH_SECRET"
-`, filepath.Join(dir, "data")) + strings.Join(extra, "\n")
+`, filepath.Join(dir, "data"), server) + strings.Join(extra, "\n")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

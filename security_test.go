@@ -299,23 +299,7 @@ var generatedRE = regexp.MustCompile(`generated a status page password.* passwor
 
 func startHostile(t *testing.T, extra ...string) *hostile {
 	t.Helper()
-	dir := t.TempDir()
-	config := filepath.Join(dir, "config.toml")
-	text := fmt.Sprintf(`[server]
-listen = "127.0.0.1:0"
-data_dir = %q
-
-[status]
-metrics_public = true
-
-[[source]]
-name = "gh"
-provider = "github"
-secret_env = "E2E_GH_SECRET"
-`, filepath.Join(dir, "data")) + strings.Join(extra, "\n")
-	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config := writeConfigServer(t, t.TempDir(), "# max_body_bytes: the default", append([]string{"[status]\nmetrics_public = true"}, extra...)...)
 	h := &hostile{proc: startBinary(t, shippedBinary(t), config, []string{"E2E_GH_SECRET=" + e2eSecret})}
 	m := generatedRE.FindStringSubmatch(h.logText())
 	if m == nil {

@@ -56,12 +56,8 @@ func checkHead(raw []byte) (status int, msg string) {
 	var length []byte
 	hasLength, chunked, encoded := false, false, false
 	for len(raw) > 0 {
-		line := raw
-		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
-			line, raw = raw[:i], raw[i+1:]
-		} else {
-			raw = nil
-		}
+		var line []byte
+		line, raw, _ = bytes.Cut(raw, []byte{'\n'})
 		line = bytes.TrimSuffix(line, []byte{'\r'})
 		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 || line[0] == ' ' || line[0] == '\t' {
@@ -93,12 +89,8 @@ func checkHead(raw []byte) (status int, msg string) {
 // identity ("", "identity", "identity, identity").
 func identity(v []byte) bool {
 	for len(v) > 0 {
-		tok := v
-		if i := bytes.IndexByte(v, ','); i >= 0 {
-			tok, v = v[:i], v[i+1:]
-		} else {
-			v = nil
-		}
+		var tok []byte
+		tok, v, _ = bytes.Cut(v, []byte{','})
 		if tok = bytes.Trim(tok, " \t"); len(tok) > 0 && !equalFold(tok, "identity") {
 			return false
 		}

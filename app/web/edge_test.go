@@ -41,6 +41,15 @@ func TestCheckHead(t *testing.T) {
 	}
 }
 
+// checkHead runs on every request: it allocates nothing.
+func TestCheckHead_NoAllocations(t *testing.T) {
+	raw := []byte("Host: hookbox\r\nContent-Type: application/json\r\nContent-Length: 2048\r\nX-Shopify-Topic: orders/create\r\n" +
+		"X-Shopify-Hmac-Sha256: abc=\r\nContent-Encoding: identity\r\n\r\n")
+	if n := testing.AllocsPerRun(100, func() { checkHead(raw) }); n != 0 {
+		t.Fatalf("checkHead allocates %v times a call", n)
+	}
+}
+
 // checkHeadPlain is checkHead written the obvious way, with strings.
 func checkHeadPlain(head string) int {
 	var lengths []string
