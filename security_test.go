@@ -898,7 +898,7 @@ func TestHostile_ConnectionsPerAddress(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conn.SetReadDeadline(time.Now().Add(time.Second))
+			conn.SetReadDeadline(time.Now().Add(3 * time.Second))
 			buf := make([]byte, 512)
 			n, err := conn.Read(buf)
 			var ne net.Error

@@ -138,18 +138,14 @@ func (s *Server) checkPassword(c *fiber.Ctx, user, password, via string) (ok boo
 	return false, wait
 }
 
-// tooMany answers an attempt the guard limited: 429 with Retry-After,
-// after LimitedDelay.
-func (s *Server) tooMany(c *fiber.Ctx, wait time.Duration) error {
+// holdLimited delays the answer to an attempt the guard limited by
+// LimitedDelay, sets its Retry-After and returns the seconds it says.
+func (s *Server) holdLimited(c *fiber.Ctx, wait time.Duration) int {
 	time.Sleep(s.deps.LimitedDelay)
-	secs := retryAfter(wait)
+	secs := max(1, int((wait+time.Second-1)/time.Second))
 	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
-	return c.Status(fiber.StatusTooManyRequests).JSON(answer{Status: "error",
-		Error: fmt.Sprintf("too many failed logins: retry in %d s", secs)})
+	return secs
 }
-
-// retryAfter is wait in whole seconds, at least one.
-func retryAfter(wait time.Duration) int { return max(1, int((wait+time.Second-1)/time.Second)) }
 
 // requireAuth guards pages, the admin API and metrics. Without a login a
 // page redirects to the login form and anything else answers 401 (429
@@ -160,7 +156,9 @@ func (s *Server) requireAuth(c *fiber.Ctx) error {
 	user, viaSession, wait := s.authenticate(c)
 	if user == "" {
 		if wait > 0 {
-			return s.tooMany(c, wait)
+			secs := s.holdLimited(c, wait)
+			return c.Status(fiber.StatusTooManyRequests).JSON(answer{Status: "error",
+				Error: fmt.Sprintf("too many failed logins: retry in %d s", secs)})
 		}
 		if c.Method() == fiber.MethodGet && !isAPI(c) {
 			return c.Redirect("/login?next="+url.QueryEscape(c.OriginalURL()), fiber.StatusSeeOther)
@@ -205,9 +203,7 @@ func (s *Server) handleLogin(c *fiber.Ctx) error {
 	user, pass, next := ui.PostValue(c, "user"), ui.PostValue(c, "password"), ui.PostValue(c, "next")
 	if ok, wait := s.checkPassword(c, user, pass, "form"); !ok {
 		if wait > 0 {
-			time.Sleep(s.deps.LimitedDelay)
-			secs := retryAfter(wait)
-			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+			secs := s.holdLimited(c, wait)
 			return s.ui.Login(c, fiber.StatusTooManyRequests, fmt.Sprintf("Too many failed logins: try again in %d seconds.", secs), next)
 		}
 		return s.ui.Login(c, fiber.StatusUnauthorized, "Wrong user or password.", next)

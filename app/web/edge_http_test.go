@@ -223,22 +223,7 @@ func TestServer_LoginLimit(t *testing.T) {
 // is bound only by the first.
 func TestServer_ConnectionLimits(t *testing.T) {
 	e := newEdgeServer(t, "max_connections = 5\nmax_connections_per_ip = 2\ntrusted_proxies = [\"127.0.0.3\"]")
-	dial := func(ip string) (net.Conn, string) {
-		t.Helper()
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
-		c, err := d.Dial("tcp", e.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-		line, err := bufio.NewReader(c).ReadString('\n')
-		if ne, ok := err.(net.Error); ok && ne.Timeout() {
-			return c, "open"
-		}
-		return c, strings.TrimSpace(line)
-	}
-	for i, tt := range []struct{ ip, want string }{
+	cases := []struct{ ip, want string }{
 		{"127.0.0.1", "open"},
 		{"127.0.0.1", "open"},
 		{"127.0.0.1", "HTTP/1.1 429 Too Many Requests"},
@@ -246,9 +231,34 @@ func TestServer_ConnectionLimits(t *testing.T) {
 		{"127.0.0.3", "open"},
 		{"127.0.0.3", "open"},
 		{"127.0.0.2", "HTTP/1.1 503 Service Unavailable"}, // all five taken
-	} {
-		if _, got := dial(tt.ip); got != tt.want {
-			t.Fatalf("connection %d from %s: %q; want %q", i+1, tt.ip, got, tt.want)
+	}
+	// Dialled in order, then read together: an open connection says
+	// nothing until its read times out.
+	got := make([]string, len(cases))
+	var wg sync.WaitGroup
+	for i, tt := range cases {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(tt.ip)}}
+		c, err := d.Dial("tcp", e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				got[i] = "open"
+				return
+			}
+			got[i] = strings.TrimSpace(line)
+		}()
+	}
+	wg.Wait()
+	for i, tt := range cases {
+		if got[i] != tt.want {
+			t.Errorf("connection %d from %s: %q; want %q", i+1, tt.ip, got[i], tt.want)
 		}
 	}
 	for _, want := range []string{"client=127.0.0.1 limit=2", "client=127.0.0.2 limit=5"} {

@@ -108,8 +108,8 @@ func clientKey(a netip.Addr) netip.Addr {
 // check verifies user and password for a request from client. A Basic
 // credential (cache true) verified less than CredentialTTL ago is granted
 // without a check. Otherwise the attempt needs a token from the client's
-// bucket and the global one, then a slot; it is limited, with how long to
-// wait, when it gets neither.
+// bucket and the global one, then a slot; it is limited when it gets
+// neither, with how long to wait (a second at least).
 func (g *guard) check(client netip.Addr, user, password string, cache bool) (verdict, time.Duration) {
 	var digest [sha256.Size]byte
 	if cache {
@@ -127,7 +127,7 @@ func (g *guard) check(client netip.Addr, user, password string, cache bool) (ver
 	}
 	key := clientKey(client)
 	if ok, wait := g.take(key); !ok {
-		return limited, wait
+		return limited, max(wait, time.Second)
 	}
 	select {
 	case g.slots <- struct{}{}:
