@@ -949,6 +949,14 @@ func TestHostile_AuthFlood(t *testing.T) {
 		t.Fatalf("right password before the flood: %v %v %s", err, resp, raw)
 	}
 
+	// The same senders without an attack first: what the machine gives
+	// when nobody attacks, to read a failure by.
+	calm := make(chan struct{})
+	baseline := webhooks(t, h.addr, "127.0.0.2", 4, 20*time.Millisecond, calm)
+	time.Sleep(3 * time.Second)
+	close(calm)
+	t.Logf("genuine webhooks before the flood: %v", baseline())
+
 	const flood = 10 * time.Second
 	stop := make(chan struct{})
 	var (
