@@ -15,12 +15,12 @@ import (
 const (
 	// ClientBurst failed logins are allowed from one address (an IPv6
 	// /64), then one more every ClientRefill.
-	ClientBurst  = 10
+	ClientBurst  = 5
 	ClientRefill = 10 * time.Second
 	// GlobalBurst failed logins are allowed from all addresses together,
 	// then one more every GlobalRefill: at most about 5% of a core spent
 	// on wrong passwords, however many hosts guess.
-	GlobalBurst  = 30
+	GlobalBurst  = 10
 	GlobalRefill = time.Second
 	// ChecksAtOnce password checks run at a time; another waits for its
 	// turn at most CheckWait, then is answered 429.
