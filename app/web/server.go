@@ -48,10 +48,12 @@ type Deps struct {
 	Backup func() (*os.File, int64, error)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Login checks the status page's user and password (nil: nobody gets in).
+	// Login checks the status page's user and password (nil: nobody gets
+	// in); it runs under the limits of guard.go.
 	Login func(user, password string) bool
-	// LoginDelay is how long a wrong login waits (0: one second).
-	LoginDelay time.Duration
+	// LimitedDelay holds a 429 to a login over the limits (0: the
+	// LimitedDelay constant); tests shorten it.
+	LimitedDelay time.Duration
 	// Stats feeds the overview, /api/v1/stats and /metrics (may be nil in tests).
 	Stats *app.Stats
 	// UIStore backs the status pages (the storage.DB).
@@ -70,7 +72,11 @@ type Server struct {
 	cfg      *app.Config
 	ui       *ui.UI
 	sessions sessions
+	guard    *guard
 	Logger   *slog.Logger
+
+	// Throttles of the log lines about refused requests and logins.
+	refusedLog, failedLog, limitedLog app.Throttle
 }
 
 // New builds the server for cfg.
@@ -84,8 +90,8 @@ func New(cfg *app.Config, deps Deps) *Server {
 	if deps.ReadTimeout <= 0 {
 		deps.ReadTimeout = ReadTimeout
 	}
-	if deps.LoginDelay <= 0 {
-		deps.LoginDelay = loginDelay
+	if deps.LimitedDelay <= 0 {
+		deps.LimitedDelay = LimitedDelay
 	}
 	if deps.Login == nil {
 		deps.Login = func(string, string) bool { return false }
@@ -102,6 +108,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		deps:     deps,
 		cfg:      cfg,
 		sessions: sessions{m: map[string]*session{}},
+		guard:    newGuard(deps.Login, deps.Now),
 		Logger:   slog.With("component", "http"),
 	}
 	var routeStats func(string) *app.RouteStats
@@ -111,36 +118,50 @@ func New(cfg *app.Config, deps Deps) *Server {
 	s.ui = ui.New(ui.Deps{Config: cfg, Store: deps.UIStore, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
 		RouteStats: routeStats, LastBackup: deps.LastBackup})
 	s.fiber = fiber.New(fiber.Config{
-		BodyLimit:             cfg.Server.MaxBodyBytes,
-		ReadTimeout:           deps.ReadTimeout,
-		WriteTimeout:          WriteTimeout,
-		IdleTimeout:           IdleTimeout,
-		ReadBufferSize:        ReadBufferSize,
-		DisableStartupMessage: true,
-		ErrorHandler:          s.handleError,
-		AppName:               "hookbox",
-		// X-Forwarded-* count only from a reverse proxy on this machine, so
-		// a remote client cannot claim https (Secure cookies, HSTS) or an IP.
+		BodyLimit:      cfg.Server.MaxBodyBytes,
+		ReadTimeout:    deps.ReadTimeout,
+		WriteTimeout:   WriteTimeout,
+		IdleTimeout:    IdleTimeout,
+		ReadBufferSize: ReadBufferSize,
+		// Limit bounds the connections; fasthttp's own bound sits above it,
+		// since a closed connection frees its place in Limit a moment
+		// before its worker is free, and fasthttp refuses past its bound
+		// by writing on the connection in its accept loop (a TLS
+		// handshake there, with no deadline).
+		Concurrency: 2 * cfg.Server.MaxConnections,
+		// Every string Fiber hands out (params, headers, query, cookies)
+		// is a copy: a view into a buffer that the connection's next
+		// request overwrites cannot outlive a handler by mistake (a
+		// Prometheus label once became "rics"). Bytes taken from fasthttp
+		// directly are copied where they are kept.
+		Immutable: true,
+		// Multipart bodies stay bytes: pre-parsed, they would leave
+		// nothing to verify (and go to temporary files).
+		DisablePreParseMultipartForm: true,
+		DisableStartupMessage:        true,
+		ErrorHandler:                 s.handleError,
+		AppName:                      "hookbox",
+		// Fiber's own helpers (Protocol, IP, Hostname) never trust
+		// forwarded headers; client and scheme read them from the trusted
+		// proxies of server.trusted_proxies only.
 		EnableTrustedProxyCheck: true,
-		TrustedProxies:          []string{"127.0.0.1", "::1"},
-		ProxyHeader:             fiber.HeaderXForwardedFor,
 	})
-	s.fiber.Use(recover.New())
+	s.fiber.Use(recover.New(), s.edge)
 	s.fiber.Post("/in/:source", s.handleInbound)
 	s.fiber.Get("/healthz", s.handleHealth)
-	s.fiber.Use("/static", securityHeaders, filesystem.New(filesystem.Config{Root: http.FS(ui.Static()), MaxAge: 3600}))
-	s.fiber.Get("/login", securityHeaders, s.handleLoginPage)
-	s.fiber.Post("/login", securityHeaders, s.handleLogin)
-	s.fiber.Post("/logout", securityHeaders, s.requireAuth, s.handleLogout)
+	s.fiber.Use("/static", s.securityHeaders, filesystem.New(filesystem.Config{Root: http.FS(ui.Static()), MaxAge: 3600}))
+	s.fiber.Get("/login", s.securityHeaders, s.handleLoginPage)
+	s.fiber.Post("/login", s.securityHeaders, s.handleLogin)
+	s.fiber.Post("/logout", s.securityHeaders, s.requireAuth, s.handleLogout)
 	metrics := adaptor.HTTPHandler(promhttp.HandlerFor(deps.Stats.Registry, promhttp.HandlerOpts{}))
 	if cfg.Status.MetricsPublic {
 		s.fiber.Get("/metrics", metrics)
 	} else {
 		s.fiber.Get("/metrics", s.requireAuth, metrics)
 	}
-	s.routeAPI(s.fiber.Group("/api/v1", securityHeaders, s.requireAuth))
+	s.routeAPI(s.fiber.Group("/api/v1", s.securityHeaders, s.requireAuth))
 	s.ui.Mount(func(method, path string, h fiber.Handler) {
-		s.fiber.Add(method, path, securityHeaders, s.requireAuth, h)
+		s.fiber.Add(method, path, s.securityHeaders, s.requireAuth, h)
 	})
 	return s
 }
@@ -162,9 +183,12 @@ type answer struct {
 }
 
 func (s *Server) handleInbound(c *fiber.Ctx) error {
-	// The body is only read during this call: the store copies what it keeps.
-	in := &app.Inbound{Body: c.Body(), Header: make([]app.HeaderField, 0, c.Request().Header.Len())}
-	c.Request().Header.VisitAll(func(k, v []byte) {
+	// The body exactly as received (edge refused any Content-Encoding;
+	// c.Body() would inflate): only read during this call, the store
+	// copies what it keeps.
+	req := c.Request()
+	in := &app.Inbound{Body: req.Body(), Header: make([]app.HeaderField, 0, req.Header.Len()), Client: s.client(c).String()}
+	req.Header.VisitAll(func(k, v []byte) {
 		in.Header = append(in.Header, app.HeaderField{Name: string(k), Value: string(v)})
 	})
 	res, err := s.deps.Receiver.Receive(c.UserContext(), c.Params("source"), in)
