@@ -31,8 +31,12 @@ func refusal(status, msg string) []byte {
 // answered 503 (all full) or 429 (its address), with Retry-After, and
 // closed; under TLS it is only closed, so wrap ln in TLS after Limit.
 func (s *Server) Limit(ln net.Listener) net.Listener {
-	return &limitListener{Listener: ln, s: s, max: s.cfg.Server.MaxConnections, perIP: s.cfg.Server.MaxConnectionsPerIP,
-		answer: s.cfg.Server.TLS == app.TLSNone, from: map[netip.Addr]int{}}
+	l := &limitListener{Listener: ln, s: s, max: s.cfg.Server.MaxConnections, perIP: s.cfg.Server.MaxConnectionsPerIP,
+		answer: s.cfg.Server.TLS == app.TLSNone, from: map[netip.Addr]int{}, conns: map[*limitedConn]struct{}{}}
+	s.limitsMu.Lock()
+	s.limits = append(s.limits, l)
+	s.limitsMu.Unlock()
+	return l
 }
 
 type limitListener struct {
@@ -42,9 +46,10 @@ type limitListener struct {
 	perIP  int
 	answer bool
 
-	mu   sync.Mutex
-	open int
-	from map[netip.Addr]int
+	mu    sync.Mutex
+	open  int
+	from  map[netip.Addr]int
+	conns map[*limitedConn]struct{} // the connections handed out and not closed
 
 	full, crowded app.Throttle // of the log lines about refusals
 }
@@ -62,36 +67,52 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			addr = a.AddrPort().Addr().Unmap()
 		}
 		key, counted := clientKey(addr), l.perIP > 0 && !l.s.cfg.Server.Trusted(addr)
-		if ok := l.admit(key, counted); ok {
-			return &limitedConn{Conn: c, l: l, key: key, counted: counted}, nil
+		lc := &limitedConn{Conn: c, l: l, key: key, counted: counted}
+		if ok := l.admit(lc); ok {
+			return lc, nil
 		}
 		l.refuse(c, addr, key, counted)
 	}
 }
 
-// admit counts a new connection from key if the bounds allow it.
-func (l *limitListener) admit(key netip.Addr, counted bool) bool {
+// admit counts a new connection if the bounds allow it.
+func (l *limitListener) admit(c *limitedConn) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.open >= l.max || counted && l.from[key] >= l.perIP {
+	if l.open >= l.max || c.counted && l.from[c.key] >= l.perIP {
 		return false
 	}
 	l.open++
-	if counted {
-		l.from[key]++
+	if c.counted {
+		l.from[c.key]++
 	}
+	l.conns[c] = struct{}{}
 	return true
 }
 
 // release forgets a closed connection.
-func (l *limitListener) release(key netip.Addr, counted bool) {
+func (l *limitListener) release(c *limitedConn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.open--
-	if counted {
-		if l.from[key]--; l.from[key] <= 0 {
-			delete(l.from, key)
+	if c.counted {
+		if l.from[c.key]--; l.from[c.key] <= 0 {
+			delete(l.from, c.key)
 		}
+	}
+	delete(l.conns, c)
+}
+
+// closeAll closes every connection handed out and still open.
+func (l *limitListener) closeAll() {
+	l.mu.Lock()
+	conns := make([]*limitedConn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
 	}
 }
 
@@ -132,7 +153,7 @@ type limitedConn struct {
 
 func (c *limitedConn) Close() error {
 	if c.closed.CompareAndSwap(false, true) {
-		c.l.release(c.key, c.counted)
+		c.l.release(c)
 	}
 	return c.Conn.Close()
 }

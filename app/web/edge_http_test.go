@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -300,5 +301,35 @@ func TestServer_MasksSecretHeaders(t *testing.T) {
 		if strings.Contains(text, h.Get("X-Shopify-Hmac-Sha256")) {
 			t.Errorf("the %s shows the signature", where)
 		}
+	}
+}
+
+// A connection that has sent nothing does not hold the stop: fasthttp
+// counts it busy from its accept and would wait for its read timeout
+// (10 s, past the grace serve gives the whole stop). Shutdown closes it
+// once no handler runs, and answers the requests that came before.
+func TestServer_ShutdownClosesSilentConnections(t *testing.T) {
+	e := newEdgeServer(t, "")
+	silent, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	body := []byte(`{"id": 1}`)
+	if resp, answer := e.do(t, "POST", "/in/shop", body, signShop(t, body, "before-stop")); resp.StatusCode != 200 {
+		t.Fatalf("webhook before the stop: %d %s", resp.StatusCode, answer)
+	}
+	// Shorter than the read timeout: the old stop waited for it and
+	// returned the context's error.
+	ctx, cancel := context.WithTimeout(t.Context(), web.ReadTimeout/2)
+	defer cancel()
+	if err := e.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a silent connection open: %v", err)
+	}
+	silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := silent.Read(make([]byte, 1)); err == nil || n > 0 {
+		t.Fatalf("the silent connection is still open: read %d, %v", n, err)
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("the silent connection is still open after Shutdown returned")
 	}
 }

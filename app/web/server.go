@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -77,6 +79,12 @@ type Server struct {
 
 	// Throttles of the log lines about refused requests and logins.
 	refusedLog, failedLog, limitedLog app.Throttle
+
+	// handling counts the handlers running, and limits the listeners
+	// Limit made: Shutdown closes their connections once no handler runs.
+	handling atomic.Int64
+	limitsMu sync.Mutex
+	limits   []*limitListener
 }
 
 // New builds the server for cfg.
@@ -146,7 +154,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		// proxies of server.trusted_proxies only.
 		EnableTrustedProxyCheck: true,
 	})
-	s.fiber.Use(recover.New(), s.edge)
+	s.fiber.Use(s.track, recover.New(), s.edge)
 	s.fiber.Post("/in/:source", s.handleInbound)
 	s.fiber.Get("/healthz", s.handleHealth)
 	s.fiber.Use("/static", s.securityHeaders, filesystem.New(filesystem.Config{Root: http.FS(ui.Static()), MaxAge: 3600}))
@@ -169,8 +177,53 @@ func New(cfg *app.Config, deps Deps) *Server {
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.fiber.Listener(ln) }
 
-// Shutdown stops accepting, lets in-flight requests finish until ctx is done.
-func (s *Server) Shutdown(ctx context.Context) error { return s.fiber.ShutdownWithContext(ctx) }
+// idleGrace is how long Shutdown lets connections without a request in a
+// handler finish what they are sending before it closes them.
+const idleGrace = time.Second
+
+// Shutdown stops accepting and lets the handlers running finish until ctx
+// is done. fasthttp alone would also wait for every connection that has
+// sent nothing yet (it counts a new connection as busy from its accept),
+// up to the read timeout: a client that holds a silent connection open
+// would hold the stop. So once idleGrace has passed and no handler runs,
+// the connections Limit handed out are closed; a request cut so was not
+// answered, and its sender sends it again.
+func (s *Server) Shutdown(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- s.fiber.ShutdownWithContext(ctx) }()
+	grace := time.After(idleGrace)
+	var tick <-chan time.Time
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-grace:
+			t := time.NewTicker(10 * time.Millisecond)
+			defer t.Stop()
+			tick = t.C
+		case <-tick:
+			if s.handling.Load() == 0 {
+				s.closeConns()
+			}
+		}
+	}
+}
+
+// track counts the handlers running, for Shutdown.
+func (s *Server) track(c *fiber.Ctx) error {
+	s.handling.Add(1)
+	defer s.handling.Add(-1)
+	return c.Next()
+}
+
+// closeConns closes every connection the listeners of Limit handed out.
+func (s *Server) closeConns() {
+	s.limitsMu.Lock()
+	defer s.limitsMu.Unlock()
+	for _, l := range s.limits {
+		l.closeAll()
+	}
+}
 
 // App exposes the Fiber app to tests (app.Test).
 func (s *Server) App() *fiber.App { return s.fiber }
