@@ -30,6 +30,7 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -94,6 +95,18 @@ func Available() error {
 		return fmt.Errorf("no FUSE: %w", err)
 	}
 	return f.Close()
+}
+
+// Require skips tb when the file system cannot be mounted here, and fails
+// it instead under CI=true, where the power-loss tests must run.
+func Require(tb testing.TB) {
+	tb.Helper()
+	if err := Available(); err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("the power-cut file system must run in CI, but: %v", err)
+		}
+		tb.Skipf("the power-cut file system cannot run here: %v", err)
+	}
 }
 
 // Mount serves backing at mountpoint, which must be an empty directory.
@@ -210,7 +223,16 @@ func statOwner(fi os.FileInfo) [2]uint32 {
 	return [2]uint32{st.Uid, st.Gid}
 }
 
-// Frozen is closed when the power went out (CutWhen said so, or Cut ran).
+// Freeze cuts the power without unmounting yet: every operation from now
+// on fails with EIO and changes nothing, an fsync in flight included. Kill
+// the programs that use the mount, then Cut decides what the disk kept.
+func (f *FS) Freeze() {
+	f.mu.Lock()
+	f.freeze()
+	f.mu.Unlock()
+}
+
+// Frozen is closed when the power went out (Freeze, CutWhen or Cut).
 func (f *FS) Frozen() <-chan struct{} { return f.frozeAt }
 
 // freeze makes every later operation fail. Call with f.mu held.
@@ -232,11 +254,11 @@ func (r CutReport) String() string {
 		r.DirtyPages, r.KeptPages, r.DirOps, r.KeptDirOps)
 }
 
-// Cut cuts the power: every operation from now on fails, the writes that
-// were not synced are lost (with Torn, all but a random subset), and the
-// file system is unmounted. The backing directory then holds what
-// survived. Kill the programs that use the mount first: Cut then unmounts
-// at once, and any still running only see errors.
+// Cut cuts the power (if Freeze or CutWhen did not already): every
+// operation from now on fails, the writes that were not synced are lost
+// (with Torn, all but a random subset), and the file system is unmounted.
+// The backing directory then holds what survived. Kill the programs that
+// use the mount first, or they keep it busy and it is unmounted lazily.
 func (f *FS) Cut() (CutReport, error) {
 	f.mu.Lock()
 	f.freeze()

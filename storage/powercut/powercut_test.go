@@ -23,12 +23,7 @@ import (
 // still mounted. It skips when FUSE cannot be used, except under CI=true.
 func mount(t *testing.T, opts powercut.Options, backing ...string) (fsys *powercut.FS, mnt, disk string) {
 	t.Helper()
-	if err := powercut.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the power-cut file system must run in CI: %v", err)
-		}
-		t.Skipf("the power-cut file system cannot run here: %v", err)
-	}
+	powercut.Require(t)
 	disk = filepath.Join(t.TempDir(), "disk")
 	if len(backing) > 0 {
 		disk = backing[0]
