@@ -65,7 +65,7 @@ var _ app.Store = (*DB)(nil)
 // Open opens (creating if needed) the data file in dir. It fails within a
 // second with ErrLocked when another process holds the file.
 func Open(dir string) (*DB, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := makeDir(dir); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
@@ -74,6 +74,13 @@ func Open(dir string) (*DB, error) {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
 		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	// bbolt syncs a new file's pages, not its name: without a sync of the
+	// directory a power cut after the first commits can take the whole
+	// file (TestPowerLoss_FirstStart).
+	if err := syncDir(dir); err != nil {
+		bdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	err = bdb.Update(func(tx *bolt.Tx) error {
