@@ -69,7 +69,7 @@ func Open(dir string) (*DB, error) {
 		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: initialMmapSize})
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: initialMmapSize, NoSync: brokenNoSync})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
