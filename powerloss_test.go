@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,21 +36,6 @@ var powerCuts = flag.Int("power.cuts", 0, "power cuts per mode in TestPowerLoss_
 // HOOKBOX_POWERLOSS_BROKEN=nosync (bbolt's NoSync) or earlyack (the answer
 // goes out before the commit's fsync). See storage/powercut_off.go.
 const brokenEnv = "HOOKBOX_POWERLOSS_BROKEN"
-
-func powerCutCount(t *testing.T) int {
-	n := 10
-	if v := os.Getenv("HOOKBOX_POWER_CUTS"); v != "" {
-		k, err := strconv.Atoi(v)
-		if err != nil || k < 1 {
-			t.Fatalf("HOOKBOX_POWER_CUTS=%q is not a positive number", v)
-		}
-		n = k
-	}
-	if *powerCuts > 0 {
-		n = *powerCuts
-	}
-	return n
-}
 
 // syncLatency is what each fsync costs on the test file system, as on a
 // disk: it keeps a commit's window between write and durability open
@@ -178,36 +162,6 @@ func boltCheck(path string) error {
 	return nil
 }
 
-// powerLoad sends GitHub-signed events from workers until stop is closed
-// or hookbox stops answering; the ledger records every answer.
-func powerLoad(addr string, ledger *crashLedger, workers int, prefix string, stop <-chan struct{}) *sync.WaitGroup {
-	var wg sync.WaitGroup
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer client.CloseIdleConnections()
-			r := rand.New(rand.NewPCG(rand.Uint64(), uint64(w)))
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				id, kind := ledger.next(r, fmt.Sprintf("%s-w%d-%d", prefix, w, i))
-				code, status, err := crashSend(client, addr, id)
-				if err != nil {
-					ledger.lost(id) // cut mid-request: the sender retries later
-					return
-				}
-				ledger.record(id, kind, code, status)
-			}
-		}()
-	}
-	return &wg
-}
-
 // resendAll sends ids again, concurrently, and returns those not
 // answered "duplicate" (with their answers).
 func resendAll(t *testing.T, addr string, ids []string) []string {
@@ -245,7 +199,7 @@ func resendAll(t *testing.T, addr string, ids []string) []string {
 // Every acknowledged event must still be a duplicate when sent again,
 // reach the sink, and the data file must pass bbolt's check.
 func TestPowerLoss_Acknowledged(t *testing.T) {
-	cuts := powerCutCount(t)
+	cuts := soakCount(t, 10, "HOOKBOX_POWER_CUTS", *powerCuts)
 	exe, env := powerBinary(t)
 	for _, mode := range []struct {
 		name string
@@ -298,7 +252,7 @@ func TestPowerLoss_Acknowledged(t *testing.T) {
 				}
 				before := len(ledger.ackedList)
 				stop := make(chan struct{})
-				wg := powerLoad(p.addr, ledger, 6, fmt.Sprintf("%s%d", mode.name, cut), stop)
+				wg := ledger.load(p.addr, 6, fmt.Sprintf("%s%d", mode.name, cut), stop)
 				time.Sleep(time.Duration(150+rand.IntN(500)) * time.Millisecond)
 				how := "at a random moment"
 				if cut%2 == 1 {
@@ -335,16 +289,7 @@ func TestPowerLoss_Acknowledged(t *testing.T) {
 			t.Logf("after cut %d: %d of the %d acknowledged before it are stored, %d lost", cut, len(fresh)-len(bad), len(fresh), len(bad))
 			lost = append(lost, bad...)
 			verified = append(verified, fresh...)
-			client := &http.Client{Timeout: 10 * time.Second}
-			retries := ledger.unanswered
-			ledger.unanswered = nil
-			for _, id := range retries {
-				code, status, err := crashSend(client, p.addr, id)
-				if err != nil {
-					t.Fatalf("re-send of %s: %v", id, err)
-				}
-				ledger.record(id, retried, code, status)
-			}
+			ledger.resendUnanswered(t, p.addr)
 			var missing []string
 			for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 				delivered, missing, _ = sink.counts(ledger.acked)
@@ -388,12 +333,7 @@ func TestPowerLoss_Acknowledged(t *testing.T) {
 			if len(twice) > 0 {
 				t.Errorf("%d event ids were accepted more than once, e.g. %v", len(twice), twice[:min(5, len(twice))])
 			}
-			if len(ledger.unexpected) > 0 {
-				t.Errorf("%d unexpected answers, e.g. %v", len(ledger.unexpected), ledger.unexpected[:min(5, len(ledger.unexpected))])
-			}
-			if len(sink.badBody) > 0 {
-				t.Errorf("%d deliveries were not byte-exact, e.g. %v", len(sink.badBody), sink.badBody[:min(5, len(sink.badBody))])
-			}
+			ledger.checkAnswers(t, sink)
 		})
 	}
 }
@@ -451,7 +391,7 @@ keep = 2
 		disk.mount(powercut.Options{Torn: torn, Seed: seed + uint64(cut), SyncLatency: syncLatency, CutWhen: inBackups})
 		p := startBinary(t, exe, config, env)
 		stop := make(chan struct{})
-		wg := powerLoad(p.addr, ledger, 2, fmt.Sprintf("backup%d", cut), stop)
+		wg := ledger.load(p.addr, 2, fmt.Sprintf("backup%d", cut), stop)
 		select {
 		case <-disk.fs.Frozen():
 		case <-time.After(15 * time.Second):
