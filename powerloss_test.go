@@ -383,13 +383,15 @@ keep = 2
 	const cuts = 6
 	for cut := range cuts {
 		var ops atomic.Int64
+		var armed atomic.Bool // once hookbox is up: a cut before is not this test's
 		at := 1 + rand.Int64N(40)
 		inBackups := func(op powercut.Op) bool {
-			return strings.HasPrefix(op.Path, "data/backups") && ops.Add(1) == at
+			return armed.Load() && strings.HasPrefix(op.Path, "data/backups") && ops.Add(1) == at
 		}
 		torn := cut%2 == 1
 		disk.mount(powercut.Options{Torn: torn, Seed: seed + uint64(cut), SyncLatency: syncLatency, CutWhen: inBackups})
 		p := startBinary(t, exe, config, env)
+		armed.Store(true)
 		stop := make(chan struct{})
 		wg := ledger.load(p.addr, 2, fmt.Sprintf("backup%d", cut), stop)
 		select {

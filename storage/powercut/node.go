@@ -13,7 +13,8 @@ import (
 // node is the FUSE face of an inode. Files are opened without a handle of
 // their own and without direct I/O: reads go through the kernel's page
 // cache, which every write reaches, so a read-only mmap sees unsynced
-// writes as it would on a disk file system.
+// writes as it would on a disk file system. An open keeps the cache (it
+// is never stale: see Mount).
 type node struct {
 	fs.Inode
 	fsys *FS
@@ -191,7 +192,7 @@ func joinPath(dir *inode, name string) string {
 
 func (n *node) Create(ctx context.Context, name string, _, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	c, e := n.add(ctx, "create", name, mode, out)
-	return c, nil, 0, e
+	return c, nil, fuse.FOPEN_KEEP_CACHE, e
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -298,13 +299,13 @@ func (n *node) Open(_ context.Context, flags uint32) (fs.FileHandle, uint32, sys
 		}
 		defer n.unlock()
 		n.in.truncate(0)
-		return nil, 0, 0
+		return nil, fuse.FOPEN_KEEP_CACHE, 0
 	}
 	if e := n.lock(nil); e != 0 {
 		return nil, 0, e
 	}
 	n.unlock()
-	return nil, 0, 0
+	return nil, fuse.FOPEN_KEEP_CACHE, 0
 }
 
 func (n *node) Read(_ context.Context, _ fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {

@@ -138,6 +138,12 @@ func Mount(mountpoint, backing string, opts Options) (*FS, error) {
 			FsName:            "powercut",
 			Name:              "powercut",
 			DisableXAttrs:     true,
+			// Every change goes through this kernel, so its page cache is
+			// never stale. Left to invalidate it when a file's mtime moves
+			// (after every write), the kernel drops pages under a reader's
+			// mmap and refills them while writes are in flight: bbolt then
+			// read a page of zeros where it had written one.
+			ExplicitDataCacheControl: true,
 		},
 		EntryTimeout:   &second,
 		AttrTimeout:    &second,

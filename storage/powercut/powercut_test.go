@@ -354,6 +354,22 @@ func TestFS_Bolt(t *testing.T) {
 	}
 }
 
+// bbolt reads back every commit through its mmap while copies of the
+// file are taken (a read transaction and another descriptor, as hookbox's
+// backups do) and written to the mount. With the kernel left to
+// invalidate its page cache on its own, bbolt read zeros here.
+func TestFS_BoltWhileCopied(t *testing.T) {
+	for round := range 4 {
+		_, mnt, _ := mount(t, powercut.Options{SyncLatency: time.Millisecond})
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBoltChild$")
+		cmd.Env = append(os.Environ(), "POWERCUT_BOLT_CHILD="+filepath.Join(mnt, "bolt.db"), "POWERCUT_BOLT_COMMITS=300",
+			"POWERCUT_BOLT_COPIES=1")
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
+			t.Fatalf("round %d: bbolt on the mount: %v\n%s", round, err, out[:min(len(out), 4000)])
+		}
+	}
+}
+
 // boltCount checks the bbolt file at path and counts its keys.
 func boltCount(path string) (int, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
@@ -382,9 +398,18 @@ func TestBoltChild(t *testing.T) {
 		t.Skip("runs as TestFS_Bolt's child")
 	}
 	commits, _ := strconv.Atoi(os.Getenv("POWERCUT_BOLT_COMMITS"))
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: os.Getenv("POWERCUT_BOLT_NOSYNC") == "true"})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: 1 << 30,
+		NoSync: os.Getenv("POWERCUT_BOLT_NOSYNC") == "true"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	stop, copied := make(chan struct{}), make(chan error, 1)
+	size := 3000
+	if os.Getenv("POWERCUT_BOLT_COPIES") != "" {
+		size = 1000 // more commits per page: more writes to pages the copies read
+		go func() { copied <- copyBolt(db, filepath.Join(filepath.Dir(path), "copy.db"), stop) }()
+	} else {
+		copied <- nil
 	}
 	for i := range commits {
 		err := db.Update(func(tx *bolt.Tx) error {
@@ -392,16 +417,23 @@ func TestBoltChild(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return b.Put([]byte(fmt.Sprintf("k%05d", i)), bytes.Repeat([]byte{byte(i)}, 3000))
+			if v := b.Get([]byte(fmt.Sprintf("k%05d", i-1))); i > 0 && (len(v) != size || v[0] != byte(i-1)) {
+				return fmt.Errorf("k%05d reads back %d bytes", i-1, len(v))
+			}
+			return b.Put([]byte(fmt.Sprintf("k%05d", i)), bytes.Repeat([]byte{byte(i)}, size))
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
+	close(stop)
+	if err := <-copied; err != nil {
+		t.Fatal(err)
+	}
 	// Every commit reads back through the mmap.
 	if err := db.View(func(tx *bolt.Tx) error {
 		for i := range commits {
-			if v := tx.Bucket([]byte("b")).Get([]byte(fmt.Sprintf("k%05d", i))); len(v) != 3000 || v[0] != byte(i) {
+			if v := tx.Bucket([]byte("b")).Get([]byte(fmt.Sprintf("k%05d", i))); len(v) != size || v[0] != byte(i) {
 				return fmt.Errorf("k%05d reads back %d bytes", i, len(v))
 			}
 		}
@@ -412,5 +444,33 @@ func TestBoltChild(t *testing.T) {
 	// Closing syncs nothing more.
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// copyBolt copies db to path on and on, as a backup does (temp file,
+// fsync, rename), until stop is closed.
+func copyBolt(db *bolt.DB, path string, stop <-chan struct{}) error {
+	for {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		f, err := os.CreateTemp(filepath.Dir(path), ".copy-*")
+		if err != nil {
+			return err
+		}
+		err = db.View(func(tx *bolt.Tx) error { _, err := tx.WriteTo(f); return err })
+		if err == nil {
+			err = f.Sync()
+		}
+		f.Close()
+		if err == nil {
+			err = os.Rename(f.Name(), path)
+		}
+		if err != nil {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
