@@ -565,11 +565,14 @@ func benchCompare(ctx context.Context, o benchOptions, stdout io.Writer) ([]benc
 	if err != nil {
 		return nil, err
 	}
-	// The same server section with another port serves a second node.
+	// The same server section with another port serves a second node. The
+	// load comes from one address, with as many connections as -c says.
 	server := func(port int) string {
 		return fmt.Sprintf("[server]\nlisten = \"127.0.0.1:%d\"\npublic_url = \"http://127.0.0.1:%d\"\n", port, port)
 	}
 	cfgText := server(port) + fmt.Sprintf(`data_dir = %q
+max_connections = %d
+max_connections_per_ip = 0
 [status]
 password = %q
 [[source]]
@@ -583,7 +586,7 @@ concurrency = 64
 [[route]]
 source = "bench"
 to = ["sink"]
-`, filepath.Join(dir, "data"), statusPassword, o.provider, secret, sinkLn.Addr())
+`, filepath.Join(dir, "data"), max(app.DefaultMaxConnections, 2*o.conns), statusPassword, o.provider, secret, sinkLn.Addr())
 	if o.provider == "hmac" { // its id and signature header come from the config
 		cfgText = strings.Replace(cfgText, "[[destination]]", "id = \"{body.id}\"\nsignature_header = \"X-Signature\"\n[[destination]]", 1)
 	}
@@ -610,7 +613,7 @@ to = ["sink"]
 		WriteTimeout: web.WriteTimeout, IdleTimeout: web.IdleTimeout, ReadBufferSize: web.ReadBufferSize,
 		DisableStartupMessage: true})
 	verifyOnly.Post("/in/:source", func(c *fiber.Ctx) error {
-		in := &app.Inbound{Body: c.Body(), Header: make([]app.HeaderField, 0, c.Request().Header.Len())}
+		in := &app.Inbound{Body: c.Request().Body(), Header: make([]app.HeaderField, 0, c.Request().Header.Len())}
 		c.Request().Header.VisitAll(func(k, v []byte) {
 			in.Header = append(in.Header, app.HeaderField{Name: string(k), Value: string(v)})
 		})

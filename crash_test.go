@@ -28,17 +28,21 @@ import (
 // longer run: go test -run TestCrash -crash.kills 50 (or HOOKBOX_CRASH_KILLS=50).
 var crashKills = flag.Int("crash.kills", 0, "SIGKILLs in TestCrash_KillUnderLoad (default 5, or $HOOKBOX_CRASH_KILLS)")
 
-func crashKillCount(t *testing.T) int {
-	n := 5
-	if v := os.Getenv("HOOKBOX_CRASH_KILLS"); v != "" {
+func crashKillCount(t *testing.T) int { return soakCount(t, 5, "HOOKBOX_CRASH_KILLS", *crashKills) }
+
+// soakCount is how many rounds a soak test makes: def, or the number in
+// the environment variable env, or flagValue when it is positive.
+func soakCount(t *testing.T, def int, env string, flagValue int) int {
+	n := def
+	if v := os.Getenv(env); v != "" {
 		k, err := strconv.Atoi(v)
 		if err != nil || k < 1 {
-			t.Fatalf("HOOKBOX_CRASH_KILLS=%q is not a positive number", v)
+			t.Fatalf("%s=%q is not a positive number", env, v)
 		}
 		n = k
 	}
-	if *crashKills > 0 {
-		n = *crashKills
+	if flagValue > 0 {
+		n = flagValue
 	}
 	return n
 }
@@ -171,6 +175,68 @@ func (l *crashLedger) lost(id string) {
 	l.mu.Unlock()
 }
 
+// load sends GitHub-signed events to addr from workers, as next picks
+// them, until stop is closed or the server stops answering; it records
+// every answer.
+func (l *crashLedger) load(addr string, workers int, prefix string, stop <-chan struct{}) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer client.CloseIdleConnections()
+			r := rand.New(rand.NewPCG(rand.Uint64(), uint64(w)))
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id, kind := l.next(r, fmt.Sprintf("%s-w%d-%d", prefix, w, i))
+				code, status, err := crashSend(client, addr, id)
+				if err != nil {
+					l.lost(id) // killed mid-request: the sender retries later
+					return
+				}
+				l.record(id, kind, code, status)
+			}
+		}()
+	}
+	return &wg
+}
+
+// resendUnanswered sends again, as a sender would, every id that got no
+// answer; the server is up, so each must be answered.
+func (l *crashLedger) resendUnanswered(t *testing.T, addr string) {
+	t.Helper()
+	client := &http.Client{Timeout: 5 * time.Second}
+	retries := l.unanswered
+	l.unanswered = nil
+	for _, id := range retries {
+		code, status, err := crashSend(client, addr, id)
+		if err != nil {
+			t.Fatalf("re-send of %s: %v", id, err)
+		}
+		l.record(id, retried, code, status)
+	}
+	if len(l.unanswered) > 0 {
+		t.Fatalf("%d re-sends answered 503 with the server up", len(l.unanswered))
+	}
+}
+
+// checkAnswers fails t on answers the ledger did not expect and on
+// deliveries that did not arrive byte-exact.
+func (l *crashLedger) checkAnswers(t *testing.T, sink *flakySink) {
+	t.Helper()
+	if len(l.unexpected) > 0 {
+		t.Errorf("%d unexpected answers, e.g. %v", len(l.unexpected), l.unexpected[:min(5, len(l.unexpected))])
+	}
+	if len(sink.badBody) > 0 {
+		t.Errorf("%d deliveries were not byte-exact, e.g. %v", len(sink.badBody), sink.badBody[:min(5, len(sink.badBody))])
+	}
+}
+
 // send posts one GitHub-signed event and returns the code and "status".
 func crashSend(client *http.Client, addr, id string) (int, string, error) {
 	body := crashBody(id)
@@ -247,29 +313,7 @@ to = ["sink"]
 	for round := range kills {
 		p := start(t, config)
 		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
-		for w := range 6 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := rand.New(rand.NewPCG(uint64(round), uint64(w)))
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					id, kind := ledger.next(r, fmt.Sprintf("c%d-w%d-%d", round, w, i))
-					code, status, err := crashSend(client, p.addr, id)
-					if err != nil {
-						ledger.lost(id) // killed mid-request: the sender retries later
-						return
-					}
-					ledger.record(id, kind, code, status)
-				}
-			}()
-		}
+		wg := ledger.load(p.addr, 6, fmt.Sprintf("c%d", round), stop)
 		time.Sleep(time.Duration(100+rand.IntN(701)) * time.Millisecond)
 		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -278,7 +322,6 @@ to = ["sink"]
 		p.cmd.Wait()
 		close(stop)
 		wg.Wait()
-		client.CloseIdleConnections()
 		if st.url == "" {
 			checkFile(t, dataFile)
 		}
@@ -287,19 +330,7 @@ to = ["sink"]
 	// The sink recovers; the senders retry what got no answer.
 	sink.failPermille.Store(0)
 	p := start(t, config)
-	client := &http.Client{Timeout: 5 * time.Second}
-	retries := ledger.unanswered
-	ledger.unanswered = nil
-	for _, id := range retries {
-		code, status, err := crashSend(client, p.addr, id)
-		if err != nil {
-			t.Fatalf("re-send of %s: %v", id, err)
-		}
-		ledger.record(id, retried, code, status)
-	}
-	if len(ledger.unanswered) > 0 {
-		t.Fatalf("%d re-sends answered 503 with the server up", len(ledger.unanswered))
-	}
+	ledger.resendUnanswered(t, p.addr)
 	deadline := time.Now().Add(45 * time.Second)
 	for {
 		_, missing, _ := sink.counts(ledger.acked)
@@ -329,12 +360,7 @@ to = ["sink"]
 	if dupAccepted > 0 {
 		t.Errorf("%d ids were accepted more than once", dupAccepted)
 	}
-	if len(ledger.unexpected) > 0 {
-		t.Errorf("%d unexpected answers, e.g. %v", len(ledger.unexpected), ledger.unexpected[:min(5, len(ledger.unexpected))])
-	}
-	if len(sink.badBody) > 0 {
-		t.Errorf("%d deliveries were not byte-exact, e.g. %v", len(sink.badBody), sink.badBody[:min(5, len(sink.badBody))])
-	}
+	ledger.checkAnswers(t, sink)
 
 	// The store after the last (clean) stop: consistent, and every
 	// acknowledged id is remembered.

@@ -214,6 +214,7 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen in %s): %w", cfg.Server.Listen, path, err)
 	}
+	ln = srv.Limit(ln) // under TLS, so a refused connection costs no handshake
 	served := make(chan error, 2)
 	attrs := []any{"version", version, "listen", ln.Addr().String(), "tls", cfg.Server.TLS.String()}
 	var httpSrv *http.Server

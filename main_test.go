@@ -50,17 +50,24 @@ const e2eSecret = "e2e-secret-value-9f8e7d"
 // followed by extra.
 func writeConfig(t *testing.T, dir string, extra ...string) string {
 	t.Helper()
+	return writeConfigServer(t, dir, "max_body_bytes = 4096", extra...)
+}
+
+// writeConfigServer is writeConfig with server's lines in [server] in
+// place of its small max_body_bytes.
+func writeConfigServer(t *testing.T, dir, server string, extra ...string) string {
+	t.Helper()
 	path := filepath.Join(dir, "config.toml")
 	cfg := fmt.Sprintf(`[server]
 listen = "127.0.0.1:0"
 data_dir = %q
-max_body_bytes = 4096
+%s
 
 [[source]]
 name = "gh"
 provider = "github"
 secret_env = "E2E_GH_SECRET"
-`, filepath.Join(dir, "data")) + strings.Join(extra, "\n")
+`, filepath.Join(dir, "data"), server) + strings.Join(extra, "\n")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +98,13 @@ func start(t *testing.T, config string) *proc {
 // waits until it logs its address (start, with knobs).
 func startWith(t *testing.T, config string, env []string, args ...string) *proc {
 	t.Helper()
-	p, out := launch(t, config, env, args...)
+	return startBinary(t, binary, config, env, args...)
+}
+
+// startBinary is startWith for the program at bin.
+func startBinary(t *testing.T, bin, config string, env []string, args ...string) *proc {
+	t.Helper()
+	p, out := launchBinary(t, bin, config, env, args...)
 	if p == nil {
 		t.Fatalf("hookbox exited before listening:\n%s", out)
 	}
@@ -103,8 +116,14 @@ func startWith(t *testing.T, config string, env []string, args ...string) *proc 
 // printed before it exited.
 func launch(t *testing.T, config string, env []string, args ...string) (*proc, string) {
 	t.Helper()
+	return launchBinary(t, binary, config, env, args...)
+}
+
+// launchBinary is launch for the program at bin.
+func launchBinary(t *testing.T, bin, config string, env []string, args ...string) (*proc, string) {
+	t.Helper()
 	p := &proc{done: make(chan struct{})}
-	p.cmd = exec.Command(binary, append([]string{"serve", "-config", config}, args...)...)
+	p.cmd = exec.Command(bin, append([]string{"serve", "-config", config}, args...)...)
 	p.cmd.Env = append(os.Environ(), env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {

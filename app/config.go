@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/mail"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -149,6 +150,27 @@ type ServerConfig struct {
 	// HTTPListen, with TLS, serves plain HTTP that answers ACME HTTP-01
 	// challenges and redirects everything else to HTTPS (empty: none).
 	HTTPListen string
+
+	// TrustedProxies are the peers whose X-Forwarded-For and
+	// X-Forwarded-Proto count (none by default: the socket's address is
+	// the client's, and only TLS on listen means https).
+	TrustedProxies []netip.Prefix
+	// MaxConnections bounds the connections open on listen at once.
+	MaxConnections int
+	// MaxConnectionsPerIP bounds those from one address (an IPv6 /64);
+	// trusted proxies are exempt (0: no per-address bound).
+	MaxConnectionsPerIP int
+}
+
+// Trusted reports whether a is one of the trusted proxies.
+func (s *ServerConfig) Trusted(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range s.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // TLSMode is how the main listener is served.
@@ -229,6 +251,17 @@ const (
 	DefaultBackupKeep     = 7
 	// BackupsDirName is the default backup directory inside data_dir.
 	BackupsDirName = "backups"
+)
+
+// Defaults of the keys that bound connections.
+const (
+	// DefaultMaxConnections leaves room for thousands of slow clients at
+	// about 25 KiB each (read buffer, goroutine, request state).
+	DefaultMaxConnections = 4096
+	// DefaultMaxConnectionsPerIP is far above what a sender's burst opens
+	// and far below what one host needs to fill MaxConnections.
+	DefaultMaxConnectionsPerIP = 256
+	maxMaxConnections          = 1 << 20
 )
 
 // ConfigError is a problem with one key of a config file; it prints as
@@ -315,6 +348,10 @@ type rawServer struct {
 	ACMEEmail     string  `toml:"acme_email"`
 	ACMEDirectory string  `toml:"acme_directory"`
 	HTTPListen    *string `toml:"http_listen"`
+
+	TrustedProxies      []string `toml:"trusted_proxies"`
+	MaxConnections      *int     `toml:"max_connections"`
+	MaxConnectionsPerIP *int     `toml:"max_connections_per_ip"`
 }
 
 type rawSource struct {
@@ -709,6 +746,45 @@ func (v *validator) server(s *ServerConfig, r rawServer) {
 		s.MaxBodyBytes = *r.MaxBodyBytes
 		if s.MaxBodyBytes <= 0 || s.MaxBodyBytes > maxMaxBodyBytes {
 			v.fail("server.max_body_bytes", fmt.Sprintf("must be between 1 and %d", maxMaxBodyBytes))
+		}
+	}
+	v.edge(s, r)
+}
+
+// edge checks the keys that bound what peers get: connections, and whose
+// forwarded headers count.
+func (v *validator) edge(s *ServerConfig, r rawServer) {
+	for i, p := range r.TrustedProxies {
+		key := fmt.Sprintf("server.trusted_proxies[%d]", i)
+		if pfx, err := netip.ParsePrefix(p); err == nil {
+			switch {
+			case pfx != pfx.Masked():
+				v.fail(key, fmt.Sprintf("%q has bits set past its /%d: write %s", p, pfx.Bits(), pfx.Masked()))
+			case pfx.Addr().Is4In6() && pfx.Bits() < 96:
+				v.fail(key, fmt.Sprintf("%q: write IPv4 ranges as IPv4", p))
+			case pfx.Addr().Is4In6(): // connections from IPv4 peers are matched unmapped
+				pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
+			}
+			s.TrustedProxies = append(s.TrustedProxies, pfx)
+		} else if a, err := netip.ParseAddr(p); err == nil && a.Zone() == "" {
+			a = a.Unmap()
+			s.TrustedProxies = append(s.TrustedProxies, netip.PrefixFrom(a, a.BitLen()))
+		} else {
+			v.fail(key, fmt.Sprintf("%q is not an IP address or a CIDR range (e.g. \"127.0.0.1\", \"10.0.0.0/8\", \"::1\")", p))
+		}
+	}
+	s.MaxConnections = DefaultMaxConnections
+	if r.MaxConnections != nil {
+		s.MaxConnections = *r.MaxConnections
+		if s.MaxConnections < 1 || s.MaxConnections > maxMaxConnections {
+			v.fail("server.max_connections", fmt.Sprintf("must be between 1 and %d", maxMaxConnections))
+		}
+	}
+	s.MaxConnectionsPerIP = min(DefaultMaxConnectionsPerIP, s.MaxConnections)
+	if r.MaxConnectionsPerIP != nil {
+		s.MaxConnectionsPerIP = *r.MaxConnectionsPerIP
+		if s.MaxConnectionsPerIP < 0 || s.MaxConnectionsPerIP > s.MaxConnections {
+			v.fail("server.max_connections_per_ip", fmt.Sprintf("must be between 0 (no per-address bound) and server.max_connections (%d)", s.MaxConnections))
 		}
 	}
 }

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,33 @@ secrets_env = ["OLD", "NEW"]
 		}
 		if got, want := cfg.Sources[0].URL, "https://hooks.example.com/in/sq"; got != want {
 			t.Errorf("URL = %q, want %q", got, want)
+		}
+	})
+	t.Run("EdgeLimits", func(t *testing.T) {
+		cfg, err := app.ParseConfig("c.toml", `[server]
+trusted_proxies = ["127.0.0.1", "::1", "10.0.0.0/8", "::ffff:192.168.0.0/112", "2001:db8::/32"]
+max_connections = 100
+max_connections_per_ip = 0
+`, env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Server.MaxConnections != 100 || cfg.Server.MaxConnectionsPerIP != 0 {
+			t.Errorf("connections = %d, %d per address", cfg.Server.MaxConnections, cfg.Server.MaxConnectionsPerIP)
+		}
+		for addr, want := range map[string]bool{"127.0.0.1": true, "::ffff:127.0.0.1": true, "127.0.0.2": false, "::1": true,
+			"10.200.1.1": true, "11.0.0.1": false, "192.168.7.7": true, "192.169.0.1": false, "2001:db8:1::1": true, "2001:db9::1": false} {
+			if got := cfg.Server.Trusted(netip.MustParseAddr(addr)); got != want {
+				t.Errorf("Trusted(%s) = %v, want %v", addr, got, want)
+			}
+		}
+		cfg, err = app.ParseConfig("c.toml", "", env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := cfg.Server; len(s.TrustedProxies) != 0 || s.Trusted(netip.MustParseAddr("127.0.0.1")) ||
+			s.MaxConnections != app.DefaultMaxConnections || s.MaxConnectionsPerIP != app.DefaultMaxConnectionsPerIP {
+			t.Errorf("defaults: %v trusted, %d connections, %d per address", s.TrustedProxies, s.MaxConnections, s.MaxConnectionsPerIP)
 		}
 	})
 	t.Run("DefaultFile", func(t *testing.T) {
@@ -108,6 +136,13 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"WrongType", "[server]\nmax_body_bytes = \"big\"\n", "", "max_body_bytes"},
 		{"IDsShorterThanRetries", src + "[retention]\nevent_ids = \"1h\"\n[[destination]]\nname = \"pos\"\nurl = \"https://x\"\n[[route]]\nsource = \"s\"\nto = [\"pos\"]\n",
 			"retention.event_ids", "shorter than"},
+		{"TrustedProxyNotAnAddress", "[server]\ntrusted_proxies = [\"127.0.0.1\", \"nginx\"]\n", "server.trusted_proxies[1]", "not an IP address or a CIDR range"},
+		{"TrustedProxyHostBits", "[server]\ntrusted_proxies = [\"10.1.2.3/8\"]\n", "server.trusted_proxies[0]", "write 10.0.0.0/8"},
+		{"TrustedProxyWithPort", "[server]\ntrusted_proxies = [\"127.0.0.1:80\"]\n", "server.trusted_proxies[0]", "not an IP address"},
+		{"TrustedProxyZone", "[server]\ntrusted_proxies = [\"fe80::1%eth0\"]\n", "server.trusted_proxies[0]", "not an IP address"},
+		{"MaxConnections", "[server]\nmax_connections = 0\n", "server.max_connections", "must be between 1"},
+		{"MaxConnectionsPerIP", "[server]\nmax_connections = 100\nmax_connections_per_ip = 101\n", "server.max_connections_per_ip", "server.max_connections (100)"},
+		{"MaxConnectionsPerIPNegative", "[server]\nmax_connections_per_ip = -1\n", "server.max_connections_per_ip", "between 0"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := app.ParseConfig("hookbox.toml", tt.toml, env(nil))

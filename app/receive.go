@@ -49,6 +49,8 @@ type Result struct {
 type Inbound struct {
 	Body   []byte
 	Header []HeaderField
+	// Client is the sender's address, for the log.
+	Client string
 }
 
 // Get returns the value of the first header called name, ignoring case.
@@ -70,7 +72,7 @@ type SourceStats struct {
 	Failed    atomic.Uint64 // storage failed; answered 503
 	Pings     atomic.Uint64
 	Unrouted  atomic.Uint64 // accepted events that no route takes
-	lastWarn  atomic.Int64  // unix seconds of the last rejection logged
+	warn      Throttle      // of the rejection log lines
 }
 
 // RouteStats counts what a debounced route did since start.
@@ -100,7 +102,18 @@ type Receiver struct {
 	Logger *slog.Logger
 	// Stats, when set, counts outcomes for the status page and metrics.
 	Stats *Stats
+
+	unknown Throttle // of the log lines about unknown sources
 }
+
+// Log lines about bad requests are throttled: at most one a minute per
+// source for rejections, one every ten seconds for unknown sources.
+const (
+	rejectedLogEvery = time.Minute
+	unknownLogEvery  = 10 * time.Second
+	// maxLoggedPath bounds the path of an unknown source in the log.
+	maxLoggedPath = 96
+)
 
 // NewReceiver builds a receiver for cfg's sources over store.
 func NewReceiver(cfg *Config, store Store) *Receiver {
@@ -129,12 +142,24 @@ func (r *Receiver) SourceStats(source string) *SourceStats { return r.stats[sour
 
 // Receive verifies in as a webhook for source and, when genuine and new,
 // stores it durably before returning Accepted.
+// Counters and metrics take the configured name, never the request's
+// string; an unknown source is counted under the one label UnknownSource
+// and logged, throttled, with its path.
 func (r *Receiver) Receive(ctx context.Context, source string, in *Inbound) (Result, error) {
 	start := time.Now()
-	res, err := r.receive(ctx, source, in)
-	if _, known := r.sources[source]; known {
-		r.Stats.Inbound(source, outcomeName(res, err), time.Since(start))
+	src, known := r.sources[source]
+	if !known {
+		r.Stats.Unknown()
+		if ok, held := r.unknown.Allow(r.Now(), unknownLogEvery); ok {
+			// A copy, cut short: the request's string dies with its buffer.
+			path := "/in/" + source[:min(len(source), maxLoggedPath)]
+			r.Logger.Warn("webhook to an unknown source: check the URL set at the sender", "path", path,
+				"client", in.Client, "unknown_since_last_line", held)
+		}
+		return Result{}, Errorf(ENOTFOUND, "unknown source")
 	}
+	res, err := r.receive(ctx, src, in)
+	r.Stats.Inbound(src.Name, outcomeName(res, err), time.Since(start))
 	return res, err
 }
 
@@ -153,17 +178,14 @@ func outcomeName(res Result, err error) string {
 	return res.Outcome.String()
 }
 
-func (r *Receiver) receive(ctx context.Context, source string, in *Inbound) (Result, error) {
-	src, ok := r.sources[source]
-	if !ok {
-		return Result{}, Errorf(ENOTFOUND, "unknown source")
-	}
+func (r *Receiver) receive(ctx context.Context, src *Source, in *Inbound) (Result, error) {
+	source := src.Name
 	st := r.stats[source]
 	now := r.Now()
 	v, err := src.Verify(provider.Request{Body: in.Body, Header: in, URL: src.URL}, now)
 	if err != nil {
 		st.Rejected.Add(1)
-		r.warnRejected(st, source, err, now)
+		r.warnRejected(st, source, err, now, in.Client)
 		return Result{}, Errorf(EUNAUTHORIZED, "%s", err.Error())
 	}
 	if v.Ping {
@@ -268,12 +290,11 @@ func (r *Receiver) identify(src *Source, v provider.Verdict, in *Inbound) (id, t
 
 // warnRejected logs rejections at most once a minute per source, so a flood
 // of forged requests cannot flood the log; the counter has the full count.
-func (r *Receiver) warnRejected(st *SourceStats, source string, err error, now time.Time) {
-	last := st.lastWarn.Load()
-	if now.Unix()-last < 60 || !st.lastWarn.CompareAndSwap(last, now.Unix()) {
+func (r *Receiver) warnRejected(st *SourceStats, source string, err error, now time.Time, client string) {
+	if ok, _ := st.warn.Allow(now, rejectedLogEvery); !ok {
 		return
 	}
-	r.Logger.Warn("webhook rejected", "source", source, "reason", err.Error(),
+	r.Logger.Warn("webhook rejected", "source", source, "reason", err.Error(), "client", client,
 		"rejected_total", st.Rejected.Load())
 }
 

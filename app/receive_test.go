@@ -3,11 +3,15 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"maps"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"hookbox/app"
 	"hookbox/app/provider"
@@ -264,5 +268,69 @@ func TestSweeper_Sweep(t *testing.T) {
 	in = signed(t, "shopify", "new-secret", []byte(`{}`), "", "e3", "x", now)
 	if res, _ := r.Receive(ctx, "shop", in); res.Outcome != app.Accepted {
 		t.Fatalf("after sweep: %v, want accepted", res.Outcome)
+	}
+}
+
+// Metrics take the configured source name, never the request's string
+// (whose buffer the next request reuses): a label keeps its value after
+// the caller's bytes change. Unknown sources are counted under one fixed
+// label and logged, throttled, with the path and the client.
+func TestReceiver_LabelsAndUnknownSources(t *testing.T) {
+	ctx := context.Background()
+	now := now0
+	r, db := newReceiver(t, &now)
+	cfg, _ := app.ParseConfig("test.toml", testConfig, nil)
+	stats := app.NewStats(cfg, db, func() time.Time { return now })
+	r.Stats = stats
+	var log strings.Builder
+	r.Logger = slog.New(slog.NewTextHandler(&log, nil))
+
+	name := []byte("shop") // the caller's buffer, as fasthttp's would be
+	body := []byte(`{"id": 1}`)
+	if _, err := r.Receive(ctx, unsafe.String(&name[0], len(name)), signed(t, "shopify", "new-secret", body, "", "lbl-1", "orders/create", now)); err != nil {
+		t.Fatal(err)
+	}
+	copy(name, "\xff\xfe\xfd\xfc") // the next request on the connection
+	for i := range 100 {
+		in := &app.Inbound{Body: body, Client: "203.0.113.7"}
+		if _, err := r.Receive(ctx, fmt.Sprintf("nope-%d\xff", i), in); app.ErrorCode(err) != app.ENOTFOUND {
+			t.Fatalf("unknown source: %v", err)
+		}
+	}
+	families, err := stats.Registry.Gather()
+	if err != nil {
+		t.Fatalf("metrics do not gather: %v", err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "hookbox_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var source, outcome string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "source":
+					source = l.GetValue()
+				case "outcome":
+					outcome = l.GetValue()
+				}
+			}
+			got[source+"/"+outcome] = m.GetCounter().GetValue()
+		}
+	}
+	if want := map[string]float64{"shop/accepted": 1, app.UnknownSource + "/not_found": 100}; !maps.Equal(got, want) {
+		t.Fatalf("hookbox_requests_total = %v, want %v", got, want)
+	}
+	if n := strings.Count(log.String(), "unknown source"); n != 1 {
+		t.Fatalf("%d log lines for 100 unknown sources in one instant; want 1:\n%s", n, log.String())
+	}
+	if !strings.Contains(log.String(), `path="/in/nope-0\xff"`) || !strings.Contains(log.String(), "client=203.0.113.7") {
+		t.Fatalf("the line lacks the path or the client:\n%s", log.String())
+	}
+	now = now.Add(time.Minute)
+	r.Receive(ctx, "nope-later", &app.Inbound{Client: "203.0.113.7"})
+	if !strings.Contains(log.String(), "unknown_since_last_line=99") {
+		t.Fatalf("the next line does not count the ones held back:\n%s", log.String())
 	}
 }

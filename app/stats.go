@@ -100,7 +100,7 @@ func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
 		s.dests[d.Name] = &DestInfo{Name: d.Name}
 	}
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_requests_total",
-		Help: "Webhook requests by source and outcome (accepted, duplicate, ping, rejected, invalid, failed)."}, []string{"source", "outcome"})
+		Help: "Webhook requests by source and outcome (accepted, duplicate, ping, rejected, invalid, failed); requests to unknown sources under source \"_unknown\", outcome \"not_found\"."}, []string{"source", "outcome"})
 	s.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_delivery_attempts_total",
 		Help: "Delivery attempts by destination and outcome (delivered, retrying, dead)."}, []string{"destination", "outcome"})
 	s.ingest = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookbox_ingest_seconds",
@@ -196,6 +196,18 @@ func (s *Stats) Inbound(source string, o string, took time.Duration) {
 			si.Rejected++
 		}
 	}
+}
+
+// UnknownSource is the one label under which requests to sources that are
+// not configured are counted: no source name can start with '_'.
+const UnknownSource = "_unknown"
+
+// Unknown records a request to a source that is not configured.
+func (s *Stats) Unknown() {
+	if s == nil {
+		return
+	}
+	s.requests.WithLabelValues(UnknownSource, "not_found").Inc()
 }
 
 // Debounced records events merged into pending deliveries.

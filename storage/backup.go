@@ -54,9 +54,10 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 
 // WriteBackup writes a consistent copy of the data file to path: into a
 // temporary file in path's directory first, synced, then renamed, and the
-// directory synced, so path is either absent or a complete copy, even after
-// a crash. It returns the copy's size. The temporary file of a run that
-// died is named "." + the base of path + ".<random>.tmp".
+// directory and its parent synced, so path is either absent or a complete
+// copy, even after a power cut (TestPowerLoss_Backup). It returns the
+// copy's size. The temporary file of a run that died is named "." + the
+// base of path + ".<random>.tmp".
 func (d *DB) WriteBackup(ctx context.Context, path string) (int64, error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
@@ -78,10 +79,37 @@ func (d *DB) WriteBackup(ctx context.Context, path string) (int64, error) {
 		os.Remove(tmp)
 		return 0, fmt.Errorf("backup to %s: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	// The directory's parent too: the directory may be new (the scheduled
+	// backups make theirs at the first run), and a power cut takes a new
+	// directory, backups and all, until its parent is synced.
+	if err := errors.Join(syncDir(dir), syncDir(filepath.Dir(dir))); err != nil {
 		return 0, fmt.Errorf("backup to %s: %w", path, err)
 	}
 	return n, nil
+}
+
+// makeDir creates dir and its missing parents, each durable: a new
+// directory's name is on the disk only once its parent is synced.
+func makeDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		return fmt.Errorf("%s is not a directory", dir)
+	case !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := makeDir(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return syncDir(parent)
 }
 
 // syncDir makes a rename or a new file in dir durable.

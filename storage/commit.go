@@ -114,6 +114,9 @@ func (d *DB) commitGroup(group []write) {
 			for _, w := range group {
 				w.done <- err // nil, or the commit's error for all of them
 			}
+			if brokenEarlyAck {
+				d.db.Sync()
+			}
 			return
 		}
 		group[failed].done <- err

@@ -71,7 +71,7 @@ var _ app.Store = (*DB)(nil)
 // Open opens (creating if needed) the data file in dir. It fails within a
 // second with ErrLocked when another process holds the file.
 func Open(dir string) (*DB, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := makeDir(dir); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
@@ -86,12 +86,20 @@ func Open(dir string) (*DB, error) {
 		unlock()
 		return nil, err
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: initialMmapSize})
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: initialMmapSize, NoSync: brokenNoSync})
 	if err != nil {
 		unlock()
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
 		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	// bbolt syncs a new file's pages, not its name: without a sync of the
+	// directory a power cut after the first commits can take the whole
+	// file (TestPowerLoss_FirstStart).
+	if err := syncDir(dir); err != nil {
+		bdb.Close()
+		unlock()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	older, err := checkFormat(bdb, path)
@@ -537,7 +545,9 @@ func (d *DB) SetMeta(name string, value []byte) error {
 // mode an existing directory had when it had to be changed (0: it was
 // right, or is new).
 func SecureDir(dir string) (was os.FileMode, err error) {
-	if err := os.MkdirAll(dir, app.DataDirMode); err != nil {
+	// makeDir, not os.MkdirAll: a new directory must survive a power cut,
+	// and Open's own makeDir finds it made.
+	if err := makeDir(dir); err != nil {
 		return 0, fmt.Errorf("create data dir %s: %w", dir, err)
 	}
 	fi, err := os.Stat(dir)

@@ -183,17 +183,38 @@ func (u *UI) render(c *fiber.Ctx, status int, name, title string, data any) erro
 	return c.Status(status).Send(buf.Bytes())
 }
 
-// Login renders the login form with an optional message.
-func (u *UI) Login(c *fiber.Ctx, status int, msg string) error {
-	return u.render(c, status, "login", "Log in", map[string]string{"Error": msg, "Next": safeNext(c.Query("next"))})
+// Login renders the login form with an optional message; after the login
+// the browser goes to next (see SafeNext).
+func (u *UI) Login(c *fiber.Ctx, status int, msg, next string) error {
+	return u.render(c, status, "login", "Log in", map[string]string{"Error": msg, "Next": SafeNext(next)})
 }
 
-// safeNext keeps a post-login redirect on this site.
-func safeNext(n string) string {
-	if n == "" || !strings.HasPrefix(n, "/") || strings.HasPrefix(n, "//") || strings.Contains(n, "\\") {
+// maxNext bounds a redirect target kept across the login.
+const maxNext = 2048
+
+// SafeNext keeps a redirect on this site: a path that starts with one '/'
+// and holds only printable ASCII, so no "//host" or "/\host" (which
+// browsers take as another site), no control character (a CR or LF would
+// end the Location header and start another; browsers drop TAB and turn
+// "/<TAB>/host" into "//host"), no space or byte past ASCII. Anything else
+// is "/".
+func SafeNext(n string) string {
+	if n == "" || len(n) > maxNext || n[0] != '/' || len(n) > 1 && (n[1] == '/' || n[1] == '\\') {
 		return "/"
 	}
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+			return "/"
+		}
+	}
 	return n
+}
+
+// PostValue is a field of a url-encoded form body, copied: never one
+// from the query string, where a token or password would leak through
+// logs and Referer, and never one from a multipart body.
+func PostValue(c *fiber.Ctx, key string) string {
+	return string(c.Request().PostArgs().Peek(key))
 }
 
 // chart is an inline SVG bar chart of 24 hourly values.
@@ -347,10 +368,15 @@ type headerRow struct {
 	Masked      bool
 }
 
-// secretish names headers whose values are credentials or signatures.
+// secretWords, found in a header's name, mark its value as a secret (a
+// credential, a signature, a session): X-Auth-Key, X-Api-Token,
+// Stripe-Signature, X-Shopify-Hmac-Sha256, Cookie, X-Session-Id…
+var secretWords = []string{"auth", "key", "token", "sig", "secret", "cookie", "pass", "session", "hmac", "credential", "jwt", "csrf", "xsrf"}
+
+// secretish reports whether a header's value may be a secret.
 func secretish(name string) bool {
 	n := strings.ToLower(name)
-	for _, w := range []string{"signature", "hmac", "authorization", "token", "secret", "cookie", "api-key", "apikey", "password"} {
+	for _, w := range secretWords {
 		if strings.Contains(n, w) {
 			return true
 		}
@@ -429,7 +455,7 @@ func (u *UI) dead(c *fiber.Ctx) error {
 // replayAll asks for confirmation first (a form that works without
 // JavaScript), then replays every dead delivery.
 func (u *UI) replayAll(c *fiber.Ctx) error {
-	if c.FormValue("confirm") != "yes" {
+	if PostValue(c, "confirm") != "yes" {
 		n, _ := u.d.Store.CountDead()
 		return u.render(c, 200, "confirm", "Replay all?", map[string]any{"Action": "/dead-letters/replay",
 			"Question": fmt.Sprintf("Send all %d dead deliveries again?", n)})
@@ -447,9 +473,9 @@ func (u *UI) replayOne(c *fiber.Ctx) error {
 	if err != nil {
 		return fiber.ErrNotFound
 	}
-	if c.FormValue("confirm") != "yes" {
-		return u.render(c, 200, "confirm", "Replay?", map[string]any{"Action": "/deliveries/" + c.Params("id") + "/replay",
-			"Question": fmt.Sprintf("Send delivery %d again?", id), "Back": c.FormValue("back")})
+	if PostValue(c, "confirm") != "yes" {
+		return u.render(c, 200, "confirm", "Replay?", map[string]any{"Action": "/deliveries/" + strconv.FormatUint(id, 10) + "/replay",
+			"Question": fmt.Sprintf("Send delivery %d again?", id), "Back": SafeNext(PostValue(c, "back"))})
 	}
 	if err := u.d.Store.Replay(id, u.d.Now()); err != nil {
 		if errors.Is(err, app.ErrNotFound) {
@@ -458,7 +484,7 @@ func (u *UI) replayOne(c *fiber.Ctx) error {
 		return err
 	}
 	u.d.Wake()
-	back := safeNext(c.FormValue("back"))
+	back := SafeNext(PostValue(c, "back"))
 	if back == "/" {
 		back = "/dead-letters?replayed=1"
 	}

@@ -4,21 +4,25 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/ui"
 )
 
 // Sessions of the status page live in memory: a restart logs everyone out.
 const (
 	sessionCookie = "hookbox_session"
 	sessionTTL    = 12 * time.Hour
-	// loginDelay slows every failed login, so guessing is slow.
-	loginDelay = time.Second
+	// loginLogEvery throttles the log lines about failed and limited
+	// logins; each line says how many it stands for.
+	loginLogEvery = 10 * time.Second
 )
 
 type session struct {
@@ -79,42 +83,82 @@ func (ss *sessions) drop(tok string) {
 }
 
 // securityHeaders go on every page and API answer.
-func securityHeaders(c *fiber.Ctx) error {
+func (s *Server) securityHeaders(c *fiber.Ctx) error {
 	c.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	c.Set("X-Frame-Options", "DENY")
 	c.Set("X-Content-Type-Options", "nosniff")
 	c.Set("Referrer-Policy", "same-origin")
 	c.Set("Cache-Control", "no-store")
-	if c.Protocol() == "https" {
+	if s.scheme(c) == "https" {
 		c.Set("Strict-Transport-Security", "max-age=31536000")
 	}
 	return c.Next()
 }
 
 // authenticate finds who is calling: a session cookie (browser) or HTTP
-// Basic auth (CLI, scripts). It stores the session in c.Locals.
-func (s *Server) authenticate(c *fiber.Ctx) (user string, viaSession bool) {
+// Basic auth (CLI, scripts), the latter through the guard. It stores the
+// session's CSRF token in c.Locals. When the guard limited the attempt,
+// wait says when to retry.
+func (s *Server) authenticate(c *fiber.Ctx) (user string, viaSession bool, wait time.Duration) {
 	if tok := c.Cookies(sessionCookie); tok != "" {
 		if ss := s.sessions.get(tok, s.deps.Now()); ss != nil {
 			c.Locals("csrf", ss.csrf)
-			return ss.user, true
+			return ss.user, true, 0
 		}
 	}
-	if u, p, ok := basicAuth(c.Get(fiber.HeaderAuthorization)); ok && s.deps.Login(u, p) {
-		return u, false
+	u, p, ok := basicAuth(c.Get(fiber.HeaderAuthorization))
+	if !ok {
+		return "", false, 0
 	}
-	return "", false
+	if ok, wait := s.checkPassword(c, u, p, "basic"); !ok {
+		return "", false, wait
+	}
+	return u, false, 0
+}
+
+// checkPassword runs the guard's check and logs failures and limits,
+// throttled, with the client's address; wait is set when the attempt was
+// limited.
+func (s *Server) checkPassword(c *fiber.Ctx, user, password, via string) (ok bool, wait time.Duration) {
+	client := s.client(c)
+	v, wait := s.guard.check(client, user, password, via == "basic")
+	switch v {
+	case granted:
+		return true, 0
+	case limited:
+		if ok, held := s.limitedLog.Allow(s.deps.Now(), loginLogEvery); ok {
+			s.Logger.Warn("login attempt over the limit of failed logins: answered 429 without checking", "client", client.String(),
+				"via", via, "limited_since_last_line", held)
+		}
+	default:
+		if ok, held := s.failedLog.Allow(s.deps.Now(), loginLogEvery); ok {
+			s.Logger.Warn("failed login", "client", client.String(), "via", via, "failed_since_last_line", held)
+		}
+	}
+	return false, wait
+}
+
+// holdLimited delays the answer to an attempt the guard limited by
+// LimitedDelay, sets its Retry-After and returns the seconds it says.
+func (s *Server) holdLimited(c *fiber.Ctx, wait time.Duration) int {
+	time.Sleep(s.deps.LimitedDelay)
+	secs := max(1, int((wait+time.Second-1)/time.Second))
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+	return secs
 }
 
 // requireAuth guards pages, the admin API and metrics. Without a login a
-// page redirects to the login form and anything else answers 401. A state
-// change through a session must carry its CSRF token; one through Basic
-// auth must not come from another site.
+// page redirects to the login form and anything else answers 401 (429
+// when the guard limited the attempt). A state change through a session
+// must carry its CSRF token, from the form body or the X-CSRF-Token
+// header; one through Basic auth must not come from another site.
 func (s *Server) requireAuth(c *fiber.Ctx) error {
-	user, viaSession := s.authenticate(c)
+	user, viaSession, wait := s.authenticate(c)
 	if user == "" {
-		if c.Get(fiber.HeaderAuthorization) != "" {
-			time.Sleep(s.deps.LoginDelay) // a wrong password, like at the login form: guessing stays slow
+		if wait > 0 {
+			secs := s.holdLimited(c, wait)
+			return c.Status(fiber.StatusTooManyRequests).JSON(answer{Status: "error",
+				Error: fmt.Sprintf("too many failed logins: retry in %d s", secs)})
 		}
 		if c.Method() == fiber.MethodGet && !isAPI(c) {
 			return c.Redirect("/login?next="+url.QueryEscape(c.OriginalURL()), fiber.StatusSeeOther)
@@ -126,7 +170,7 @@ func (s *Server) requireAuth(c *fiber.Ctx) error {
 		if viaSession {
 			tok := c.Get("X-CSRF-Token")
 			if tok == "" {
-				tok = c.FormValue("csrf")
+				tok = ui.PostValue(c, "csrf")
 			}
 			want, _ := c.Locals("csrf").(string)
 			if !equal(tok, want) {
@@ -147,35 +191,31 @@ func isAPI(c *fiber.Ctx) bool {
 }
 
 func (s *Server) handleLoginPage(c *fiber.Ctx) error {
-	if user, _ := s.authenticate(c); user != "" {
+	if user, _, _ := s.authenticate(c); user != "" {
 		return c.Redirect("/", fiber.StatusSeeOther)
 	}
-	return s.ui.Login(c, fiber.StatusOK, "")
+	return s.ui.Login(c, fiber.StatusOK, "", c.Query("next"))
 }
 
+// handleLogin takes the login form's fields from the body only: a
+// password or a redirect target in the query string is ignored.
 func (s *Server) handleLogin(c *fiber.Ctx) error {
-	user, pass := c.FormValue("user"), c.FormValue("password")
-	if !s.deps.Login(user, pass) {
-		time.Sleep(s.deps.LoginDelay)
-		s.Logger.Warn("failed login", "ip", c.IP())
-		return s.ui.Login(c, fiber.StatusUnauthorized, "Wrong user or password.")
+	user, pass, next := ui.PostValue(c, "user"), ui.PostValue(c, "password"), ui.PostValue(c, "next")
+	if ok, wait := s.checkPassword(c, user, pass, "form"); !ok {
+		if wait > 0 {
+			secs := s.holdLimited(c, wait)
+			return s.ui.Login(c, fiber.StatusTooManyRequests, fmt.Sprintf("Too many failed logins: try again in %d seconds.", secs), next)
+		}
+		return s.ui.Login(c, fiber.StatusUnauthorized, "Wrong user or password.", next)
 	}
 	tok, _ := s.sessions.create(user, s.deps.Now())
 	c.Cookie(&fiber.Cookie{Name: sessionCookie, Value: tok, Path: "/", HTTPOnly: true, SameSite: "Strict",
-		Secure: c.Protocol() == "https", Expires: s.deps.Now().Add(sessionTTL)})
-	return c.Redirect(safeRedirect(c.FormValue("next")), fiber.StatusSeeOther)
+		Secure: s.scheme(c) == "https", Expires: s.deps.Now().Add(sessionTTL)})
+	return c.Redirect(ui.SafeNext(next), fiber.StatusSeeOther)
 }
 
 func (s *Server) handleLogout(c *fiber.Ctx) error {
 	s.sessions.drop(c.Cookies(sessionCookie))
 	c.ClearCookie(sessionCookie)
 	return c.Redirect("/login", fiber.StatusSeeOther)
-}
-
-// safeRedirect keeps a post-login redirect on this site.
-func safeRedirect(n string) string {
-	if len(n) == 0 || n[0] != '/' || len(n) > 1 && (n[1] == '/' || n[1] == '\\') {
-		return "/"
-	}
-	return n
 }

@@ -106,7 +106,7 @@ func BenchmarkIngest(b *testing.B) {
 			WriteTimeout: web.WriteTimeout, IdleTimeout: web.IdleTimeout, ReadBufferSize: web.ReadBufferSize,
 			DisableStartupMessage: true})
 		a.Post("/in/:source", func(c *fiber.Ctx) error {
-			in := &app.Inbound{Body: c.Body()}
+			in := &app.Inbound{Body: c.Request().Body()}
 			c.Request().Header.VisitAll(func(k, v []byte) {
 				in.Header = append(in.Header, app.HeaderField{Name: string(k), Value: string(v)})
 			})

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -48,10 +50,12 @@ type Deps struct {
 	Backup func() (*os.File, int64, error)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Login checks the status page's user and password (nil: nobody gets in).
+	// Login checks the status page's user and password (nil: nobody gets
+	// in); it runs under the limits of guard.go.
 	Login func(user, password string) bool
-	// LoginDelay is how long a wrong login waits (0: one second).
-	LoginDelay time.Duration
+	// LimitedDelay holds a 429 to a login over the limits (0: the
+	// LimitedDelay constant); tests shorten it.
+	LimitedDelay time.Duration
 	// Stats feeds the overview, /api/v1/stats and /metrics (may be nil in tests).
 	Stats *app.Stats
 	// UIStore backs the status pages (the storage.DB).
@@ -70,7 +74,17 @@ type Server struct {
 	cfg      *app.Config
 	ui       *ui.UI
 	sessions sessions
+	guard    *guard
 	Logger   *slog.Logger
+
+	// Throttles of the log lines about refused requests and logins.
+	refusedLog, failedLog, limitedLog app.Throttle
+
+	// handling counts the handlers running, and limits the listeners
+	// Limit made: Shutdown closes their connections once no handler runs.
+	handling atomic.Int64
+	limitsMu sync.Mutex
+	limits   []*limitListener
 }
 
 // New builds the server for cfg.
@@ -84,8 +98,8 @@ func New(cfg *app.Config, deps Deps) *Server {
 	if deps.ReadTimeout <= 0 {
 		deps.ReadTimeout = ReadTimeout
 	}
-	if deps.LoginDelay <= 0 {
-		deps.LoginDelay = loginDelay
+	if deps.LimitedDelay <= 0 {
+		deps.LimitedDelay = LimitedDelay
 	}
 	if deps.Login == nil {
 		deps.Login = func(string, string) bool { return false }
@@ -102,6 +116,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		deps:     deps,
 		cfg:      cfg,
 		sessions: sessions{m: map[string]*session{}},
+		guard:    newGuard(deps.Login, deps.Now),
 		Logger:   slog.With("component", "http"),
 	}
 	var routeStats func(string) *app.RouteStats
@@ -111,36 +126,50 @@ func New(cfg *app.Config, deps Deps) *Server {
 	s.ui = ui.New(ui.Deps{Config: cfg, Store: deps.UIStore, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
 		RouteStats: routeStats, LastBackup: deps.LastBackup})
 	s.fiber = fiber.New(fiber.Config{
-		BodyLimit:             cfg.Server.MaxBodyBytes,
-		ReadTimeout:           deps.ReadTimeout,
-		WriteTimeout:          WriteTimeout,
-		IdleTimeout:           IdleTimeout,
-		ReadBufferSize:        ReadBufferSize,
-		DisableStartupMessage: true,
-		ErrorHandler:          s.handleError,
-		AppName:               "hookbox",
-		// X-Forwarded-* count only from a reverse proxy on this machine, so
-		// a remote client cannot claim https (Secure cookies, HSTS) or an IP.
+		BodyLimit:      cfg.Server.MaxBodyBytes,
+		ReadTimeout:    deps.ReadTimeout,
+		WriteTimeout:   WriteTimeout,
+		IdleTimeout:    IdleTimeout,
+		ReadBufferSize: ReadBufferSize,
+		// Limit bounds the connections; fasthttp's own bound sits above it,
+		// since a closed connection frees its place in Limit a moment
+		// before its worker is free, and fasthttp refuses past its bound
+		// by writing on the connection in its accept loop (a TLS
+		// handshake there, with no deadline).
+		Concurrency: 2 * cfg.Server.MaxConnections,
+		// Every string Fiber hands out (params, headers, query, cookies)
+		// is a copy: a view into a buffer that the connection's next
+		// request overwrites cannot outlive a handler by mistake (a
+		// Prometheus label once became "rics"). Bytes taken from fasthttp
+		// directly are copied where they are kept.
+		Immutable: true,
+		// Multipart bodies stay bytes: pre-parsed, they would leave
+		// nothing to verify (and go to temporary files).
+		DisablePreParseMultipartForm: true,
+		DisableStartupMessage:        true,
+		ErrorHandler:                 s.handleError,
+		AppName:                      "hookbox",
+		// Fiber's own helpers (Protocol, IP, Hostname) never trust
+		// forwarded headers; client and scheme read them from the trusted
+		// proxies of server.trusted_proxies only.
 		EnableTrustedProxyCheck: true,
-		TrustedProxies:          []string{"127.0.0.1", "::1"},
-		ProxyHeader:             fiber.HeaderXForwardedFor,
 	})
-	s.fiber.Use(recover.New())
+	s.fiber.Use(s.track, recover.New(), s.edge)
 	s.fiber.Post("/in/:source", s.handleInbound)
 	s.fiber.Get("/healthz", s.handleHealth)
-	s.fiber.Use("/static", securityHeaders, filesystem.New(filesystem.Config{Root: http.FS(ui.Static()), MaxAge: 3600}))
-	s.fiber.Get("/login", securityHeaders, s.handleLoginPage)
-	s.fiber.Post("/login", securityHeaders, s.handleLogin)
-	s.fiber.Post("/logout", securityHeaders, s.requireAuth, s.handleLogout)
+	s.fiber.Use("/static", s.securityHeaders, filesystem.New(filesystem.Config{Root: http.FS(ui.Static()), MaxAge: 3600}))
+	s.fiber.Get("/login", s.securityHeaders, s.handleLoginPage)
+	s.fiber.Post("/login", s.securityHeaders, s.handleLogin)
+	s.fiber.Post("/logout", s.securityHeaders, s.requireAuth, s.handleLogout)
 	metrics := adaptor.HTTPHandler(promhttp.HandlerFor(deps.Stats.Registry, promhttp.HandlerOpts{}))
 	if cfg.Status.MetricsPublic {
 		s.fiber.Get("/metrics", metrics)
 	} else {
 		s.fiber.Get("/metrics", s.requireAuth, metrics)
 	}
-	s.routeAPI(s.fiber.Group("/api/v1", securityHeaders, s.requireAuth))
+	s.routeAPI(s.fiber.Group("/api/v1", s.securityHeaders, s.requireAuth))
 	s.ui.Mount(func(method, path string, h fiber.Handler) {
-		s.fiber.Add(method, path, securityHeaders, s.requireAuth, h)
+		s.fiber.Add(method, path, s.securityHeaders, s.requireAuth, h)
 	})
 	return s
 }
@@ -148,8 +177,53 @@ func New(cfg *app.Config, deps Deps) *Server {
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.fiber.Listener(ln) }
 
-// Shutdown stops accepting, lets in-flight requests finish until ctx is done.
-func (s *Server) Shutdown(ctx context.Context) error { return s.fiber.ShutdownWithContext(ctx) }
+// idleGrace is how long Shutdown lets connections without a request in a
+// handler finish what they are sending before it closes them.
+const idleGrace = time.Second
+
+// Shutdown stops accepting and lets the handlers running finish until ctx
+// is done. fasthttp alone would also wait for every connection that has
+// sent nothing yet (it counts a new connection as busy from its accept),
+// up to the read timeout: a client that holds a silent connection open
+// would hold the stop. So once idleGrace has passed and no handler runs,
+// the connections Limit handed out are closed; a request cut so was not
+// answered, and its sender sends it again.
+func (s *Server) Shutdown(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- s.fiber.ShutdownWithContext(ctx) }()
+	grace := time.After(idleGrace)
+	var tick <-chan time.Time
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-grace:
+			t := time.NewTicker(10 * time.Millisecond)
+			defer t.Stop()
+			tick = t.C
+		case <-tick:
+			if s.handling.Load() == 0 {
+				s.closeConns()
+			}
+		}
+	}
+}
+
+// track counts the handlers running, for Shutdown.
+func (s *Server) track(c *fiber.Ctx) error {
+	s.handling.Add(1)
+	defer s.handling.Add(-1)
+	return c.Next()
+}
+
+// closeConns closes every connection the listeners of Limit handed out.
+func (s *Server) closeConns() {
+	s.limitsMu.Lock()
+	defer s.limitsMu.Unlock()
+	for _, l := range s.limits {
+		l.closeAll()
+	}
+}
 
 // App exposes the Fiber app to tests (app.Test).
 func (s *Server) App() *fiber.App { return s.fiber }
@@ -162,9 +236,12 @@ type answer struct {
 }
 
 func (s *Server) handleInbound(c *fiber.Ctx) error {
-	// The body is only read during this call: the store copies what it keeps.
-	in := &app.Inbound{Body: c.Body(), Header: make([]app.HeaderField, 0, c.Request().Header.Len())}
-	c.Request().Header.VisitAll(func(k, v []byte) {
+	// The body exactly as received (edge refused any Content-Encoding;
+	// c.Body() would inflate): only read during this call, the store
+	// copies what it keeps.
+	req := c.Request()
+	in := &app.Inbound{Body: req.Body(), Header: make([]app.HeaderField, 0, req.Header.Len()), Client: s.client(c).String()}
+	req.Header.VisitAll(func(k, v []byte) {
 		in.Header = append(in.Header, app.HeaderField{Name: string(k), Value: string(v)})
 	})
 	res, err := s.deps.Receiver.Receive(c.UserContext(), c.Params("source"), in)

@@ -111,15 +111,12 @@ func NewTLS(s app.ServerConfig, opt TLSOptions) (*TLS, error) {
 		}
 	case app.TLSACME:
 		dir := filepath.Join(s.DataDir, ACMEDirName)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("acme cache: %w", err)
-		}
-		if err := os.Chmod(dir, 0o700); err != nil { // it holds the private keys
-			return nil, fmt.Errorf("acme cache: %w", err)
+		if err := newACMECache(dir); err != nil {
+			return nil, err
 		}
 		t.manager = &autocert.Manager{
 			Prompt:     autocert.AcceptTOS,
-			Cache:      autocert.DirCache(dir),
+			Cache:      acmeCache(dir),
 			HostPolicy: autocert.HostWhitelist(s.Domain),
 			Email:      s.ACMEEmail,
 			Client:     &acme.Client{DirectoryURL: s.ACMEDirectory, HTTPClient: t.acmeClient(opt.HTTPClient), UserAgent: "hookbox"},

@@ -173,12 +173,8 @@ func TestUI_LoginPagesAndCSRF(t *testing.T) {
 	if resp, _ := anon.do("GET", "/events", nil); resp.StatusCode != 303 || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
 		t.Fatalf("anonymous /events: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	start := time.Now()
 	if resp, page := anon.do("POST", "/login", url.Values{"user": {"ops"}, "password": {"wrong"}}); resp.StatusCode != 401 || !strings.Contains(page, "Wrong user or password") {
 		t.Fatalf("bad login: %d", resp.StatusCode)
-	}
-	if time.Since(start) < 900*time.Millisecond {
-		t.Fatal("a failed login was not slowed") // a floor, never a ceiling
 	}
 
 	c := logIn(t, addr)
