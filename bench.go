@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -23,12 +24,14 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5"
 	"github.com/valyala/fasthttp"
 
 	"hookbox/app"
 	"hookbox/app/provider"
 	"hookbox/app/web"
 	"hookbox/storage"
+	"hookbox/storage/postgres"
 )
 
 // benchOptions are the flags of `hookbox bench`.
@@ -49,6 +52,10 @@ type benchOptions struct {
 	cpuProf  string
 	backlog  int
 	deliver  bool
+	// store adds, with -compare, a hookbox on PostgreSQL (a schema of its
+	// own in databaseURL, dropped afterwards) to the same run.
+	store       string
+	databaseURL string
 }
 
 // benchResult is what one load run measured.
@@ -121,8 +128,26 @@ func runBench(ctx context.Context, c *command, args []string, stdout, stderr io.
 	fs.BoolVar(&o.deliver, "deliver", true, "-compare: route the events to a local sink while loading (false: ingest only)")
 	fs.IntVar(&o.backlog, "backlog", 0, "-compare: this many events wait for the sink when hookbox starts; the hookbox load ends when the sink has them all, so its latency is ingest while a backlog drains")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of this process to FILE (with -compare: of the hookbox run only, its load and sink included)")
+	fs.StringVar(&o.store, "store", "", "-compare: also run a hookbox node on this store (postgres) in the same run, and print its ratio to the bbolt node")
+	fs.StringVar(&o.databaseURL, "database-url", "", "-store postgres: the database (default $"+app.DefaultDatabaseURLEnv+"); the node runs in a schema of its own, dropped afterwards")
 	if code := c.parseNone(fs, args, stdout, stderr); code >= 0 {
 		return code
+	}
+	if o.store != "" {
+		if o.databaseURL == "" {
+			o.databaseURL = os.Getenv(app.DefaultDatabaseURLEnv)
+		}
+		switch {
+		case o.store != app.BackendPostgres || !o.compare:
+			fmt.Fprintln(stderr, "hookbox bench: -store takes postgres, with -compare")
+			return 2
+		case o.databaseURL == "":
+			fmt.Fprintf(stderr, "hookbox bench: -store postgres needs -database-url or $%s\n", app.DefaultDatabaseURLEnv)
+			return 2
+		case o.backlog > 0:
+			fmt.Fprintln(stderr, "hookbox bench: -backlog is for the bbolt node only; leave out -store")
+			return 2
+		}
 	}
 	if o.dup < 0 || o.dup > 1 || o.conns < 1 || o.size < 64 || o.rate < 0 || o.backlog < 0 {
 		fmt.Fprintln(stderr, "hookbox bench: -dup is 0..1, -c at least 1, -size at least 64, -rate and -backlog not negative")
@@ -540,11 +565,12 @@ func benchCompare(ctx context.Context, o benchOptions, stdout io.Writer) ([]benc
 	if err != nil {
 		return nil, err
 	}
-	// The load comes from one address, with as many connections as -c says.
-	cfgText := fmt.Sprintf(`[server]
-listen = "127.0.0.1:%d"
-public_url = "http://127.0.0.1:%d"
-data_dir = %q
+	// The same server section with another port serves a second node. The
+	// load comes from one address, with as many connections as -c says.
+	server := func(port int) string {
+		return fmt.Sprintf("[server]\nlisten = \"127.0.0.1:%d\"\npublic_url = \"http://127.0.0.1:%d\"\n", port, port)
+	}
+	cfgText := server(port) + fmt.Sprintf(`data_dir = %q
 max_connections = %d
 max_connections_per_ip = 0
 [status]
@@ -560,7 +586,7 @@ concurrency = 64
 [[route]]
 source = "bench"
 to = ["sink"]
-`, port, port, filepath.Join(dir, "data"), max(app.DefaultMaxConnections, 2*o.conns), statusPassword, o.provider, secret, sinkLn.Addr())
+`, filepath.Join(dir, "data"), max(app.DefaultMaxConnections, 2*o.conns), statusPassword, o.provider, secret, sinkLn.Addr())
 	if o.provider == "hmac" { // its id and signature header come from the config
 		cfgText = strings.Replace(cfgText, "[[destination]]", "id = \"{body.id}\"\nsignature_header = \"X-Signature\"\n[[destination]]", 1)
 	}
@@ -611,6 +637,62 @@ to = ["sink"]
 			return nil, fmt.Errorf("backlog: %w", err)
 		}
 	}
+	durable, err := benchNode(ctx, o, cfgPath, port, statusPassword, sg, sink, o.cpuProf)
+	if err != nil {
+		return nil, err
+	}
+	durable.Target = "hookbox: verify, dedupe, fsync'd commit, route to a local sink"
+	if !o.deliver {
+		durable.Target = "hookbox: verify, dedupe, fsync'd commit (no route)"
+	}
+	results := []benchResult{ceiling, durable}
+	if o.store == app.BackendPostgres {
+		dbURL, drop, err := benchSchema(ctx, o.databaseURL)
+		if err != nil {
+			return nil, err
+		}
+		defer drop()
+		pgPort, err := pickPort()
+		if err != nil {
+			return nil, err
+		}
+		pgText := strings.Replace(cfgText, server(port), server(pgPort), 1) +
+			fmt.Sprintf("[storage]\nbackend = \"postgres\"\nurl = %q\n[backup]\nschedule = \"off\"\n", dbURL)
+		pgPath := filepath.Join(dir, "postgres.toml")
+		if err := os.WriteFile(pgPath, []byte(pgText), 0o600); err != nil {
+			return nil, err
+		}
+		pg, err := benchNode(ctx, o, pgPath, pgPort, statusPassword, sg, sink, "")
+		if err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		pg.Target = strings.Replace(durable.Target, "hookbox:", "hookbox on PostgreSQL ("+postgres.MaskURL(o.databaseURL)+"):", 1)
+		results = append(results, pg)
+	}
+	for _, r := range results {
+		printResult(stdout, r)
+	}
+	fmt.Fprintf(stdout, "ratio: hookbox answers %.1f%% of the verify-only ceiling (%.0f / %.0f requests/s); p99 %.2f ms vs %.2f ms\n",
+		100*durable.Throughput/ceiling.Throughput, durable.Throughput, ceiling.Throughput, durable.P99MS, ceiling.P99MS)
+	if len(results) > 2 {
+		pg := results[2]
+		fmt.Fprintf(stdout, "postgres: the PostgreSQL node answers %.1f%% of the bbolt node (%.0f / %.0f requests/s) and %.1f%% of the ceiling; p99 %.2f ms vs %.2f ms\n",
+			100*pg.Throughput/durable.Throughput, pg.Throughput, durable.Throughput, 100*pg.Throughput/ceiling.Throughput, pg.P99MS, durable.P99MS)
+	}
+	if durable.MachineCPUPerReqUS > 0 && ceiling.Throughput > 0 {
+		// What hookbox's cost per request would allow with every CPU busy:
+		// the most any tuning of its waiting could give at that cost.
+		full := float64(durable.MachineCPUs) * 1e6 / durable.MachineCPUPerReqUS
+		fmt.Fprintf(stdout, "at %.0f µs of machine CPU per request, all %d CPUs busy would answer about %.0f requests/s: %.1f%% of this ceiling\n",
+			durable.MachineCPUPerReqUS, durable.MachineCPUs, full, 100*full/ceiling.Throughput)
+	}
+	return results, nil
+}
+
+// benchNode starts hookbox serve with the config at cfgPath (listening on
+// port) in this process, loads it as o says, and returns what it measured,
+// deliveries to sink included; with prof it writes a CPU profile of the run.
+func benchNode(ctx context.Context, o benchOptions, cfgPath string, port int, statusPassword string, sg *signer, sink *benchSink, prof string) (benchResult, error) {
 	started := time.Now()
 	sctx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
@@ -621,7 +703,7 @@ to = ["sink"]
 		select {
 		case err := <-served: // say why at once, e.g. the port was taken
 			served <- err // for the deferred wait
-			return nil, fmt.Errorf("hookbox did not start: %w", err)
+			return benchResult{}, fmt.Errorf("hookbox did not start: %w", err)
 		default:
 		}
 		if resp, err := http.Get(base + "/healthz"); err == nil {
@@ -629,16 +711,16 @@ to = ["sink"]
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, errors.New("hookbox did not start")
+			return benchResult{}, errors.New("hookbox did not start")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 
 	sink.reset()
-	if o.cpuProf != "" {
-		stopProf, err := startCPUProfile(o.cpuProf)
+	if prof != "" {
+		stopProf, err := startCPUProfile(prof)
 		if err != nil {
-			return nil, err
+			return benchResult{}, err
 		}
 		defer stopProf()
 	}
@@ -657,15 +739,15 @@ to = ["sink"]
 	}
 	before, err := scrapeCommits(base, statusPassword)
 	if err != nil {
-		return nil, err
+		return benchResult{}, err
 	}
 	durable, err := loadRun(lctx, o, base+"/in/bench", sg)
 	if err != nil {
-		return nil, fmt.Errorf("hookbox: %w", err)
+		return benchResult{}, fmt.Errorf("hookbox: %w", err)
 	}
 	after, err := scrapeCommits(base, statusPassword)
 	if err != nil {
-		return nil, err
+		return benchResult{}, err
 	}
 	if commits := after[0] - before[0]; commits > 0 && durable.Status["200"] > 0 {
 		durable.Commits = int(commits)
@@ -673,11 +755,7 @@ to = ["sink"]
 		durable.PagesPerEvent = (after[2] - before[2]) / float64(durable.Status["200"])
 	}
 	if o.backlog > 0 && durable.Requests == 0 {
-		return nil, errors.New("the backlog drained before the load was measured: use a larger -backlog or a shorter -warmup")
-	}
-	durable.Target = "hookbox: verify, dedupe, fsync'd commit, route to a local sink"
-	if !o.deliver {
-		durable.Target = "hookbox: verify, dedupe, fsync'd commit (no route)"
+		return benchResult{}, errors.New("the backlog drained before the load was measured: use a larger -backlog or a shorter -warmup")
 	}
 	loadEnd := time.Now()
 	want := durable.Status["200"]
@@ -698,18 +776,34 @@ to = ["sink"]
 		}
 	}
 
-	printResult(stdout, ceiling)
-	printResult(stdout, durable)
-	fmt.Fprintf(stdout, "ratio: hookbox answers %.1f%% of the verify-only ceiling (%.0f / %.0f requests/s); p99 %.2f ms vs %.2f ms\n",
-		100*durable.Throughput/ceiling.Throughput, durable.Throughput, ceiling.Throughput, durable.P99MS, ceiling.P99MS)
-	if durable.MachineCPUPerReqUS > 0 && ceiling.Throughput > 0 {
-		// What hookbox's cost per request would allow with every CPU busy:
-		// the most any tuning of its waiting could give at that cost.
-		full := float64(durable.MachineCPUs) * 1e6 / durable.MachineCPUPerReqUS
-		fmt.Fprintf(stdout, "at %.0f µs of machine CPU per request, all %d CPUs busy would answer about %.0f requests/s: %.1f%% of this ceiling\n",
-			durable.MachineCPUPerReqUS, durable.MachineCPUs, full, 100*full/ceiling.Throughput)
+	return durable, nil
+}
+
+// benchSchema makes a schema of its own for the PostgreSQL node in the
+// database at dbURL and returns the URL that uses it (search_path), and a
+// function that drops it.
+func benchSchema(ctx context.Context, dbURL string) (string, func(), error) {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("connect to %s: %v", postgres.MaskURL(dbURL), strings.ReplaceAll(err.Error(), dbURL, postgres.MaskURL(dbURL)))
 	}
-	return []benchResult{ceiling, durable}, nil
+	schema := "hookbox_bench_" + strings.TrimPrefix(randomEventID(), "test-")[:12]
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		conn.Close(ctx)
+		return "", nil, fmt.Errorf("create schema %s: %w", schema, err)
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		conn.Close(ctx)
+		return "", nil, errors.New("-database-url is not a URL")
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), func() {
+		conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		conn.Close(context.Background())
+	}, nil
 }
 
 // scrapeCommits reads hookbox_commits_total, hookbox_commit_writes_total

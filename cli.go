@@ -185,7 +185,7 @@ func check(path string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "%s: ok\nlisten %s, data in %s\n", path, cfg.Server.Listen, cfg.Server.DataDir)
+	fmt.Fprintf(stdout, "%s: ok\nlisten %s, data in %s\n", path, cfg.Server.Listen, dataWhere(cfg))
 	printTLSAndBackups(stdout, cfg)
 	for _, s := range cfg.Sources {
 		fmt.Fprintf(stdout, "source %-16s %-12s POST %s\n", s.Name, s.Provider, s.URL)
@@ -320,6 +320,9 @@ func runBackup(_ context.Context, c *command, args []string, stdout, stderr io.W
 	if *out == "" || len(operands) > 0 {
 		fmt.Fprintln(stderr, "hookbox backup: give the output file with -o FILE, and nothing else")
 		return 2
+	}
+	if refuseOnPostgres("backup", *path, stderr) {
+		return 1
 	}
 	api, err := newAdminAPI("backup", *path, 10*time.Minute)
 	if err != nil {

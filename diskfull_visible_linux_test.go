@@ -62,19 +62,9 @@ func problemLinesPerSecond(log string, from, to time.Time) (most, total int) {
 func TestFault_DiskFullVisible(t *testing.T) {
 	mnt := mountTmpfs(t, 4<<20)
 	sink := newLedgerSink(t, 200)
-	var alertMu sync.Mutex
-	var alerts []string
-	alertSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m struct{ Text string }
-		json.NewDecoder(r.Body).Decode(&m)
-		alertMu.Lock()
-		alerts = append(alerts, m.Text)
-		alertMu.Unlock()
-	}))
-	defer alertSrv.Close()
-	alertTexts := func() string { alertMu.Lock(); defer alertMu.Unlock(); return strings.Join(alerts, "\n") }
+	alertURL, alertTexts := newAlertSink(t)
 	config := writeConfig(t, mnt, destinationConfig(sink.url, `["1s", "2s", "5s", "10s", "30s"]`),
-		fmt.Sprintf("[alerts]\nurl = %q\ncheck = \"@every 1s\"\n[backup]\nschedule = \"off\"\n", alertSrv.URL))
+		fmt.Sprintf("[alerts]\nurl = %q\ncheck = \"@every 1s\"\n[backup]\nschedule = \"off\"\n", alertURL))
 	p := start(t, config)
 	filler := filepath.Join(mnt, "filler")
 	fillUpTo(t, filler, 1<<20)
@@ -185,6 +175,22 @@ func TestFault_DiskFullVisible(t *testing.T) {
 		t.Errorf("no alert that storage works again: %q", alertTexts())
 	}
 	p.stop(t)
+}
+
+// newAlertSink serves alerts.url on 127.0.0.1 and returns its URL and a
+// function that returns the texts of the messages it got, a line each.
+func newAlertSink(t *testing.T) (url string, texts func() string) {
+	var mu sync.Mutex
+	var alerts []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct{ Text string }
+		json.NewDecoder(r.Body).Decode(&m)
+		mu.Lock()
+		alerts = append(alerts, m.Text)
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() string { mu.Lock(); defer mu.Unlock(); return strings.Join(alerts, "\n") }
 }
 
 // grepLines returns the lines of s that contain sub.

@@ -15,12 +15,17 @@ import (
 
 	"hookbox/app"
 	"hookbox/storage"
+	"hookbox/storage/postgres/pgtest"
 )
 
 // Retention shorter than a debounce window (events kept 3 s, swept every
 // second, a 10 s window): the sweep keeps the event its pending delivery
-// will send, and the sink gets it when the window ends.
+// will send, and the sink gets it when the window ends; on either store.
 func TestFault_RetentionShorterThanDebounce(t *testing.T) {
+	eachStore(t, testRetentionShorterThanDebounce)
+}
+
+func testRetentionShorterThanDebounce(t *testing.T, st storeCase) {
 	sink := newLedgerSink(t, 200)
 	dir := t.TempDir()
 	config := writeConfig(t, dir, fmt.Sprintf(`
@@ -40,7 +45,7 @@ source = "gh"
 to = ["sink"]
 key = "{body.id}"
 debounce = "10s"
-`, sink.url))
+`, sink.url), st.config(2*time.Second))
 	p := start(t, config)
 	body := []byte(`{"id": "entity-1"}`)
 	sent := time.Now()
@@ -118,10 +123,18 @@ func TestFault_DataFileEmptiedOrTruncated(t *testing.T) {
 // blackholed address would be), or one that takes the request and never
 // answers, timeout 60 s: SIGTERM ends hookbox within 10 s, and after a
 // restart, with the destination answering, every acknowledged event is
-// delivered.
+// delivered (on PostgreSQL at once, not after its lease: the stopping node
+// gives back what it had leased).
 func TestFault_StopWithHangingDestination(t *testing.T) {
+	eachStore(t, testStopWithHangingDestination)
+}
+
+func testStopWithHangingDestination(t *testing.T, st storeCase) {
 	for _, mode := range []string{"ConnectHangs", "AnswerHangs"} {
 		t.Run(mode, func(t *testing.T) {
+			if st.url != "" {
+				st.url = pgtest.URL(t) // a database of each mode's own
+			}
 			port := freePort(t)
 			addr := fmt.Sprintf("127.0.0.1:%d", port)
 			var sink *ledgerSink
@@ -145,7 +158,7 @@ retry = ["1s", "1s", "1s", "1s", "1s"]
 [[route]]
 source = "gh"
 to = ["hangs"]
-`, addr))
+`, addr), st.config(60*time.Second))
 			p := start(t, config)
 			var acked []string
 			for i := range 20 {
@@ -254,11 +267,13 @@ func waitSynSent(t *testing.T, port int, within time.Duration) {
 
 // A destination answers 503 for 5 s, with retry = ["5m", "30m"]: once it
 // answers 200 again, a probe finds out and every waiting event is
-// delivered within 60 s, not at its 5-minute step.
-func TestFault_RecoveryAfterOutage(t *testing.T) {
+// delivered within 60 s, not at its 5-minute step; on either store.
+func TestFault_RecoveryAfterOutage(t *testing.T) { eachStore(t, testRecoveryAfterOutage) }
+
+func testRecoveryAfterOutage(t *testing.T, st storeCase) {
 	sink := newLedgerSink(t, 503)
 	dir := t.TempDir()
-	config := writeConfig(t, dir, destinationConfig(sink.url, `["5m", "30m"]`))
+	config := writeConfig(t, dir, destinationConfig(sink.url, `["5m", "30m"]`), st.config(2*time.Second))
 	p := start(t, config)
 	stop := make(chan struct{})
 	wait := loadGH(t, p.addr, "outage", 8, stop)

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -23,7 +22,6 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/web"
-	"hookbox/storage"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -126,41 +124,17 @@ func tuneRuntime() {
 	})
 }
 
-// withWayOut adds to an error of a data file Open refused how to get
-// going again: the latest backup in backup.dir and the command that puts it
-// in place, or how to start afresh on purpose.
-func withWayOut(err error, configPath string, cfg *app.Config) error {
-	lost, newer := errors.Is(err, storage.ErrDataLost), errors.Is(err, storage.ErrNewerFormat)
-	if !lost && !newer {
-		return err
-	}
-	restore := fmt.Sprintf("no backup is in backup.dir (%s): restore a copy saved with hookbox backup, hookbox restore -config %s FILE", cfg.Backup.Dir, configPath)
-	if latest, _ := app.LatestBackup(cfg.Backup.Dir); latest != "" {
-		restore = fmt.Sprintf("restore the latest backup in backup.dir (hookbox stopped): hookbox restore -config %s %s", configPath, latest)
-	}
-	if newer {
-		return fmt.Errorf("%w. Run the newer hookbox that wrote it, or %s", err, restore)
-	}
-	return fmt.Errorf("%w. To recover, %s. To start afresh on purpose instead, with no remembered id and no pending delivery, move %s away and delete %s",
-		err, restore, storage.FileName, filepath.Join(cfg.Server.DataDir, storage.MarkerName))
-}
-
 func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	cfg, err := app.LoadConfig(path, nil)
 	if err != nil {
 		return err
 	}
 	tuneRuntime()
-	// The data dir holds every event with its headers: its owner's only.
-	if was, err := storage.SecureDir(cfg.Server.DataDir); err != nil {
-		logger.Warn("data dir mode not fixed: others may read the events", "dir", cfg.Server.DataDir, slog.Any("error", err))
-	} else if was != 0 {
-		logger.Warn("data dir mode fixed", "dir", cfg.Server.DataDir, "was", fmt.Sprintf("%04o", was), "now", fmt.Sprintf("%04o", app.DataDirMode))
-	}
-	db, err := storage.Open(cfg.Server.DataDir)
+	n, err := openStore(ctx, path, cfg, logger)
 	if err != nil {
-		return withWayOut(err, path, cfg)
+		return err
 	}
+	db := n.store
 	defer db.Close()
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
@@ -171,6 +145,7 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	dispatcher.Version = version
 	dispatcher.Stats = stats
 	stats.Storage.OnRecover = dispatcher.Wake // it holds its sends while commits fail
+	n.describe(stats.Storage)
 	db.OnCommit(stats.Storage.Committed)
 	go stats.Storage.Watch(ctx, func() error { return db.SetMeta("health_probe", []byte(time.Now().UTC().Format(time.RFC3339))) })
 	receiver := app.NewReceiver(cfg, db)
@@ -185,7 +160,7 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	sweeper.Stats = stats
 	alerter := app.NewAlerter(cfg, db)
 	alerter.Storage = stats.Storage
-	backuper := app.NewBackuper(cfg, db)
+	backuper := app.NewBackuper(cfg, n.writeBackup)
 	backuper.Alert = alerter.Backup
 	go alerter.Run(ctx) // sends what Notify queues
 	tlsSrv, err := web.NewTLS(cfg.Server, web.TLSOptions{})
@@ -198,15 +173,24 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	}
 
 	sched := app.NewCron(logger.With("component", "cron"))
-	if _, err := sched.AddFunc(cfg.Retention.Sweep, func() { sweeper.Run(ctx) }); err != nil {
+	// Jobs run on one node of a cluster (n.onLeader): on bbolt, the only one.
+	if _, err := sched.AddFunc(cfg.Retention.Sweep, n.onLeader(func() { sweeper.Run(ctx) })); err != nil {
 		return fmt.Errorf("%s: retention.sweep: %w", path, err)
 	}
-	if _, err := sched.AddFunc(cfg.Alerts.Check, func() { alerter.Check(ctx) }); err != nil {
+	// Each node alerts of its own storage trouble; one alerts of the
+	// cluster's dead letters and records set aside.
+	checkAlerts := func() {
+		alerter.CheckStorage(ctx)
+		if n.leader() {
+			alerter.CheckCluster(ctx)
+		}
+	}
+	if _, err := sched.AddFunc(cfg.Alerts.Check, checkAlerts); err != nil {
 		return fmt.Errorf("%s: alerts.check: %w", path, err)
 	}
 	var lastBackup func() (time.Time, int64, error)
 	if cfg.Backup.Schedule != "" {
-		if _, err := sched.AddFunc(cfg.Backup.Schedule, func() { backuper.Run(ctx) }); err != nil {
+		if _, err := sched.AddFunc(cfg.Backup.Schedule, n.onLeader(func() { backuper.Run(ctx) })); err != nil {
 			return fmt.Errorf("%s: backup.schedule: %w", path, err)
 		}
 		lastBackup = backuper.Last
@@ -225,8 +209,7 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	}
 	health := func() error { return cmp.Or(stats.Storage.Err(), db.Ping()) }
 	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
-		Backup: func() (*os.File, int64, error) { return db.Backup(cfg.Server.DataDir) },
-		Login:  login, Stats: stats, LastBackup: lastBackup})
+		Backup: n.backup, Login: login, Stats: stats, LastBackup: lastBackup})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen in %s): %w", cfg.Server.Listen, path, err)
@@ -252,7 +235,7 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 			}()
 		}
 	}
-	logger.Info("hookbox started", append(attrs, "data", db.Path(), "sources", len(cfg.Sources))...)
+	logger.Info("hookbox started", append(attrs, "data", n.where, "sources", len(cfg.Sources))...)
 	go func() { served <- srv.Serve(ln) }()
 	if tlsSrv != nil {
 		// Gets the ACME certificate now (so that trouble shows at start),

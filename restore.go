@@ -36,6 +36,9 @@ func runRestore(_ context.Context, c *command, args []string, stdout, stderr io.
 		return 2
 	}
 	file := operands[0]
+	if refuseOnPostgres("restore", *path, stderr) {
+		return 1
+	}
 	if *checkOnly && os.Getenv(checkChildEnv) != "1" {
 		if msg, ok := checkInChild(file); !ok {
 			fmt.Fprintf(stderr, "hookbox restore: %s\n", msg)

@@ -84,15 +84,34 @@ func NewAlerter(cfg *Config, store Store) *Alerter {
 	}
 }
 
-// Check counts dead deliveries and sends a message when the count crossed
-// the threshold since the last message. A failed post is logged and tried
-// again at the next check. It is meant to run from cron, never concurrently.
+// Check runs CheckStorage and CheckCluster: on one node, every check. A
+// failed post is logged and tried again at the next check. It is meant to
+// run from cron, never concurrently.
 func (a *Alerter) Check(ctx context.Context) {
+	a.CheckStorage(ctx)
+	a.CheckCluster(ctx)
+}
+
+// CheckStorage sends a message when this node's commits started failing
+// since the last message, and one when they work again: every node of a
+// cluster runs it, since each sees its own storage trouble (a node cut
+// off from the database), and a node cut off cannot be the one that runs
+// the cluster's jobs.
+func (a *Alerter) CheckStorage(ctx context.Context) {
+	if a.cfg.URL == "" {
+		return
+	}
+	a.checkStorage(ctx)
+}
+
+// CheckCluster sends a message when records were set aside, and when the
+// count of dead deliveries crossed the threshold since the last message:
+// the store's state, which one node of a cluster checks.
+func (a *Alerter) CheckCluster(ctx context.Context) {
 	if a.cfg.URL == "" {
 		return
 	}
 	a.checkPoison(ctx)
-	a.checkStorage(ctx)
 	n, err := a.store.CountDead()
 	if err != nil {
 		a.Logger.Error("count dead deliveries", slog.Any("error", err))
@@ -122,7 +141,7 @@ func (a *Alerter) checkStorage(ctx context.Context) {
 		return
 	}
 	text := fmt.Sprintf("hookbox: storage is failing since %s: %s. Webhooks get 503 (their senders retry; %d refused so far) and deliveries wait. "+
-		"Free space on the data directory's disk; see %s.", cur.Since.UTC().Format(time.RFC3339), cur.LastError, cur.Refused, a.page)
+		"%s See %s.", cur.Since.UTC().Format(time.RFC3339), cur.LastError, cur.Refused, a.Storage.Fix, a.page)
 	if !failing {
 		text = fmt.Sprintf("hookbox: storage works again after failing for %s (%d webhooks refused with 503, which their senders retry); deliveries resume.",
 			last.Until.Sub(last.Since).Round(time.Second), last.Refused)
@@ -147,8 +166,12 @@ func (a *Alerter) checkPoison(ctx context.Context) {
 		return
 	}
 	p := newest[0]
-	text := fmt.Sprintf("hookbox: %d records in the data file cannot be read and were set aside; everything else is delivered. "+
-		"The newest: %s %s (%s). See the overview on %s.", n, p.Kind, p.Key, p.Reason, a.page)
+	store, fix := "the data file", ""
+	if a.Storage != nil {
+		store, fix = a.Storage.Store, " "+a.Storage.DamageFix
+	}
+	text := fmt.Sprintf("hookbox: %d records in %s cannot be read and were set aside; everything else is delivered. "+
+		"The newest: %s %s (%s). See the overview on %s.%s", n, store, p.Kind, p.Key, p.Reason, a.page, fix)
 	if err := a.post(ctx, text); err != nil {
 		a.Logger.Error("send alert", slog.Any("error", err))
 		return

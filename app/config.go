@@ -34,6 +34,7 @@ type Config struct {
 	Retention    RetentionConfig
 	Alerts       AlertsConfig
 	Backup       BackupConfig
+	Storage      StorageConfig
 }
 
 // StatusConfig is the [status] table: the login of the status page and
@@ -288,6 +289,7 @@ type rawConfig struct {
 	Retention   rawRetention     `toml:"retention"`
 	Alerts      rawAlerts        `toml:"alerts"`
 	Backup      rawBackup        `toml:"backup"`
+	Storage     rawStorage       `toml:"storage"`
 }
 
 type rawBackup struct {
@@ -457,6 +459,7 @@ func ParseConfig(file, data string, lookupEnv func(string) (string, bool)) (*Con
 		rseen[r.Name] = true
 		cfg.Routes = append(cfg.Routes, r)
 	}
+	v.storage(cfg, raw.Storage, raw.Backup.Schedule)
 	v.idsOutlastDeliveries(cfg)
 	if v.err != nil {
 		return nil, v.err

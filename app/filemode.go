@@ -14,8 +14,9 @@ import (
 // InlineSecretKeys returns the keys of the config text data that hold a
 // secret in the file itself rather than naming an environment variable
 // (*_env): passwords, signing secrets, the alert URL (a Slack webhook URL
-// is its own credential), destination headers whose name suggests a
-// credential, and destination URLs with a query. It names keys, never
+// is its own credential), a database URL with a password, destination
+// headers whose name suggests a credential, and destination URLs with a
+// query. It names keys, never
 // values; a text that does not parse has none.
 func InlineSecretKeys(data string) []string {
 	var raw rawConfig
@@ -28,6 +29,9 @@ func InlineSecretKeys(data string) []string {
 	}
 	if raw.Alerts.URL != "" {
 		keys = append(keys, "alerts.url")
+	}
+	if databaseURLHasSecret(raw.Storage.URL) {
+		keys = append(keys, "storage.url")
 	}
 	for i, s := range raw.Source {
 		key := fmt.Sprintf("source[%d] (%s)", i, s.Name)
@@ -58,6 +62,28 @@ func InlineSecretKeys(data string) []string {
 		}
 	}
 	return keys
+}
+
+// databaseURLHasSecret reports whether a database URL carries a password
+// (its user's, or the TLS client key's): one without is safe to show (a
+// .pgpass or a client certificate holds the secret).
+func databaseURLHasSecret(raw string) bool {
+	if raw == "" {
+		return false
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return true // cannot tell: count it
+	}
+	if _, ok := u.User.Password(); ok {
+		return true
+	}
+	for k := range u.Query() {
+		if k = strings.ToLower(k); k == "password" || k == "sslpassword" {
+			return true
+		}
+	}
+	return false
 }
 
 // secretName reports whether a header name suggests that its value is a

@@ -39,4 +39,19 @@ secret_env = "ERP_SECRET"
 	if got := app.InlineSecretKeys("[status]\npassword_env = \"P\"\n"); len(got) != 0 {
 		t.Errorf("only *_env: %q", got)
 	}
+	// The database URL is a secret when it carries a password.
+	for _, tc := range []struct {
+		url  string
+		want []string
+	}{
+		{"postgres://hookbox:pw@db/hookbox", []string{"storage.url"}},
+		{"postgres://db/hookbox?password=pw", []string{"storage.url"}},
+		{"postgres://db/hookbox?sslpassword=pw", []string{"storage.url"}},
+		{"postgres://hookbox@db/hookbox?sslmode=verify-full", nil}, // .pgpass, or a certificate
+	} {
+		text := "[storage]\nbackend = \"postgres\"\nurl = \"" + tc.url + "\"\n"
+		if got := app.InlineSecretKeys(text); !slices.Equal(got, tc.want) {
+			t.Errorf("storage.url %s: %q, want %q", tc.url, got, tc.want)
+		}
+	}
 }

@@ -23,6 +23,11 @@ type StorageHealth struct {
 	Logger *slog.Logger
 	// OnRecover, when set, is called when commits work again.
 	OnRecover func()
+	// What the pages and alerts say of the store; newStorageHealth sets
+	// bbolt's words, main replaces them on PostgreSQL. Store names where
+	// the state is ("the data file"), Fix what to do while commits fail,
+	// and DamageFix what to do about records set aside.
+	Store, Fix, DamageFix string
 
 	now     func() time.Time
 	failing atomic.Bool
@@ -53,7 +58,9 @@ func (e *StorageError) Error() string {
 
 // newStorageHealth builds the follower of commits with its metrics.
 func newStorageHealth(now func() time.Time) *StorageHealth {
-	h := &StorageHealth{now: now, Logger: slog.With("component", "storage")}
+	h := &StorageHealth{now: now, Logger: slog.With("component", "storage"), Store: "the data file",
+		Fix:       "Free space on the data directory's disk.",
+		DamageFix: "The disk or a restore may have damaged the file: take a backup now and check the disk."}
 	h.failedCommits = prometheus.NewCounter(prometheus.CounterOpts{Name: "hookbox_storage_failed_commits_total",
 		Help: "Commits of the data file that failed (a full or failing disk); their writes were refused."})
 	return h

@@ -3,7 +3,6 @@ package storage_test
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,85 +17,9 @@ func debounced(key string, delay time.Duration) *app.Plan {
 	return &app.Plan{Debounce: []*app.DebounceOp{{Route: "r", Key: key, Delay: delay, To: []string{"pos"}}}}
 }
 
-// A retention shorter than a debounce window: the sweep keeps the event
-// its pending delivery will send, and the delivery goes out when the
-// window ends.
-func TestDB_DeleteEventsBefore_KeepsDebounced(t *testing.T) {
-	db := MustOpenDB(t)
-	ctx := context.Background()
-	first, last := newEvent("shop", "d-1", t0), newEvent("shop", "d-2", t0.Add(time.Second))
-	for _, e := range []*app.Event{first, last} {
-		if _, err := db.Accept(ctx, e, e.ReceivedAt.Add(time.Hour), debounced("c1", 10*time.Second)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Rate-limited: deferred behind the window's only slot.
-	limited := &app.Plan{Debounce: []*app.DebounceOp{{Route: "rl", Key: "c2", Delay: time.Second, Limit: 1, Window: time.Hour, To: []string{"pos"}}}}
-	for i, id := range []string{"l-1", "l-2"} {
-		e := newEvent("shop", id, t0.Add(time.Duration(i)*time.Second))
-		if _, err := db.Accept(ctx, e, t0.Add(time.Hour), limited); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, _, err := db.FirePending(t0.Add(time.Second)); err != nil { // l-1 goes, l-2 waits an hour
-		t.Fatal(err)
-	}
-	_, lseq, _, _ := db.LookupID("shop", "l-2")
-	// Everything is older than the retention's cutoff.
-	if _, err := db.DeleteEventsBefore(t0.Add(5*time.Second), 100); err != nil {
-		t.Fatal(err)
-	}
-	for _, seq := range []uint64{last.Seq, lseq} {
-		if e, err := db.Event(seq); err != nil || e == nil {
-			t.Fatalf("event %d, which a pending delivery will send, was deleted (%v)", seq, err)
-		}
-	}
-	fired, _, err := db.FirePending(t0.Add(11 * time.Second))
-	if err != nil || fired["r"] != 1 {
-		t.Fatalf("FirePending = %v, %v; want the debounced delivery fired", fired, err)
-	}
-	work, _, err := db.DueDeliveries("pos", t0.Add(11*time.Second), 10, never)
-	if err != nil || len(work) != 2 || work[1].Event.ID != "d-2" {
-		t.Fatalf("due after the window: %+v, %v; want l-1's and d-2's deliveries", work, err)
-	}
-}
-
-// A pending delivery whose event is gone (a file written by an older
-// build, a damaged one) is dead-lettered with the reason, not dropped.
-func TestDB_FirePending_EventMissing(t *testing.T) {
-	dir := t.TempDir()
-	db, err := storage.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEvent("shop", "gone-1", t0)
-	if _, err := db.Accept(context.Background(), e, t0.Add(time.Hour), debounced("c1", 10*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	withBolt(t, dir, func(tx *bolt.Tx) error { return tx.Bucket([]byte("events")).Delete(seqKey(e.Seq)) })
-	db = mustOpenDir(t, dir)
-
-	fired, _, err := db.FirePending(t0.Add(11 * time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fired["r"] != 0 {
-		t.Fatalf("fired = %v; nothing can be sent", fired)
-	}
-	dead, total, err := db.DeadLetters(0, 10)
-	if err != nil || total != 1 || len(dead) != 1 {
-		t.Fatalf("dead letters = %+v (%d), %v; want the pending delivery", dead, total, err)
-	}
-	if d := dead[0]; d.Destination != "pos" || d.EventSeq != e.Seq || !strings.Contains(d.LastError, "was gone") {
-		t.Fatalf("dead letter = %+v; want pos, event %d, the reason", d, e.Seq)
-	}
-	if n, _ := db.PendingCount(); n != 0 {
-		t.Fatalf("pending = %d after firing", n)
-	}
-}
-
-// Merged ids go with their event: the sweep leaves no link behind.
+// Merged ids go with their event: the sweep leaves no link behind, either
+// way, in the file (storetest's DeleteEventsBeforeDeletesMergedLinks sees
+// what the API shows).
 func TestDB_DeleteEventsBefore_PrunesMerged(t *testing.T) {
 	dir := t.TempDir()
 	db, err := storage.Open(dir)

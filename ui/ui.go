@@ -159,9 +159,11 @@ type page struct {
 	CSRF  string
 	Nav   string
 	Dead  int
-	// Storage is the episode of failing commits in progress, or nil.
-	Storage *app.StorageEpisode
-	Data    any
+	// Storage is the episode of failing commits in progress, or nil, and
+	// StorageFix what to do about it.
+	Storage    *app.StorageEpisode
+	StorageFix string
+	Data       any
 }
 
 func (u *UI) render(c *fiber.Ctx, status int, name, title string, data any) error {
@@ -170,7 +172,7 @@ func (u *UI) render(c *fiber.Ctx, status int, name, title string, data any) erro
 	p := page{Title: title, CSRF: csrf, Nav: name, Dead: dead, Data: data}
 	if u.d.Stats != nil {
 		if cur, failing, _ := u.d.Stats.Storage.State(); failing {
-			p.Storage = &cur
+			p.Storage, p.StorageFix = &cur, u.d.Stats.Storage.Fix
 		}
 	}
 	var buf bytes.Buffer
@@ -300,7 +302,8 @@ func (u *UI) overview(c *fiber.Ctx) error {
 		"Sources":      u.d.Stats.Sources(),
 		"Destinations": dests,
 		"Pending":      pending,
-		"Poison":       map[string]any{"List": poison, "Total": poisonTotal},
+		"Poison": map[string]any{"List": poison, "Total": poisonTotal,
+			"Store": u.d.Stats.Storage.Store, "DamageFix": u.d.Stats.Storage.DamageFix},
 	})
 }
 

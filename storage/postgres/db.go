@@ -1,0 +1,483 @@
+// Package postgres is hookbox's store on PostgreSQL, for several hookbox
+// nodes behind a load balancer sharing one database. It keeps the promise
+// of the bbolt store (storage.DB) and passes the same conformance suite
+// (storage/storetest): an id is accepted once per source, by a unique key
+// checked in the same transaction that stores the event and its
+// deliveries; an answer is given only after the commit is flushed
+// (synchronous_commit); deliveries are leased in the database, so a node
+// that dies mid-send hands them to the others when the lease ends.
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"hookbox/app"
+	"hookbox/storage"
+)
+
+// ErrClosed is returned by writes after Close.
+var ErrClosed = storage.ErrClosed
+
+// Defaults of Options.
+const (
+	DefaultLease    = time.Minute
+	DefaultPoll     = 5 * time.Second
+	DefaultMaxConns = 16
+	// defaultCommitters is how many group commits may be in flight at once
+	// (see committer).
+	defaultCommitters = 2
+)
+
+// testTracer, set by tests, sees every query the store sends.
+var testTracer pgx.QueryTracer
+
+// opTimeout bounds one store operation that has no context of its own, so
+// that a database that stopped answering fails a request instead of
+// holding it forever.
+const opTimeout = 30 * time.Second
+
+// Options tune a DB; the zero value gives the defaults.
+type Options struct {
+	// Lease is how long a delivery handed out by DueDeliveries stays
+	// this node's: if the node dies before recording its attempt, another
+	// node sends it once the lease has ended. It must outlast the longest
+	// send (a destination's timeout) and its recording.
+	Lease time.Duration
+	// Poll is how often the node looks at the outbox without being told
+	// (a safety net: other nodes announce new work with NOTIFY).
+	Poll time.Duration
+	// Node names this process in leases (default: host, pid and a random part).
+	Node string
+	// Committers is how many group commits of accepts may run at once.
+	Committers int
+	// MaxGroup bounds the accepts one commit carries (default 1024; 1
+	// gives every accept a transaction of its own).
+	MaxGroup int
+	// Logger defaults to slog.Default with component=postgres.
+	Logger *slog.Logger
+}
+
+// DB is the PostgreSQL implementation of app.Store (storage.Store).
+type DB struct {
+	pool    *pgxpool.Pool
+	connCfg *pgx.ConnConfig // for the listener's own connection
+	opt     Options
+	node    string
+	channel string // NOTIFY channel of this schema
+	logger  *slog.Logger
+	where   string // the URL without its password, for messages
+
+	queue    chan *acceptWrite // accepts waiting for a committer
+	mu       sync.RWMutex      // guards closed
+	closed   bool
+	inflight sync.WaitGroup // writes between their check of closed and their answer
+	stop     chan struct{}  // closed by Close: committers and listener return
+	done     sync.WaitGroup // committers and listener
+
+	onOpened atomic.Pointer[func()]
+	onCommit atomic.Pointer[func(error)] // see OnCommit
+	deaf     atomic.Bool                 // tests: notifications are not heard (the poll alone wakes)
+	leader   atomic.Bool
+	commits  atomic.Uint64
+	writes   atomic.Uint64
+}
+
+var _ storage.Store = (*DB)(nil)
+
+// Open connects to the database at rawURL, checks that it keeps commits
+// durable, creates or migrates hookbox's schema, and starts the group
+// committers and the listener that hears other nodes' new work. The URL is
+// a secret: errors and logs show it with its password masked.
+func Open(ctx context.Context, rawURL string, opt Options) (*DB, error) {
+	where := MaskURL(rawURL)
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("database URL %s: %w", where, errors.New(maskErr(err.Error(), rawURL)))
+	}
+	if u, err := url.Parse(rawURL); err == nil && u.Query().Get("pool_max_conns") == "" {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if opt.Lease <= 0 {
+		opt.Lease = DefaultLease
+	}
+	if opt.Poll <= 0 {
+		opt.Poll = DefaultPoll
+	}
+	if opt.Committers <= 0 {
+		opt.Committers = defaultCommitters
+	}
+	if opt.MaxGroup <= 0 {
+		opt.MaxGroup = maxGroup
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.With("component", "postgres")
+	}
+	if opt.Node == "" {
+		opt.Node = nodeName()
+	}
+	cfg.ConnConfig.Tracer = testTracer
+	var warnOnce sync.Once
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		return durableCommits(ctx, c, func() {
+			warnOnce.Do(func() {
+				opt.Logger.Warn("synchronous_commit is off for hookbox's database user; hookbox turns it on for its own sessions (an answer waits for the commit's flush)")
+			})
+		})
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", where, err)
+	}
+	d := &DB{
+		pool:    pool,
+		connCfg: cfg.ConnConfig.Copy(),
+		opt:     opt,
+		node:    opt.Node,
+		logger:  opt.Logger,
+		where:   where,
+		queue:   make(chan *acceptWrite, maxGroup),
+		stop:    make(chan struct{}),
+	}
+	if err := d.init(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	for range opt.Committers {
+		d.done.Add(1)
+		go d.committer()
+	}
+	d.done.Add(1)
+	go d.listen()
+	return d, nil
+}
+
+// init checks the server and brings the schema up to date.
+func (d *DB) init(ctx context.Context) error {
+	var version int
+	var fsync, schema string
+	err := d.pool.QueryRow(ctx, "SELECT current_setting('server_version_num')::int, current_setting('fsync'), current_schema()").Scan(&version, &fsync, &schema)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", d.where, err)
+	}
+	if version < 120000 {
+		return fmt.Errorf("%s runs PostgreSQL %d.%d; hookbox needs 12 or newer", d.where, version/10000, version%10000)
+	}
+	if fsync != "on" {
+		return fmt.Errorf("%s runs with fsync = %s: a crash of the server could lose acknowledged events, so hookbox refuses it (set fsync = on)", d.where, fsync)
+	}
+	from, to, err := migrate(ctx, d.pool)
+	if err != nil {
+		return fmt.Errorf("%s: %w", d.where, err)
+	}
+	if from != to {
+		d.logger.Info("database schema migrated", "from", from, "to", to, "schema", schema)
+	}
+	// One channel per schema (two clusters in one database do not wake
+	// each other), named by a hash: a channel name has at most 63 bytes.
+	sum := sha256.Sum256([]byte(schema))
+	d.channel = "hookbox_work_" + hex.EncodeToString(sum[:8])
+	return nil
+}
+
+// durableCommits makes sure a session commits durably: synchronous_commit
+// off would let a commit return before its WAL is flushed, and hookbox
+// answers 2xx on the commit's return. A setting of on, local, remote_write
+// or remote_apply is kept as the DBA chose it; off is turned on for this
+// session, and warn is told.
+func durableCommits(ctx context.Context, c *pgx.Conn, warn func()) error {
+	var sc string
+	if err := c.QueryRow(ctx, "SELECT current_setting('synchronous_commit')").Scan(&sc); err != nil {
+		return err
+	}
+	if sc != "off" {
+		return nil
+	}
+	warn()
+	_, err := c.Exec(ctx, "SET synchronous_commit = on")
+	return err
+}
+
+// nodeName names this process: host, pid and a random part (a restarted
+// node is a new node; its old leases simply end).
+func nodeName() string {
+	host, _ := os.Hostname()
+	var b [3]byte
+	rand.Read(b[:])
+	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
+}
+
+// Node returns the name this node leases deliveries under.
+func (d *DB) Node() string { return d.node }
+
+// Where returns the database's URL with the password masked, for logs.
+func (d *DB) Where() string { return d.where }
+
+// Lease returns how long a delivery handed out stays this node's.
+func (d *DB) Lease() time.Duration { return d.opt.Lease }
+
+// OnOpened sets f to be called once per commit of this node that opened
+// deliveries or debounce steps, and whenever another node announces new
+// work (NOTIFY) or the poll interval passes: hookbox wakes its dispatcher
+// with it. f must not block.
+func (d *DB) OnOpened(f func()) { d.onOpened.Store(&f) }
+
+func (d *DB) wake() {
+	if f := d.onOpened.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// OnCommit sets f to be told the outcome of every write this node commits
+// (accepts, leases, attempts, replays, fires, sweeps, settings): nil, or
+// the error that failed it: a database that cannot be reached, refuses
+// writes (read-only after a fail-over, a full disk, a revoked grant) or
+// stops answering within opTimeout. hookbox follows its storage's health
+// with it, as on bbolt (app.StorageHealth). A failure of one write's own
+// data, which fails that write alone, says nothing of the database and is
+// not told. f must not block.
+func (d *DB) OnCommit(f func(err error)) { d.onCommit.Store(&f) }
+
+// committed tells OnCommit's function of a write's outcome, and returns err.
+func (d *DB) committed(err error) error {
+	if f := d.onCommit.Load(); f != nil && !writesOwnFault(err) {
+		(*f)(err)
+	}
+	return err
+}
+
+// writesOwnFault reports whether err fails a write for what it carries,
+// not for the database's state: a value the column or index cannot take
+// (data exceptions, class 22; program limits such as an index row too
+// large, class 54; constraints, class 23); or ErrClosed.
+func writesOwnFault(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code[:2] {
+		case "22", "23", "54":
+			return true
+		}
+	}
+	return errors.Is(err, ErrClosed)
+}
+
+// Leader reports whether this node holds the cluster's job lock: the node
+// that holds it runs the once-per-cluster jobs (sweep, alerts). When it
+// dies, its connection ends, and another node takes the lock within the
+// poll interval.
+func (d *DB) Leader() bool { return d.leader.Load() }
+
+// Ping reports whether the database answers; it backs /healthz.
+func (d *DB) Ping() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return d.pool.Ping(ctx)
+}
+
+// CommitCounts reports the group commits of accepts since Open and the
+// writes they carried (their ratio is the group size); pages is 0 (it is
+// bbolt's figure).
+func (d *DB) CommitCounts() (commits, writes, pages uint64) {
+	return d.commits.Load(), d.writes.Load(), 0
+}
+
+// Close lets accepts in flight commit, refuses new writes with ErrClosed,
+// gives back the leases of deliveries this node took but did not record
+// (a send cut by shutdown: another node, or this one after a restart, sends
+// it at once rather than after the lease), and closes the connections.
+func (d *DB) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	d.mu.Unlock()
+	d.inflight.Wait()
+	close(d.stop)
+	d.done.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tag, err := d.pool.Exec(ctx, "UPDATE hookbox_deliveries SET run_at = due, leased_by = NULL WHERE leased_by = $1 AND state = 1", d.node)
+	if err == nil && tag.RowsAffected() > 0 {
+		d.notify(ctx)
+	}
+	d.pool.Close()
+	if err != nil {
+		return fmt.Errorf("give back this node's leases: %w", err)
+	}
+	return nil
+}
+
+// begin marks a write in flight, or returns ErrClosed.
+func (d *DB) begin() error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return ErrClosed
+	}
+	d.inflight.Add(1)
+	return nil
+}
+
+// opCtx is the context of an operation without one of its own.
+func opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), opTimeout)
+}
+
+// notify tells the other nodes that new work may be due.
+func (d *DB) notify(ctx context.Context) {
+	if _, err := d.pool.Exec(ctx, "SELECT pg_notify($1, $2)", d.channel, d.node); err != nil {
+		d.logger.Warn("notify other nodes", slog.Any("error", err))
+	}
+}
+
+// listen holds a connection of its own that LISTENs for other nodes' new
+// work and wakes the dispatcher on each notification, and at least every
+// Poll; on the same connection it tries for the cluster's job lock. A lost
+// connection drops the lock and is made again.
+func (d *DB) listen() {
+	defer d.done.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-d.stop
+		cancel()
+	}()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := d.listenOn(ctx)
+		d.leader.Store(false)
+		if ctx.Err() != nil {
+			return
+		}
+		d.logger.Warn("listener connection lost; connecting again", "in", backoff, slog.Any("error", err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, d.opt.Poll)
+		d.wake() // what was announced meanwhile went unheard
+	}
+}
+
+func (d *DB) listenOn(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, d.connCfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{d.channel}.Sanitize()); err != nil {
+		return err
+	}
+	for {
+		if !d.leader.Load() {
+			var got bool
+			if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, hashtext(current_schema()))", lockLeader).Scan(&got); err != nil {
+				return err
+			}
+			if got {
+				d.leader.Store(true)
+				d.logger.Info("this node runs the cluster's jobs (sweep, alerts)", "node", d.node)
+			}
+		}
+		wctx, cancel := context.WithTimeout(ctx, d.opt.Poll)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			if n.Payload != d.node && !d.deaf.Load() { // our own commits woke us already
+				d.wake()
+			}
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded):
+			d.wake() // the poll: work whose announcement a restart missed
+			if err := conn.Ping(ctx); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}
+
+// MaskURL returns a database URL with its password replaced by "xxxxx",
+// fit for logs and errors. A string that is not a URL is shown as
+// "(database URL)" whole, since it may hold a password anywhere.
+func MaskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" && u.User == nil {
+		return "(database URL)"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	q := u.Query()
+	masked := false
+	for k := range q {
+		if secretParam(k) {
+			q.Set(k, "xxxxx")
+			masked = true
+		}
+	}
+	if masked {
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// secretParam reports whether the URL parameter k holds a secret: the
+// password, or the password of the TLS client key.
+func secretParam(k string) bool {
+	k = strings.ToLower(k)
+	return k == "password" || k == "sslpassword"
+}
+
+// maskErr removes the URL and its secrets from an error text of pgx's
+// URL parser.
+func maskErr(text, rawURL string) string {
+	text = strings.ReplaceAll(text, rawURL, MaskURL(rawURL))
+	if u, err := url.Parse(rawURL); err == nil {
+		secrets := []string{}
+		if p, ok := u.User.Password(); ok {
+			secrets = append(secrets, p)
+		}
+		for k, vs := range u.Query() {
+			if secretParam(k) {
+				secrets = append(secrets, vs...)
+			}
+		}
+		for _, p := range secrets {
+			if p != "" {
+				text = strings.ReplaceAll(text, p, "xxxxx")
+			}
+		}
+	}
+	return text
+}
+
+// appErr maps pgx's no-rows to app.ErrNotFound.
+func appErr(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return app.ErrNotFound
+	}
+	return err
+}

@@ -1,0 +1,232 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"hookbox/app"
+)
+
+// maxMergedKept bounds the merged event seqs a pending delivery records
+// (as the bbolt store does).
+const maxMergedKept = 100
+
+// firePendingChunk bounds one FirePending statement.
+const firePendingChunk = 1000
+
+// applyDebounce carries out one debounced route for event seq at now, in
+// the order the design fixes: merge into the key's pending delivery; else
+// defer behind the rate limit; else take a slot and open one after the
+// delay. The key's row is locked (FOR UPDATE) until tx ends, so concurrent
+// accepts of one key, on any node, take turns.
+func applyDebounce(ctx context.Context, tx pgx.Tx, op *app.DebounceOp, seq uint64, now time.Time) error {
+	key := []byte(op.Key)
+	for try := 0; try < 3; try++ {
+		var due pgtype.Timestamptz
+		var ev pgtype.Int8
+		var merged []int64
+		var times []time.Time
+		err := tx.QueryRow(ctx, `SELECT due, event_seq, merged, window_times FROM hookbox_debounce WHERE route = $1 AND key = $2 FOR UPDATE`,
+			op.Route, key).Scan(&due, &ev, &merged, &times)
+		found := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if found && due.Valid {
+			if len(merged) < maxMergedKept {
+				merged = append(merged, ev.Int64)
+			}
+			op.Result = app.Merged
+			_, err := tx.Exec(ctx, `UPDATE hookbox_debounce SET event_seq = $3, merged = $4 WHERE route = $1 AND key = $2`,
+				op.Route, key, int64(seq), merged)
+			return err
+		}
+		pdue, deferred := now.Add(op.Delay), false
+		op.Result = app.Opened
+		var freeAt pgtype.Timestamptz
+		if op.Limit > 0 {
+			times = prune(times, op.Window, now)
+			if len(times) >= op.Limit {
+				// Deferred until the oldest send of the limit leaves the window.
+				pdue, deferred = times[len(times)-op.Limit].Add(op.Window), true
+				op.Result = app.Deferred
+			} else {
+				times = append(times, now)
+			}
+			freeAt = pgtype.Timestamptz{Time: times[len(times)-1].Add(op.Window), Valid: true}
+		}
+		if found {
+			if op.Limit > 0 {
+				_, err = tx.Exec(ctx, `UPDATE hookbox_debounce SET due = $3, event_seq = $4, deferred = $5, merged = '{}', dests = $6,
+					window_ns = $7, window_times = $8, free_at = $9 WHERE route = $1 AND key = $2`,
+					op.Route, key, pdue, int64(seq), deferred, op.To, int64(op.Window), times, freeAt)
+			} else { // no rate limit: a window kept from an older config stays as it is
+				_, err = tx.Exec(ctx, `UPDATE hookbox_debounce SET due = $3, event_seq = $4, deferred = false, merged = '{}', dests = $5
+					WHERE route = $1 AND key = $2`, op.Route, key, pdue, int64(seq), op.To)
+			}
+			return err
+		}
+		if times == nil {
+			times = []time.Time{}
+		}
+		var window int64
+		if op.Limit > 0 {
+			window = int64(op.Window)
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO hookbox_debounce (route, key, due, event_seq, deferred, dests, window_ns, window_times, free_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (route, key) DO NOTHING`,
+			op.Route, key, pdue, int64(seq), deferred, op.To, window, times, freeAt)
+		if err != nil || tag.RowsAffected() == 1 {
+			return err
+		}
+		// Another transaction made the key's row meanwhile: lock it and
+		// decide again.
+	}
+	return fmt.Errorf("key %q: the row kept changing", op.Key)
+}
+
+// prune drops the send times that left a window of length w by now.
+func prune(times []time.Time, w time.Duration, now time.Time) []time.Time {
+	i := 0
+	for i < len(times) && !times[i].After(now.Add(-w)) {
+		i++
+	}
+	return times[i:]
+}
+
+// fireSQL turns up to $2 pending deliveries due by $1 into deliveries, in
+// one statement: it records what each merged, opens the deliveries of
+// those whose event is stored, dead-letters (due $5, the zero time) with
+// the reason those whose event is gone (the sweep keeps the event of a
+// pending delivery, so only a damaged database or an older build's sweep
+// loses one: the loss is put where it is seen), frees their keys (a key
+// without a rate-limit window goes; a deferred send takes its slot in the
+// window), and notifies the other nodes. It returns (route, fired) per
+// route, and ("", -1) when it notified. Rows another node is firing are
+// skipped.
+const fireSQL = `
+WITH f AS MATERIALIZED (
+	SELECT route, key, event_seq, deferred, merged, dests, window_ns
+	FROM hookbox_debounce WHERE due IS NOT NULL AND due <= $1
+	ORDER BY due LIMIT $2 FOR UPDATE SKIP LOCKED
+), m AS (
+	INSERT INTO hookbox_merged (fired_seq, merged_seq)
+	SELECT f.event_seq, x FROM f, unnest(f.merged) AS x ON CONFLICT DO NOTHING
+), live AS MATERIALIZED (
+	SELECT f.* FROM f WHERE EXISTS (SELECT 1 FROM hookbox_events e WHERE e.seq = f.event_seq FOR KEY SHARE)
+), d AS (
+	INSERT INTO hookbox_deliveries (event_seq, destination, state, due, run_at, created, updated)
+	SELECT live.event_seq, x.dest, 1, $1, $1, $1, $1
+	FROM live, unnest(live.dests) WITH ORDINALITY AS x(dest, ord)
+	ORDER BY live.event_seq, x.ord
+), lost AS (
+	INSERT INTO hookbox_deliveries (event_seq, destination, state, due, run_at, created, updated, last_error)
+	SELECT f.event_seq, x.dest, 3, $5, NULL, $1, $1,
+		format('event %s was gone when its debounce window ended (route %s, key %s); nothing could be sent',
+			f.event_seq, f.route, encode(f.key, 'escape'))
+	FROM f, unnest(f.dests) WITH ORDINALITY AS x(dest, ord)
+	WHERE NOT EXISTS (SELECT 1 FROM live WHERE live.route = f.route AND live.key = f.key)
+	ORDER BY f.event_seq, x.ord
+), gone AS (
+	DELETE FROM hookbox_debounce k USING f WHERE k.route = f.route AND k.key = f.key AND f.window_ns = 0
+), kept AS (
+	UPDATE hookbox_debounce k SET due = NULL, event_seq = NULL, merged = '{}', deferred = false,
+		window_times = CASE WHEN f.deferred THEN ARRAY(
+			SELECT w.t FROM unnest(k.window_times) WITH ORDINALITY AS w(t, ord)
+			WHERE w.t > $1::timestamptz - (f.window_ns / 1000) * interval '1 microsecond' ORDER BY w.ord) || $1::timestamptz
+			ELSE k.window_times END,
+		free_at = CASE WHEN f.deferred THEN $1::timestamptz + (f.window_ns / 1000) * interval '1 microsecond' ELSE k.free_at END
+	FROM f WHERE k.route = f.route AND k.key = f.key AND f.window_ns > 0
+), n AS (
+	SELECT pg_notify($3, $4) FROM (SELECT 1 FROM live LIMIT 1) o
+)
+SELECT route, count(*) FROM live GROUP BY route
+UNION ALL SELECT '', -1 FROM n`
+
+// FirePending turns the pending deliveries due by now into deliveries to
+// their destinations (dead ones, with the reason, where the event is
+// gone), records which events they merged, and frees their keys; several nodes may call it at once (each fires other rows). It
+// reports how many fired per route and the due time of the next pending
+// one (zero if none).
+func (d *DB) FirePending(now time.Time) (map[string]int, time.Time, error) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	// Look first: the dispatcher asks on every pass, and most find nothing due.
+	next, err := d.nextPending(ctx)
+	if err != nil || next.IsZero() || next.After(now) {
+		return nil, next, err
+	}
+	fired := map[string]int{}
+	rows, err := d.pool.Query(ctx, fireSQL, now, firePendingChunk, d.channel, d.node, time.Time{})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("fire pending deliveries: %w", d.committed(err))
+	}
+	var route string
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&route, &n}, func() error {
+		if n > 0 {
+			fired[route] = n
+		}
+		return nil
+	}); d.committed(err) != nil {
+		return nil, time.Time{}, fmt.Errorf("fire pending deliveries: %w", err)
+	}
+	next, err = d.nextPending(ctx)
+	return fired, next, err
+}
+
+// nextPending returns the due time of the earliest pending delivery.
+func (d *DB) nextPending(ctx context.Context) (time.Time, error) {
+	var next pgtype.Timestamptz
+	err := d.pool.QueryRow(ctx, "SELECT min(due) FROM hookbox_debounce WHERE due IS NOT NULL").Scan(&next)
+	return next.Time, err
+}
+
+// PruneWindows deletes at most limit rate-limit windows whose every send
+// left the window by now and whose key waits for nothing, and reports how
+// many.
+func (d *DB) PruneWindows(now time.Time, limit int) (int, error) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	tag, err := d.pool.Exec(ctx, `DELETE FROM hookbox_debounce WHERE ctid = ANY(ARRAY(
+	SELECT ctid FROM hookbox_debounce WHERE due IS NULL AND free_at <= $1 ORDER BY free_at LIMIT $2 FOR UPDATE SKIP LOCKED))`, now, limit)
+	if d.committed(err) != nil {
+		return 0, fmt.Errorf("prune rate-limit windows: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// MergedInto returns the seqs of the events merged into event seq's
+// delivery by debouncing.
+func (d *DB) MergedInto(seq uint64) ([]uint64, error) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	rows, err := d.pool.Query(ctx, "SELECT merged_seq FROM hookbox_merged WHERE fired_seq = $1 ORDER BY merged_seq", int64(seq))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (uint64, error) {
+		var s int64
+		err := r.Scan(&s)
+		return uint64(s), err
+	})
+}
+
+// PendingCount returns the number of pending (debounced) deliveries.
+func (d *DB) PendingCount() (int, error) {
+	return d.count("SELECT count(*) FROM hookbox_debounce WHERE due IS NOT NULL")
+}
+
+// count runs a query that returns one count.
+func (d *DB) count(sql string, args ...any) (int, error) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	var n int
+	err := d.pool.QueryRow(ctx, sql, args...).Scan(&n)
+	return n, err
+}

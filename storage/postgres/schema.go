@@ -1,0 +1,178 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Advisory lock classes: the first key of pg_advisory_lock(int, int); the
+// second is hashtext(current_schema()), so that two hookbox clusters in
+// two schemas of one database never share a lock.
+const (
+	lockSchema = 0x686b_0001 // held while the schema is created or migrated
+	lockLeader = 0x686b_0002 // held by the node that runs the once-per-cluster jobs
+)
+
+// migrations are the schema's versions, in order: migrations[i] brings a
+// database from version i to i+1. A released migration is never edited;
+// a change is a new one. Every table is named hookbox_* so that hookbox can
+// share a database with other tables (a schema of its own, chosen with
+// search_path in the URL, is tidier still).
+//
+// Tables and the lists that read them (every list the status page shows is
+// an index scan; TestSchema_IndexScans shows the plans):
+//
+//	hookbox_event_ids   (source, id) → expiry and seq: dedup by the primary key, ON CONFLICT
+//	                    in the accepting statement; the sweep reads hookbox_event_ids_expires.
+//	hookbox_events      seq → the event, byte-exact. Pages read the primary key backwards
+//	                    (newest first), hookbox_events_source_seq for one source, and
+//	                    hookbox_events_received_at for time filters and the sweep.
+//	hookbox_deliveries  id → one event on its way to one destination. The outbox is
+//	                    hookbox_deliveries_outbox (pending only, by destination and run_at:
+//	                    the due time, or the end of a node's lease); dead letters are
+//	                    hookbox_deliveries_dead; an event's deliveries hookbox_deliveries_event.
+//	hookbox_attempts    (delivery id, n) → one attempt.
+//	hookbox_debounce    (route, key) → an entity's pending delivery and rate-limit window; the
+//	                    row is locked (FOR UPDATE) by the accept that changes it.
+//	                    hookbox_debounce_due finds what to fire, hookbox_debounce_free the
+//	                    windows the sweep forgets.
+//	                    hookbox_debounce_event finds the events pending deliveries wait to
+//	                    send, which the sweep keeps.
+//	hookbox_merged      (fired seq, merged seq): which events debouncing folded into which.
+//	hookbox_poison      id → a record set aside because it could not be decoded (an event's
+//	                    headers), newest first by the primary key.
+//	hookbox_meta        name → value: small settings (the status password's hash).
+//	hookbox_schema_version  the versions applied.
+var migrations = []string{
+	// 1: the first schema.
+	`
+CREATE TABLE hookbox_meta (
+	name  text PRIMARY KEY,
+	value bytea NOT NULL
+);
+CREATE SEQUENCE hookbox_event_seq;
+CREATE TABLE hookbox_event_ids (
+	source   text NOT NULL,
+	id       bytea NOT NULL,
+	received timestamptz NOT NULL,
+	expires  timestamptz NOT NULL,
+	seq      bigint NOT NULL,
+	PRIMARY KEY (source, id)
+);
+CREATE INDEX hookbox_event_ids_expires ON hookbox_event_ids (expires);
+CREATE TABLE hookbox_events (
+	seq         bigint PRIMARY KEY,
+	source      text NOT NULL,
+	id          bytea NOT NULL,
+	topic       bytea NOT NULL,
+	received_at timestamptz NOT NULL,
+	headers     bytea NOT NULL,
+	body        bytea NOT NULL
+);
+CREATE INDEX hookbox_events_source_seq ON hookbox_events (source, seq);
+CREATE INDEX hookbox_events_received_at ON hookbox_events (received_at);
+CREATE TABLE hookbox_deliveries (
+	id          bigserial PRIMARY KEY,
+	event_seq   bigint NOT NULL,
+	destination text NOT NULL,
+	state       smallint NOT NULL,
+	attempts    integer NOT NULL DEFAULT 0,
+	tries       integer NOT NULL DEFAULT 0,
+	due         timestamptz NOT NULL,
+	run_at      timestamptz,
+	leased_by   text,
+	created     timestamptz NOT NULL,
+	updated     timestamptz NOT NULL,
+	last_status integer NOT NULL DEFAULT 0,
+	last_error  text NOT NULL DEFAULT ''
+);
+CREATE INDEX hookbox_deliveries_event ON hookbox_deliveries (event_seq);
+CREATE INDEX hookbox_deliveries_outbox ON hookbox_deliveries (destination, run_at, id) WHERE state = 1;
+CREATE INDEX hookbox_deliveries_dead ON hookbox_deliveries (id) WHERE state = 3;
+CREATE TABLE hookbox_attempts (
+	delivery_id bigint NOT NULL,
+	n           integer NOT NULL,
+	started     timestamptz NOT NULL,
+	duration_ns bigint NOT NULL,
+	status      integer NOT NULL,
+	error       text NOT NULL,
+	response    bytea NOT NULL,
+	PRIMARY KEY (delivery_id, n)
+);
+CREATE TABLE hookbox_debounce (
+	route         text NOT NULL,
+	key           bytea NOT NULL,
+	due           timestamptz,
+	event_seq     bigint,
+	deferred      boolean NOT NULL DEFAULT false,
+	merged        bigint[] NOT NULL DEFAULT '{}',
+	dests         text[] NOT NULL DEFAULT '{}',
+	window_ns     bigint NOT NULL DEFAULT 0,
+	window_times  timestamptz[] NOT NULL DEFAULT '{}',
+	free_at       timestamptz,
+	PRIMARY KEY (route, key)
+);
+CREATE INDEX hookbox_debounce_due ON hookbox_debounce (due) WHERE due IS NOT NULL;
+CREATE INDEX hookbox_debounce_free ON hookbox_debounce (free_at) WHERE due IS NULL;
+CREATE INDEX hookbox_debounce_event ON hookbox_debounce (event_seq) WHERE event_seq IS NOT NULL;
+CREATE TABLE hookbox_merged (
+	fired_seq  bigint NOT NULL,
+	merged_seq bigint NOT NULL,
+	PRIMARY KEY (fired_seq, merged_seq)
+);
+CREATE INDEX hookbox_merged_merged ON hookbox_merged (merged_seq);
+CREATE TABLE hookbox_poison (
+	id          bigserial PRIMARY KEY,
+	at          timestamptz NOT NULL,
+	kind        text NOT NULL,
+	key         text NOT NULL,
+	reason      text NOT NULL,
+	delivery    bigint NOT NULL DEFAULT 0,
+	destination text NOT NULL DEFAULT ''
+);
+`,
+}
+
+// SchemaVersion is the schema version this build creates and expects.
+var SchemaVersion = len(migrations)
+
+// migrate creates or upgrades the schema in one transaction that holds an
+// advisory lock (pg_advisory_xact_lock), so that nodes starting together
+// take turns: the first applies what is missing, the others then find it
+// done. The lock ends with the transaction, whatever becomes of it: no
+// session keeps it, as one returned to the pool could. A database whose
+// schema is newer than this build is refused rather than used.
+func migrate(ctx context.Context, pool *pgxpool.Pool) (from, to int, err error) {
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))", lockSchema); err != nil {
+			return fmt.Errorf("lock the schema: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS hookbox_schema_version (
+	version    integer PRIMARY KEY,
+	applied_at timestamptz NOT NULL DEFAULT now()
+)`); err != nil {
+			return fmt.Errorf("create hookbox_schema_version: %w", err)
+		}
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM hookbox_schema_version").Scan(&from); err != nil {
+			return fmt.Errorf("read the schema version: %w", err)
+		}
+		to = from
+		if from > SchemaVersion {
+			return fmt.Errorf("the database's schema is version %d, newer than this hookbox knows (%d): run the newer hookbox", from, SchemaVersion)
+		}
+		for v := from; v < SchemaVersion; v++ {
+			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migrate the schema to version %d: %w", v+1, err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO hookbox_schema_version (version) VALUES ($1)", v+1); err != nil {
+				return fmt.Errorf("migrate the schema to version %d: %w", v+1, err)
+			}
+		}
+		to = SchemaVersion
+		return nil
+	})
+	return from, to, err
+}

@@ -1,0 +1,52 @@
+package storage
+
+import (
+	"time"
+
+	"hookbox/app"
+)
+
+// Store is everything hookbox's server uses of a store: the domain's
+// app.Store and app.MetaStore, the reads of the status pages (ui.Store,
+// listed here because storage does not import ui), and what serve and the
+// tests ask of it. DB (bbolt) and postgres.DB implement it, and
+// storetest.Run holds the behaviour both must show.
+type Store interface {
+	app.Store
+	app.MetaStore
+
+	// ListEvents returns events matching q, newest first, and the cursor
+	// of the next page (0 when there is none).
+	ListEvents(q app.EventQuery) ([]app.EventSummary, uint64, error)
+	// Event returns the event stored under seq, or nil when there is none.
+	Event(seq uint64) (*app.Event, error)
+	// EventDeliveries returns the deliveries of event seq.
+	EventDeliveries(seq uint64) ([]*app.Delivery, error)
+	// MergedInto returns the seqs of the events merged into event seq's
+	// delivery by debouncing.
+	MergedInto(seq uint64) ([]uint64, error)
+	// Backlog returns how many deliveries to dest are pending, counting at
+	// most limit.
+	Backlog(dest string, limit int) (int, error)
+	// LookupID reports whether source's id is remembered, until when, and
+	// the seq of the event accepted with it.
+	LookupID(source, id string) (expires time.Time, seq uint64, ok bool, err error)
+	// Counts reports how many ids are remembered and how many events are stored.
+	Counts() (ids, events int, err error)
+	// PendingCount returns the number of debounced deliveries waiting for
+	// their window.
+	PendingCount() (int, error)
+	// OnOpened sets f to be called, once per commit, after a commit that
+	// opened deliveries or debounce steps; f must not block.
+	OnOpened(f func())
+	// OnCommit sets f to be told the outcome of every commit of a write:
+	// nil, or the error that failed it. hookbox follows its storage's
+	// health with it (app.StorageHealth); f must not block.
+	OnCommit(f func(err error))
+	// Ping reports whether the store can serve; it backs /healthz.
+	Ping() error
+	// Close lets writes in flight finish, then refuses new ones.
+	Close() error
+}
+
+var _ Store = (*DB)(nil)
