@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/bench"
 	"hookbox/storage/postgres/pgtest"
 )
 
@@ -135,7 +136,7 @@ func TestBench_ComparePostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rs []benchResult
+	var rs []bench.Result
 	if err := json.Unmarshal(b, &rs); err != nil || len(rs) != 3 {
 		t.Fatalf("%d results (%v), want the ceiling, bbolt and postgres", len(rs), err)
 	}

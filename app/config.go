@@ -173,6 +173,17 @@ func (s *ServerConfig) Trusted(a netip.Addr) bool {
 	return false
 }
 
+// LocalBase returns http://host:port for reaching the server on Listen
+// from this machine: an unspecified host (0.0.0.0, ::, empty) becomes
+// 127.0.0.1. The command line's sign and bench use it.
+func (s *ServerConfig) LocalBase() string {
+	host, port, _ := net.SplitHostPort(s.Listen)
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
 // TLSMode is how the main listener is served.
 type TLSMode int
 

@@ -119,6 +119,21 @@ func parseField(f string) (part, error) {
 	return part{}, fmt.Errorf("unknown field {%s} (use header.Name, body.path, source or topic)", f)
 }
 
+// Headers lists the names of the headers t reads ({header.Name}), in
+// order; none for a nil template.
+func (t *Template) Headers() []string {
+	if t == nil {
+		return nil
+	}
+	var names []string
+	for _, p := range t.parts {
+		if p.kind == kindHeader {
+			names = append(names, p.text)
+		}
+	}
+	return names
+}
+
 // String returns the template's source text.
 func (t *Template) String() string { return t.src }
 

@@ -3,6 +3,7 @@ package template_test
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"hookbox/app/template"
@@ -76,4 +77,20 @@ func FuzzTemplate(f *testing.F) {
 			t.Fatalf("rendered %d bytes, over the bound", len(out))
 		}
 	})
+}
+
+// Headers lists the headers a template reads, in order, as sign and bench
+// fill them; a nil template reads none.
+func TestTemplate_Headers(t *testing.T) {
+	tpl, err := template.Parse("{header.X-Shop}:{body.id}:{header.X-Id}-{source}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(tpl.Headers(), ","), "X-Shop,X-Id"; got != want {
+		t.Errorf("Headers() = %q, want %q", got, want)
+	}
+	var none *template.Template
+	if got := none.Headers(); got != nil {
+		t.Errorf("nil template: Headers() = %v", got)
+	}
 }

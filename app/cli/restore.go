@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -105,25 +105,4 @@ func checkInChild(file string) (string, bool) {
 		return file + " is damaged: bbolt's consistency check crashed on it", false
 	}
 	return "", true
-}
-
-// printTLSAndBackups adds the TLS mode and the backup schedule to the
-// summary of `hookbox check`.
-func printTLSAndBackups(w io.Writer, cfg *app.Config) {
-	switch s := cfg.Server; s.TLS {
-	case app.TLSACME:
-		fmt.Fprintf(w, "https with a certificate for %s from %s; http %s answers the challenge and redirects\n",
-			s.Domain, s.ACMEDirectory, s.HTTPListen)
-	case app.TLSFiles:
-		fmt.Fprintf(w, "https with %s, read again when it changes", s.CertFile)
-		if s.HTTPListen != "" {
-			fmt.Fprintf(w, "; http %s redirects", s.HTTPListen)
-		}
-		fmt.Fprintln(w)
-	}
-	if b := cfg.Backup; b.Schedule == "" {
-		fmt.Fprintln(w, "backups off")
-	} else {
-		fmt.Fprintf(w, "backups %s into %s, keep %d\n", b.Schedule, b.Dir, b.Keep)
-	}
 }

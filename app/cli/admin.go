@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"hookbox/app"
+	"hookbox/app/web"
+)
+
+// adminAPI reaches the running server's admin API. The server holds the
+// data file, so commands that need it go through the API on the configured
+// listen address with the [status] login.
+type adminAPI struct {
+	cmd    string
+	config string
+	listen string
+	base   string
+	user   string
+	pass   string
+	client *http.Client
+}
+
+// newAdminAPI loads the config at path and prepares requests for command
+// cmd, logging in with [status] password, or with HOOKBOX_PASSWORD when
+// the server generated its password at first start.
+func newAdminAPI(cmd, path string, timeout time.Duration) (*adminAPI, error) {
+	cfg, err := app.LoadConfig(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	pass := cfg.Status.Password
+	if pass == "" {
+		pass = os.Getenv("HOOKBOX_PASSWORD")
+	}
+	if pass == "" {
+		return nil, fmt.Errorf("hookbox %s: %s: status.password: not set; set it (or password_env), or give the password generated at first start in HOOKBOX_PASSWORD", cmd, path)
+	}
+	base, client := web.LocalClient(cfg.Server, timeout)
+	return &adminAPI{cmd: cmd, config: path, listen: cfg.Server.Listen, base: base + "/api/v1",
+		user: cfg.Status.User, pass: pass, client: client}, nil
+}
+
+// do sends one request to path under /api/v1. The caller closes the body.
+func (a *adminAPI) do(method, path string) (*http.Response, error) {
+	req, err := http.NewRequest(method, a.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.SetBasicAuth(a.user, a.pass)
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("hookbox %s: is hookbox running on %s (server.listen in %s)? %v", a.cmd, a.listen, a.config, errors.Unwrap(err))
+	}
+	return resp, nil
+}
+
+// readAnswer returns the start of an answer's body, trimmed, for printing.
+func readAnswer(r io.Reader) string {
+	body, _ := io.ReadAll(io.LimitReader(r, 1<<20))
+	return strings.TrimSpace(string(body))
+}

@@ -1,0 +1,193 @@
+// Package cli is hookbox's command line: the subcommands (serve, check,
+// sign, replay, backup, restore, bench, version), one file each, and the
+// table that dispatches to them (this file). main hands it the arguments.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Version is the version `hookbox version` prints and serve logs; main sets
+// it from its own version, which -ldflags "-X main.version=…" sets.
+var Version = "dev"
+
+// BuildTime is the build time `hookbox version` prints; main sets it from
+// -ldflags "-X main.buildTime=…". Without it the executable's modification
+// time is given.
+var BuildTime = ""
+
+// Run runs the command line with args (os.Args[1:]) and returns the exit
+// code; it is main without the exit, so that tests can call it. The first
+// argument names the command unless it is a flag (then it is serve).
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	name := "serve"
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "-help", "--help":
+			printUsage(stdout)
+			return 0
+		}
+		if !strings.HasPrefix(args[0], "-") {
+			name, args = args[0], args[1:]
+		}
+	}
+	if name == "help" {
+		if len(args) > 0 {
+			if c := findCommand(args[0]); c != nil {
+				return c.run(ctx, c, []string{"-h"}, stdout, stderr)
+			}
+		}
+		printUsage(stdout)
+		return 0
+	}
+	c := findCommand(name)
+	if c == nil {
+		fmt.Fprintf(stderr, "hookbox: unknown command %q\n\n", name)
+		printUsage(stderr)
+		return 2
+	}
+	return c.run(ctx, c, args, stdout, stderr)
+}
+
+// command is one subcommand: its synopsis and description for -h, and the
+// function that runs it with the arguments after its name.
+type command struct {
+	name     string
+	synopsis string
+	summary  string
+	help     string
+	run      func(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int
+}
+
+// commands lists the subcommands in the order usage shows them.
+var commands = []*command{
+	{name: "serve", synopsis: "[-config FILE] [-log-level LEVEL]", summary: "serve (the default command)",
+		help: "Serves webhooks on server.listen until SIGTERM or SIGINT.", run: runServe},
+	{name: "check", synopsis: "[-config FILE]", summary: "validate the config and print a summary",
+		help: "Validates the config as serve would and lists each source with the URL to paste\n" +
+			"into the platform's webhook settings. Exit 1 with one line naming the file and key.", run: runCheck},
+	{name: "sign", synopsis: "[-config FILE] -source NAME [-topic T] [-id ID] [-send] FILE|-",
+		summary: "print (or -send) a correctly signed test request",
+		help: "Signs the body in FILE (or stdin for -) as the source's provider would, with the\n" +
+			"source's first secret, and prints a curl command; -send posts it to the running\n" +
+			"server on server.listen and prints the answer (exit 1 unless 2xx).\n" +
+			"Stripe, Paddle, Square and BigCommerce read the event id from the body, and they\n" +
+			"and Standard Webhooks the topic: the body must carry them. Elsewhere -id sets the\n" +
+			"id (default: a random one) and -topic the topic; for a source with id or topic\n" +
+			"templates, they fill the headers the templates name.", run: runSign},
+	{name: "replay", synopsis: "[-config FILE] -all | ID...", summary: "replay dead deliveries through the running server",
+		help: "Replays every dead delivery (-all) or the deliveries with the given ids through\n" +
+			"the running server's admin API ([status] user and password).", run: runReplay},
+	{name: "backup", synopsis: "[-config FILE] -o FILE", summary: "save a hot copy of the data file from the running server",
+		help: "Downloads a consistent copy of the data file through the running server's admin\n" +
+			"API ([status] user and password), writes it to FILE atomically and checks it.\n" +
+			"To restore: stop hookbox, then hookbox restore FILE.", run: runBackup},
+	{name: "restore", synopsis: "[-config FILE] [-check] FILE", summary: "put a backup in place of the data file (hookbox stopped)",
+		help: restoreHelp, run: runRestore},
+	{name: "bench", synopsis: "[-config FILE] -source NAME [-url URL] [-c N] [-rate R] [-d DUR] [-size B] [-dup F] [-json FILE] | -compare [-provider P]",
+		summary: "load a server with signed webhooks and measure it",
+		help: "Sends webhooks signed for the source's provider, closed loop (-c connections) or\n" +
+			"open loop (-rate requests/s; latency counted from each request's scheduled time),\n" +
+			"and prints throughput, p50/p90/p99/max latency and counts by status.\n" +
+			"-compare runs, in this process, a verify-only Fiber server and a real hookbox with a\n" +
+			"route to a local sink, loads both the same way and prints the ratio.", run: runBench},
+	{name: "version", synopsis: "", summary: "print the version, commit and build time",
+		help: "Prints the version, the VCS commit and the build time of this binary.", run: runVersion},
+}
+
+// findCommand returns the subcommand called name, or nil.
+func findCommand(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// printUsage writes the list of commands.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, "hookbox receives webhooks, verifies them and stores each event once.\n\nUsage:\n")
+	for _, c := range commands {
+		line := "  hookbox " + c.name
+		if c.synopsis != "" {
+			line += " " + c.synopsis
+		}
+		fmt.Fprintln(w, line)
+		fmt.Fprintf(w, "        %s\n", c.summary)
+	}
+	fmt.Fprint(w, "\nRun 'hookbox COMMAND -h' for the flags of a command.\n")
+}
+
+// flags returns the flag set of c; its usage is printed by parse.
+func (c *command) flags() *flag.FlagSet {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// usage writes c's own help with its flags.
+func (c *command) usage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprintf(w, "Usage: hookbox %s %s\n\n%s\n", c.name, c.synopsis, c.help)
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprint(w, "\nFlags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+}
+
+// parse parses args into fs, flags and operands in any order (so that
+// `sign body.json -send` works). It returns the operands, or an exit code
+// >= 0 when the command must stop: 0 after -h (help on stdout), 2 on a bad
+// flag (the error on stderr).
+func (c *command) parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]string, int) {
+	var operands []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			c.usage(fs, stdout)
+			return nil, 0
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "hookbox %s: %v\nRun 'hookbox %s -h' for usage.\n", c.name, err, c.name)
+			return nil, 2
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return operands, -1
+		}
+		// After "--" everything is an operand.
+		if i := len(args) - len(rest) - 1; i >= 0 && args[i] == "--" {
+			return append(operands, rest...), -1
+		}
+		operands = append(operands, rest[0])
+		args = rest[1:]
+	}
+}
+
+// parseNone is parse for a command that takes no operands.
+func (c *command) parseNone(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
+	operands, code := c.parse(fs, args, stdout, stderr)
+	if code >= 0 {
+		return code
+	}
+	if len(operands) > 0 {
+		fmt.Fprintf(stderr, "hookbox %s: unexpected argument %q\n", c.name, operands[0])
+		return 2
+	}
+	return -1
+}
+
+// configFlag adds the -config flag every command but version has.
+func configFlag(fs *flag.FlagSet) *string {
+	return fs.String("config", "config.toml", "path of the config file")
+}

@@ -1,0 +1,229 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"syscall"
+	"time"
+
+	"hookbox/app"
+	"hookbox/app/web"
+)
+
+// shutdownGrace bounds how long in-flight requests and sends may take at
+// shutdown; then the sends are cut (and go out again after the restart).
+// It leaves two seconds of the ten the README promises (systemd kills at
+// 20) to record the attempts that ended and close the data file. Dials in
+// progress are cut at once: they have sent nothing.
+const shutdownGrace = 8 * time.Second
+
+func runServe(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int {
+	fs := c.flags()
+	configPath := configFlag(fs)
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if code := c.parseNone(fs, args, stdout, stderr); code >= 0 {
+		return code
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "hookbox: -log-level: %v\n", err)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(logger)
+	if err := serve(ctx, *configPath, logger); err != nil {
+		logger.Error("hookbox stopped", slog.Any("error", err))
+		return 1
+	}
+	return 0
+}
+
+// Runtime defaults for serve, each kept when its environment variable is
+// set. Measured with hookbox bench -compare on 2 cores (BENCHMARKS.md):
+//   - GOMAXPROCS twice the default: a commit blocks its thread in pwrite
+//     and fdatasync, and until Go hands that thread's P to another thread
+//     the HTTP side runs one P short. With twice the Ps the kernel runs
+//     them while the committer waits on the disk: about a quarter more
+//     webhooks/s with a route, and a lower p99.
+//   - GOGC=400: the live heap is tens of MB and most allocations die
+//     within a request, so collecting less often saves CPU under load. The
+//     soft memory limit keeps the larger target from growing the heap past
+//     what a small VPS has.
+const (
+	defaultGCPercent   = 400
+	defaultMemoryLimit = 256 << 20
+	procsPerCPU        = 2
+)
+
+var tuneOnce sync.Once
+
+func tuneRuntime() {
+	tuneOnce.Do(func() {
+		if os.Getenv("GOMAXPROCS") == "" {
+			runtime.GOMAXPROCS(procsPerCPU * runtime.GOMAXPROCS(0))
+		}
+		if os.Getenv("GOGC") == "" {
+			debug.SetGCPercent(defaultGCPercent)
+		}
+		if os.Getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(defaultMemoryLimit)
+		}
+	})
+}
+
+func serve(ctx context.Context, path string, logger *slog.Logger) error {
+	cfg, err := app.LoadConfig(path, nil)
+	if err != nil {
+		return err
+	}
+	tuneRuntime()
+	n, err := openStore(ctx, path, cfg, logger)
+	if err != nil {
+		return err
+	}
+	db := n.store
+	defer db.Close()
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	stats := app.NewStats(cfg, db, time.Now)
+	dispatcher := app.NewDispatcher(cfg, db)
+	dispatcher.Version = Version
+	dispatcher.Stats = stats
+	stats.Storage.OnRecover = dispatcher.Wake // it holds its sends while commits fail
+	n.describe(stats.Storage)
+	db.OnCommit(stats.Storage.Committed)
+	go stats.Storage.Watch(ctx, func() error { return db.SetMeta("health_probe", []byte(time.Now().UTC().Format(time.RFC3339))) })
+	receiver := app.NewReceiver(cfg, db)
+	receiver.Stats = stats
+	db.OnOpened(dispatcher.Wake) // once per commit that opened deliveries
+	dispatcher.OnFired = func(route string, n int) {
+		if rs := receiver.RouteStats(route); rs != nil {
+			rs.Fired.Add(uint64(n))
+		}
+	}
+	sweeper := app.NewSweeper(cfg, db)
+	sweeper.Stats = stats
+	alerter := app.NewAlerter(cfg, db)
+	alerter.Storage = stats.Storage
+	backuper := app.NewBackuper(cfg, n.writeBackup)
+	backuper.Alert = alerter.Backup
+	go alerter.Run(ctx) // sends what Notify queues
+	tlsSrv, err := web.NewTLS(cfg.Server, web.TLSOptions{})
+	if err != nil {
+		return fmt.Errorf("%s: server: %w", path, err)
+	}
+	if tlsSrv != nil {
+		tlsSrv.Alert = alerter.Notify
+		stats.Registry.MustRegister(tlsSrv) // hookbox_certificate_expiry_seconds
+	}
+
+	sched := app.NewCron(logger.With("component", "cron"))
+	// Jobs run on one node of a cluster (n.onLeader): on bbolt, the only one.
+	if _, err := sched.AddFunc(cfg.Retention.Sweep, n.onLeader(func() { sweeper.Run(ctx) })); err != nil {
+		return fmt.Errorf("%s: retention.sweep: %w", path, err)
+	}
+	// Each node alerts of its own storage trouble; one alerts of the
+	// cluster's dead letters and records set aside.
+	checkAlerts := func() {
+		alerter.CheckStorage(ctx)
+		if n.leader() {
+			alerter.CheckCluster(ctx)
+		}
+	}
+	if _, err := sched.AddFunc(cfg.Alerts.Check, checkAlerts); err != nil {
+		return fmt.Errorf("%s: alerts.check: %w", path, err)
+	}
+	var lastBackup func() (time.Time, int64, error)
+	if cfg.Backup.Schedule != "" {
+		if _, err := sched.AddFunc(cfg.Backup.Schedule, n.onLeader(func() { backuper.Run(ctx) })); err != nil {
+			return fmt.Errorf("%s: backup.schedule: %w", path, err)
+		}
+		lastBackup = backuper.Last
+	}
+	sched.Start()
+
+	// Sends go on after ctx ends, until the shutdown deadline cancels them.
+	sendCtx, cancelSends := context.WithCancel(context.Background())
+	defer cancelSends()
+	dispatched := make(chan struct{})
+	go func() { dispatcher.Run(ctx, sendCtx); close(dispatched) }()
+
+	login, err := app.StatusLogin(cfg.Status, db, logger.With("component", "status"))
+	if err != nil {
+		return err
+	}
+	health := func() error { return cmp.Or(stats.Storage.Err(), db.Ping()) }
+	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
+		Backup: n.backup, Login: login, Stats: stats, LastBackup: lastBackup})
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s (server.listen in %s): %w", cfg.Server.Listen, path, err)
+	}
+	ln = srv.Limit(ln) // under TLS, so a refused connection costs no handshake
+	served := make(chan error, 2)
+	attrs := []any{"version", Version, "listen", ln.Addr().String(), "tls", cfg.Server.TLS.String()}
+	var httpSrv *http.Server
+	if tlsSrv != nil {
+		ln = tlsSrv.Listener(ln)
+		if tlsSrv.HTTP != nil {
+			hln, err := net.Listen("tcp", cfg.Server.HTTPListen)
+			if err != nil {
+				ln.Close()
+				return fmt.Errorf("listen on %s (server.http_listen in %s): %w", cfg.Server.HTTPListen, path, err)
+			}
+			attrs = append(attrs, "http_listen", hln.Addr().String())
+			httpSrv = tlsSrv.HTTPServer()
+			go func() {
+				if err := httpSrv.Serve(hln); !errors.Is(err, http.ErrServerClosed) {
+					served <- fmt.Errorf("serve %s (server.http_listen): %w", cfg.Server.HTTPListen, err)
+				}
+			}()
+		}
+	}
+	logger.Info("hookbox started", append(attrs, "data", n.where, "sources", len(cfg.Sources))...)
+	go func() { served <- srv.Serve(ln) }()
+	if tlsSrv != nil {
+		// Gets the ACME certificate now (so that trouble shows at start),
+		// then reports any trouble with the certificate, there and in the
+		// log, for as long as hookbox runs.
+		go tlsSrv.Watch(ctx)
+	}
+
+	select {
+	case err = <-served:
+		stop()
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	deadline := time.AfterFunc(shutdownGrace, cancelSends)
+	defer deadline.Stop()
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	if serr := srv.Shutdown(sctx); err == nil {
+		err = serr
+	}
+	if httpSrv != nil {
+		httpSrv.Shutdown(sctx)
+	}
+	cancel()
+	<-dispatched
+	dispatcher.Wait()     // in-flight sends finish, or are cut at the deadline and sent again after a restart
+	<-sched.Stop().Done() // wait for a running sweep before closing the file
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	logger.Info("hookbox stopped")
+	return nil
+}

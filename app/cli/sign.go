@@ -1,0 +1,243 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"hookbox/app"
+	"hookbox/app/provider"
+	"hookbox/app/template"
+	"hookbox/app/web"
+)
+
+// bodyFields names where providers that read the event id and topic from
+// the body find them.
+var bodyFields = map[string][2]string{
+	"stripe":      {"id", "type"},
+	"paddle":      {"event_id", "event_type"},
+	"square":      {"event_id", "type"},
+	"bigcommerce": {"hash", "scope"},
+	"standard":    {"", "type"},
+}
+
+func runSign(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
+	fs := c.flags()
+	path := configFlag(fs)
+	sourceName := fs.String("source", "", "the [[source]] to sign for (required)")
+	topic := fs.String("topic", "", "the event topic, for providers that read it from a header")
+	id := fs.String("id", "", "the event id, for providers that read it from a header (default: random)")
+	send := fs.Bool("send", false, "post the request to the running server and print its answer")
+	operands, code := c.parse(fs, args, stdout, stderr)
+	if code >= 0 {
+		return code
+	}
+	if *sourceName == "" || len(operands) != 1 {
+		fmt.Fprintln(stderr, "hookbox sign: give -source NAME and one body file (or - for stdin)\nRun 'hookbox sign -h' for usage.")
+		return 2
+	}
+	cfg, err := app.LoadConfig(*path, nil)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	src := cfg.SourceByName(*sourceName)
+	if src == nil {
+		var names []string
+		for _, s := range cfg.Sources {
+			names = append(names, s.Name)
+		}
+		fmt.Fprintf(stderr, "hookbox sign: %s has no [[source]] named %q (it has: %s)\n", *path, *sourceName, strings.Join(names, ", "))
+		return 1
+	}
+	file := operands[0]
+	var body []byte
+	if file == "-" {
+		body, err = io.ReadAll(os.Stdin)
+	} else {
+		body, err = os.ReadFile(file)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "hookbox sign: read the body: %v\n", err)
+		return 1
+	}
+	if len(body) > cfg.Server.MaxBodyBytes {
+		fmt.Fprintf(stderr, "hookbox sign: the body is %d bytes, over server.max_body_bytes (%d): the server would answer 413\n", len(body), cfg.Server.MaxBodyBytes)
+		return 1
+	}
+	req, err := signRequest(src, body, *id, *topic, time.Now())
+	if err != nil {
+		fmt.Fprintf(stderr, "hookbox sign: %v\n", err)
+		return 1
+	}
+	if *send {
+		return sendSigned(cfg, src, body, req, stdout, stderr)
+	}
+	url := src.URL
+	if cfg.Server.PublicURL == "" {
+		url = cfg.Server.LocalBase() + src.URL
+	}
+	cmd, err := curlCommand(url, req, body, file)
+	if err != nil {
+		fmt.Fprintf(stderr, "hookbox sign: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, cmd)
+	switch src.Provider {
+	case "stripe", "paddle", "standard", "bigcommerce":
+		fmt.Fprintf(stderr, "hookbox sign: the signature is timestamped: run the command within %v\n", src.Settings.Tolerance)
+	}
+	return 0
+}
+
+// signRequest returns the headers that make body a genuine request for
+// src, with id and topic where the provider (or the source's id and topic
+// templates) reads them from headers. It then checks the request the way
+// the server will, so a body without its event id fails here, clearly.
+func signRequest(src *app.Source, body []byte, id, topic string, now time.Time) (http.Header, error) {
+	idHeaders := src.ID.Headers()
+	topicHeaders := src.Topic.Headers()
+	fields, bodyRules := bodyFields[src.Provider]
+	idInBody := src.ID == nil && bodyRules && fields[0] != ""
+	if src.ID != nil {
+		idInBody = len(idHeaders) == 0
+	}
+	if src.Provider == "woocommerce" && src.ID == nil {
+		idInBody = true // the id is the body's SHA-256
+	}
+	if id != "" && idInBody {
+		return nil, fmt.Errorf("-id: source %q (%s) takes the event id from the body%s; put it there", src.Name, src.Provider, fieldNote(src.ID, fields[0]))
+	}
+	topicInBody := src.Topic == nil && bodyRules
+	if src.Topic != nil {
+		topicInBody = len(topicHeaders) == 0
+	}
+	if topic != "" && topicInBody {
+		return nil, fmt.Errorf("-topic: source %q (%s) takes the topic from the body%s; put it there", src.Name, src.Provider, fieldNote(src.Topic, fields[1]))
+	}
+	if id == "" && !idInBody {
+		id = randomEventID()
+	}
+	signID := id
+	if src.ID != nil {
+		signID = "" // the id goes into the template's headers instead
+	}
+	h, err := provider.Sign(src.Provider, src.Settings, body, src.URL, signID, topic, now)
+	if err != nil {
+		return nil, fmt.Errorf("source %q (%s): %w", src.Name, src.Provider, err)
+	}
+	for _, name := range idHeaders {
+		if h.Get(name) == "" {
+			h.Set(name, id)
+		}
+	}
+	for _, name := range topicHeaders {
+		if h.Get(name) == "" && topic != "" {
+			h.Set(name, topic)
+		}
+	}
+	// What the server does with it: verify, then find the event id.
+	v, err := src.Verify(provider.Request{Body: body, Header: h, URL: src.URL}, now)
+	if err != nil {
+		return nil, fmt.Errorf("source %q (%s): the signed request does not verify: %w", src.Name, src.Provider, err)
+	}
+	gotTopic := v.Topic
+	if src.Topic != nil {
+		gotTopic, _ = src.Topic.Render(template.Input{Body: body, Header: h, Source: src.Name, Topic: v.Topic})
+	}
+	gotID := v.ID
+	if src.ID != nil {
+		if gotID, err = src.ID.Render(template.Input{Body: body, Header: h, Source: src.Name, Topic: gotTopic}); err != nil {
+			return nil, fmt.Errorf("source %q: the server would answer 400: no event id: %w (id = %q)", src.Name, err, src.ID.String())
+		}
+	}
+	if gotID == "" {
+		return nil, fmt.Errorf("source %q (%s): the server would answer 400: the body has no event id%s", src.Name, src.Provider, fieldNote(nil, fields[0]))
+	}
+	return h, nil
+}
+
+// fieldNote names the body field an id or topic comes from, for errors.
+func fieldNote(t *template.Template, field string) string {
+	switch {
+	case t != nil:
+		return fmt.Sprintf(" (template %q)", t.String())
+	case field != "":
+		return fmt.Sprintf(" (field %q)", field)
+	}
+	return ""
+}
+
+// randomEventID returns a fresh id for a test event.
+func randomEventID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (it crashes the program instead).
+	return "test-" + hex.EncodeToString(b[:])
+}
+
+// sendSigned posts the signed request to the running server on its listen
+// address and prints the status and the answer.
+func sendSigned(cfg *app.Config, src *app.Source, body []byte, h http.Header, stdout, stderr io.Writer) int {
+	base, client := web.LocalClient(cfg.Server, 30*time.Second)
+	url := base + "/in/" + src.Name
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		fmt.Fprintf(stderr, "hookbox sign: %v\n", err)
+		return 1
+	}
+	req.Header = h
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Fprintf(stderr, "hookbox sign: is hookbox running on %s (server.listen in %s)? %v\n", cfg.Server.Listen, cfg.Path, errors.Unwrap(err))
+		return 1
+	}
+	defer resp.Body.Close()
+	fmt.Fprintf(stdout, "%d %s\n", resp.StatusCode, readAnswer(resp.Body))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return 1
+	}
+	return 0
+}
+
+// curlCommand prints the request as a curl command line for a POSIX shell:
+// the body from file, or inline through printf when it came from stdin.
+func curlCommand(url string, h http.Header, body []byte, file string) (string, error) {
+	var b strings.Builder
+	if file == "-" {
+		if bytes.IndexByte(body, 0) >= 0 {
+			return "", errors.New("the body contains NUL bytes, which a shell command cannot carry: save it to a file and pass the file")
+		}
+		b.WriteString("printf '%s' " + shellQuote(string(body)) + " | ")
+	}
+	b.WriteString("curl -sS -w '\\n' -X POST " + shellQuote(url))
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, v := range h[name] {
+			b.WriteString(" \\\n  -H " + shellQuote(name+": "+v))
+		}
+	}
+	if file == "-" {
+		b.WriteString(" \\\n  --data-binary @-")
+	} else {
+		b.WriteString(" \\\n  --data-binary @" + shellQuote(file))
+	}
+	return b.String(), nil
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
