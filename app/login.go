@@ -36,6 +36,7 @@ type Login struct {
 	fixed  string
 	store  MetaStore
 	hash   atomic.Pointer[[]byte]
+	gen    atomic.Uint64 // counts the changes of hash after the first
 	Logger *slog.Logger
 }
 
@@ -109,8 +110,13 @@ func (l *Login) Set(hash []byte) error {
 		return fmt.Errorf("store the status password: %w", err)
 	}
 	l.hash.Store(&hash)
+	l.gen.Add(1)
 	return nil
 }
+
+// Generation changes each time the password does after the start, so
+// that sessions and cached credentials of the old one end.
+func (l *Login) Generation() uint64 { return l.gen.Load() }
 
 // refresh takes up a hash another process stored (hookbox passwd on a
 // shared PostgreSQL database, or another node).
@@ -122,6 +128,7 @@ func (l *Login) refresh() {
 	if old := l.hash.Load(); old == nil || string(*old) != string(hash) {
 		l.hash.Store(&hash)
 		if old != nil {
+			l.gen.Add(1)
 			l.Logger.Info("status password changed in the store (hookbox passwd, or another node)")
 		}
 	}

@@ -182,7 +182,7 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 	}
 	health := func() error { return cmp.Or(stats.Storage.Err(), db.Ping()) }
 	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
-		Backup: n.backup, Login: login.Check, Stats: stats, LastBackup: lastBackup})
+		Backup: n.backup, Login: login.Check, LoginGeneration: login.Generation, Stats: stats, LastBackup: lastBackup})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen in %s, or -listen, or $%s): %w", cfg.Server.Listen, path, app.EnvListen, err)
