@@ -18,7 +18,8 @@ import (
 	"hookbox/storage/postgres"
 )
 
-// stdin is where passwd reads a new password; tests replace it.
+// stdin is where passwd reads a new password and sign a body given as -;
+// tests replace it.
 var stdin = os.Stdin
 
 // passwdWait bounds how long passwd waits for a running server to take

@@ -64,7 +64,7 @@ func runSign(_ context.Context, c *command, args []string, stdout, stderr io.Wri
 	file := operands[0]
 	var body []byte
 	if file == "-" {
-		body, err = io.ReadAll(os.Stdin)
+		body, err = io.ReadAll(stdin)
 	} else {
 		body, err = os.ReadFile(file)
 	}
