@@ -77,8 +77,9 @@ func TestSink_Command(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var out buffer
 		done := make(chan int, 1)
+		addr := freePort(t)
 		go func() {
-			done <- Run(ctx, []string{"sink", "-config", "/nonexistent", "-listen", freePort(t)}, &out, &out)
+			done <- Run(ctx, []string{"sink", "-config", "/nonexistent", "-listen", addr}, &out, &out)
 		}()
 		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "listening"); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
