@@ -73,7 +73,7 @@ type output struct {
 }
 
 func (o *output) Write(p []byte) (int, error) { o.mu.Lock(); defer o.mu.Unlock(); return o.b.Write(p) }
-func (o *output) String() string               { o.mu.Lock(); defer o.mu.Unlock(); return o.b.String() }
+func (o *output) String() string              { o.mu.Lock(); defer o.mu.Unlock(); return o.b.String() }
 
 // waitFor waits until cond holds, or fails with what.
 func waitFor(t *testing.T, what string, cond func() bool) {
