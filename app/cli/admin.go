@@ -66,7 +66,7 @@ func (a *adminAPI) do(method, path string) (*http.Response, error) {
 	switch resp.StatusCode {
 	case http.StatusUnauthorized: // credentials were sent: they are wrong
 		resp.Body.Close()
-		return nil, fmt.Errorf("hookbox %s: wrong user or password (user %q from [status] user, password from %s); hookbox passwd sets a new one", a.cmd, a.user, a.passFrom)
+		return nil, fmt.Errorf("hookbox %s: the server answered 401: wrong user or password (user %q from [status] user, password from %s); hookbox passwd sets a new one", a.cmd, a.user, a.passFrom)
 	case http.StatusTooManyRequests:
 		answer := readAnswer(resp.Body)
 		resp.Body.Close()
