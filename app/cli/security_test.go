@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 import (
 	"bufio"
@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -25,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/cli/clitest"
 	"hookbox/app/provider"
 	"hookbox/storage"
 )
@@ -258,12 +258,6 @@ func TestSecurity_DataFileModes(t *testing.T) {
 // peakRSSLimit is the memory a small VPS can give hookbox under attack.
 const peakRSSLimit = 256 << 20
 
-var (
-	shippedOnce sync.Once
-	shipped     string
-	shippedErr  error
-)
-
 // shippedBinary is hookbox built as it ships, without the race detector,
 // whose shadow memory and slowdown would say nothing about the memory and
 // latency bounds checked here. Under -race it is built once, beside the
@@ -271,19 +265,7 @@ var (
 // package tests.
 func shippedBinary(t *testing.T) string {
 	t.Helper()
-	if !raceEnabled {
-		return binary
-	}
-	shippedOnce.Do(func() {
-		shipped = filepath.Join(filepath.Dir(binary), "hookbox-shipped")
-		if out, err := exec.Command("go", "build", "-o", shipped, ".").CombinedOutput(); err != nil {
-			shippedErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if shippedErr != nil {
-		t.Fatal(shippedErr)
-	}
-	return shipped
+	return clitest.Shipped(t)
 }
 
 // hostile is a hookbox under attack: the default max_body_bytes (1 MiB,
