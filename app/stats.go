@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // Kind is one thing the status page counts per hour.
@@ -124,7 +125,7 @@ func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
 		gauge("hookbox_pending_deliveries", "Deliveries waiting to be sent (due now or later).", store.CountPending),
 		gauge("hookbox_poison_records", "Records in the data file that could not be decoded and were set aside (see the overview).",
 			func() (int, error) { _, n, err := store.Poisoned(0); return n, err }),
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.Registry.MustRegister(s.Storage.collectors()...)
 	if cc, ok := store.(commitCounter); ok {
 		counter := func(name, help string, pick func(commits, writes, pages uint64) uint64) prometheus.Collector {

@@ -37,7 +37,7 @@ func (d *DB) ListEvents(q app.EventQuery) ([]app.EventSummary, uint64, error) {
 		var k, v []byte
 		switch {
 		case q.Before > 0:
-			k, v = c.Seek(seqKey(q.Before))
+			c.Seek(seqKey(q.Before)) // then the one before it
 			k, v = c.Prev()
 		case !q.Until.IsZero():
 			k, v = seekTime(c, q.Until)

@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 import (
 	"context"
@@ -10,9 +10,12 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"hookbox/app/cli/clitest"
 )
 
-// screenshotDir is where the browser test leaves its screenshots.
+// screenshotDir is where the browser test leaves its screenshots, under
+// the module's root (ignored by git).
 const screenshotDir = "test-output/screenshots"
 
 // chromium finds a Chromium binary, or "".
@@ -66,7 +69,8 @@ func TestBrowser_StatusPage(t *testing.T) {
 	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 
-	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
+	shots := filepath.Join(clitest.Root(t), screenshotDir)
+	if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	shot := func(name string) chromedp.Action {
@@ -75,7 +79,7 @@ func TestBrowser_StatusPage(t *testing.T) {
 			if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil {
 				return err
 			}
-			return os.WriteFile(filepath.Join(screenshotDir, name), png, 0o644)
+			return os.WriteFile(filepath.Join(shots, name), png, 0o644)
 		})
 	}
 	base := "http://" + p.addr
@@ -134,6 +138,6 @@ func TestBrowser_StatusPage(t *testing.T) {
 	if err != nil || !strings.Contains(after, "order-1001") {
 		t.Fatalf("after replay: %v\n%s", err, after)
 	}
-	t.Logf("screenshots in %s", screenshotDir)
+	t.Logf("screenshots in %s", shots)
 	p.stop(t)
 }

@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hookbox/app/cli/clitest"
 )
 
 // The install.sh tests run the script only with --root (or with options that stop before
@@ -39,9 +41,9 @@ func newInstallEnv(t *testing.T) *installEnv {
 	dir := t.TempDir()
 	e := &installEnv{t: t, dir: dir, root: filepath.Join(dir, "root"),
 		fakes: filepath.Join(dir, "fakebin"), fakeLog: filepath.Join(dir, "fake-calls.log")}
-	installCopy(t, "install.sh", filepath.Join(dir, "install.sh"), 0o755)
-	installCopy(t, "config.toml", filepath.Join(dir, "config.toml"), 0o644)
-	installCopy(t, binary, filepath.Join(dir, "hookbox"), 0o755)
+	installCopy(t, filepath.Join(clitest.Root(t), "install.sh"), filepath.Join(dir, "install.sh"), 0o755)
+	installCopy(t, filepath.Join(clitest.Root(t), "config.toml"), filepath.Join(dir, "config.toml"), 0o644)
+	installCopy(t, clitest.Binary(t), filepath.Join(dir, "hookbox"), 0o755)
 	if err := os.Mkdir(e.fakes, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +375,7 @@ func TestInstallRoot(t *testing.T) {
 	}
 
 	// A new binary replaces the old one (atomically, by rename: a new inode).
-	if err := os.WriteFile(filepath.Join(e.dir, "hookbox"), append(mustRead(t, binary), 0), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(e.dir, "hookbox"), append(mustRead(t, clitest.Binary(t)), 0), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	e.install()
@@ -438,7 +440,7 @@ func TestInstallBrokenConfig(t *testing.T) {
 		broken := strings.Replace(e.read(installConfig), "[server]\n", "[server]\nbogus_key = 1\n", 1)
 		e.write(installConfig, broken, 0o640)
 		// A new binary is waiting: it must not be installed either.
-		if err := os.WriteFile(filepath.Join(e.dir, "hookbox"), append(mustRead(t, binary), 0), 0o755); err != nil {
+		if err := os.WriteFile(filepath.Join(e.dir, "hookbox"), append(mustRead(t, clitest.Binary(t)), 0), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		out, code := e.run(nil, "--root", e.root)
@@ -591,6 +593,7 @@ func TestInstallShellcheck(t *testing.T) {
 	defer cancel()
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, shellcheck, "install.sh")
+	cmd.Dir = clitest.Root(t)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		t.Errorf("shellcheck install.sh: %v\n%s", err, out.String())

@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"hookbox/app/cli/clitest"
 )
 
 // ledgerSink is a destination on 127.0.0.1 that answers with a settable
@@ -200,7 +202,7 @@ func testReplayCommand(t *testing.T, st storeCase) {
 	os.WriteFile(live, bytes.Replace(data, []byte(`"127.0.0.1:0"`), []byte(`"`+p.addr+`"`), 1), 0o600)
 	var out []byte
 	for time.Now().Before(deadline) { // until the 410 has been recorded as dead
-		cmd := exec.Command(binary, "replay", "-config", live, "-all")
+		cmd := exec.Command(clitest.Binary(t), "replay", "-config", live, "-all")
 		cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
 		var err error
 		out, err = cmd.CombinedOutput()

@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 import (
 	"bufio"
@@ -19,30 +19,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"hookbox/app/cli/clitest"
 )
 
-// binary is the hookbox program built once for the end-to-end tests.
-var binary string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hookbox-e2e")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "hookbox")
-	args := []string{"build", "-o", binary}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+// TestMain removes the binary clitest builds for these tests.
+func TestMain(m *testing.M) { clitest.Main(m) }
 
 const e2eSecret = "e2e-secret-value-9f8e7d"
 
@@ -98,7 +80,7 @@ func start(t *testing.T, config string) *proc {
 // waits until it logs its address (start, with knobs).
 func startWith(t *testing.T, config string, env []string, args ...string) *proc {
 	t.Helper()
-	return startBinary(t, binary, config, env, args...)
+	return startBinary(t, clitest.Binary(t), config, env, args...)
 }
 
 // startBinary is startWith for the program at bin.
@@ -116,7 +98,7 @@ func startBinary(t *testing.T, bin, config string, env []string, args ...string)
 // printed before it exited.
 func launch(t *testing.T, config string, env []string, args ...string) (*proc, string) {
 	t.Helper()
-	return launchBinary(t, binary, config, env, args...)
+	return launchBinary(t, clitest.Binary(t), config, env, args...)
 }
 
 // launchBinary is launch for the program at bin.
@@ -260,7 +242,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	t.Run("LockedDataFile", func(t *testing.T) {
-		cmd := exec.Command(binary, "serve", "-config", config)
+		cmd := exec.Command(clitest.Binary(t), "serve", "-config", config)
 		cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret)
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "locked by another process") {
@@ -284,7 +266,7 @@ func TestEndToEnd(t *testing.T) {
 func TestCheck(t *testing.T) {
 	dir := t.TempDir()
 	config := writeConfig(t, dir)
-	cmd := exec.Command(binary, "check", "-config", config)
+	cmd := exec.Command(clitest.Binary(t), "check", "-config", config)
 	cmd.Env = append(os.Environ(), "E2E_GH_SECRET=x")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "/in/gh") {
@@ -293,11 +275,11 @@ func TestCheck(t *testing.T) {
 
 	bad := filepath.Join(dir, "bad.toml")
 	os.WriteFile(bad, []byte("[[source]]\nname = \"x\"\nprovider = \"github\"\nsecret = \"s\"\ntolerence = \"5m\"\n"), 0o600)
-	out, err = exec.Command(binary, "check", "-config", bad).CombinedOutput()
+	out, err = exec.Command(clitest.Binary(t), "check", "-config", bad).CombinedOutput()
 	if err == nil || strings.TrimSpace(string(out)) != bad+": source.tolerence: unknown key" {
 		t.Fatalf("check of a bad config: %v, %q", err, out)
 	}
-	out, err = exec.Command(binary, "serve", "-config", bad).CombinedOutput()
+	out, err = exec.Command(clitest.Binary(t), "serve", "-config", bad).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "source.tolerence: unknown key") {
 		t.Fatalf("serve of a bad config: %v, %q", err, out)
 	}

@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 import (
 	"flag"
@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/cli/clitest"
 	"hookbox/storage"
 	"hookbox/storage/powercut"
 )
@@ -115,17 +116,11 @@ func powerBinary(t *testing.T) (string, []string) {
 	env := []string{"E2E_GH_SECRET=" + e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e", "GORACE=atexit_sleep_ms=0"}
 	broken := os.Getenv(brokenEnv)
 	if broken == "" {
-		return binary, env
+		return clitest.Binary(t), env
 	}
 	tag := "powercut_" + broken
 	path := filepath.Join(t.TempDir(), "hookbox-"+broken)
-	args := []string{"build", "-tags", tag, "-o", path}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags %s: %v\n%s", tag, err, out)
-	}
+	clitest.Build(t, path, "-tags", tag)
 	t.Logf("running the deliberately broken build %s", tag)
 	return path, append(env, "HOOKBOX_BROKEN_BUILD="+tag)
 }
@@ -142,8 +137,8 @@ func (p *proc) kill(t *testing.T) {
 
 // boltCheck runs `hookbox restore -check` on the file at path: bbolt's
 // consistency check, in a child process (it panics on some damage).
-func boltCheck(path string) error {
-	cmd := exec.Command(binary, "restore", "-check", path)
+func boltCheck(t testing.TB, path string) error {
+	cmd := exec.Command(clitest.Binary(t), "restore", "-check", path)
 	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0") // a race build waits a second at exit otherwise
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("hookbox restore -check: %v: %s", err, strings.TrimSpace(string(out)))
@@ -266,7 +261,7 @@ func TestPowerLoss_Acknowledged(t *testing.T) {
 				cut++
 				fresh = append([]string(nil), ledger.ackedList[before:]...)
 				t.Logf("cut %d %s: %d acknowledged since the last cut; %v", cut, how, len(fresh), r)
-				if err := boltCheck(dataFile); err != nil {
+				if err := boltCheck(t, dataFile); err != nil {
 					t.Errorf("after cut %d: %v", cut, err)
 					damaged++
 				}
@@ -300,7 +295,7 @@ func TestPowerLoss_Acknowledged(t *testing.T) {
 				t.Fatal(err)
 			}
 			disk.fs = nil
-			if err := boltCheck(dataFile); err != nil {
+			if err := boltCheck(t, dataFile); err != nil {
 				t.Errorf("after the last clean stop: %v", err)
 			}
 
@@ -346,7 +341,7 @@ func TestPowerLoss_FirstStart(t *testing.T) {
 	}
 	p.kill(t)
 	t.Log(disk.cut())
-	if err := boltCheck(disk.onDisk("var/lib/hookbox/" + storage.FileName)); err != nil {
+	if err := boltCheck(t, disk.onDisk("var/lib/hookbox/"+storage.FileName)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -408,7 +403,7 @@ keep = 2
 			if strings.HasPrefix(e.Name(), ".") {
 				continue // a temporary file: the next backup removes it
 			}
-			if err := boltCheck(disk.onDisk("data/backups/" + e.Name())); err != nil {
+			if err := boltCheck(t, disk.onDisk("data/backups/"+e.Name())); err != nil {
 				t.Errorf("cut %d (torn %v) at backup operation %d: %s is not a complete backup: %v", cut+1, torn, at, e.Name(), err)
 			}
 		}
@@ -419,7 +414,7 @@ keep = 2
 				t.Errorf("cut %d: the backup logged as done is gone: %v", cut+1, err)
 			}
 		}
-		if err := boltCheck(disk.onDisk("data/" + storage.FileName)); err != nil {
+		if err := boltCheck(t, disk.onDisk("data/"+storage.FileName)); err != nil {
 			t.Errorf("cut %d: the data file: %v", cut+1, err)
 		}
 	}
@@ -519,7 +514,7 @@ func inDataDir(op powercut.Op) bool { return op.Path == "data" || strings.HasPre
 // or remembers parts of both.
 func restoredSet(t *testing.T, path string, ids [2][]string) (int, string) {
 	t.Helper()
-	if err := boltCheck(path); err != nil {
+	if err := boltCheck(t, path); err != nil {
 		return -1, err.Error()
 	}
 	// Opened as hookbox opens it, on a copy: the check must not change the disk.

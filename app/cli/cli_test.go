@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"hookbox/app/bench"
+	"hookbox/app/cli/clitest"
 	"hookbox/storage"
 )
 
@@ -32,7 +33,7 @@ func freePort(t *testing.T) int {
 // stdout, stderr and exit code.
 func hookbox(t *testing.T, stdin []byte, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(clitest.Binary(t), args...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/cli/clitest"
 	"hookbox/storage"
 	"hookbox/storage/postgres/pgtest"
 )
@@ -101,7 +102,7 @@ func TestFault_DataFileEmptiedOrTruncated(t *testing.T) {
 			// Bounded: a serve that takes the file as new would run on.
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, binary, "serve", "-config", config)
+			cmd := exec.CommandContext(ctx, clitest.Binary(t), "serve", "-config", config)
 			cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret)
 			out, err := cmd.CombinedOutput()
 			if ctx.Err() != nil {

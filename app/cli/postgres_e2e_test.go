@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"hookbox/app/bench"
+	"hookbox/app/cli/clitest"
 	"hookbox/storage/postgres/pgtest"
 )
 
@@ -78,7 +79,7 @@ func TestPostgres_Commands(t *testing.T) {
 	config := writeConfig(t, dir, "[storage]\nbackend = \"postgres\"\nurl_env = \"E2E_DATABASE_URL\"\n")
 	env := append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_DATABASE_URL="+dbURL, "E2E_STATUS_PASSWORD=pw-e2e")
 	run := func(args ...string) (string, error) {
-		cmd := exec.Command(binary, args...)
+		cmd := exec.Command(clitest.Binary(t), args...)
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		if strings.Contains(string(out), password) {

@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 // Hostile peers and operator slips around the operations of hookbox (issue
 // 15, operations half), each run against the real binary with a ceiling on
@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/cli/clitest"
 	"hookbox/storage"
 )
 
@@ -306,7 +307,7 @@ func TestOps_RestoreRacesServe(t *testing.T) {
 		tries = append(tries, try{false, d * time.Millisecond})
 	}
 	for i, tr := range tries {
-		restore := exec.Command(binary, "restore", "-config", config, backup)
+		restore := exec.Command(clitest.Binary(t), "restore", "-config", config, backup)
 		var restoreOut bytes.Buffer
 		restore.Stdout, restore.Stderr = &restoreOut, &restoreOut
 		var srv *proc
