@@ -29,6 +29,8 @@ type HeaderField struct {
 // Store is the durable state behind hookbox. storage.DB implements it on
 // bbolt; a replicated store could implement it later.
 type Store interface {
+	CountStore
+
 	// Accept records e's id for its source until idExpires, stores e and
 	// carries out plan (deliveries due now, debounced pending deliveries,
 	// setting each DebounceOp's Result), in one durable transaction. It

@@ -257,8 +257,7 @@ func (r *Receiver) count(p *Plan) {
 		rs := r.routes[op.Route]
 		switch op.Result {
 		case Merged:
-			rs.Debounced.Add(1)
-			r.Stats.Debounced(1)
+			rs.Debounced.Add(1) // the store counts it per hour
 		case Deferred:
 			rs.Deferred.Add(1)
 		}

@@ -19,26 +19,33 @@ const (
 	KindRejected              // bad or missing signatures
 	KindDebounced             // events merged into a pending delivery
 	KindDelivered             // deliveries that reached their destination
-	KindRetrying              // failed attempts that will be retried
+	KindRetrying              // failed attempts that will be retried (attempts, not deliveries)
 	KindDead                  // deliveries that ended dead
-	numKinds
+	NumKinds                  // the number of kinds
 )
 
-// KindNames are the kinds as the status page and API name them.
-var KindNames = [numKinds]string{"received", "accepted", "duplicate", "rejected", "debounced", "delivered", "retrying", "dead"}
+// KindNames are the kinds as the API names them (the keys of
+// /api/v1/stats "counts"; KindRetrying keeps its first name).
+var KindNames = [NumKinds]string{"received", "accepted", "duplicate", "rejected", "debounced", "delivered", "retrying", "dead"}
 
-// statHours is how many hourly buckets are kept: a day and the current hour.
-const statHours = 25
+// KindLabels are the kinds as the status page names them.
+var KindLabels = [NumKinds]string{"received", "accepted", "duplicate", "rejected", "merged", "delivered", "failed attempts", "dead"}
+
+// CountHours is how many hours of counts the status page shows: the
+// current one and the 23 before it. The sweep forgets older ones.
+const CountHours = 24
 
 // Stats counts what happened per hour for the status page and exports the
 // same events as Prometheus metrics. Its recording methods do nothing on a
-// nil *Stats, so components work without one in tests. It lives in memory: after a restart
-// the page's hourly counts start again (the durable state is in storage).
+// nil *Stats, so components work without one in tests. The hourly counts
+// are the store's (CountStore): durable, the same after a restart and, on
+// PostgreSQL, summed over every node. The per-source and per-destination
+// rows live in memory, since start.
 type Stats struct {
-	now func() time.Time
+	now   func() time.Time
+	store CountStore
 
 	mu      sync.Mutex
-	hours   [statHours]hourBucket
 	sources map[string]*SourceInfo
 	dests   map[string]*DestInfo
 
@@ -52,11 +59,6 @@ type Stats struct {
 	ingest     prometheus.Histogram
 	sendTime   *prometheus.HistogramVec
 	sweeps     *prometheus.CounterVec
-}
-
-type hourBucket struct {
-	hour   int64 // unix hour this bucket counts
-	counts [numKinds]uint64
 }
 
 // SourceInfo is what the overview shows per source.
@@ -91,7 +93,7 @@ func (d DestInfo) SuccessRate() float64 {
 
 // NewStats builds the counters for cfg, with gauges read from store.
 func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
-	s := &Stats{now: now, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{}, Registry: prometheus.NewRegistry(),
+	s := &Stats{now: now, store: store, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{}, Registry: prometheus.NewRegistry(),
 		Storage: newStorageHealth(now)}
 	for _, src := range cfg.Sources {
 		s.sources[src.Name] = &SourceInfo{Name: src.Name}
@@ -157,17 +159,9 @@ type commitCounter interface {
 	CommitCounts() (commits, writes, pages uint64)
 }
 
-func (s *Stats) add(k Kind, n uint64, at time.Time) {
-	h := at.Unix() / 3600
-	b := &s.hours[h%statHours]
-	if b.hour != h {
-		*b = hourBucket{hour: h}
-	}
-	b.counts[k] += n
-}
-
 // Inbound records the outcome of one request to a source, and how long it
-// took to answer.
+// took to answer. An accepted event is counted by the store in its commit;
+// every other outcome is handed to the store's AddCounts.
 func (s *Stats) Inbound(source string, o string, took time.Duration) {
 	if s == nil {
 		return
@@ -177,21 +171,27 @@ func (s *Stats) Inbound(source string, o string, took time.Duration) {
 	if o == "accepted" || o == "duplicate" {
 		s.ingest.Observe(took.Seconds())
 	}
+	if o != "accepted" {
+		var c Counts
+		c[KindReceived] = 1
+		switch o {
+		case "duplicate":
+			c[KindDuplicate] = 1
+		case "rejected":
+			c[KindRejected] = 1
+		}
+		s.store.AddCounts(now, c)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.add(KindReceived, 1, now)
 	si := s.sources[source]
 	switch o {
 	case "accepted":
-		s.add(KindAccepted, 1, now)
 		if si != nil {
 			si.Accepted++
 			si.LastEvent = now
 		}
-	case "duplicate":
-		s.add(KindDuplicate, 1, now)
 	case "rejected":
-		s.add(KindRejected, 1, now)
 		if si != nil {
 			si.Rejected++
 		}
@@ -210,17 +210,8 @@ func (s *Stats) Unknown() {
 	s.requests.WithLabelValues(UnknownSource, "not_found").Inc()
 }
 
-// Debounced records events merged into pending deliveries.
-func (s *Stats) Debounced(n int) {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	s.add(KindDebounced, uint64(n), s.now())
-	s.mu.Unlock()
-}
-
-// Attempt records one delivery attempt's outcome.
+// Attempt records one delivery attempt's outcome (the store counts it per
+// hour when it records the attempt).
 func (s *Stats) Attempt(dest string, state DeliveryState, took time.Duration, errText string) {
 	if s == nil {
 		return
@@ -232,16 +223,8 @@ func (s *Stats) Attempt(dest string, state DeliveryState, took time.Duration, er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.dests[dest]
-	switch state {
-	case Delivered:
-		s.add(KindDelivered, 1, now)
-		if d != nil {
-			d.Delivered++
-		}
-	case Pending:
-		s.add(KindRetrying, 1, now)
-	case Dead:
-		s.add(KindDead, 1, now)
+	if d != nil && state == Delivered {
+		d.Delivered++
 	}
 	if d != nil && state != Delivered {
 		d.Failed++
@@ -274,37 +257,55 @@ func (s *Stats) Swept(err error) {
 	s.sweeps.WithLabelValues("ok").Inc()
 }
 
-// Counts sums each kind over the last d (whole hours, the current one
-// included).
-func (s *Stats) Counts(d time.Duration) [numKinds]uint64 {
-	var out [numKinds]uint64
-	now := s.now().Unix() / 3600
-	from := now - int64(d/time.Hour) + 1
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, b := range s.hours {
-		if b.hour >= from && b.hour <= now {
-			for k := range out {
-				out[k] += b.counts[k]
-			}
+// Hours returns the counts of each of the last CountHours hours, oldest
+// first, the current hour last, as the store has them.
+func (s *Stats) Hours() ([CountHours]Counts, error) {
+	var out [CountHours]Counts
+	now := s.now()
+	cur := Hour(now)
+	hs, err := s.store.HourlyCounts(HourStart(cur-CountHours+1), now)
+	if err != nil {
+		return out, err
+	}
+	for _, h := range hs {
+		if i := CountHours - 1 - (cur - Hour(h.Hour)); i >= 0 && i < CountHours {
+			out[i].Add(h.Counts)
 		}
+	}
+	return out, nil
+}
+
+// Sum adds up the counts of the last n hours of hs (the current one
+// included).
+func Sum(hs [CountHours]Counts, n int) Counts {
+	var out Counts
+	for _, c := range hs[CountHours-min(n, CountHours):] {
+		out.Add(c)
 	}
 	return out
 }
 
-// Hourly returns the counts of kind for each of the last 24 hours, oldest
-// first, the current hour last.
-func (s *Stats) Hourly(k Kind) [24]uint64 {
-	var out [24]uint64
-	now := s.now().Unix() / 3600
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, b := range s.hours {
-		if i := 23 - (now - b.hour); b.hour > 0 && i >= 0 && i < 24 {
-			out[i] = b.counts[k]
-		}
+// Series returns kind k of each hour of hs.
+func Series(hs [CountHours]Counts, k Kind) [CountHours]uint64 {
+	var out [CountHours]uint64
+	for i, c := range hs {
+		out[i] = c[k]
 	}
 	return out
+}
+
+// Counts sums each kind over the last d (whole hours, the current one
+// included); a store that cannot be read gives zeros.
+func (s *Stats) Counts(d time.Duration) Counts {
+	hs, _ := s.Hours()
+	return Sum(hs, int(d/time.Hour))
+}
+
+// Hourly returns the counts of kind for each of the last 24 hours, oldest
+// first, the current hour last; a store that cannot be read gives zeros.
+func (s *Stats) Hourly(k Kind) [CountHours]uint64 {
+	hs, _ := s.Hours()
+	return Series(hs, k)
 }
 
 // Sources returns a copy of the per-source rows, by name.

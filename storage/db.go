@@ -64,6 +64,7 @@ type DB struct {
 	opened   bool
 	onOpened atomic.Pointer[func()]
 	onCommit atomic.Pointer[func(error)] // see OnCommit
+	counts   *counter                    // hourly counts not written yet (counts.go)
 }
 
 var _ app.Store = (*DB)(nil)
@@ -109,7 +110,7 @@ func Open(dir string) (*DB, error) {
 		return nil, err
 	}
 	err = bdb.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv, bucketPending, bucketPendingDue, bucketWindow, bucketMerged, bucketPendingEvent, bucketPoison} {
+		for _, b := range [][]byte{bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv, bucketPending, bucketPendingDue, bucketWindow, bucketMerged, bucketPendingEvent, bucketPoison, bucketCounts} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -146,6 +147,7 @@ func Open(dir string) (*DB, error) {
 		stopped:   make(chan struct{}),
 		lingerGap: lingerGap,
 		lingerMax: lingerMax,
+		counts:    newCounter(),
 	}
 	markKept(dir, time.Now())
 	go d.committer()
@@ -168,7 +170,10 @@ func (d *DB) Close() error {
 	d.inflight.Wait()
 	close(d.closing)
 	<-d.stopped
-	err := d.db.Close()
+	err := d.flushCounts()
+	if cerr := d.db.Close(); err == nil {
+		err = cerr
+	}
 	d.unlock()
 	return err
 }
@@ -237,8 +242,13 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 				if err := applyDebounce(tx, op, s, e.ReceivedAt); err != nil {
 					return err
 				}
+				if op.Result == app.Merged {
+					d.count(e.ReceivedAt, app.KindDebounced, 1)
+				}
 			}
 		}
+		d.count(e.ReceivedAt, app.KindReceived, 1)
+		d.count(e.ReceivedAt, app.KindAccepted, 1)
 		d.txIDs[string(key)] = txID{exp: exp, over: over}
 		seq = s
 		return nil

@@ -308,6 +308,9 @@ func dropDueKeys(tx *bolt.Tx, id uint64) error {
 	return nil
 }
 
+// attemptKind is what an attempt that leads to a state counts as.
+var attemptKind = map[app.DeliveryState]app.Kind{app.Delivered: app.KindDelivered, app.Pending: app.KindRetrying, app.Dead: app.KindDead}
+
 // RecordAttempt stores attempt a of delivery id and moves the delivery to
 // state, due at due when pending: RecordAttempts for one record.
 func (d *DB) RecordAttempt(id uint64, a *app.Attempt, state app.DeliveryState, due time.Time) error {
@@ -349,6 +352,9 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 			dl.LastStatus, dl.LastError = a.Status, a.Error
 			if err := putDelivery(tx, dl); err != nil {
 				return err
+			}
+			if k, ok := attemptKind[r.State]; ok {
+				d.count(dl.Updated, k, 1)
 			}
 		}
 		return nil

@@ -120,7 +120,8 @@ func transient(err error) bool {
 // acceptSQL is the whole accept of a group in one statement: the ids
 // (ordered, so that two groups lock them in the same order), the events of
 // the ids that were new or expired, their deliveries, and the NOTIFY that
-// tells the other nodes, delivered at commit. It returns (i, seq) per
+// tells the other nodes, delivered at commit, and the hour's counts (in
+// the committer's own shard). It returns (i, seq) per
 // accepted write, and (-1, 0) when it notified.
 const acceptSQL = `
 WITH input AS (
@@ -144,6 +145,9 @@ WITH input AS (
 	ORDER BY d.ord
 ), n AS (
 	SELECT pg_notify($12, $13) FROM (SELECT 1 FROM acc WHERE opens LIMIT 1) o
+), cnt AS (
+	INSERT INTO hookbox_counts AS c (hour, node, shard, received, accepted)
+	SELECT ` + hourOf + `received` + hourEnd + `, $13, $14, count(*), count(*) FROM acc GROUP BY 1` + countsUpsert + `
 )
 SELECT i, seq FROM acc
 UNION ALL SELECT -1, 0 FROM n`
@@ -195,7 +199,9 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 			}
 		}
 	}
-	args := []any{is, sources, ids, received, expires, topics, hdrs, bodies, opens, dlIndex, dlDest, d.channel, d.node}
+	shard := d.takeShard()
+	defer d.giveShard(shard)
+	args := []any{is, sources, ids, received, expires, topics, hdrs, bodies, opens, dlIndex, dlDest, d.channel, d.node, shard}
 	var accepted []*acceptWrite
 	opened := false
 	run := func(q querier) error {
@@ -238,7 +244,10 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 			if err := run(tx); err != nil {
 				return err
 			}
-			return applyDebounces(ctx, tx, accepted)
+			if err := applyDebounces(ctx, tx, accepted); err != nil {
+				return err
+			}
+			return countMerged(ctx, tx, accepted, d.node, shard)
 		})
 	}
 	if err != nil {
@@ -292,6 +301,29 @@ func applyDebounces(ctx context.Context, tx pgx.Tx, accepted []*acceptWrite) err
 	for _, s := range steps {
 		if err := applyDebounce(ctx, tx, s.op, s.seq, s.at); err != nil {
 			return fmt.Errorf("debounce %s: %w", s.op.Route, err)
+		}
+	}
+	return nil
+}
+
+// countMerged adds the accepted writes' debounce steps that merged into a
+// pending delivery to their hours' counts, in tx.
+func countMerged(ctx context.Context, tx pgx.Tx, accepted []*acceptWrite, node string, shard int32) error {
+	merged := map[int64]int64{}
+	for _, w := range accepted {
+		if w.plan == nil {
+			continue
+		}
+		for _, op := range w.plan.Debounce {
+			if op.Result == app.Merged {
+				merged[app.Hour(w.e.ReceivedAt)]++
+			}
+		}
+	}
+	for h, n := range merged {
+		if _, err := tx.Exec(ctx, `INSERT INTO hookbox_counts AS c (hour, node, shard, debounced) VALUES ($1, $2, $3, $4)`+countsUpsert,
+			h, node, shard, n); err != nil {
+			return fmt.Errorf("count merged: %w", err)
 		}
 	}
 	return nil

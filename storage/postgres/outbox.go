@@ -302,6 +302,11 @@ WITH r AS (
 ), a AS (
 	INSERT INTO hookbox_attempts (delivery_id, n, started, duration_ns, status, error, response)
 	SELECT r.id, u.attempts, r.started, r.duration_ns, r.status, r.error, r.response FROM r JOIN u USING (id)
+), c AS (
+	INSERT INTO hookbox_counts AS c (hour, node, shard, delivered, retrying, dead)
+	SELECT ` + hourOf + `r.started + r.duration_ns / 1000 * interval '1 microsecond'` + hourEnd + `, $10, $11,
+		count(*) FILTER (WHERE r.state = 2), count(*) FILTER (WHERE r.state = 1), count(*) FILTER (WHERE r.state = 3)
+	FROM r JOIN u USING (id) GROUP BY 1` + countsUpsert + `
 )
 SELECT id, attempts FROM u`
 
@@ -320,6 +325,8 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 	defer d.inflight.Done()
 	ctx, cancel := opCtx()
 	defer cancel()
+	shard := d.takeShard()
+	defer d.giveShard(shard)
 	// A delivery recorded twice in one batch takes two rounds.
 	var rounds [][]int
 	seen := map[uint64]int{}
@@ -358,7 +365,7 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 				byID[int64(r.ID)] = i
 				errs[i] = fmt.Errorf("delivery %d: %w", r.ID, app.ErrNotFound)
 			}
-			rows, err := q.Query(ctx, recordSQL, ids, states, dues, starts, durs, statuses, texts, responses, early)
+			rows, err := q.Query(ctx, recordSQL, ids, states, dues, starts, durs, statuses, texts, responses, early, d.node, shard)
 			if err != nil {
 				return err
 			}

@@ -45,6 +45,9 @@ const (
 //	hookbox_poison      id → a record set aside because it could not be decoded (an event's
 //	                    headers), newest first by the primary key.
 //	hookbox_meta        name → value: small settings (the status password's hash).
+//	hookbox_counts      (unix hour, node, shard) → the status page's counts of that hour,
+//	                    added to in the transactions that accept events and record
+//	                    attempts (counts.go); the page sums the rows of an hour.
 //	hookbox_schema_version  the versions applied.
 var migrations = []string{
 	// 1: the first schema.
@@ -132,6 +135,23 @@ CREATE TABLE hookbox_poison (
 	reason      text NOT NULL,
 	delivery    bigint NOT NULL DEFAULT 0,
 	destination text NOT NULL DEFAULT ''
+);
+`,
+	// 2: the hourly counts of the status page.
+	`
+CREATE TABLE hookbox_counts (
+	hour      bigint NOT NULL,
+	node      text NOT NULL,
+	shard     integer NOT NULL,
+	received  bigint NOT NULL DEFAULT 0,
+	accepted  bigint NOT NULL DEFAULT 0,
+	duplicate bigint NOT NULL DEFAULT 0,
+	rejected  bigint NOT NULL DEFAULT 0,
+	debounced bigint NOT NULL DEFAULT 0,
+	delivered bigint NOT NULL DEFAULT 0,
+	retrying  bigint NOT NULL DEFAULT 0,
+	dead      bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (hour, node, shard)
 );
 `,
 }
