@@ -499,6 +499,26 @@ func (d *DB) CountPending() (int, error) {
 	return n, err
 }
 
+// CountRetrying returns how many pending deliveries have had an attempt
+// (and wait for a retry), counting at most limit.
+func (d *DB) CountRetrying(limit int) (int, error) {
+	var n int
+	err := d.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketDue).Cursor()
+		for k, _ := c.First(); k != nil && n < limit; k, _ = c.Next() {
+			if len(k) < 8 {
+				continue
+			}
+			dl, err := getDelivery(tx, binary.BigEndian.Uint64(k[len(k)-8:]))
+			if err == nil && dl.Attempts > 0 {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
 // Backlog returns how many deliveries to dest are pending, counting at
 // most limit.
 func (d *DB) Backlog(dest string, limit int) (int, error) {

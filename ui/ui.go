@@ -47,6 +47,7 @@ type Store interface {
 	Backlog(dest string, limit int) (int, error)
 	CountDead() (int, error)
 	CountPending() (int, error)
+	CountRetrying(limit int) (int, error)
 	Poisoned(limit int) ([]app.Poison, int, error)
 	Replay(id uint64, now time.Time) error
 	ReplayDead(now time.Time) (int, error)

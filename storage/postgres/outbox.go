@@ -508,6 +508,12 @@ func (d *DB) CountPending() (int, error) {
 	return d.count("SELECT (SELECT count(*) FROM hookbox_deliveries WHERE state = 1) + (SELECT count(*) FROM hookbox_debounce WHERE due IS NOT NULL)")
 }
 
+// CountRetrying returns how many pending deliveries have had an attempt
+// (and wait for a retry), counting at most limit.
+func (d *DB) CountRetrying(limit int) (int, error) {
+	return d.count("SELECT count(*) FROM (SELECT 1 FROM hookbox_deliveries WHERE state = 1 AND attempts > 0 LIMIT $1) b", limit)
+}
+
 // Backlog returns how many deliveries to dest are pending, counting at
 // most limit.
 func (d *DB) Backlog(dest string, limit int) (int, error) {

@@ -23,6 +23,26 @@ func RunCounts(t *testing.T, open Reopener) {
 	t.Run("Concurrent", func(t *testing.T) { testCountsConcurrent(t, open) })
 	t.Run("SurviveRestart", func(t *testing.T) { testCountsRestart(t, open) })
 	t.Run("Prune", func(t *testing.T) { testCountsPrune(t, open) })
+	t.Run("Retrying", func(t *testing.T) { testCountRetrying(t, open) })
+}
+
+// Retrying counts the pending deliveries that failed an attempt, not the
+// attempts, and not those that were never tried or are done.
+func testCountRetrying(t *testing.T, open Reopener) {
+	s, _ := open(t)
+	_, ds := acceptRouted(t, s, "r1", "a", "b", "c", "d")
+	acceptRouted(t, s, "r2", "a") // never tried
+	for i := range 3 {            // three failed attempts of one delivery
+		record(t, s, ds[0].ID, &app.Attempt{Start: T0, Status: 500}, app.Pending, T0.Add(time.Duration(i+1)*time.Minute))
+	}
+	record(t, s, ds[1].ID, &app.Attempt{Start: T0, Status: 503}, app.Pending, T0.Add(time.Minute))
+	record(t, s, ds[2].ID, &app.Attempt{Start: T0, Status: 200}, app.Delivered, time.Time{})
+	record(t, s, ds[3].ID, &app.Attempt{Start: T0, Status: 410}, app.Dead, time.Time{})
+	for _, tc := range []struct{ limit, want int }{{100, 2}, {1, 1}} {
+		if n, err := s.CountRetrying(tc.limit); err != nil || n != tc.want {
+			t.Errorf("CountRetrying(%d) = %d, %v; want %d", tc.limit, n, err, tc.want)
+		}
+	}
 }
 
 // kinds builds counts from kind, n pairs.
