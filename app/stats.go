@@ -62,20 +62,22 @@ type Stats struct {
 }
 
 // SourceInfo is what the overview shows per source.
+// JSON: snake_case, a time that never happened left out (see docs/API.md).
 type SourceInfo struct {
-	Name      string
-	LastEvent time.Time
-	Accepted  uint64
-	Rejected  uint64
+	Name      string    `json:"name"`
+	LastEvent time.Time `json:"last_event,omitzero"`
+	Accepted  uint64    `json:"accepted"`
+	Rejected  uint64    `json:"rejected"`
 }
 
 // DestInfo is what the overview shows per destination.
+// JSON: snake_case, a time that never happened left out (see docs/API.md).
 type DestInfo struct {
-	Name      string
-	Delivered uint64
-	Failed    uint64
-	LastError string
-	LastAt    time.Time
+	Name      string    `json:"name"`
+	Delivered uint64    `json:"delivered"`
+	Failed    uint64    `json:"failed_attempts"`
+	LastError string    `json:"last_error,omitempty"`
+	LastAt    time.Time `json:"last_error_at,omitzero"`
 	// FailingSince is when its attempts began to fail (zero: its last one
 	// worked); NextTry is when it is tried next, by a retry that falls due
 	// or a probe (zero: not known).
