@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,17 +66,27 @@ type fixture struct {
 	srv   *web.Server
 	base  string
 	stop  func()
+	// advance moves the server's clock on (now stays where it started).
+	advance func(time.Duration)
 }
 
 // openFixture starts a server over the store in dir at clock now.
 func openFixture(t *testing.T, dir string, now time.Time, logger *slog.Logger) *fixture {
 	t.Helper()
-	cfg := mustConfig(t, fixtureConfig)
+	return openFixtureWith(t, dir, now, logger, "")
+}
+
+// openFixtureWith is openFixture with a [server] section.
+func openFixtureWith(t *testing.T, dir string, now time.Time, logger *slog.Logger, server string) *fixture {
+	t.Helper()
+	cfg := mustConfig(t, server+fixtureConfig)
 	db, err := storage.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := func() time.Time { return now }
+	var clockMu sync.Mutex
+	cur := now
+	clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return cur }
 	login, err := app.StatusLogin(cfg.Status, db, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +102,8 @@ func openFixture(t *testing.T, dir string, now time.Time, logger *slog.Logger) *
 		srv.Logger = logger
 	}
 	addr := serve(t, srv.App())
-	f := &fixture{t: t, dir: dir, now: now, db: db, stats: stats, srv: srv, base: "http://" + addr}
+	f := &fixture{t: t, dir: dir, now: now, db: db, stats: stats, srv: srv, base: "http://" + addr,
+		advance: func(d time.Duration) { clockMu.Lock(); cur = cur.Add(d); clockMu.Unlock() }}
 	stopped := false
 	f.stop = func() {
 		if stopped {
