@@ -33,8 +33,8 @@ func TestPages_Labels(t *testing.T) {
 		t.Error("overview still says counts start again at a restart")
 	}
 	dead := page("/dead-letters")
-	if strings.Contains(dead, "HTTP 500 HTTP 500") || !strings.Contains(dead, "<td>HTTP 500</td>") {
-		t.Errorf("dead letters' last error:\n%s", between(t, dead, "<tbody>", "</tbody>"))
+	if strings.Contains(dead, "HTTP 500 HTTP 500") || !strings.Contains(dead, `"last error">HTTP 500</td>`) {
+		t.Errorf("dead letters' last error:\n%s", between(t, dead, "<table", "</table>"))
 	}
 	ev := page(fmt.Sprintf("/events/%d", events[0]))
 	for _, want := range []string{"1 attempt</small>", "2 attempts</small>"} {
@@ -46,7 +46,7 @@ func TestPages_Labels(t *testing.T) {
 		t.Error(`event page says "1 attempts"`)
 	}
 	cfg := page("/config")
-	for _, want := range []string{"<td>1m, 5m, 30m, 2h, 8h</td>", "<td>15s</td>", "<td>1m</td><td>5 per 1m</td>"} {
+	for _, want := range []string{`"retry">1m, 5m, 30m, 2h, 8h</td>`, `"timeout">15s</td>`, `"debounce">1m</td><td data-label="rate limit">5 per 1m</td>`} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("config page lacks %s", want)
 		}
