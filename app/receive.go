@@ -242,6 +242,7 @@ func (r *Receiver) plan(src *Source, topic string, in *Inbound) *Plan {
 		key, err := rt.Key.Render(template.Input{Body: in.Body, Header: in, Source: src.Name, Topic: topic})
 		if err != nil {
 			rs.Unkeyed.Add(1)
+			p.Unkeyed = append(p.Unkeyed, rt.Name)
 			for _, d := range rt.To {
 				if !slices.Contains(p.Direct, d) {
 					p.Direct = append(p.Direct, d)

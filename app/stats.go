@@ -46,8 +46,9 @@ type Stats struct {
 	store CountStore
 
 	mu      sync.Mutex
-	sources map[string]*SourceInfo
-	dests   map[string]*DestInfo
+	sources map[string]*SourceInfo // names only: the rows come from the store
+	dests   map[string]*DestInfo   // names and the dispatcher's state
+	routes  []string               // the debounced routes, in config order
 
 	// Storage follows whether commits succeed (storage.DB.OnCommit).
 	Storage *StorageHealth
@@ -61,16 +62,20 @@ type Stats struct {
 	sweeps     *prometheus.CounterVec
 }
 
-// SourceInfo is what the overview shows per source.
+// SourceInfo is what the overview shows per source: counts of the last
+// CountHours hours and its last accepted event, from the store.
 // JSON: snake_case, a time that never happened left out (see docs/API.md).
 type SourceInfo struct {
 	Name      string    `json:"name"`
 	LastEvent time.Time `json:"last_event,omitzero"`
 	Accepted  uint64    `json:"accepted"`
+	Duplicate uint64    `json:"duplicate"`
 	Rejected  uint64    `json:"rejected"`
+	Invalid   uint64    `json:"invalid"`
 }
 
-// DestInfo is what the overview shows per destination.
+// DestInfo is what the overview shows per destination: counts of the
+// last CountHours hours and its last failed attempt, from the store.
 // JSON: snake_case, a time that never happened left out (see docs/API.md).
 type DestInfo struct {
 	Name      string    `json:"name"`
@@ -80,9 +85,33 @@ type DestInfo struct {
 	LastAt    time.Time `json:"last_error_at,omitzero"`
 	// FailingSince is when its attempts began to fail (zero: its last one
 	// worked); NextTry is when it is tried next, by a retry that falls due
-	// or a probe (zero: not known).
+	// or a probe (zero: not known). The dispatcher's, in memory.
 	FailingSince time.Time `json:"failing_since,omitzero"`
 	NextTry      time.Time `json:"next_try,omitzero"`
+}
+
+// RouteInfo is what the overview shows per debounced route: counts of the
+// last CountHours hours, from the store.
+type RouteInfo struct {
+	Name                                     string
+	Received, Merged, Deferred, Unkeyed, Sent uint64
+}
+
+// Reduction is the share of the events that took the route that did not
+// go out on their own, or -1 with none.
+func (r RouteInfo) Reduction() float64 {
+	if r.Received == 0 {
+		return -1
+	}
+	return 1 - float64(r.Sent+r.Unkeyed)/float64(r.Received)
+}
+
+// Tables are the overview's rows per source, destination and debounced
+// route, by name.
+type Tables struct {
+	Sources      []SourceInfo
+	Destinations []DestInfo
+	Routes       []RouteInfo
 }
 
 // SuccessRate is the share of attempts that delivered, or -1 with none.
@@ -97,6 +126,11 @@ func (d DestInfo) SuccessRate() float64 {
 func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
 	s := &Stats{now: now, store: store, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{}, Registry: prometheus.NewRegistry(),
 		Storage: newStorageHealth(now)}
+	for _, rt := range cfg.Routes {
+		if rt.Key != nil {
+			s.routes = append(s.routes, rt.Name)
+		}
+	}
 	for _, src := range cfg.Sources {
 		s.sources[src.Name] = &SourceInfo{Name: src.Name}
 	}
@@ -184,19 +218,16 @@ func (s *Stats) Inbound(source string, o string, took time.Duration) {
 		}
 		s.store.AddCounts(now, c)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	si := s.sources[source]
+	if _, ok := s.sources[source]; !ok { // the map is not written after NewStats
+		return
+	}
 	switch o {
-	case "accepted":
-		if si != nil {
-			si.Accepted++
-			si.LastEvent = now
-		}
+	case "duplicate":
+		s.store.AddNamed(now, SourceDuplicate, source, 1)
 	case "rejected":
-		if si != nil {
-			si.Rejected++
-		}
+		s.store.AddNamed(now, SourceRejected, source, 1)
+	case "invalid":
+		s.store.AddNamed(now, SourceInvalid, source, 1)
 	}
 }
 
@@ -221,17 +252,8 @@ func (s *Stats) Attempt(dest string, state DeliveryState, took time.Duration, er
 	outcome := map[DeliveryState]string{Delivered: "delivered", Pending: "retrying", Dead: "dead"}[state]
 	s.deliveries.WithLabelValues(dest, outcome).Inc()
 	s.sendTime.WithLabelValues(dest).Observe(took.Seconds())
-	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d := s.dests[dest]
-	if d != nil && state == Delivered {
-		d.Delivered++
-	}
-	if d != nil && state != Delivered {
-		d.Failed++
-		d.LastError, d.LastAt = errText, now
-	}
+	// The store counts the attempt, and keeps a failure as dest's last
+	// error, when it records the attempt.
 }
 
 // DestState records since when dest fails (zero: it does not) and when it
@@ -310,26 +332,37 @@ func (s *Stats) Hourly(k Kind) [CountHours]uint64 {
 	return Series(hs, k)
 }
 
-// Sources returns a copy of the per-source rows, by name.
-func (s *Stats) Sources() []SourceInfo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]SourceInfo, 0, len(s.sources))
-	for _, v := range s.sources {
-		out = append(out, *v)
+// Tables returns the rows per source and destination (by name) and per
+// debounced route (in config order): counts of the last CountHours hours,
+// the current one included, and the last accepted event and failed
+// attempt, from the store, so that a restart changes none of them. A
+// store that cannot be read gives the rows with zeros, and the error.
+func (s *Stats) Tables() (Tables, error) {
+	now := s.now()
+	counts, err := s.store.NamedCounts(HourStart(Hour(now)-CountHours+1), now)
+	lasts, lerr := s.store.Lasts()
+	if err == nil {
+		err = lerr
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// Destinations returns a copy of the per-destination rows, by name.
-func (s *Stats) Destinations() []DestInfo {
+	n := func(k NameKind, name string) uint64 { return counts[Named{Kind: k, Name: name}] }
+	var t Tables
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]DestInfo, 0, len(s.dests))
-	for _, v := range s.dests {
-		out = append(out, *v)
+	for name := range s.sources {
+		t.Sources = append(t.Sources, SourceInfo{Name: name, LastEvent: lasts[Named{Kind: SourceAccepted, Name: name}].At,
+			Accepted: n(SourceAccepted, name), Duplicate: n(SourceDuplicate, name),
+			Rejected: n(SourceRejected, name), Invalid: n(SourceInvalid, name)})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	for name, d := range s.dests {
+		l := lasts[Named{Kind: DestFailed, Name: name}]
+		t.Destinations = append(t.Destinations, DestInfo{Name: name, Delivered: n(DestDelivered, name), Failed: n(DestFailed, name),
+			LastError: l.Text, LastAt: l.At, FailingSince: d.FailingSince, NextTry: d.NextTry})
+	}
+	s.mu.Unlock()
+	sort.Slice(t.Sources, func(i, j int) bool { return t.Sources[i].Name < t.Sources[j].Name })
+	sort.Slice(t.Destinations, func(i, j int) bool { return t.Destinations[i].Name < t.Destinations[j].Name })
+	for _, name := range s.routes {
+		t.Routes = append(t.Routes, RouteInfo{Name: name, Received: n(RouteReceived, name), Merged: n(RouteMerged, name),
+			Deferred: n(RouteDeferred, name), Unkeyed: n(RouteUnkeyed, name), Sent: n(RouteSent, name)})
+	}
+	return t, err
 }

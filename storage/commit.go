@@ -86,7 +86,7 @@ func (d *DB) commitGroup(group []write) {
 			fillAppendOnly(tx)
 			clear(d.txIDs)
 			clear(d.txMain)
-			clear(d.counts.tx)
+			d.counts.clearTx()
 			for i, w := range group {
 				if err := w.fn(tx); err != nil {
 					failed = i

@@ -58,17 +58,31 @@ func hourKey(h int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(
 // in the transaction the committer runs (tx), those AddCounts took
 // (pending) and, while a commit carries them, those (flight, written by
 // the write transaction flightTx).
+// The same goes for the counts by name (named.go); the last times
+// (txLast) are all the transaction's own.
 type counter struct {
-	tx map[int64]*app.Counts // committer only
+	tx      map[int64]*app.Counts // committer only
+	txNamed map[hourName]uint64   // committer only
+	txLast  map[app.Named]app.Last
 
-	mu       sync.Mutex
-	pending  map[int64]*app.Counts
-	flight   map[int64]*app.Counts
-	flightTx int
+	mu           sync.Mutex
+	pending      map[int64]*app.Counts
+	pendingNamed map[hourName]uint64
+	flight       map[int64]*app.Counts
+	flightNamed  map[hourName]uint64
+	flightTx     int
 }
 
 func newCounter() *counter {
-	return &counter{tx: map[int64]*app.Counts{}, pending: map[int64]*app.Counts{}}
+	return &counter{tx: map[int64]*app.Counts{}, txNamed: map[hourName]uint64{}, txLast: map[app.Named]app.Last{},
+		pending: map[int64]*app.Counts{}, pendingNamed: map[hourName]uint64{}}
+}
+
+// clearTx forgets the running transaction's counts, at its start.
+func (c *counter) clearTx() {
+	clear(c.tx)
+	clear(c.txNamed)
+	clear(c.txLast)
 }
 
 // add adds c to hour h of m.
@@ -103,20 +117,34 @@ func (d *DB) AddCounts(at time.Time, c app.Counts) {
 // Put per hour touched, usually one. What it takes from pending is in
 // flight until takeBack or landed says how the commit went.
 func (d *DB) writeCounts(tx *bolt.Tx) error {
-	all := d.counts.tx
+	all, named := d.counts.tx, d.counts.txNamed
 	d.counts.mu.Lock()
-	if len(d.counts.pending) > 0 {
+	if len(d.counts.pending) > 0 || len(d.counts.pendingNamed) > 0 {
 		d.counts.flight, d.counts.pending = d.counts.pending, map[int64]*app.Counts{}
+		d.counts.flightNamed, d.counts.pendingNamed = d.counts.pendingNamed, map[hourName]uint64{}
 		d.counts.flightTx = tx.ID()
 		for h, c := range d.counts.flight {
 			add(all, h, *c)
 		}
+		for hn, n := range d.counts.flightNamed {
+			named[hn] += n
+		}
 	}
 	d.counts.mu.Unlock()
-	if len(all) == 0 {
-		return nil
+	if len(all) > 0 {
+		if err := putCounts(tx, all); err != nil {
+			return err
+		}
 	}
-	return putCounts(tx, all)
+	if len(named) > 0 {
+		if err := putNamed(tx, named); err != nil {
+			return err
+		}
+	}
+	if len(d.counts.txLast) > 0 {
+		return putLasts(tx, d.counts.txLast)
+	}
+	return nil
 }
 
 // putCounts adds each hour's counts of m to the bucket.
@@ -141,14 +169,17 @@ func putCounts(tx *bolt.Tx, m map[int64]*app.Counts) error {
 // counts are dropped (written, or rolled back with their writes), and
 // what was in flight is given back to pending when the commit failed.
 func (d *DB) settleCounts(committed bool) {
-	clear(d.counts.tx)
+	d.counts.clearTx()
 	d.counts.mu.Lock()
 	if !committed {
 		for h, c := range d.counts.flight {
 			add(d.counts.pending, h, *c)
 		}
+		for hn, n := range d.counts.flightNamed {
+			d.counts.pendingNamed[hn] += n
+		}
 	}
-	d.counts.flight = nil
+	d.counts.flight, d.counts.flightNamed = nil, nil
 	d.counts.mu.Unlock()
 }
 
@@ -222,11 +253,19 @@ func (d *DB) PruneCounts(t time.Time) (int, error) {
 			}
 		}
 		n = len(keys)
+		if err := pruneNamed(tx, end); err != nil {
+			return err
+		}
 		// Before writeCounts, at the transaction's end, takes them.
 		d.counts.mu.Lock()
 		for h := range d.counts.pending {
 			if h < end {
 				delete(d.counts.pending, h)
+			}
+		}
+		for hn := range d.counts.pendingNamed {
+			if hn.h < end {
+				delete(d.counts.pendingNamed, hn)
 			}
 		}
 		d.counts.mu.Unlock()
@@ -242,11 +281,16 @@ func (d *DB) PruneCounts(t time.Time) (int, error) {
 // stopped.
 func (d *DB) flushCounts() error {
 	d.counts.mu.Lock()
-	pending := d.counts.pending
-	d.counts.pending = map[int64]*app.Counts{}
+	pending, named := d.counts.pending, d.counts.pendingNamed
+	d.counts.pending, d.counts.pendingNamed = map[int64]*app.Counts{}, map[hourName]uint64{}
 	d.counts.mu.Unlock()
-	if len(pending) == 0 {
+	if len(pending) == 0 && len(named) == 0 {
 		return nil
 	}
-	return d.db.Update(func(tx *bolt.Tx) error { return putCounts(tx, pending) })
+	return d.db.Update(func(tx *bolt.Tx) error {
+		if err := putCounts(tx, pending); err != nil {
+			return err
+		}
+		return putNamed(tx, named)
+	})
 }

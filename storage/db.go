@@ -110,7 +110,7 @@ func Open(dir string) (*DB, error) {
 		return nil, err
 	}
 	err = bdb.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv, bucketPending, bucketPendingDue, bucketWindow, bucketMerged, bucketPendingEvent, bucketPoison, bucketCounts} {
+		for _, b := range [][]byte{bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv, bucketPending, bucketPendingDue, bucketWindow, bucketMerged, bucketPendingEvent, bucketPoison, bucketCounts, bucketNamed, bucketLast} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -245,10 +245,17 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 				if op.Result == app.Merged {
 					d.count(e.ReceivedAt, app.KindDebounced, 1)
 				}
+				d.countRoute(e.ReceivedAt, op)
+			}
+			for _, r := range plan.Unkeyed {
+				d.countName(e.ReceivedAt, app.RouteReceived, r, 1)
+				d.countName(e.ReceivedAt, app.RouteUnkeyed, r, 1)
 			}
 		}
 		d.count(e.ReceivedAt, app.KindReceived, 1)
 		d.count(e.ReceivedAt, app.KindAccepted, 1)
+		d.countName(e.ReceivedAt, app.SourceAccepted, e.Source, 1)
+		d.noteLast(app.SourceAccepted, e.Source, app.Last{At: e.ReceivedAt})
 		d.txIDs[string(key)] = txID{exp: exp, over: over}
 		seq = s
 		return nil

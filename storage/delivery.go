@@ -356,6 +356,7 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 			if k, ok := attemptKind[r.State]; ok {
 				d.count(dl.Updated, k, 1)
 			}
+			d.countAttempt(dl.Destination, a, r.State, dl.Updated)
 		}
 		return nil
 	})

@@ -308,32 +308,17 @@ func (u *UI) overview(c *fiber.Ctx) error {
 	for k, name := range app.KindNames {
 		counts = append(counts, count{name, app.KindLabels[k], hour[k], day[k]})
 	}
+	tables, terr := u.d.Stats.Tables()
+	if terr != nil {
+		u.d.Logger.Warn("read the counts by name", "error", terr)
+	}
 	var dests []destRow
-	for _, d := range u.d.Stats.Destinations() {
+	for _, d := range tables.Destinations {
 		n, _ := u.d.Store.Backlog(d.Name, 100000)
 		dests = append(dests, destRow{d, n})
 	}
 	pending, _ := u.d.Store.CountPending()
 	retrying, _ := u.d.Store.CountRetrying(maxRetryingCount)
-	type routeRow struct {
-		Name                                              string
-		Received, Debounced, Deferred, Unkeyed, Delivered uint64
-		Reduction                                         float64
-	}
-	var routes []routeRow
-	for _, rt := range u.d.Config.Routes {
-		if rt.Key == nil || u.d.RouteStats == nil {
-			continue
-		}
-		if rs := u.d.RouteStats(rt.Name); rs != nil {
-			r := routeRow{Name: rt.Name, Received: rs.Received.Load(), Debounced: rs.Debounced.Load(),
-				Deferred: rs.Deferred.Load(), Unkeyed: rs.Unkeyed.Load(), Delivered: rs.Fired.Load(), Reduction: -1}
-			if r.Received > 0 {
-				r.Reduction = 1 - float64(r.Delivered+r.Unkeyed)/float64(r.Received)
-			}
-			routes = append(routes, r)
-		}
-	}
 	poison, poisonTotal, _ := u.d.Store.Poisoned(10)
 	var backup map[string]any
 	if u.d.LastBackup != nil {
@@ -342,15 +327,15 @@ func (u *UI) overview(c *fiber.Ctx) error {
 	}
 	return u.render(c, 200, "overview", "Overview", map[string]any{
 		"Backup":       backup,
-		"Routes":       routes,
+		"Routes":       tables.Routes,
 		"Counts":       counts,
-		"CountsErr":    err != nil,
+		"CountsErr":    err != nil || terr != nil,
 		"Since":        app.HourStart(app.Hour(now)),
 		"Received":     newChart(app.Series(hours, app.KindReceived), now),
 		"Delivered":    newChart(app.Series(hours, app.KindDelivered), now),
 		"Retrying":     retrying,
 		"RetryingMax":  retrying >= maxRetryingCount,
-		"Sources":      u.d.Stats.Sources(),
+		"Sources":      tables.Sources,
 		"Destinations": dests,
 		"Pending":      pending,
 		"Poison": map[string]any{"List": poison, "Total": poisonTotal,

@@ -237,9 +237,19 @@ func (s *Server) handleStats(c *fiber.Ctx) error {
 	if err != nil {
 		return s.storeError(c, err)
 	}
+	tables, err := st.Tables()
+	if err != nil {
+		return s.storeError(c, err)
+	}
 	hour, day := app.Sum(hours, 1), app.Sum(hours, app.CountHours)
 	out := statsJSON{Counts: map[string]map[string]uint64{"last_hour": {}, "last_day": {}},
-		Hourly: make([]hourJSON, 0, app.CountHours), Sources: st.Sources(), Destinations: st.Destinations(), Routes: []routeJSON{}}
+		Hourly: make([]hourJSON, 0, app.CountHours), Sources: tables.Sources, Destinations: tables.Destinations, Routes: []routeJSON{}}
+	if out.Sources == nil {
+		out.Sources = []app.SourceInfo{}
+	}
+	if out.Destinations == nil {
+		out.Destinations = []app.DestInfo{}
+	}
 	for k, name := range app.KindNames {
 		out.Counts["last_hour"][name], out.Counts["last_day"][name] = hour[k], day[k]
 	}
@@ -251,17 +261,9 @@ func (s *Server) handleStats(c *fiber.Ctx) error {
 		}
 		out.Hourly = append(out.Hourly, hourJSON{Hour: app.HourStart(cur - int64(app.CountHours-1-i)), Counts: m})
 	}
-	for _, rt := range s.cfg.Routes {
-		if rt.Key == nil || s.deps.Receiver == nil {
-			continue
-		}
-		rs := s.deps.Receiver.RouteStats(rt.Name)
-		r := routeJSON{Name: rt.Name, Received: rs.Received.Load(), Debounced: rs.Debounced.Load(),
-			Deferred: rs.Deferred.Load(), Unkeyed: rs.Unkeyed.Load(), Delivered: rs.Fired.Load()}
-		if r.Received > 0 {
-			r.Reduction = 1 - float64(r.Delivered+r.Unkeyed)/float64(r.Received)
-		}
-		out.Routes = append(out.Routes, r)
+	for _, rt := range tables.Routes {
+		out.Routes = append(out.Routes, routeJSON{Name: rt.Name, Received: rt.Received, Debounced: rt.Merged,
+			Deferred: rt.Deferred, Unkeyed: rt.Unkeyed, Delivered: rt.Sent, Reduction: max(rt.Reduction(), 0)})
 	}
 	out.Dead, _ = s.deps.Store.CountDead()
 	out.Pending, _ = s.deps.Store.CountPending()

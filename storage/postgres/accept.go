@@ -123,7 +123,7 @@ func transient(err error) bool {
 // tells the other nodes, delivered at commit, and the hour's counts (in
 // the committer's own shard). It returns (i, seq) per
 // accepted write, and (-1, 0) when it notified.
-const acceptSQL = `
+var acceptSQL = `
 WITH input AS (
 	SELECT * FROM unnest($1::int[], $2::text[], $3::bytea[], $4::timestamptz[], $5::timestamptz[], $6::bytea[], $7::bytea[], $8::bytea[], $9::bool[])
 		AS t(i, source, id, received, expires, topic, headers, body, opens)
@@ -148,6 +148,12 @@ WITH input AS (
 ), cnt AS (
 	INSERT INTO hookbox_counts AS c (hour, node, shard, received, accepted)
 	SELECT ` + hourOf + `received` + hourEnd + `, $13, $14, count(*), count(*) FROM acc GROUP BY 1` + countsUpsert + `
+), ncnt AS (
+	INSERT INTO hookbox_name_counts AS c (hour, kind, name, node, shard, n)
+	SELECT ` + hourOf + `received` + hourEnd + `, ` + kindSQL(app.SourceAccepted) + `, source, $13, $14, count(*) FROM acc GROUP BY 1, 3` + nameUpsert + `
+), lst AS (
+	INSERT INTO hookbox_last AS l (kind, name, node, shard, at)
+	SELECT ` + kindSQL(app.SourceAccepted) + `, source, $13, $14, max(received) FROM acc GROUP BY 2` + lastUpsert + `
 )
 SELECT i, seq FROM acc
 UNION ALL SELECT -1, 0 FROM n`
@@ -169,7 +175,7 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 		}
 		first[k] = true
 		todo = append(todo, w)
-		debounce = debounce || w.plan != nil && len(w.plan.Debounce) > 0
+		debounce = debounce || w.plan != nil && len(w.plan.Debounce)+len(w.plan.Unkeyed) > 0
 	}
 	var (
 		is                []int32
@@ -247,7 +253,7 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 			if err := applyDebounces(ctx, tx, accepted); err != nil {
 				return err
 			}
-			return countMerged(ctx, tx, accepted, d.node, shard)
+			return countRoutes(ctx, tx, accepted, d.node, shard)
 		})
 	}
 	if err != nil {
@@ -306,18 +312,34 @@ func applyDebounces(ctx context.Context, tx pgx.Tx, accepted []*acceptWrite) err
 	return nil
 }
 
-// countMerged adds the accepted writes' debounce steps that merged into a
-// pending delivery to their hours' counts, in tx.
-func countMerged(ctx context.Context, tx pgx.Tx, accepted []*acceptWrite, node string, shard int32) error {
+// countRoutes adds the accepted writes' debounce steps to their hours'
+// counts (merged) and to their routes' counts, in tx.
+func countRoutes(ctx context.Context, tx pgx.Tx, accepted []*acceptWrite, node string, shard int32) error {
 	merged := map[int64]int64{}
+	type key struct {
+		h     int64
+		kind  app.NameKind
+		route string
+	}
+	named := map[key]int64{}
 	for _, w := range accepted {
 		if w.plan == nil {
 			continue
 		}
+		h := app.Hour(w.e.ReceivedAt)
 		for _, op := range w.plan.Debounce {
-			if op.Result == app.Merged {
-				merged[app.Hour(w.e.ReceivedAt)]++
+			named[key{h, app.RouteReceived, op.Route}]++
+			switch op.Result {
+			case app.Merged:
+				merged[h]++
+				named[key{h, app.RouteMerged, op.Route}]++
+			case app.Deferred:
+				named[key{h, app.RouteDeferred, op.Route}]++
 			}
+		}
+		for _, r := range w.plan.Unkeyed {
+			named[key{h, app.RouteReceived, r}]++
+			named[key{h, app.RouteUnkeyed, r}]++
 		}
 	}
 	for h, n := range merged {
@@ -325,6 +347,20 @@ func countMerged(ctx context.Context, tx pgx.Tx, accepted []*acceptWrite, node s
 			h, node, shard, n); err != nil {
 			return fmt.Errorf("count merged: %w", err)
 		}
+	}
+	if len(named) == 0 {
+		return nil
+	}
+	var hours, ns []int64
+	var kinds []int16
+	var routes []string
+	for k, n := range named {
+		hours, kinds, routes, ns = append(hours, k.h), append(kinds, int16(k.kind)), append(routes, k.route), append(ns, n)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO hookbox_name_counts AS c (hour, kind, name, node, shard, n)
+	SELECT h, k, r, $5, $6, n FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::bigint[]) AS t(h, k, r, n)`+nameUpsert,
+		hours, kinds, routes, ns, node, shard); err != nil {
+		return fmt.Errorf("count routes: %w", err)
 	}
 	return nil
 }

@@ -48,6 +48,11 @@ const (
 //	hookbox_counts      (unix hour, node, shard) → the status page's counts of that hour,
 //	                    added to in the transactions that accept events and record
 //	                    attempts (counts.go); the page sums the rows of an hour.
+//	hookbox_name_counts (unix hour, kind, name, node, shard) → a count by source,
+//	                    destination or route (app.NameKind), written as hookbox_counts.
+//	hookbox_last        (kind, name, node, shard) → the last accepted event of a source
+//	                    and the last failed attempt (with its error) of a destination;
+//	                    the newest row of a (kind, name) counts.
 //	hookbox_schema_version  the versions applied.
 var migrations = []string{
 	// 1: the first schema.
@@ -152,6 +157,28 @@ CREATE TABLE hookbox_counts (
 	retrying  bigint NOT NULL DEFAULT 0,
 	dead      bigint NOT NULL DEFAULT 0,
 	PRIMARY KEY (hour, node, shard)
+);
+`,
+	// 3: the overview's counts by source, destination and route, and the
+	// last accepted event and failed attempt.
+	`
+CREATE TABLE hookbox_name_counts (
+	hour  bigint NOT NULL,
+	kind  smallint NOT NULL,
+	name  text NOT NULL,
+	node  text NOT NULL,
+	shard integer NOT NULL,
+	n     bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (hour, kind, name, node, shard)
+);
+CREATE TABLE hookbox_last (
+	kind  smallint NOT NULL,
+	name  text NOT NULL,
+	node  text NOT NULL,
+	shard integer NOT NULL,
+	at    timestamptz NOT NULL,
+	text  text NOT NULL DEFAULT '',
+	PRIMARY KEY (kind, name, node, shard)
 );
 `,
 }
