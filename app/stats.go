@@ -93,7 +93,7 @@ type DestInfo struct {
 // RouteInfo is what the overview shows per debounced route: counts of the
 // last CountHours hours, from the store.
 type RouteInfo struct {
-	Name                                     string
+	Name                                      string
 	Received, Merged, Deferred, Unkeyed, Sent uint64
 }
 

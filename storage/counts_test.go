@@ -46,3 +46,16 @@ func TestDB_CountsOldFile(t *testing.T) {
 		t.Fatalf("HourlyCounts = %v, %v; want one accepted", hs, err)
 	}
 }
+
+// The bbolt store keeps the counts by name as the suite wants them.
+func TestDB_Named(t *testing.T) {
+	storetest.RunNamed(t, func(t *testing.T) (storage.Store, func(*testing.T, storage.Store) storage.Store) {
+		return MustOpenDB(t), func(t *testing.T, s storage.Store) storage.Store {
+			db := s.(*storage.DB)
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return mustOpenDir(t, filepath.Dir(db.Path()))
+		}
+	})
+}

@@ -23,3 +23,17 @@ func TestDB_Counts(t *testing.T) {
 		}
 	})
 }
+
+// The PostgreSQL store keeps the counts by name as the suite wants them.
+func TestDB_Named(t *testing.T) {
+	pgtest.BaseURL(t)
+	storetest.RunNamed(t, func(t *testing.T) (storage.Store, func(*testing.T, storage.Store) storage.Store) {
+		url := pgtest.URL(t)
+		return mustOpenURL(t, url, postgres.Options{}), func(t *testing.T, s storage.Store) storage.Store {
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return mustOpenURL(t, url, postgres.Options{})
+		}
+	})
+}
