@@ -77,7 +77,7 @@ func (d *DB) countName(t time.Time, k app.NameKind, name string, n uint64) {
 // running transaction saw.
 func (d *DB) noteLast(k app.NameKind, name string, l app.Last) {
 	key := app.Named{Kind: k, Name: name}
-	if cur, ok := d.counts.txLast[key]; !ok || l.At.After(cur.At) {
+	if cur, ok := d.counts.txLast[key]; !ok || !l.At.Before(cur.At) { // a tie: the later recorded
 		d.counts.txLast[key] = l
 	}
 }
@@ -106,13 +106,13 @@ func putNamed(tx *bolt.Tx, m map[hourName]uint64) error {
 	return nil
 }
 
-// putLasts writes each of m that is newer than the one kept.
+// putLasts writes each of m that is not older than the one kept.
 func putLasts(tx *bolt.Tx, m map[app.Named]app.Last) error {
 	b := tx.Bucket(bucketLast)
 	for n, l := range m {
 		k := lastKey(n)
 		if v := b.Get(k); v != nil {
-			if old, err := decodeLast(v); err == nil && !l.At.After(old.At) {
+			if old, err := decodeLast(v); err == nil && l.At.Before(old.At) {
 				continue
 			}
 		}

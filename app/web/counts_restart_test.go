@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,81 @@ func TestOverview_CountsSurviveRestart(t *testing.T) {
 		if c.before != c.after {
 			t.Errorf("%s changed with the restart:\nbefore: %s\nafter:  %s", c.name, c.before, c.after)
 		}
+	}
+}
+
+// overviewPart returns the overview's own part of the page: counts,
+// charts and every table.
+func overviewPart(t *testing.T, f *fixture) string {
+	t.Helper()
+	status, page := f.get("/")
+	if status != 200 {
+		t.Fatalf("overview: %d", status)
+	}
+	part := between(t, string(page), `<div id="overview"`, `<p><a href="/">Refresh</a></p>`)
+	// "ago" counts from the wall clock, not the fixture's: it ticks.
+	return agoRE.ReplaceAllString(part, "… ago")
+}
+
+var agoRE = regexp.MustCompile(`[0-9][0-9a-z ]* ago`)
+
+// statsTables returns /api/v1/stats' sources, destinations and routes.
+func statsTables(t *testing.T, f *fixture) string {
+	t.Helper()
+	status, body := f.get("/api/v1/stats")
+	if status != 200 {
+		t.Fatalf("stats: %d %s", status, body)
+	}
+	var st struct {
+		Sources      json.RawMessage `json:"sources"`
+		Destinations json.RawMessage `json:"destinations"`
+		Routes       json.RawMessage `json:"routes"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatal(err)
+	}
+	return string(st.Sources) + "\n" + string(st.Destinations) + "\n" + string(st.Routes)
+}
+
+// The whole overview — counts, charts and the tables of sources,
+// destinations and debounced routes, with their last event and last
+// error — is the same after a restart, on the page and in the API: the
+// tables count the last 24 hours from the data file, not since start.
+func TestOverview_TablesSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now().UTC().Truncate(time.Hour).Add(30 * time.Minute)
+	f := openFixture(t, dir, now, nil)
+	f.fill()
+	f.send("cust-nokey", "customers/update", `{"name": "no id"}`) // its key cannot be built
+	if fired, _, err := f.db.FirePending(now.Add(2 * time.Minute)); err != nil || len(fired) != 1 {
+		t.Fatalf("FirePending = %v, %v; want the debounced delivery", fired, err)
+	}
+	before, api := overviewPart(t, f), statsTables(t, f)
+	sources := between(t, before, "<h2>Sources</h2>", "</table>")
+	dests := between(t, before, "<h2>Destinations</h2>", "</table>")
+	routes := between(t, before, "<h2>Debounced routes</h2>", "</table>")
+	for _, w := range []struct{ table, name, want string }{
+		// 7 accepted (3 orders, 4 customers), 1 duplicate, 1 forged, 0 invalid.
+		{sources, "shop", `<td class="num">7</td><td class="num">1</td><td class="num bad">1</td><td class="num">0</td>`},
+		{sources, "last 24 h", "last 24 h"},
+		{sources, "shop's last event", `shop</a></td><td>… ago</td>`},
+		{dests, "pos", `<td class="num">100.0%</td><td class="num">3</td><td class="num">0</td>`},
+		{dests, "crm's last error", "connection refused<br><small>(… ago)"},
+		{dests, "erp's failed attempts", `<td class="num">0.0%</td><td class="num">0</td><td class="num">4</td>`},
+		// 4 took the route: 1 opened, 2 merged, 1 unkeyed; 1 sent.
+		{routes, "customers", `<td class="num">4</td><td class="num">2</td><td class="num">0</td><td class="num">1</td><td class="num">1</td><td class="num">50.0%</td>`},
+	} {
+		if !strings.Contains(w.table, w.want) {
+			t.Errorf("%s: no %s in\n%s", w.name, w.want, w.table)
+		}
+	}
+	f.stop()
+	g := openFixture(t, dir, now, nil)
+	after, api2 := overviewPart(t, g), statsTables(t, g)
+	if before != after {
+		t.Errorf("the overview changed with the restart:\nbefore: %s\nafter:  %s", before, after)
+	}
+	if api != api2 {
+		t.Errorf("/api/v1/stats' tables changed with the restart:\nbefore: %s\nafter:  %s", api, api2)
 	}
 }

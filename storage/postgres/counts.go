@@ -40,10 +40,10 @@ const countColumns = "received, accepted, duplicate, rejected, debounced, delive
 const nameUpsert = `
 	ON CONFLICT (hour, kind, name, node, shard) DO UPDATE SET n = c.n + EXCLUDED.n`
 
-// lastUpsert keeps the newer of a shard's row of hookbox_last (alias l)
+// lastUpsert keeps the newer (on a tie, the inserted) of a shard's row of hookbox_last (alias l)
 // and the one inserted.
 const lastUpsert = `
-	ON CONFLICT (kind, name, node, shard) DO UPDATE SET at = EXCLUDED.at, text = EXCLUDED.text WHERE l.at < EXCLUDED.at`
+	ON CONFLICT (kind, name, node, shard) DO UPDATE SET at = EXCLUDED.at, text = EXCLUDED.text WHERE l.at <= EXCLUDED.at`
 
 // kindSQL is k as an SQL literal.
 func kindSQL(k app.NameKind) string { return strconv.Itoa(int(k)) + "::smallint" }
