@@ -382,7 +382,7 @@ func (u *UI) events(c *fiber.Ctx) error {
 	}
 	return u.render(c, 200, "events", "Events", map[string]any{"Rows": rows, "Next": nextURL, "Q": q,
 		"Since": c.Query("since"), "Until": c.Query("until"), "Sources": sources, "Error": bad,
-		"Statuses": []string{"delivered", "pending", "dead", "unrouted", "merged", "unreadable"}})
+		"Statuses": []string{"delivered", "pending", "waiting", "dead", "unrouted", "merged", "unreadable"}})
 }
 
 func parseWhen(v string) (time.Time, error) {
