@@ -39,8 +39,9 @@ const CountHours = 24
 // same events as Prometheus metrics. Its recording methods do nothing on a
 // nil *Stats, so components work without one in tests. The hourly counts
 // are the store's (CountStore): durable, the same after a restart and, on
-// PostgreSQL, summed over every node. The per-source and per-destination
-// rows live in memory, since start.
+// PostgreSQL, summed over every node; so are the rows per source,
+// destination and route (Tables), but for the dispatcher's view of a
+// destination (failing since, next try), which is in memory.
 type Stats struct {
 	now   func() time.Time
 	store CountStore

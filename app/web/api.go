@@ -282,6 +282,8 @@ type eventJSON struct {
 	ReceivedAt time.Time `json:"received_at"`
 	Size       int       `json:"size"`
 	Status     string    `json:"status,omitempty"`
+	// WaitingUntil is when a "waiting" event's debounce window ends.
+	WaitingUntil time.Time `json:"waiting_until,omitzero"`
 }
 
 func (s *Server) handleEvents(c *fiber.Ctx) error {
@@ -306,7 +308,7 @@ func (s *Server) handleEvents(c *fiber.Ctx) error {
 	}
 	items := make([]eventJSON, 0, len(rows))
 	for _, r := range rows {
-		items = append(items, eventJSON{r.Seq, r.Source, r.ID, r.Topic, utc(r.ReceivedAt), r.Size, r.Status})
+		items = append(items, eventJSON{r.Seq, r.Source, r.ID, r.Topic, utc(r.ReceivedAt), r.Size, r.Status, utc(r.WaitingUntil)})
 	}
 	out := fiber.Map{"items": items}
 	if next > 0 {
