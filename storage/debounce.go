@@ -218,6 +218,9 @@ func (d *DB) FirePending(now time.Time) (map[string]int, time.Time, error) {
 				return err
 			}
 		}
+		for route, n := range fired {
+			d.countName(now, app.RouteSent, route, uint64(n))
+		}
 		return nil
 	})
 	if err != nil {

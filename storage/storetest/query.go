@@ -105,6 +105,8 @@ func testListEventsStatus(t *testing.T, open Opener) {
 	acceptDebounced(t, s, "merged", "k", T0.Add(4*time.Second))
 	acceptDebounced(t, s, "fired", "k", T0.Add(5*time.Second))
 	fire(t, s, T0.Add(time.Minute), 1, time.Time{})
+	// Waiting in a debounce window: not unrouted, and says until when.
+	acceptDebounced(t, s, "waiting", "k2", T0.Add(6*time.Second))
 	for _, d := range deliveries(t, s, dlv.Seq, 2) {
 		record(t, s, d.ID, &app.Attempt{Start: T0, Status: 200}, app.Delivered, time.Time{})
 	}
@@ -121,13 +123,18 @@ func testListEventsStatus(t *testing.T, open Opener) {
 	for _, r := range rows {
 		got[r.ID] = r.Status
 	}
-	want := map[string]string{"delivered": "delivered", "pending": "pending", "dead": "dead", "unrouted": "unrouted", "merged": "merged", "fired": "pending"}
+	want := map[string]string{"delivered": "delivered", "pending": "pending", "dead": "dead", "unrouted": "unrouted", "merged": "merged", "fired": "pending", "waiting": "waiting"}
+	for _, r := range rows {
+		if w := r.ID == "waiting"; w == r.WaitingUntil.IsZero() {
+			t.Errorf("%s: waiting until %v", r.ID, r.WaitingUntil)
+		}
+	}
 	for id, st := range want {
 		if got[id] != st {
 			t.Errorf("status of %s = %q, want %q", id, got[id], st)
 		}
 	}
-	for _, st := range []string{"delivered", "dead", "unrouted", "merged"} {
+	for _, st := range []string{"delivered", "dead", "unrouted", "merged", "waiting"} {
 		rows, _, err := s.ListEvents(app.EventQuery{Status: st, Limit: 50})
 		if err != nil || len(rows) != 1 || rows[0].ID != st {
 			t.Errorf("ListEvents(status %s) = %+v, %v", st, rows, err)
