@@ -12,6 +12,9 @@ import (
 type Plan struct {
 	Direct   []string
 	Debounce []*DebounceOp
+	// Unkeyed names the debounced routes whose key could not be built:
+	// their destinations are in Direct; the store counts them per route.
+	Unkeyed []string
 }
 
 // Empty reports whether the plan sends the event nowhere (unrouted).

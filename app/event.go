@@ -29,6 +29,8 @@ type HeaderField struct {
 // Store is the durable state behind hookbox. storage.DB implements it on
 // bbolt; a replicated store could implement it later.
 type Store interface {
+	CountStore
+
 	// Accept records e's id for its source until idExpires, stores e and
 	// carries out plan (deliveries due now, debounced pending deliveries,
 	// setting each DebounceOp's Result), in one durable transaction. It
@@ -102,7 +104,7 @@ type Poison struct {
 type EventQuery struct {
 	Source string
 	Topic  string // a glob
-	Status string // "delivered", "pending", "dead", "unrouted", or "" for all
+	Status string // "delivered", "pending", "dead", "merged", "waiting", "unrouted", or "" for all
 	ID     string // exact event id (with or without Source)
 	Before uint64 // cursor: only events with a smaller seq (0: from the newest)
 	Since  time.Time
@@ -118,5 +120,8 @@ type EventSummary struct {
 	Topic      string
 	ReceivedAt time.Time
 	Size       int
-	Status     string // worst state of its deliveries, or "unrouted"
+	Status     string // worst state of its deliveries, "merged", "waiting" or "unrouted"
+	// WaitingUntil is when the debounced delivery that will send the event
+	// is due (status "waiting": no delivery yet, a debounce window open).
+	WaitingUntil time.Time
 }

@@ -98,12 +98,14 @@ type Receiver struct {
 	retention time.Duration
 	// Now is the clock; tests replace it.
 	Now func() time.Time
-	// Logger receives rejections (rate-limited) and storage failures.
+	// Logger receives accepted events and rejections (both rate-limited)
+	// and storage failures.
 	Logger *slog.Logger
 	// Stats, when set, counts outcomes for the status page and metrics.
 	Stats *Stats
 
-	unknown Throttle // of the log lines about unknown sources
+	unknown Throttle  // of the log lines about unknown sources
+	accepts acceptLog // of the log lines about accepted events
 }
 
 // Log lines about bad requests are throttled: at most one a minute per
@@ -126,6 +128,7 @@ func NewReceiver(cfg *Config, store Store) *Receiver {
 		retention: cfg.Retention.EventIDs,
 		Now:       time.Now,
 		Logger:    slog.With("component", "receive"),
+		accepts:   acceptLog{perSecond: AcceptedLogPerSecond},
 	}
 	for _, s := range cfg.Sources {
 		r.sources[s.Name] = s
@@ -217,6 +220,7 @@ func (r *Receiver) receive(ctx context.Context, src *Source, in *Inbound) (Resul
 		return Result{Outcome: Duplicate, ID: id}, nil
 	}
 	st.Accepted.Add(1)
+	r.accepts.accepted(r.Logger, now, source, id, topic, e.Seq)
 	r.count(plan)
 	if plan.Empty() { // else the store wakes the dispatcher (storage.DB.OnOpened)
 		st.Unrouted.Add(1)
@@ -238,6 +242,7 @@ func (r *Receiver) plan(src *Source, topic string, in *Inbound) *Plan {
 		key, err := rt.Key.Render(template.Input{Body: in.Body, Header: in, Source: src.Name, Topic: topic})
 		if err != nil {
 			rs.Unkeyed.Add(1)
+			p.Unkeyed = append(p.Unkeyed, rt.Name)
 			for _, d := range rt.To {
 				if !slices.Contains(p.Direct, d) {
 					p.Direct = append(p.Direct, d)
@@ -257,8 +262,7 @@ func (r *Receiver) count(p *Plan) {
 		rs := r.routes[op.Route]
 		switch op.Result {
 		case Merged:
-			rs.Debounced.Add(1)
-			r.Stats.Debounced(1)
+			rs.Debounced.Add(1) // the store counts it per hour
 		case Deferred:
 			rs.Deferred.Add(1)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // Kind is one thing the status page counts per hour.
@@ -19,28 +20,37 @@ const (
 	KindRejected              // bad or missing signatures
 	KindDebounced             // events merged into a pending delivery
 	KindDelivered             // deliveries that reached their destination
-	KindRetrying              // failed attempts that will be retried
+	KindRetrying              // failed attempts that will be retried (attempts, not deliveries)
 	KindDead                  // deliveries that ended dead
-	numKinds
+	NumKinds                  // the number of kinds
 )
 
-// KindNames are the kinds as the status page and API name them.
-var KindNames = [numKinds]string{"received", "accepted", "duplicate", "rejected", "debounced", "delivered", "retrying", "dead"}
+// KindNames are the kinds as the API names them (the keys of
+// /api/v1/stats "counts"; KindRetrying keeps its first name).
+var KindNames = [NumKinds]string{"received", "accepted", "duplicate", "rejected", "debounced", "delivered", "retrying", "dead"}
 
-// statHours is how many hourly buckets are kept: a day and the current hour.
-const statHours = 25
+// KindLabels are the kinds as the status page names them.
+var KindLabels = [NumKinds]string{"received", "accepted", "duplicate", "rejected", "merged", "delivered", "failed attempts", "dead"}
+
+// CountHours is how many hours of counts the status page shows: the
+// current one and the 23 before it. The sweep forgets older ones.
+const CountHours = 24
 
 // Stats counts what happened per hour for the status page and exports the
 // same events as Prometheus metrics. Its recording methods do nothing on a
-// nil *Stats, so components work without one in tests. It lives in memory: after a restart
-// the page's hourly counts start again (the durable state is in storage).
+// nil *Stats, so components work without one in tests. The hourly counts
+// are the store's (CountStore): durable, the same after a restart and, on
+// PostgreSQL, summed over every node; so are the rows per source,
+// destination and route (Tables), but for the dispatcher's view of a
+// destination (failing since, next try), which is in memory.
 type Stats struct {
-	now func() time.Time
+	now   func() time.Time
+	store CountStore
 
 	mu      sync.Mutex
-	hours   [statHours]hourBucket
-	sources map[string]*SourceInfo
-	dests   map[string]*DestInfo
+	sources map[string]*SourceInfo // names only: the rows come from the store
+	dests   map[string]*DestInfo   // names and the dispatcher's state
+	routes  []string               // the debounced routes, in config order
 
 	// Storage follows whether commits succeed (storage.DB.OnCommit).
 	Storage *StorageHealth
@@ -54,31 +64,56 @@ type Stats struct {
 	sweeps     *prometheus.CounterVec
 }
 
-type hourBucket struct {
-	hour   int64 // unix hour this bucket counts
-	counts [numKinds]uint64
-}
-
-// SourceInfo is what the overview shows per source.
+// SourceInfo is what the overview shows per source: counts of the last
+// CountHours hours and its last accepted event, from the store.
+// JSON: snake_case, a time that never happened left out (see docs/API.md).
 type SourceInfo struct {
-	Name      string
-	LastEvent time.Time
-	Accepted  uint64
-	Rejected  uint64
+	Name      string    `json:"name"`
+	LastEvent time.Time `json:"last_event,omitzero"`
+	Accepted  uint64    `json:"accepted"`
+	Duplicate uint64    `json:"duplicate"`
+	Rejected  uint64    `json:"rejected"`
+	Invalid   uint64    `json:"invalid"`
 }
 
-// DestInfo is what the overview shows per destination.
+// DestInfo is what the overview shows per destination: counts of the
+// last CountHours hours and its last failed attempt, from the store.
+// JSON: snake_case, a time that never happened left out (see docs/API.md).
 type DestInfo struct {
-	Name      string
-	Delivered uint64
-	Failed    uint64
-	LastError string
-	LastAt    time.Time
+	Name      string    `json:"name"`
+	Delivered uint64    `json:"delivered"`
+	Failed    uint64    `json:"failed_attempts"`
+	LastError string    `json:"last_error,omitempty"`
+	LastAt    time.Time `json:"last_error_at,omitzero"`
 	// FailingSince is when its attempts began to fail (zero: its last one
 	// worked); NextTry is when it is tried next, by a retry that falls due
-	// or a probe (zero: not known).
+	// or a probe (zero: not known). The dispatcher's, in memory.
 	FailingSince time.Time `json:"failing_since,omitzero"`
 	NextTry      time.Time `json:"next_try,omitzero"`
+}
+
+// RouteInfo is what the overview shows per debounced route: counts of the
+// last CountHours hours, from the store.
+type RouteInfo struct {
+	Name                                      string
+	Received, Merged, Deferred, Unkeyed, Sent uint64
+}
+
+// Reduction is the share of the events that took the route that did not
+// go out on their own, or -1 with none.
+func (r RouteInfo) Reduction() float64 {
+	if r.Received == 0 {
+		return -1
+	}
+	return 1 - float64(r.Sent+r.Unkeyed)/float64(r.Received)
+}
+
+// Tables are the overview's rows per source, destination and debounced
+// route, by name.
+type Tables struct {
+	Sources      []SourceInfo
+	Destinations []DestInfo
+	Routes       []RouteInfo
 }
 
 // SuccessRate is the share of attempts that delivered, or -1 with none.
@@ -91,8 +126,13 @@ func (d DestInfo) SuccessRate() float64 {
 
 // NewStats builds the counters for cfg, with gauges read from store.
 func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
-	s := &Stats{now: now, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{}, Registry: prometheus.NewRegistry(),
+	s := &Stats{now: now, store: store, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{}, Registry: prometheus.NewRegistry(),
 		Storage: newStorageHealth(now)}
+	for _, rt := range cfg.Routes {
+		if rt.Key != nil {
+			s.routes = append(s.routes, rt.Name)
+		}
+	}
 	for _, src := range cfg.Sources {
 		s.sources[src.Name] = &SourceInfo{Name: src.Name}
 	}
@@ -124,7 +164,7 @@ func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
 		gauge("hookbox_pending_deliveries", "Deliveries waiting to be sent (due now or later).", store.CountPending),
 		gauge("hookbox_poison_records", "Records in the data file that could not be decoded and were set aside (see the overview).",
 			func() (int, error) { _, n, err := store.Poisoned(0); return n, err }),
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.Registry.MustRegister(s.Storage.collectors()...)
 	if cc, ok := store.(commitCounter); ok {
 		counter := func(name, help string, pick func(commits, writes, pages uint64) uint64) prometheus.Collector {
@@ -157,17 +197,9 @@ type commitCounter interface {
 	CommitCounts() (commits, writes, pages uint64)
 }
 
-func (s *Stats) add(k Kind, n uint64, at time.Time) {
-	h := at.Unix() / 3600
-	b := &s.hours[h%statHours]
-	if b.hour != h {
-		*b = hourBucket{hour: h}
-	}
-	b.counts[k] += n
-}
-
 // Inbound records the outcome of one request to a source, and how long it
-// took to answer.
+// took to answer. An accepted event is counted by the store in its commit;
+// every other outcome is handed to the store's AddCounts.
 func (s *Stats) Inbound(source string, o string, took time.Duration) {
 	if s == nil {
 		return
@@ -177,24 +209,27 @@ func (s *Stats) Inbound(source string, o string, took time.Duration) {
 	if o == "accepted" || o == "duplicate" {
 		s.ingest.Observe(took.Seconds())
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.add(KindReceived, 1, now)
-	si := s.sources[source]
+	if o != "accepted" {
+		var c Counts
+		c[KindReceived] = 1
+		switch o {
+		case "duplicate":
+			c[KindDuplicate] = 1
+		case "rejected":
+			c[KindRejected] = 1
+		}
+		s.store.AddCounts(now, c)
+	}
+	if _, ok := s.sources[source]; !ok { // the map is not written after NewStats
+		return
+	}
 	switch o {
-	case "accepted":
-		s.add(KindAccepted, 1, now)
-		if si != nil {
-			si.Accepted++
-			si.LastEvent = now
-		}
 	case "duplicate":
-		s.add(KindDuplicate, 1, now)
+		s.store.AddNamed(now, SourceDuplicate, source, 1)
 	case "rejected":
-		s.add(KindRejected, 1, now)
-		if si != nil {
-			si.Rejected++
-		}
+		s.store.AddNamed(now, SourceRejected, source, 1)
+	case "invalid":
+		s.store.AddNamed(now, SourceInvalid, source, 1)
 	}
 }
 
@@ -210,17 +245,8 @@ func (s *Stats) Unknown() {
 	s.requests.WithLabelValues(UnknownSource, "not_found").Inc()
 }
 
-// Debounced records events merged into pending deliveries.
-func (s *Stats) Debounced(n int) {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	s.add(KindDebounced, uint64(n), s.now())
-	s.mu.Unlock()
-}
-
-// Attempt records one delivery attempt's outcome.
+// Attempt records one delivery attempt's outcome (the store counts it per
+// hour when it records the attempt).
 func (s *Stats) Attempt(dest string, state DeliveryState, took time.Duration, errText string) {
 	if s == nil {
 		return
@@ -228,25 +254,8 @@ func (s *Stats) Attempt(dest string, state DeliveryState, took time.Duration, er
 	outcome := map[DeliveryState]string{Delivered: "delivered", Pending: "retrying", Dead: "dead"}[state]
 	s.deliveries.WithLabelValues(dest, outcome).Inc()
 	s.sendTime.WithLabelValues(dest).Observe(took.Seconds())
-	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d := s.dests[dest]
-	switch state {
-	case Delivered:
-		s.add(KindDelivered, 1, now)
-		if d != nil {
-			d.Delivered++
-		}
-	case Pending:
-		s.add(KindRetrying, 1, now)
-	case Dead:
-		s.add(KindDead, 1, now)
-	}
-	if d != nil && state != Delivered {
-		d.Failed++
-		d.LastError, d.LastAt = errText, now
-	}
+	// The store counts the attempt, and keeps a failure as dest's last
+	// error, when it records the attempt.
 }
 
 // DestState records since when dest fails (zero: it does not) and when it
@@ -274,59 +283,88 @@ func (s *Stats) Swept(err error) {
 	s.sweeps.WithLabelValues("ok").Inc()
 }
 
-// Counts sums each kind over the last d (whole hours, the current one
-// included).
-func (s *Stats) Counts(d time.Duration) [numKinds]uint64 {
-	var out [numKinds]uint64
-	now := s.now().Unix() / 3600
-	from := now - int64(d/time.Hour) + 1
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, b := range s.hours {
-		if b.hour >= from && b.hour <= now {
-			for k := range out {
-				out[k] += b.counts[k]
-			}
+// Hours returns the counts of each of the last CountHours hours, oldest
+// first, the current hour last, as the store has them.
+func (s *Stats) Hours() ([CountHours]Counts, error) {
+	var out [CountHours]Counts
+	now := s.now()
+	cur := Hour(now)
+	hs, err := s.store.HourlyCounts(HourStart(cur-CountHours+1), now)
+	if err != nil {
+		return out, err
+	}
+	for _, h := range hs {
+		if i := CountHours - 1 - (cur - Hour(h.Hour)); i >= 0 && i < CountHours {
+			out[i].Add(h.Counts)
 		}
 	}
+	return out, nil
+}
+
+// Sum adds up the counts of the last n hours of hs (the current one
+// included).
+func Sum(hs [CountHours]Counts, n int) Counts {
+	var out Counts
+	for _, c := range hs[CountHours-min(n, CountHours):] {
+		out.Add(c)
+	}
 	return out
+}
+
+// Series returns kind k of each hour of hs.
+func Series(hs [CountHours]Counts, k Kind) [CountHours]uint64 {
+	var out [CountHours]uint64
+	for i, c := range hs {
+		out[i] = c[k]
+	}
+	return out
+}
+
+// Counts sums each kind over the last d (whole hours, the current one
+// included); a store that cannot be read gives zeros.
+func (s *Stats) Counts(d time.Duration) Counts {
+	hs, _ := s.Hours()
+	return Sum(hs, int(d/time.Hour))
 }
 
 // Hourly returns the counts of kind for each of the last 24 hours, oldest
-// first, the current hour last.
-func (s *Stats) Hourly(k Kind) [24]uint64 {
-	var out [24]uint64
-	now := s.now().Unix() / 3600
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, b := range s.hours {
-		if i := 23 - (now - b.hour); b.hour > 0 && i >= 0 && i < 24 {
-			out[i] = b.counts[k]
-		}
-	}
-	return out
+// first, the current hour last; a store that cannot be read gives zeros.
+func (s *Stats) Hourly(k Kind) [CountHours]uint64 {
+	hs, _ := s.Hours()
+	return Series(hs, k)
 }
 
-// Sources returns a copy of the per-source rows, by name.
-func (s *Stats) Sources() []SourceInfo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]SourceInfo, 0, len(s.sources))
-	for _, v := range s.sources {
-		out = append(out, *v)
+// Tables returns the rows per source and destination (by name) and per
+// debounced route (in config order): counts of the last CountHours hours,
+// the current one included, and the last accepted event and failed
+// attempt, from the store, so that a restart changes none of them. A
+// store that cannot be read gives the rows with zeros, and the error.
+func (s *Stats) Tables() (Tables, error) {
+	now := s.now()
+	counts, err := s.store.NamedCounts(HourStart(Hour(now)-CountHours+1), now)
+	lasts, lerr := s.store.Lasts()
+	if err == nil {
+		err = lerr
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// Destinations returns a copy of the per-destination rows, by name.
-func (s *Stats) Destinations() []DestInfo {
+	n := func(k NameKind, name string) uint64 { return counts[Named{Kind: k, Name: name}] }
+	var t Tables
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]DestInfo, 0, len(s.dests))
-	for _, v := range s.dests {
-		out = append(out, *v)
+	for name := range s.sources {
+		t.Sources = append(t.Sources, SourceInfo{Name: name, LastEvent: lasts[Named{Kind: SourceAccepted, Name: name}].At,
+			Accepted: n(SourceAccepted, name), Duplicate: n(SourceDuplicate, name),
+			Rejected: n(SourceRejected, name), Invalid: n(SourceInvalid, name)})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	for name, d := range s.dests {
+		l := lasts[Named{Kind: DestFailed, Name: name}]
+		t.Destinations = append(t.Destinations, DestInfo{Name: name, Delivered: n(DestDelivered, name), Failed: n(DestFailed, name),
+			LastError: l.Text, LastAt: l.At, FailingSince: d.FailingSince, NextTry: d.NextTry})
+	}
+	s.mu.Unlock()
+	sort.Slice(t.Sources, func(i, j int) bool { return t.Sources[i].Name < t.Sources[j].Name })
+	sort.Slice(t.Destinations, func(i, j int) bool { return t.Destinations[i].Name < t.Destinations[j].Name })
+	for _, name := range s.routes {
+		t.Routes = append(t.Routes, RouteInfo{Name: name, Received: n(RouteReceived, name), Merged: n(RouteMerged, name),
+			Deferred: n(RouteDeferred, name), Unkeyed: n(RouteUnkeyed, name), Sent: n(RouteSent, name)})
+	}
+	return t, err
 }

@@ -20,7 +20,8 @@ const DefaultSweepChunk = 500
 // ingest commits get the writer in between.
 const DefaultChunkPause = 5 * time.Millisecond
 
-// Sweeper forgets expired event ids and deletes old events.
+// Sweeper forgets expired event ids, deletes old events and forgets the
+// hourly counts older than the status page shows.
 type Sweeper struct {
 	Store Store
 	// IDs and Events are the retention periods (Config.Retention).
@@ -52,6 +53,8 @@ func NewSweeper(cfg *Config, store Store) *Sweeper {
 // SweepResult counts what one sweep removed and how many transactions it took.
 type SweepResult struct {
 	IDs, Events, Windows, Chunks int
+	// Hours is how many hours of counts were forgotten.
+	Hours int
 }
 
 // Sweep removes everything expired at Now, one bounded chunk per
@@ -87,7 +90,11 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 			}
 		}
 	}
-	return res, nil
+	// Few keys (one an hour since the last sweep): one transaction.
+	n, err := s.Store.PruneCounts(HourStart(Hour(now) - CountHours + 1))
+	res.Hours = n
+	res.Chunks++
+	return res, err
 }
 
 // Run is the cron job: it sweeps and logs the outcome.

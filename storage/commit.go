@@ -86,14 +86,16 @@ func (d *DB) commitGroup(group []write) {
 			fillAppendOnly(tx)
 			clear(d.txIDs)
 			clear(d.txMain)
+			d.counts.clearTx()
 			for i, w := range group {
 				if err := w.fn(tx); err != nil {
 					failed = i
 					return err
 				}
 			}
-			return nil
+			return d.writeCounts(tx)
 		})
+		d.settleCounts(err == nil)
 		if failed < 0 {
 			if f := d.onCommit.Load(); f != nil {
 				(*f)(err)

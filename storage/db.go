@@ -64,6 +64,7 @@ type DB struct {
 	opened   bool
 	onOpened atomic.Pointer[func()]
 	onCommit atomic.Pointer[func(error)] // see OnCommit
+	counts   *counter                    // hourly counts not written yet (counts.go)
 }
 
 var _ app.Store = (*DB)(nil)
@@ -109,7 +110,7 @@ func Open(dir string) (*DB, error) {
 		return nil, err
 	}
 	err = bdb.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv, bucketPending, bucketPendingDue, bucketWindow, bucketMerged, bucketPendingEvent, bucketPoison} {
+		for _, b := range [][]byte{bucketExpiry, bucketEvents, bucketDeliveries, bucketDue, bucketDead, bucketAttempts, bucketEventDlv, bucketPending, bucketPendingDue, bucketWindow, bucketMerged, bucketPendingEvent, bucketPoison, bucketCounts, bucketNamed, bucketLast} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -146,6 +147,7 @@ func Open(dir string) (*DB, error) {
 		stopped:   make(chan struct{}),
 		lingerGap: lingerGap,
 		lingerMax: lingerMax,
+		counts:    newCounter(),
 	}
 	markKept(dir, time.Now())
 	go d.committer()
@@ -168,7 +170,10 @@ func (d *DB) Close() error {
 	d.inflight.Wait()
 	close(d.closing)
 	<-d.stopped
-	err := d.db.Close()
+	err := d.flushCounts()
+	if cerr := d.db.Close(); err == nil {
+		err = cerr
+	}
 	d.unlock()
 	return err
 }
@@ -237,8 +242,20 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 				if err := applyDebounce(tx, op, s, e.ReceivedAt); err != nil {
 					return err
 				}
+				if op.Result == app.Merged {
+					d.count(e.ReceivedAt, app.KindDebounced, 1)
+				}
+				d.countRoute(e.ReceivedAt, op)
+			}
+			for _, r := range plan.Unkeyed {
+				d.countName(e.ReceivedAt, app.RouteReceived, r, 1)
+				d.countName(e.ReceivedAt, app.RouteUnkeyed, r, 1)
 			}
 		}
+		d.count(e.ReceivedAt, app.KindReceived, 1)
+		d.count(e.ReceivedAt, app.KindAccepted, 1)
+		d.countName(e.ReceivedAt, app.SourceAccepted, e.Source, 1)
+		d.noteLast(app.SourceAccepted, e.Source, app.Last{At: e.ReceivedAt})
 		d.txIDs[string(key)] = txID{exp: exp, over: over}
 		seq = s
 		return nil
@@ -270,41 +287,6 @@ func (d *DB) remembered(key []byte, t time.Time) bool {
 		return nil
 	})
 	return ok
-}
-
-// ForgetExpiredIDs forgets at most limit ids whose expiry is at or before
-// now. It reads the expiry index from its start, so its cost grows with
-// what expired, not with what is stored. It goes through the committer,
-// which keeps the id index in step.
-func (d *DB) ForgetExpiredIDs(now time.Time, limit int) (int, error) {
-	var keys [][]byte
-	err := d.updateThen(func(tx *bolt.Tx) error {
-		keys = keys[:0]
-		exp := tx.Bucket(bucketExpiry)
-		end := uint64(now.UnixNano())
-		c := exp.Cursor()
-		for k, _ := c.First(); k != nil && len(keys) < limit; k, _ = c.Next() {
-			if len(k) < 8 || binary.BigEndian.Uint64(k) > end {
-				break
-			}
-			keys = append(keys, append([]byte(nil), k...))
-		}
-		// Delete after iterating: deleting under a cursor skips keys.
-		for _, k := range keys {
-			if err := exp.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, func() {
-		for _, k := range keys {
-			d.ids.remove(k[8:], int64(binary.BigEndian.Uint64(k)))
-		}
-	})
-	if err != nil {
-		return 0, fmt.Errorf("forget expired ids: %w", err)
-	}
-	return len(keys), nil
 }
 
 // DeleteEventsBefore deletes at most limit of the oldest events received

@@ -218,6 +218,9 @@ func (d *DB) FirePending(now time.Time) (map[string]int, time.Time, error) {
 				return err
 			}
 		}
+		for route, n := range fired {
+			d.countName(now, app.RouteSent, route, uint64(n))
+		}
 		return nil
 	})
 	if err != nil {
@@ -365,7 +368,7 @@ func (d *DB) MergedInto(seq uint64) ([]uint64, error) {
 	err := d.db.View(func(tx *bolt.Tx) error {
 		prefix := seqKey(seq)
 		c := tx.Bucket(bucketMerged).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && len(k) == 16 && string(k[:8]) == string(prefix); k, _ = c.Next() {
+		for k, _ := c.Seek(prefix); len(k) == 16 && string(k[:8]) == string(prefix); k, _ = c.Next() {
 			out = append(out, binary.BigEndian.Uint64(k[8:]))
 		}
 		return nil

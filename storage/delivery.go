@@ -308,6 +308,9 @@ func dropDueKeys(tx *bolt.Tx, id uint64) error {
 	return nil
 }
 
+// attemptKind is what an attempt that leads to a state counts as.
+var attemptKind = map[app.DeliveryState]app.Kind{app.Delivered: app.KindDelivered, app.Pending: app.KindRetrying, app.Dead: app.KindDead}
+
 // RecordAttempt stores attempt a of delivery id and moves the delivery to
 // state, due at due when pending: RecordAttempts for one record.
 func (d *DB) RecordAttempt(id uint64, a *app.Attempt, state app.DeliveryState, due time.Time) error {
@@ -350,6 +353,10 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 			if err := putDelivery(tx, dl); err != nil {
 				return err
 			}
+			if k, ok := attemptKind[r.State]; ok {
+				d.count(dl.Updated, k, 1)
+			}
+			d.countAttempt(dl.Destination, a, r.State, dl.Updated)
 		}
 		return nil
 	})
@@ -488,6 +495,26 @@ func (d *DB) CountPending() (int, error) {
 	var n int
 	err := d.db.View(func(tx *bolt.Tx) error {
 		n = tx.Bucket(bucketDue).Stats().KeyN + tx.Bucket(bucketPending).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
+// CountRetrying returns how many pending deliveries have had an attempt
+// (and wait for a retry), counting at most limit.
+func (d *DB) CountRetrying(limit int) (int, error) {
+	var n int
+	err := d.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketDue).Cursor()
+		for k, _ := c.First(); k != nil && n < limit; k, _ = c.Next() {
+			if len(k) < 8 {
+				continue
+			}
+			dl, err := getDelivery(tx, binary.BigEndian.Uint64(k[len(k)-8:]))
+			if err == nil && dl.Attempts > 0 {
+				n++
+			}
+		}
 		return nil
 	})
 	return n, err

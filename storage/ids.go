@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -303,4 +304,39 @@ func expirySeq(v []byte) (uint64, error) {
 		return 0, fmt.Errorf("expiry entry value %x: %w", v, errCorrupt)
 	}
 	return binary.BigEndian.Uint64(v), nil
+}
+
+// ForgetExpiredIDs forgets at most limit ids whose expiry is at or before
+// now. It reads the expiry index from its start, so its cost grows with
+// what expired, not with what is stored. It goes through the committer,
+// which keeps the id index in step.
+func (d *DB) ForgetExpiredIDs(now time.Time, limit int) (int, error) {
+	var keys [][]byte
+	err := d.updateThen(func(tx *bolt.Tx) error {
+		keys = keys[:0]
+		exp := tx.Bucket(bucketExpiry)
+		end := uint64(now.UnixNano())
+		c := exp.Cursor()
+		for k, _ := c.First(); k != nil && len(keys) < limit; k, _ = c.Next() {
+			if len(k) < 8 || binary.BigEndian.Uint64(k) > end {
+				break
+			}
+			keys = append(keys, append([]byte(nil), k...))
+		}
+		// Delete after iterating: deleting under a cursor skips keys.
+		for _, k := range keys {
+			if err := exp.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func() {
+		for _, k := range keys {
+			d.ids.remove(k[8:], int64(binary.BigEndian.Uint64(k)))
+		}
+	})
+	if err != nil {
+		return 0, fmt.Errorf("forget expired ids: %w", err)
+	}
+	return len(keys), nil
 }

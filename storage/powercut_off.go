@@ -2,7 +2,7 @@
 
 package storage
 
-// The power-loss test (powerloss_test.go) shows that it catches a build
+// The power-loss test (app/cli/powerloss_test.go) shows that it catches a build
 // that does not keep the promise: built with the tag powercut_nosync,
 // bbolt runs with NoSync; with powercut_earlyack, the committer answers
 // before the commit's fsync. Such a build refuses to start unless

@@ -37,7 +37,7 @@ func (d *DB) ListEvents(q app.EventQuery) ([]app.EventSummary, uint64, error) {
 		var k, v []byte
 		switch {
 		case q.Before > 0:
-			k, v = c.Seek(seqKey(q.Before))
+			c.Seek(seqKey(q.Before)) // then the one before it
 			k, v = c.Prev()
 		case !q.Until.IsZero():
 			k, v = seekTime(c, q.Until)
@@ -146,12 +146,18 @@ func summarize(tx *bolt.Tx, k, v []byte, q app.EventQuery) (app.EventSummary, bo
 	if q.Status != "" && status != q.Status {
 		return app.EventSummary{}, false, nil
 	}
+	var until time.Time
+	if status == "waiting" {
+		until = waitingUntil(tx, k)
+	}
 	return app.EventSummary{Seq: binary.BigEndian.Uint64(k), Source: e.Source, ID: e.ID, Topic: e.Topic,
-		ReceivedAt: e.ReceivedAt, Size: len(e.Body), Status: status}, true, nil
+		ReceivedAt: e.ReceivedAt, Size: len(e.Body), Status: status, WaitingUntil: until}, true, nil
 }
 
 // eventStatus is the worst state among an event's deliveries: dead, then
-// pending, then delivered; "unrouted" when it has none.
+// pending, then delivered; when it has none, "merged" when debouncing
+// folded it into another event that went out, "waiting" when it is the
+// event of a debounced delivery whose window is open, else "unrouted".
 func eventStatus(tx *bolt.Tx, k []byte) (string, error) {
 	worst := app.DeliveryState(0)
 	rank := map[app.DeliveryState]int{app.Delivered: 1, app.Pending: 2, app.Dead: 3}
@@ -169,7 +175,28 @@ func eventStatus(tx *bolt.Tx, k []byte) (string, error) {
 		if tx.Bucket(bucketMerged).Get(k) != nil {
 			return "merged", nil
 		}
+		if tx.Bucket(bucketPendingEvent).Get(k) != nil {
+			return "waiting", nil
+		}
 		return "unrouted", nil
 	}
 	return worst.String(), nil
+}
+
+// waitingUntil is when the pending delivery of event k is due (zero if
+// it cannot be read).
+func waitingUntil(tx *bolt.Tx, k []byte) time.Time {
+	ek := tx.Bucket(bucketPendingEvent).Get(k)
+	if ek == nil {
+		return time.Time{}
+	}
+	v := tx.Bucket(bucketPending).Get(ek)
+	if v == nil {
+		return time.Time{}
+	}
+	p, err := decodePending(v)
+	if err != nil {
+		return time.Time{}
+	}
+	return p.Due
 }

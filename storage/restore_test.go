@@ -151,8 +151,8 @@ func TestRestore(t *testing.T) {
 		mustOpenDir(t, dir).Close()
 		before, _ := os.ReadFile(filepath.Join(dir, storage.FileName))
 		// Page damage can make bbolt's check panic in its own goroutine:
-		// `hookbox restore` checks in a child process (see restore_test.go
-		// at the root); here, files that fail without a panic.
+		// `hookbox restore` checks in a child process (see
+		// app/cli/restore_test.go); here, files that fail without a panic.
 		other := filepath.Join(t.TempDir(), "other.db")
 		ob, err := bolt.Open(other, 0o600, nil)
 		if err != nil {

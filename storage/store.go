@@ -31,6 +31,9 @@ type Store interface {
 	// LookupID reports whether source's id is remembered, until when, and
 	// the seq of the event accepted with it.
 	LookupID(source, id string) (expires time.Time, seq uint64, ok bool, err error)
+	// CountRetrying returns how many pending deliveries have had an
+	// attempt (and wait for a retry), counting at most limit.
+	CountRetrying(limit int) (int, error)
 	// Counts reports how many ids are remembered and how many events are stored.
 	Counts() (ids, events int, err error)
 	// PendingCount returns the number of debounced deliveries waiting for

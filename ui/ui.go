@@ -47,6 +47,7 @@ type Store interface {
 	Backlog(dest string, limit int) (int, error)
 	CountDead() (int, error)
 	CountPending() (int, error)
+	CountRetrying(limit int) (int, error)
 	Poisoned(limit int) ([]app.Poison, int, error)
 	Replay(id uint64, now time.Time) error
 	ReplayDead(now time.Time) (int, error)
@@ -78,8 +79,11 @@ var funcs = template.FuncMap{
 		if t.IsZero() {
 			return "never"
 		}
-		return time.Since(t).Round(time.Second).String() + " ago"
+		return human(roundAgo(time.Since(t))) + " ago"
 	},
+	"dur":     human,
+	"plural":  plural,
+	"outcome": outcome,
 	"when": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"
@@ -97,7 +101,7 @@ var funcs = template.FuncMap{
 			return "—"
 		}
 		if d := time.Until(t); d > 0 {
-			return "in " + d.Round(time.Second).String()
+			return "in " + human(roundAgo(d))
 		}
 		return "now"
 	},
@@ -217,11 +221,14 @@ func PostValue(c *fiber.Ctx, key string) string {
 	return string(c.Request().PostArgs().Peek(key))
 }
 
-// chart is an inline SVG bar chart of 24 hourly values.
+// chart is an inline SVG bar chart of 24 hourly values, with a time axis
+// (UTC hours) and a scale.
 type chart struct {
 	Bars  []bar
+	Ticks []tick
 	Max   uint64
 	Total uint64
+	Scale uint64 // the top of the value axis: Max rounded up to 1, 2 or 5 × 10ⁿ
 }
 
 type bar struct {
@@ -229,22 +236,57 @@ type bar struct {
 	Label   string
 }
 
-func newChart(v [24]uint64, now time.Time) chart {
+// tick is a label of the time axis at X.
+type tick struct {
+	X     int
+	Label string
+}
+
+// The chart's geometry, in SVG units: the plot starts at chartLeft (the
+// value labels are left of it) and is chartHeight tall from chartTop.
+const (
+	chartLeft   = 34
+	chartTop    = 6
+	chartHeight = 70
+	barStep     = 12
+)
+
+// niceScale rounds n up to 1, 2 or 5 times a power of ten (at least 1).
+func niceScale(n uint64) uint64 {
+	for p := uint64(1); ; p *= 10 {
+		for _, m := range []uint64{1, 2, 5} {
+			if m*p >= n {
+				return m * p
+			}
+		}
+	}
+}
+
+func newChart(v [app.CountHours]uint64, now time.Time) chart {
 	c := chart{}
 	for _, n := range v {
 		c.Max = max(c.Max, n)
 		c.Total += n
 	}
+	c.Scale = niceScale(c.Max)
 	for i, n := range v {
-		h := 0
-		if c.Max > 0 {
-			h = int(n * 60 / c.Max)
+		h := int(n * chartHeight / c.Scale)
+		if n > 0 && h == 0 {
+			h = 1 // a non-zero hour is never invisible
 		}
-		hour := now.Add(time.Duration(i-23) * time.Hour).UTC().Format("15:00")
-		c.Bars = append(c.Bars, bar{X: i * 12, Y: 60 - h, H: h, Label: fmt.Sprintf("%s: %d", hour, n)})
+		hour := now.Add(time.Duration(i-(app.CountHours-1)) * time.Hour).UTC()
+		x := chartLeft + i*barStep
+		c.Bars = append(c.Bars, bar{X: x + 1, Y: chartTop + chartHeight - h, H: h, Label: fmt.Sprintf("%s–%s UTC: %d", hour.Format("15:00"), hour.Add(time.Hour).Format("15:00"), n)})
+		if i%6 == 0 {
+			c.Ticks = append(c.Ticks, tick{X: x, Label: hour.Format("15:00")})
+		}
 	}
 	return c
 }
+
+// maxRetryingCount bounds the count of deliveries waiting for a retry
+// (a scan of the outbox).
+const maxRetryingCount = 100000
 
 type destRow struct {
 	app.DestInfo
@@ -253,40 +295,30 @@ type destRow struct {
 
 func (u *UI) overview(c *fiber.Ctx) error {
 	now := u.d.Now()
-	hour, day := u.d.Stats.Counts(time.Hour), u.d.Stats.Counts(24*time.Hour)
+	hours, err := u.d.Stats.Hours()
+	if err != nil {
+		u.d.Logger.Warn("read the hourly counts", "error", err)
+	}
+	hour, day := app.Sum(hours, 1), app.Sum(hours, app.CountHours)
 	type count struct {
-		Name      string
-		Hour, Day uint64
+		Name, Label string
+		Hour, Day   uint64
 	}
 	var counts []count
 	for k, name := range app.KindNames {
-		counts = append(counts, count{name, hour[k], day[k]})
+		counts = append(counts, count{name, app.KindLabels[k], hour[k], day[k]})
+	}
+	tables, terr := u.d.Stats.Tables()
+	if terr != nil {
+		u.d.Logger.Warn("read the counts by name", "error", terr)
 	}
 	var dests []destRow
-	for _, d := range u.d.Stats.Destinations() {
+	for _, d := range tables.Destinations {
 		n, _ := u.d.Store.Backlog(d.Name, 100000)
 		dests = append(dests, destRow{d, n})
 	}
 	pending, _ := u.d.Store.CountPending()
-	type routeRow struct {
-		Name                                              string
-		Received, Debounced, Deferred, Unkeyed, Delivered uint64
-		Reduction                                         float64
-	}
-	var routes []routeRow
-	for _, rt := range u.d.Config.Routes {
-		if rt.Key == nil || u.d.RouteStats == nil {
-			continue
-		}
-		if rs := u.d.RouteStats(rt.Name); rs != nil {
-			r := routeRow{Name: rt.Name, Received: rs.Received.Load(), Debounced: rs.Debounced.Load(),
-				Deferred: rs.Deferred.Load(), Unkeyed: rs.Unkeyed.Load(), Delivered: rs.Fired.Load(), Reduction: -1}
-			if r.Received > 0 {
-				r.Reduction = 1 - float64(r.Delivered+r.Unkeyed)/float64(r.Received)
-			}
-			routes = append(routes, r)
-		}
-	}
+	retrying, _ := u.d.Store.CountRetrying(maxRetryingCount)
 	poison, poisonTotal, _ := u.d.Store.Poisoned(10)
 	var backup map[string]any
 	if u.d.LastBackup != nil {
@@ -295,11 +327,15 @@ func (u *UI) overview(c *fiber.Ctx) error {
 	}
 	return u.render(c, 200, "overview", "Overview", map[string]any{
 		"Backup":       backup,
-		"Routes":       routes,
+		"Routes":       tables.Routes,
 		"Counts":       counts,
-		"Received":     newChart(u.d.Stats.Hourly(app.KindReceived), now),
-		"Delivered":    newChart(u.d.Stats.Hourly(app.KindDelivered), now),
-		"Sources":      u.d.Stats.Sources(),
+		"CountsErr":    err != nil || terr != nil,
+		"Since":        app.HourStart(app.Hour(now)),
+		"Received":     newChart(app.Series(hours, app.KindReceived), now),
+		"Delivered":    newChart(app.Series(hours, app.KindDelivered), now),
+		"Retrying":     retrying,
+		"RetryingMax":  retrying >= maxRetryingCount,
+		"Sources":      tables.Sources,
 		"Destinations": dests,
 		"Pending":      pending,
 		"Poison": map[string]any{"List": poison, "Total": poisonTotal,
@@ -346,7 +382,7 @@ func (u *UI) events(c *fiber.Ctx) error {
 	}
 	return u.render(c, 200, "events", "Events", map[string]any{"Rows": rows, "Next": nextURL, "Q": q,
 		"Since": c.Query("since"), "Until": c.Query("until"), "Sources": sources, "Error": bad,
-		"Statuses": []string{"delivered", "pending", "dead", "unrouted", "merged", "unreadable"}})
+		"Statuses": []string{"delivered", "pending", "waiting", "dead", "unrouted", "merged", "unreadable"}})
 }
 
 func parseWhen(v string) (time.Time, error) {

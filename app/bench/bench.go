@@ -1,8 +1,8 @@
 // Package bench is the load tool behind `hookbox bench`: it sends webhooks
 // signed for a source's provider to a server, closed or open loop, and
 // measures throughput, latency, CPU and (with -compare, which starts a
-// verify-only server and a real hookbox in this process) delivery to a
-// local sink. BENCHMARKS.md records what it measured.
+// verify-only server, a stateless relay and a real hookbox in this
+// process) delivery to a local sink. BENCHMARKS.md records what it measured.
 package bench
 
 import (
@@ -31,7 +31,7 @@ type Options struct {
 	Size     int           // body size in bytes
 	Dup      float64       // share of requests that resend an earlier event id
 	JSONOut  string        // also write the results as JSON to this file
-	Compare  bool          // run a verify-only server and a real hookbox here, print the ratio
+	Compare  bool          // run a verify-only server, a stateless relay and a real hookbox here, print the ratios
 	Provider string        // -compare: the provider that signs the load
 	Warmup   time.Duration // load before measuring (not counted)
 	// CPUProfile is a file for a CPU profile of this process (with

@@ -25,7 +25,7 @@ func runBench(ctx context.Context, c *command, args []string, stdout, stderr io.
 	fs.IntVar(&o.Size, "size", 2048, "body size in bytes")
 	fs.Float64Var(&o.Dup, "dup", 0, "share of requests that resend an earlier event id (0..1)")
 	fs.StringVar(&o.JSONOut, "json", "", "also write the results as JSON to this file")
-	fs.BoolVar(&o.Compare, "compare", false, "run a verify-only server and a real hookbox (route to a local sink) here, load both, print the ratio")
+	fs.BoolVar(&o.Compare, "compare", false, "run a verify-only server, a stateless relay (verify, forward to a local sink, store nothing) and a real hookbox (route to that sink) here, load each the same way, print the ratios")
 	fs.StringVar(&o.Provider, "provider", "shopify", "-compare: the provider that signs the load")
 	fs.DurationVar(&o.Warmup, "warmup", time.Second, "load before measuring (not counted)")
 	fs.BoolVar(&o.Deliver, "deliver", true, "-compare: route the events to a local sink while loading (false: ingest only)")

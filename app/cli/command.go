@@ -100,8 +100,9 @@ var commands = []*command{
 		help: "Sends webhooks signed for the source's provider, closed loop (-c connections) or\n" +
 			"open loop (-rate requests/s; latency counted from each request's scheduled time),\n" +
 			"and prints throughput, p50/p90/p99/max latency and counts by status.\n" +
-			"-compare runs, in this process, a verify-only Fiber server and a real hookbox with a\n" +
-			"route to a local sink, loads both the same way and prints the ratio.", run: runBench},
+			"-compare runs, in this process, a verify-only Fiber server (the ceiling), a stateless\n" +
+			"relay (verify, forward to a local sink, store nothing) and a real hookbox with a route\n" +
+			"to that sink, loads each the same way and prints the ratios.", run: runBench},
 	{name: "passwd", synopsis: "[-config FILE] [-data-dir DIR] [-generate]", summary: "set a new status page password (server running or stopped)",
 		help: "Reads a new password for the status page and the admin API, twice without echo from a\n" +
 			"terminal or one line from stdin (-generate: makes one and prints it), and stores its\n" +

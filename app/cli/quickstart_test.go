@@ -15,16 +15,15 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-)
 
-// repoRoot is the module's root, where README.md and config.toml are.
-const repoRoot = "../.."
+	"hookbox/app/cli/clitest"
+)
 
 // quickStart returns the commands of README's quick start, in order, with
 // their comments removed: the test runs what a reader copies.
 func quickStart(t *testing.T) []string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(clitest.Root(t), "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,15 +84,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func chromium() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
 // TestQuickStart walks README's quick start as written: build, start the
 // sink and the server, send, then a real browser logs in with the
 // password the server printed and finds the event delivered, and the sink
@@ -128,6 +118,7 @@ func TestQuickStart(t *testing.T) {
 	}
 
 	dir := t.TempDir()
+	repoRoot := clitest.Root(t)
 	config, err := os.ReadFile(filepath.Join(repoRoot, "config.toml"))
 	if err != nil {
 		t.Fatal(err)

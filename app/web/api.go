@@ -103,8 +103,8 @@ type deliveryJSON struct {
 	State       string        `json:"state"`
 	Attempts    int           `json:"attempts"`
 	Due         *time.Time    `json:"due,omitempty"`
-	Created     time.Time     `json:"created"`
-	Updated     time.Time     `json:"updated"`
+	Created     time.Time     `json:"created,omitzero"`
+	Updated     time.Time     `json:"updated,omitzero"`
 	LastStatus  int           `json:"last_status,omitempty"`
 	LastError   string        `json:"last_error,omitempty"`
 	History     []attemptJSON `json:"attempts_detail,omitempty"`
@@ -112,23 +112,32 @@ type deliveryJSON struct {
 
 type attemptJSON struct {
 	N          int       `json:"n"`
-	Start      time.Time `json:"start"`
+	Start      time.Time `json:"start,omitzero"`
 	DurationMS float64   `json:"duration_ms"`
 	Status     int       `json:"status,omitempty"`
 	Error      string    `json:"error,omitempty"`
 	Response   string    `json:"response,omitempty"`
 }
 
+// utc is t in UTC, so every time in an answer reads alike (RFC 3339,
+// "Z"); the zero time stays zero, for omitzero.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
+}
+
 // toJSON renders a delivery, with its attempts when given.
 func toJSON(d *app.Delivery, attempts ...*app.Attempt) deliveryJSON {
 	j := deliveryJSON{ID: d.ID, EventSeq: d.EventSeq, Destination: d.Destination, State: d.State.String(),
-		Attempts: d.Attempts, Created: d.Created, Updated: d.Updated, LastStatus: d.LastStatus, LastError: d.LastError}
-	if d.State == app.Pending {
-		due := d.Due
+		Attempts: d.Attempts, Created: utc(d.Created), Updated: utc(d.Updated), LastStatus: d.LastStatus, LastError: d.LastError}
+	if d.State == app.Pending && !d.Due.IsZero() {
+		due := d.Due.UTC()
 		j.Due = &due
 	}
 	for _, a := range attempts {
-		j.History = append(j.History, attemptJSON{N: a.N, Start: a.Start, DurationMS: float64(a.Duration.Microseconds()) / 1000,
+		j.History = append(j.History, attemptJSON{N: a.N, Start: utc(a.Start), DurationMS: float64(a.Duration.Microseconds()) / 1000,
 			Status: a.Status, Error: a.Error, Response: string(a.Response)})
 	}
 	return j
@@ -194,40 +203,76 @@ func (s *Server) storeError(c *fiber.Ctx, err error) error {
 	return s.sendError(c, app.Errorf(app.EUNAVAILABLE, "storage unavailable, retry later"))
 }
 
+// statsJSON is /api/v1/stats (docs/API.md).
+type statsJSON struct {
+	Counts       map[string]map[string]uint64 `json:"counts"`
+	Hourly       []hourJSON                   `json:"hourly"`
+	Sources      []app.SourceInfo             `json:"sources"`
+	Destinations []app.DestInfo               `json:"destinations"`
+	Routes       []routeJSON                  `json:"routes"`
+	Dead         int                          `json:"dead"`
+	Pending      int                          `json:"pending"`
+	Retrying     int                          `json:"retrying"`
+}
+
+// hourJSON is one hour of /api/v1/stats "hourly".
+type hourJSON struct {
+	Hour   time.Time         `json:"hour"`
+	Counts map[string]uint64 `json:"counts"`
+}
+
+type routeJSON struct {
+	Name      string  `json:"name"`
+	Received  uint64  `json:"received"`
+	Debounced uint64  `json:"debounced"`
+	Deferred  uint64  `json:"deferred"`
+	Unkeyed   uint64  `json:"unkeyed"`
+	Delivered uint64  `json:"delivered"`
+	Reduction float64 `json:"reduction"`
+}
+
 func (s *Server) handleStats(c *fiber.Ctx) error {
 	st := s.deps.Stats
-	hour, day := st.Counts(time.Hour), st.Counts(24*time.Hour)
-	counts := map[string]map[string]uint64{"last_hour": {}, "last_day": {}}
+	hours, err := st.Hours()
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	tables, err := st.Tables()
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	hour, day := app.Sum(hours, 1), app.Sum(hours, app.CountHours)
+	out := statsJSON{Counts: map[string]map[string]uint64{"last_hour": {}, "last_day": {}},
+		Hourly: make([]hourJSON, 0, app.CountHours), Sources: tables.Sources, Destinations: tables.Destinations, Routes: []routeJSON{}}
+	if out.Sources == nil {
+		out.Sources = []app.SourceInfo{}
+	}
+	if out.Destinations == nil {
+		out.Destinations = []app.DestInfo{}
+	}
 	for k, name := range app.KindNames {
-		counts["last_hour"][name], counts["last_day"][name] = hour[k], day[k]
+		out.Counts["last_hour"][name], out.Counts["last_day"][name] = hour[k], day[k]
 	}
-	type routeJSON struct {
-		Name      string  `json:"name"`
-		Received  uint64  `json:"received"`
-		Debounced uint64  `json:"debounced"`
-		Deferred  uint64  `json:"deferred"`
-		Unkeyed   uint64  `json:"unkeyed"`
-		Delivered uint64  `json:"delivered"`
-		Reduction float64 `json:"reduction"`
-	}
-	var routes []routeJSON
-	for _, rt := range s.cfg.Routes {
-		if rt.Key == nil || s.deps.Receiver == nil {
-			continue
+	cur := app.Hour(s.deps.Now())
+	for i, h := range hours {
+		m := make(map[string]uint64, app.NumKinds)
+		for k, name := range app.KindNames {
+			m[name] = h[k]
 		}
-		rs := s.deps.Receiver.RouteStats(rt.Name)
-		r := routeJSON{Name: rt.Name, Received: rs.Received.Load(), Debounced: rs.Debounced.Load(),
-			Deferred: rs.Deferred.Load(), Unkeyed: rs.Unkeyed.Load(), Delivered: rs.Fired.Load()}
-		if r.Received > 0 {
-			r.Reduction = 1 - float64(r.Delivered+r.Unkeyed)/float64(r.Received)
-		}
-		routes = append(routes, r)
+		out.Hourly = append(out.Hourly, hourJSON{Hour: app.HourStart(cur - int64(app.CountHours-1-i)), Counts: m})
 	}
-	dead, _ := s.deps.Store.CountDead()
-	pending, _ := s.deps.Store.CountPending()
-	return c.JSON(fiber.Map{"counts": counts, "sources": st.Sources(), "destinations": st.Destinations(),
-		"routes": routes, "dead": dead, "pending": pending})
+	for _, rt := range tables.Routes {
+		out.Routes = append(out.Routes, routeJSON{Name: rt.Name, Received: rt.Received, Debounced: rt.Merged,
+			Deferred: rt.Deferred, Unkeyed: rt.Unkeyed, Delivered: rt.Sent, Reduction: max(rt.Reduction(), 0)})
+	}
+	out.Dead, _ = s.deps.Store.CountDead()
+	out.Pending, _ = s.deps.Store.CountPending()
+	out.Retrying, _ = s.deps.UIStore.CountRetrying(maxRetrying)
+	return c.JSON(out)
 }
+
+// maxRetrying bounds the count of deliveries waiting for a retry.
+const maxRetrying = 100000
 
 type eventJSON struct {
 	Seq        uint64    `json:"seq"`
@@ -237,6 +282,8 @@ type eventJSON struct {
 	ReceivedAt time.Time `json:"received_at"`
 	Size       int       `json:"size"`
 	Status     string    `json:"status,omitempty"`
+	// WaitingUntil is when a "waiting" event's debounce window ends.
+	WaitingUntil time.Time `json:"waiting_until,omitzero"`
 }
 
 func (s *Server) handleEvents(c *fiber.Ctx) error {
@@ -261,7 +308,7 @@ func (s *Server) handleEvents(c *fiber.Ctx) error {
 	}
 	items := make([]eventJSON, 0, len(rows))
 	for _, r := range rows {
-		items = append(items, eventJSON{r.Seq, r.Source, r.ID, r.Topic, r.ReceivedAt, r.Size, r.Status})
+		items = append(items, eventJSON{r.Seq, r.Source, r.ID, r.Topic, utc(r.ReceivedAt), r.Size, r.Status, utc(r.WaitingUntil)})
 	}
 	out := fiber.Map{"items": items}
 	if next > 0 {
@@ -295,10 +342,13 @@ func (s *Server) handleEvent(c *fiber.Ctx) error {
 		deliveries = append(deliveries, toJSON(d, attempts...))
 	}
 	merged, _ := s.deps.UIStore.MergedInto(seq)
+	if merged == nil {
+		merged = []uint64{}
+	}
 	headers := map[string]string{}
 	for _, h := range ui.MaskHeaders(e.Header) {
 		headers[h.Name] = h.Value
 	}
-	return c.JSON(fiber.Map{"event": eventJSON{Seq: seq, Source: e.Source, ID: e.ID, Topic: e.Topic, ReceivedAt: e.ReceivedAt, Size: len(e.Body)},
+	return c.JSON(fiber.Map{"event": eventJSON{Seq: seq, Source: e.Source, ID: e.ID, Topic: e.Topic, ReceivedAt: utc(e.ReceivedAt), Size: len(e.Body)},
 		"headers": headers, "body": string(e.Body), "deliveries": deliveries, "merged": merged})
 }

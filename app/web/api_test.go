@@ -173,9 +173,9 @@ func TestAPI_DeadLettersAndReplay(t *testing.T) {
 }
 
 func TestAPI_Backup(t *testing.T) {
-	s, db, _ := newAPIServer(t, apiConfig)
+	_, db, _ := newAPIServer(t, apiConfig)
 	dir := t.TempDir()
-	s = web.New(mustConfig(t, apiConfig), web.Deps{Store: db, Health: db.Ping,
+	s := web.New(mustConfig(t, apiConfig), web.Deps{Store: db, Health: db.Ping,
 		Login:  func(u, p string) bool { return u == "ops" && p == "pw-1234" },
 		Backup: func() (*os.File, int64, error) { return db.Backup(dir) }})
 	addr := serve(t, s.App())

@@ -14,7 +14,7 @@ import (
 )
 
 // The plain-HTTP listener next to HTTPS (files mode here; ACME mode in
-// acme_test.go at the root): a POST, whose body and token have already
+// app/cli/acme_test.go): a POST, whose body and token have already
 // crossed the network in clear, is refused with 403 and a message that
 // names the https address, never redirected; GET and HEAD are redirected
 // to the configured host whatever Host the request names.

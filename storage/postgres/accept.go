@@ -120,9 +120,10 @@ func transient(err error) bool {
 // acceptSQL is the whole accept of a group in one statement: the ids
 // (ordered, so that two groups lock them in the same order), the events of
 // the ids that were new or expired, their deliveries, and the NOTIFY that
-// tells the other nodes, delivered at commit. It returns (i, seq) per
+// tells the other nodes, delivered at commit, and the hour's counts (in
+// the committer's own shard). It returns (i, seq) per
 // accepted write, and (-1, 0) when it notified.
-const acceptSQL = `
+var acceptSQL = `
 WITH input AS (
 	SELECT * FROM unnest($1::int[], $2::text[], $3::bytea[], $4::timestamptz[], $5::timestamptz[], $6::bytea[], $7::bytea[], $8::bytea[], $9::bool[])
 		AS t(i, source, id, received, expires, topic, headers, body, opens)
@@ -144,6 +145,15 @@ WITH input AS (
 	ORDER BY d.ord
 ), n AS (
 	SELECT pg_notify($12, $13) FROM (SELECT 1 FROM acc WHERE opens LIMIT 1) o
+), cnt AS (
+	INSERT INTO hookbox_counts AS c (hour, node, shard, received, accepted)
+	SELECT ` + hourOf + `received` + hourEnd + `, $13, $14, count(*), count(*) FROM acc GROUP BY 1` + countsUpsert + `
+), ncnt AS (
+	INSERT INTO hookbox_name_counts AS c (hour, kind, name, node, shard, n)
+	SELECT ` + hourOf + `received` + hourEnd + `, ` + kindSQL(app.SourceAccepted) + `, source, $13, $14, count(*) FROM acc GROUP BY 1, 3` + nameUpsert + `
+), lst AS (
+	INSERT INTO hookbox_last AS l (kind, name, node, shard, at)
+	SELECT ` + kindSQL(app.SourceAccepted) + `, source, $13, $14, max(received) FROM acc GROUP BY 2` + lastUpsert + `
 )
 SELECT i, seq FROM acc
 UNION ALL SELECT -1, 0 FROM n`
@@ -165,7 +175,7 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 		}
 		first[k] = true
 		todo = append(todo, w)
-		debounce = debounce || w.plan != nil && len(w.plan.Debounce) > 0
+		debounce = debounce || w.plan != nil && len(w.plan.Debounce)+len(w.plan.Unkeyed) > 0
 	}
 	var (
 		is                []int32
@@ -195,7 +205,9 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 			}
 		}
 	}
-	args := []any{is, sources, ids, received, expires, topics, hdrs, bodies, opens, dlIndex, dlDest, d.channel, d.node}
+	shard := d.takeShard()
+	defer d.giveShard(shard)
+	args := []any{is, sources, ids, received, expires, topics, hdrs, bodies, opens, dlIndex, dlDest, d.channel, d.node, shard}
 	var accepted []*acceptWrite
 	opened := false
 	run := func(q querier) error {
@@ -238,7 +250,10 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 			if err := run(tx); err != nil {
 				return err
 			}
-			return applyDebounces(ctx, tx, accepted)
+			if err := applyDebounces(ctx, tx, accepted); err != nil {
+				return err
+			}
+			return countRoutes(ctx, tx, accepted, d.node, shard)
 		})
 	}
 	if err != nil {
@@ -293,6 +308,59 @@ func applyDebounces(ctx context.Context, tx pgx.Tx, accepted []*acceptWrite) err
 		if err := applyDebounce(ctx, tx, s.op, s.seq, s.at); err != nil {
 			return fmt.Errorf("debounce %s: %w", s.op.Route, err)
 		}
+	}
+	return nil
+}
+
+// countRoutes adds the accepted writes' debounce steps to their hours'
+// counts (merged) and to their routes' counts, in tx.
+func countRoutes(ctx context.Context, tx pgx.Tx, accepted []*acceptWrite, node string, shard int32) error {
+	merged := map[int64]int64{}
+	type key struct {
+		h     int64
+		kind  app.NameKind
+		route string
+	}
+	named := map[key]int64{}
+	for _, w := range accepted {
+		if w.plan == nil {
+			continue
+		}
+		h := app.Hour(w.e.ReceivedAt)
+		for _, op := range w.plan.Debounce {
+			named[key{h, app.RouteReceived, op.Route}]++
+			switch op.Result {
+			case app.Merged:
+				merged[h]++
+				named[key{h, app.RouteMerged, op.Route}]++
+			case app.Deferred:
+				named[key{h, app.RouteDeferred, op.Route}]++
+			}
+		}
+		for _, r := range w.plan.Unkeyed {
+			named[key{h, app.RouteReceived, r}]++
+			named[key{h, app.RouteUnkeyed, r}]++
+		}
+	}
+	for h, n := range merged {
+		if _, err := tx.Exec(ctx, `INSERT INTO hookbox_counts AS c (hour, node, shard, debounced) VALUES ($1, $2, $3, $4)`+countsUpsert,
+			h, node, shard, n); err != nil {
+			return fmt.Errorf("count merged: %w", err)
+		}
+	}
+	if len(named) == 0 {
+		return nil
+	}
+	var hours, ns []int64
+	var kinds []int16
+	var routes []string
+	for k, n := range named {
+		hours, kinds, routes, ns = append(hours, k.h), append(kinds, int16(k.kind)), append(routes, k.route), append(ns, n)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO hookbox_name_counts AS c (hour, kind, name, node, shard, n)
+	SELECT h, k, r, $5, $6, n FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::bigint[]) AS t(h, k, r, n)`+nameUpsert,
+		hours, kinds, routes, ns, node, shard); err != nil {
+		return fmt.Errorf("count routes: %w", err)
 	}
 	return nil
 }

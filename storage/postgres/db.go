@@ -97,6 +97,7 @@ type DB struct {
 	leader   atomic.Bool
 	commits  atomic.Uint64
 	writes   atomic.Uint64
+	counts   counts // what AddCounts took (counts.go)
 }
 
 var _ storage.Store = (*DB)(nil)
@@ -155,6 +156,9 @@ func Open(ctx context.Context, rawURL string, opt Options) (*DB, error) {
 		queue:   make(chan *acceptWrite, maxGroup),
 		stop:    make(chan struct{}),
 	}
+	d.counts.pending = map[int64]*app.Counts{}
+	d.counts.named = map[hourName]uint64{}
+	d.counts.shards = make(chan int32, 64)
 	if err := d.init(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -163,8 +167,9 @@ func Open(ctx context.Context, rawURL string, opt Options) (*DB, error) {
 		d.done.Add(1)
 		go d.committer()
 	}
-	d.done.Add(1)
+	d.done.Add(2)
 	go d.listen()
+	go d.flusher()
 	return d, nil
 }
 
@@ -314,6 +319,9 @@ func (d *DB) Close() error {
 	d.done.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if err := d.flushCounts(ctx); err != nil {
+		d.logger.Warn("write the hourly counts at close: the ones since the last write are lost", "error", err)
+	}
 	tag, err := d.pool.Exec(ctx, "UPDATE hookbox_deliveries SET run_at = due, leased_by = NULL WHERE leased_by = $1 AND state = 1", d.node)
 	if err == nil && tag.RowsAffected() > 0 {
 		d.notify(ctx)

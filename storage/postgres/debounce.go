@@ -108,8 +108,8 @@ func prune(times []time.Time, w time.Duration, now time.Time) []time.Time {
 // without a rate-limit window goes; a deferred send takes its slot in the
 // window), and notifies the other nodes. It returns (route, fired) per
 // route, and ("", -1) when it notified. Rows another node is firing are
-// skipped.
-const fireSQL = `
+// skipped. It counts what fired per route in this node's shard $6.
+var fireSQL = `
 WITH f AS MATERIALIZED (
 	SELECT route, key, event_seq, deferred, merged, dests, window_ns
 	FROM hookbox_debounce WHERE due IS NOT NULL AND due <= $1
@@ -144,6 +144,9 @@ WITH f AS MATERIALIZED (
 	FROM f WHERE k.route = f.route AND k.key = f.key AND f.window_ns > 0
 ), n AS (
 	SELECT pg_notify($3, $4) FROM (SELECT 1 FROM live LIMIT 1) o
+), sent AS (
+	INSERT INTO hookbox_name_counts AS c (hour, kind, name, node, shard, n)
+	SELECT ` + hourOf + `$1::timestamptz` + hourEnd + `, ` + kindSQL(app.RouteSent) + `, route, $4, $6, count(*) FROM live GROUP BY route` + nameUpsert + `
 )
 SELECT route, count(*) FROM live GROUP BY route
 UNION ALL SELECT '', -1 FROM n`
@@ -162,7 +165,9 @@ func (d *DB) FirePending(now time.Time) (map[string]int, time.Time, error) {
 		return nil, next, err
 	}
 	fired := map[string]int{}
-	rows, err := d.pool.Query(ctx, fireSQL, now, firePendingChunk, d.channel, d.node, time.Time{})
+	shard := d.takeShard()
+	defer d.giveShard(shard)
+	rows, err := d.pool.Query(ctx, fireSQL, now, firePendingChunk, d.channel, d.node, time.Time{}, shard)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("fire pending deliveries: %w", d.committed(err))
 	}

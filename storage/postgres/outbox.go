@@ -289,19 +289,34 @@ func (b byDue) Swap(i, j int) {
 // delivery on (to the next step of its schedule unless the attempt was
 // early), ending this node's lease; it returns (id, attempt number)
 // per delivery that exists.
-const recordSQL = `
+var recordSQL = `
 WITH r AS (
-	SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::timestamptz[], $4::timestamptz[], $5::bigint[], $6::int[], $7::text[], $8::bytea[], $9::bool[])
-		AS r(id, state, due, started, duration_ns, status, error, response, early)
+	SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::timestamptz[], $4::timestamptz[], $5::bigint[], $6::int[], $7::text[], $8::bytea[], $9::bool[], $12::text[])
+		AS r(id, state, due, started, duration_ns, status, error, response, early, last)
 ), u AS (
 	UPDATE hookbox_deliveries d SET attempts = d.attempts + 1, tries = d.tries + CASE WHEN r.early THEN 0 ELSE 1 END, state = r.state, due = r.due,
 		run_at = CASE WHEN r.state = 1 THEN r.due END, leased_by = NULL,
 		updated = r.started + r.duration_ns / 1000 * interval '1 microsecond', last_status = r.status, last_error = r.error
 	FROM r WHERE d.id = r.id
-	RETURNING d.id, d.attempts
+	RETURNING d.id, d.attempts, d.destination
 ), a AS (
 	INSERT INTO hookbox_attempts (delivery_id, n, started, duration_ns, status, error, response)
 	SELECT r.id, u.attempts, r.started, r.duration_ns, r.status, r.error, r.response FROM r JOIN u USING (id)
+), c AS (
+	INSERT INTO hookbox_counts AS c (hour, node, shard, delivered, retrying, dead)
+	SELECT ` + hourOf + `r.started + r.duration_ns / 1000 * interval '1 microsecond'` + hourEnd + `, $10, $11,
+		count(*) FILTER (WHERE r.state = 2), count(*) FILTER (WHERE r.state = 1), count(*) FILTER (WHERE r.state = 3)
+	FROM r JOIN u USING (id) GROUP BY 1` + countsUpsert + `
+), nc AS (
+	INSERT INTO hookbox_name_counts AS c (hour, kind, name, node, shard, n)
+	SELECT ` + hourOf + `r.started + r.duration_ns / 1000 * interval '1 microsecond'` + hourEnd + `,
+		CASE WHEN r.state = 2 THEN ` + kindSQL(app.DestDelivered) + ` ELSE ` + kindSQL(app.DestFailed) + ` END, u.destination, $10, $11, count(*)
+	FROM r JOIN u USING (id) GROUP BY 1, 2, 3` + nameUpsert + `
+), le AS (
+	INSERT INTO hookbox_last AS l (kind, name, node, shard, at, text)
+	SELECT DISTINCT ON (u.destination) ` + kindSQL(app.DestFailed) + `, u.destination, $10, $11,
+		r.started + r.duration_ns / 1000 * interval '1 microsecond', r.last
+	FROM r JOIN u USING (id) WHERE r.state <> 2 ORDER BY u.destination, r.started + r.duration_ns / 1000 * interval '1 microsecond' DESC` + lastUpsert + `
 )
 SELECT id, attempts FROM u`
 
@@ -320,6 +335,8 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 	defer d.inflight.Done()
 	ctx, cancel := opCtx()
 	defer cancel()
+	shard := d.takeShard()
+	defer d.giveShard(shard)
 	// A delivery recorded twice in one batch takes two rounds.
 	var rounds [][]int
 	seen := map[uint64]int{}
@@ -338,7 +355,7 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 				states       []int16
 				dues, starts []time.Time
 				statuses     []int32
-				texts        []string
+				texts, lasts []string
 				responses    [][]byte
 				early        []bool
 				byID         = map[int64]int{}
@@ -353,12 +370,13 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 				durs = append(durs, int64(a.Duration))
 				statuses = append(statuses, int32(a.Status))
 				texts = append(texts, pgText(a.Error))
+				lasts = append(lasts, pgText(app.AttemptError(a)))
 				responses = append(responses, nonNil(a.Response))
 				early = append(early, r.Early)
 				byID[int64(r.ID)] = i
 				errs[i] = fmt.Errorf("delivery %d: %w", r.ID, app.ErrNotFound)
 			}
-			rows, err := q.Query(ctx, recordSQL, ids, states, dues, starts, durs, statuses, texts, responses, early)
+			rows, err := q.Query(ctx, recordSQL, ids, states, dues, starts, durs, statuses, texts, responses, early, d.node, shard, lasts)
 			if err != nil {
 				return err
 			}
@@ -499,6 +517,12 @@ func (d *DB) CountDead() (int, error) {
 // debounced ones included.
 func (d *DB) CountPending() (int, error) {
 	return d.count("SELECT (SELECT count(*) FROM hookbox_deliveries WHERE state = 1) + (SELECT count(*) FROM hookbox_debounce WHERE due IS NOT NULL)")
+}
+
+// CountRetrying returns how many pending deliveries have had an attempt
+// (and wait for a retry), counting at most limit.
+func (d *DB) CountRetrying(limit int) (int, error) {
+	return d.count("SELECT count(*) FROM (SELECT 1 FROM hookbox_deliveries WHERE state = 1 AND attempts > 0 LIMIT $1) b", limit)
 }
 
 // Backlog returns how many deliveries to dest are pending, counting at

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"hookbox/app"
 )
@@ -21,10 +22,13 @@ const maxScan = 20000
 
 // statusSQL is an event's status from its deliveries: the worst of dead,
 // pending, delivered; "merged" when debouncing folded it into another;
-// else "unrouted". w is the event's row.
+// "waiting" when it is the event of a debounced delivery whose window is
+// open; else "unrouted". w is the event's row.
 const statusSQL = `(SELECT CASE max(CASE d.state WHEN 3 THEN 3 WHEN 1 THEN 2 ELSE 1 END)
 		WHEN 3 THEN 'dead' WHEN 2 THEN 'pending' WHEN 1 THEN 'delivered'
-		ELSE CASE WHEN EXISTS (SELECT 1 FROM hookbox_merged m WHERE m.merged_seq = w.seq) THEN 'merged' ELSE 'unrouted' END END
+		ELSE CASE WHEN EXISTS (SELECT 1 FROM hookbox_merged m WHERE m.merged_seq = w.seq) THEN 'merged'
+			WHEN EXISTS (SELECT 1 FROM hookbox_debounce k WHERE k.event_seq = w.seq AND k.due IS NOT NULL) THEN 'waiting'
+			ELSE 'unrouted' END END
 	FROM hookbox_deliveries d WHERE d.event_seq = w.seq)`
 
 // ListEvents returns events matching q, newest first, and the cursor for
@@ -119,7 +123,8 @@ func (d *DB) summaries(ctx context.Context, window string, q app.EventQuery, arg
 		where = " WHERE " + strings.Join(conds, " AND ")
 	}
 	args = append(args, q.Limit+1)
-	sql := `SELECT seq, source, id, topic, received_at, size, status FROM (
+	sql := `SELECT seq, source, id, topic, received_at, size, status,
+		CASE WHEN status = 'waiting' THEN (SELECT min(k.due) FROM hookbox_debounce k WHERE k.event_seq = s.seq) END FROM (
 	SELECT w.seq, w.source, w.id, w.topic, w.received_at, length(w.body) AS size, ` + statusSQL + ` AS status
 	FROM (` + window + `) w
 ) s` + where + " ORDER BY seq DESC LIMIT $" + strconv.Itoa(len(args))
@@ -131,8 +136,9 @@ func (d *DB) summaries(ctx context.Context, window string, q app.EventQuery, arg
 		var s app.EventSummary
 		var seq int64
 		var id, topic []byte
-		err := r.Scan(&seq, &s.Source, &id, &topic, &s.ReceivedAt, &s.Size, &s.Status)
-		s.Seq, s.ID, s.Topic = uint64(seq), string(id), string(topic)
+		var until pgtype.Timestamptz
+		err := r.Scan(&seq, &s.Source, &id, &topic, &s.ReceivedAt, &s.Size, &s.Status, &until)
+		s.Seq, s.ID, s.Topic, s.WaitingUntil = uint64(seq), string(id), string(topic), until.Time
 		return s, err
 	})
 }

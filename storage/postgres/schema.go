@@ -45,6 +45,14 @@ const (
 //	hookbox_poison      id → a record set aside because it could not be decoded (an event's
 //	                    headers), newest first by the primary key.
 //	hookbox_meta        name → value: small settings (the status password's hash).
+//	hookbox_counts      (unix hour, node, shard) → the status page's counts of that hour,
+//	                    added to in the transactions that accept events and record
+//	                    attempts (counts.go); the page sums the rows of an hour.
+//	hookbox_name_counts (unix hour, kind, name, node, shard) → a count by source,
+//	                    destination or route (app.NameKind), written as hookbox_counts.
+//	hookbox_last        (kind, name, node, shard) → the last accepted event of a source
+//	                    and the last failed attempt (with its error) of a destination;
+//	                    the newest row of a (kind, name) counts.
 //	hookbox_schema_version  the versions applied.
 var migrations = []string{
 	// 1: the first schema.
@@ -132,6 +140,45 @@ CREATE TABLE hookbox_poison (
 	reason      text NOT NULL,
 	delivery    bigint NOT NULL DEFAULT 0,
 	destination text NOT NULL DEFAULT ''
+);
+`,
+	// 2: the hourly counts of the status page.
+	`
+CREATE TABLE hookbox_counts (
+	hour      bigint NOT NULL,
+	node      text NOT NULL,
+	shard     integer NOT NULL,
+	received  bigint NOT NULL DEFAULT 0,
+	accepted  bigint NOT NULL DEFAULT 0,
+	duplicate bigint NOT NULL DEFAULT 0,
+	rejected  bigint NOT NULL DEFAULT 0,
+	debounced bigint NOT NULL DEFAULT 0,
+	delivered bigint NOT NULL DEFAULT 0,
+	retrying  bigint NOT NULL DEFAULT 0,
+	dead      bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (hour, node, shard)
+);
+`,
+	// 3: the overview's counts by source, destination and route, and the
+	// last accepted event and failed attempt.
+	`
+CREATE TABLE hookbox_name_counts (
+	hour  bigint NOT NULL,
+	kind  smallint NOT NULL,
+	name  text NOT NULL,
+	node  text NOT NULL,
+	shard integer NOT NULL,
+	n     bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (hour, kind, name, node, shard)
+);
+CREATE TABLE hookbox_last (
+	kind  smallint NOT NULL,
+	name  text NOT NULL,
+	node  text NOT NULL,
+	shard integer NOT NULL,
+	at    timestamptz NOT NULL,
+	text  text NOT NULL DEFAULT '',
+	PRIMARY KEY (kind, name, node, shard)
 );
 `,
 }

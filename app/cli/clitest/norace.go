@@ -1,0 +1,6 @@
+//go:build !race
+
+package clitest
+
+// RaceEnabled reports whether the tests run with the race detector.
+const RaceEnabled = false

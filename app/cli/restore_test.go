@@ -1,0 +1,291 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"hookbox/storage"
+)
+
+// ackedEvent is an event hookbox answered "accepted", and when the answer came.
+type ackedEvent struct {
+	id string
+	at time.Time
+}
+
+// loadGH posts signed events to the gh source from workers until stop is
+// closed, and returns what was accepted. Every answer must be 200 accepted.
+func loadGH(t *testing.T, addr, prefix string, workers int, stop <-chan struct{}) func() []ackedEvent {
+	var mu sync.Mutex
+	var acked []ackedEvent
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 10 * time.Second}
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("%s-%d-%d", prefix, w, i)
+				body := []byte(fmt.Sprintf(`{"n": %d, "w": %d}`, i, w))
+				req, _ := http.NewRequest("POST", "http://"+addr+"/in/gh", bytes.NewReader(body))
+				for k, v := range githubHeaders(body, e2eSecret, id) {
+					req.Header.Set(k, v)
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Errorf("post %s: %v", id, err)
+					return
+				}
+				raw, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || !strings.Contains(string(raw), `"accepted"`) {
+					t.Errorf("post %s: %d %s", id, resp.StatusCode, raw)
+					return
+				}
+				mu.Lock()
+				acked = append(acked, ackedEvent{id, time.Now()})
+				mu.Unlock()
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+	}
+	return func() []ackedEvent { wg.Wait(); return acked }
+}
+
+var backupNameRE = regexp.MustCompile(`^hookbox-\d{6,}-(\d{8}-\d{6})\.db$`)
+
+// A scheduled backup taken under load restores into a working hookbox:
+// every event accepted before the backup is there, its id is still a
+// duplicate, and its delivery, pending when the backup was taken, goes out.
+func TestBackupRestore_EndToEnd(t *testing.T) {
+	sink := newLedgerSink(t, 503) // the destination is down while the backups are taken
+	dir := t.TempDir()
+	backups := filepath.Join(dir, "backups")
+	config := writeConfig(t, dir, destinationConfig(sink.url, `["1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s"]`),
+		fmt.Sprintf("[backup]\nschedule = \"@every 1s\"\nkeep = 3\ndir = %q\n", backups))
+	p := start(t, config)
+
+	stop := make(chan struct{})
+	loadStart := time.Now()
+	wait := loadGH(t, p.addr, "b", 4, stop)
+	// Take the first backup started at least a second into the load.
+	var chosen string
+	var taken time.Time
+	deadline := time.Now().Add(30 * time.Second)
+	for chosen == "" {
+		if time.Now().After(deadline) {
+			close(stop)
+			wait()
+			t.Fatalf("no backup in %s after 30 s:\n%s", backups, p.logText())
+		}
+		time.Sleep(100 * time.Millisecond)
+		ents, _ := os.ReadDir(backups)
+		for _, e := range ents {
+			m := backupNameRE.FindStringSubmatch(e.Name())
+			if m == nil {
+				continue
+			}
+			at, _ := time.Parse("20060102-150405", m[1])
+			if at.After(loadStart.Add(time.Second)) {
+				// Copy it aside before keep = 3 prunes it.
+				data, err := os.ReadFile(filepath.Join(backups, e.Name()))
+				if err != nil {
+					continue
+				}
+				chosen, taken = filepath.Join(t.TempDir(), e.Name()), at
+				if err := os.WriteFile(chosen, data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the load goes on after the backup
+	close(stop)
+	acked := wait()
+	var before []string
+	for _, a := range acked {
+		if a.at.Before(taken) { // answered before the backup's transaction began
+			before = append(before, a.id)
+		}
+	}
+	if len(before) == 0 || len(before) == len(acked) {
+		t.Fatalf("%d of %d events accepted before the backup at %s: the test needs some on each side", len(before), len(acked), taken)
+	}
+	t.Logf("%d events accepted, %d before the backup %s", len(acked), len(before), filepath.Base(chosen))
+
+	// keep = 3: older backups were pruned while the schedule ran.
+	time.Sleep(1500 * time.Millisecond)
+	if ents, _ := os.ReadDir(backups); len(ents) > 3 {
+		t.Errorf("keep = 3 but %d files in %s", len(ents), backups)
+	}
+
+	// The status page shows the last backup.
+	req, _ := http.NewRequest("GET", "http://"+p.addr+"/", nil)
+	req.SetBasicAuth("admin", "pw-e2e")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), "Last backup:") {
+		t.Errorf("the overview does not show the last backup:\n%s", page)
+	}
+
+	// restore refuses while hookbox holds the data file.
+	began := time.Now()
+	out, errOut, code := hookboxEnv(t, "restore", "-config", config, chosen)
+	if code != 1 || !strings.Contains(errOut, "locked by another process") || time.Since(began) > 10*time.Second {
+		t.Fatalf("restore under a running hookbox: exit %d after %s\n%s%s", code, time.Since(began), out, errOut)
+	}
+	p.stop(t)
+
+	out, errOut, code = hookboxEnv(t, "restore", "-config", config, chosen)
+	if code != 0 || !strings.Contains(out, "bbolt check passed") || !strings.Contains(out, ".replaced-") {
+		t.Fatalf("restore: exit %d\n%s%s", code, out, errOut)
+	}
+	replaced := regexp.MustCompile(`kept as (\S+)`).FindStringSubmatch(out)
+	if replaced == nil {
+		t.Fatalf("restore does not say where the replaced file is:\n%s", out)
+	}
+	if fi, err := os.Stat(replaced[1]); err != nil || fi.Size() == 0 {
+		t.Fatalf("the replaced data file: %v", err)
+	}
+
+	// The restored hookbox: ids remembered, pending deliveries go out.
+	sink.code.Store(200)
+	p = start(t, config)
+	for _, id := range before {
+		body := []byte("{}")
+		if r := post(t, p.addr, "gh", body, githubHeaders(body, e2eSecret, id)); r.code != 200 || r.body["status"] != "duplicate" {
+			t.Fatalf("after restore, %s: %d %v; want duplicate", id, r.code, r.body)
+		}
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		missing := sink.missing(before)
+		if len(missing) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d events in the backup never reached the sink, e.g. %v", len(missing), len(before), missing[:min(5, len(missing))])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.stop(t)
+}
+
+// hookboxEnv runs the binary with the e2e environment.
+func hookboxEnv(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	t.Setenv("E2E_GH_SECRET", e2eSecret)
+	t.Setenv("E2E_STATUS_PASSWORD", "pw-e2e")
+	return hookbox(t, nil, args...)
+}
+
+// A backup that cannot be written (its dir is under a regular file, which
+// stops root too) sends one alert and ingest goes on answering.
+func TestBackup_FailureAlertsIngestGoesOn(t *testing.T) {
+	var mu sync.Mutex
+	var alerts []string
+	alertSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct{ Text string }
+		json.NewDecoder(r.Body).Decode(&m)
+		mu.Lock()
+		alerts = append(alerts, m.Text)
+		mu.Unlock()
+	}))
+	defer alertSrv.Close()
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "file")
+	if err := os.WriteFile(blocker, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := writeConfig(t, dir, fmt.Sprintf("[status]\npassword_env = \"E2E_STATUS_PASSWORD\"\n[backup]\nschedule = \"@every 1s\"\ndir = %q\n\n[alerts]\nurl = %q\n",
+		filepath.Join(blocker, "backups"), alertSrv.URL))
+	p := start(t, config)
+
+	stop := make(chan struct{})
+	wait := loadGH(t, p.addr, "f", 2, stop)
+	time.Sleep(3500 * time.Millisecond) // three failed runs at least
+	close(stop)
+	acked := wait()
+	if len(acked) == 0 {
+		t.Fatal("nothing was accepted while backups failed")
+	}
+	mu.Lock()
+	got := append([]string(nil), alerts...)
+	mu.Unlock()
+	if len(got) != 1 || !strings.Contains(got[0], "backup failed") {
+		t.Errorf("alerts = %q; want one about the failed backup", got)
+	}
+	req, _ := http.NewRequest("GET", "http://"+p.addr+"/", nil)
+	req.SetBasicAuth("admin", "pw-e2e")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), "No backup yet.") || !strings.Contains(string(page), "The latest backup failed") {
+		t.Errorf("the overview does not show the failing backups:\n%s", page)
+	}
+	if n := strings.Count(p.logText(), "backup failed"); n < 2 {
+		t.Errorf("%d failed backups logged; want 2 at least:\n%s", n, p.logText())
+	}
+	p.stop(t)
+}
+
+// restore refuses a damaged copy with a message, even where bbolt's own
+// check would crash on it, and changes nothing.
+func TestRestore_DamagedCopy(t *testing.T) {
+	dir := t.TempDir()
+	config := writeConfig(t, dir)
+	p := start(t, config)
+	body := []byte("{}")
+	post(t, p.addr, "gh", body, githubHeaders(body, e2eSecret, "keep-me"))
+	p.stop(t)
+	dataFile := filepath.Join(dir, "data", storage.FileName)
+	before, err := os.ReadFile(dataFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := append([]byte(nil), before...)
+	for i := 2 * 4096; i+64 < len(damaged); i += 4096 { // every page after the two metas
+		for j := 16; j < 64; j++ {
+			damaged[i+j] ^= 0x5a
+		}
+	}
+	for name, data := range map[string][]byte{"damaged.db": damaged, "text.db": []byte("not a database\n")} {
+		bad := filepath.Join(t.TempDir(), name)
+		os.WriteFile(bad, data, 0o600)
+		out, errOut, code := hookboxEnv(t, "restore", "-config", config, bad)
+		if code != 1 || !strings.Contains(errOut, "nothing was changed") || strings.Contains(errOut, "goroutine") {
+			t.Errorf("restore of %s: exit %d\n%s%s", name, code, out, errOut)
+		}
+	}
+	after, _ := os.ReadFile(dataFile)
+	if !bytes.Equal(before, after) {
+		t.Error("a refused restore changed the data file")
+	}
+	if matches, _ := filepath.Glob(dataFile + ".replaced-*"); len(matches) > 0 {
+		t.Errorf("a refused restore left %v", matches)
+	}
+}

@@ -1,0 +1,220 @@
+// Reading a config file: the raw TOML shapes, LoadConfig and ParseConfig
+// (decode, refuse unknown keys, then validate: config_validate.go), and the
+// partial loads of commands that need one key.
+
+package app
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+
+	"github.com/BurntSushi/toml"
+)
+
+// The raw TOML shapes. Durations are strings so that errors can name the key.
+type rawConfig struct {
+	Server      rawServer        `toml:"server"`
+	Status      rawStatus        `toml:"status"`
+	Source      []rawSource      `toml:"source"`
+	Destination []rawDestination `toml:"destination"`
+	Route       []rawRoute       `toml:"route"`
+	Retention   rawRetention     `toml:"retention"`
+	Alerts      rawAlerts        `toml:"alerts"`
+	Backup      rawBackup        `toml:"backup"`
+	Storage     rawStorage       `toml:"storage"`
+}
+
+type rawBackup struct {
+	Schedule string `toml:"schedule"`
+	Dir      string `toml:"dir"`
+	Keep     *int   `toml:"keep"`
+}
+
+type rawStatus struct {
+	User          string `toml:"user"`
+	Password      string `toml:"password"`
+	PasswordEnv   string `toml:"password_env"`
+	MetricsPublic bool   `toml:"metrics_public"`
+}
+
+type rawAlerts struct {
+	DeadLettersOver *int   `toml:"dead_letters_over"`
+	URL             string `toml:"url"`
+	URLEnv          string `toml:"url_env"`
+	Check           string `toml:"check"`
+}
+
+type rawDestination struct {
+	Name        string            `toml:"name"`
+	URL         string            `toml:"url"`
+	Secret      string            `toml:"secret"`
+	SecretEnv   string            `toml:"secret_env"`
+	Timeout     string            `toml:"timeout"`
+	Retry       *[]string         `toml:"retry"`
+	Headers     map[string]string `toml:"headers"`
+	Concurrency *int              `toml:"concurrency"`
+}
+
+type rawRoute struct {
+	Name      string   `toml:"name"`
+	Source    string   `toml:"source"`
+	Topics    []string `toml:"topics"`
+	To        []string `toml:"to"`
+	Key       string   `toml:"key"`
+	Debounce  string   `toml:"debounce"`
+	RateLimit string   `toml:"rate_limit"`
+}
+
+type rawServer struct {
+	Listen       string `toml:"listen"`
+	PublicURL    string `toml:"public_url"`
+	DataDir      string `toml:"data_dir"`
+	MaxBodyBytes *int   `toml:"max_body_bytes"`
+
+	CertFile      string  `toml:"cert_file"`
+	KeyFile       string  `toml:"key_file"`
+	Domain        string  `toml:"domain"`
+	ACMEEmail     string  `toml:"acme_email"`
+	ACMEDirectory string  `toml:"acme_directory"`
+	HTTPListen    *string `toml:"http_listen"`
+
+	TrustedProxies      []string `toml:"trusted_proxies"`
+	MaxConnections      *int     `toml:"max_connections"`
+	MaxConnectionsPerIP *int     `toml:"max_connections_per_ip"`
+}
+
+type rawSource struct {
+	Name              string   `toml:"name"`
+	Provider          string   `toml:"provider"`
+	Secret            string   `toml:"secret"`
+	Secrets           []string `toml:"secrets"`
+	SecretEnv         string   `toml:"secret_env"`
+	SecretsEnv        []string `toml:"secrets_env"`
+	Tolerance         string   `toml:"tolerance"`
+	ID                string   `toml:"id"`
+	Topic             string   `toml:"topic"`
+	SignatureHeader   string   `toml:"signature_header"`
+	SignatureEncoding string   `toml:"signature_encoding"`
+	SignaturePrefix   string   `toml:"signature_prefix"`
+}
+
+type rawRetention struct {
+	EventIDs string `toml:"event_ids"`
+	Events   string `toml:"events"`
+	Sweep    string `toml:"sweep"`
+}
+
+var sourceName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// LoadConfig reads and validates the config file at path. lookupEnv resolves
+// *_env keys (os.LookupEnv when nil).
+func LoadConfig(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Reason: fmt.Sprintf("cannot read: %v", errors.Unwrap(err))}
+	}
+	return ParseConfig(path, string(data), lookupEnv)
+}
+
+// ParseConfig validates the TOML text data as if read from file.
+func ParseConfig(file, data string, lookupEnv func(string) (string, bool)) (*Config, error) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	var raw rawConfig
+	md, err := toml.Decode(data, &raw)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			key := pe.LastKey
+			if key == "" {
+				key = fmt.Sprintf("line %d", pe.Position.Line)
+			} else {
+				key = fmt.Sprintf("line %d, %s", pe.Position.Line, key)
+			}
+			return nil, &ConfigError{File: file, Key: key, Reason: pe.Message}
+		}
+		return nil, &ConfigError{File: file, Reason: err.Error()}
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return nil, &ConfigError{File: file, Key: und[0].String(), Reason: "unknown key"}
+	}
+	if err := adjustPaths(file, &raw, lookupEnv); err != nil { // config_paths.go
+		return nil, err
+	}
+	v := validator{file: file, env: lookupEnv}
+	cfg := &Config{Path: file}
+	v.server(&cfg.Server, raw.Server)
+	v.retention(&cfg.Retention, raw.Retention)
+	v.backup(&cfg.Backup, raw.Backup, cfg.Server.DataDir)
+	seen := map[string]bool{}
+	for i, rs := range raw.Source {
+		key := fmt.Sprintf("source[%d]", i)
+		if rs.Name != "" {
+			key = fmt.Sprintf("source[%d] (%s)", i, rs.Name)
+		}
+		if seen[rs.Name] && rs.Name != "" {
+			v.fail(key+".name", "duplicate source name")
+			continue
+		}
+		seen[rs.Name] = true
+		if s := v.source(key, rs, cfg.Server.PublicURL); s != nil {
+			cfg.Sources = append(cfg.Sources, s)
+		}
+	}
+	v.status(&cfg.Status, raw.Status)
+	v.alerts(&cfg.Alerts, raw.Alerts)
+	dseen := map[string]bool{}
+	for i, rd := range raw.Destination {
+		key := fmt.Sprintf("destination[%d]", i)
+		if rd.Name != "" {
+			key = fmt.Sprintf("destination[%d] (%s)", i, rd.Name)
+		}
+		if dseen[rd.Name] && rd.Name != "" {
+			v.fail(key+".name", "duplicate destination name")
+			continue
+		}
+		dseen[rd.Name] = true
+		if d := v.destination(key, rd); d != nil {
+			cfg.Destinations = append(cfg.Destinations, d)
+		}
+	}
+	rseen := map[string]bool{}
+	for i, rr := range raw.Route {
+		r := v.route(fmt.Sprintf("route[%d]", i), rr, cfg)
+		if r.Name == "" {
+			r.Name = fmt.Sprintf("route-%d", i+1)
+		}
+		if rseen[r.Name] {
+			v.fail(fmt.Sprintf("route[%d].name", i), fmt.Sprintf("duplicate route name %q", r.Name))
+		}
+		rseen[r.Name] = true
+		cfg.Routes = append(cfg.Routes, r)
+	}
+	v.storage(cfg, raw.Storage, raw.Backup.Schedule)
+	v.idsOutlastDeliveries(cfg)
+	if v.err != nil {
+		return nil, v.err
+	}
+	return cfg, nil
+}
+
+// LoadDataDir reads only server.data_dir from the config file at path, for
+// commands that work on the data file while the service is stopped
+// (restore): they need neither the secrets nor a valid rest of the file.
+func LoadDataDir(path string) (string, error) {
+	var raw struct {
+		Server struct {
+			DataDir string `toml:"data_dir"`
+		} `toml:"server"`
+	}
+	if _, err := toml.DecodeFile(path, &raw); err != nil {
+		return "", &ConfigError{File: path, Reason: err.Error()}
+	}
+	if raw.Server.DataDir == "" {
+		return DefaultDataDir, nil
+	}
+	return raw.Server.DataDir, nil
+}

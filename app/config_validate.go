@@ -1,0 +1,374 @@
+// Validating a config: the validator turns each raw table into its
+// Config type, with defaults, and stops at the first key that is wrong,
+// naming the file, the key and the reason.
+
+package app
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"hookbox/app/provider"
+	"hookbox/app/template"
+)
+
+// idsOutlastDeliveries refuses a retention.event_ids shorter than the
+// longest an event can be on its way: held by a route's debounce window
+// and rate limit, then retried by a destination to the end of its
+// schedule. A sender that resends an id hookbox already forgot gets it
+// accepted, and the event delivered twice.
+func (v *validator) idsOutlastDeliveries(cfg *Config) {
+	if v.err != nil {
+		return
+	}
+	var longest time.Duration
+	var why string
+	for _, r := range cfg.Routes {
+		hold := r.Debounce + r.RateLimit.Window
+		for _, name := range r.To {
+			d := cfg.DestinationByName(name)
+			if d == nil {
+				continue
+			}
+			if total := hold + d.RetryHorizon(); total > longest {
+				longest = total
+				why = fmt.Sprintf("destination %q retries for up to %s (%s)", d.Name, shortDuration(d.RetryHorizon()), d.scheduleText())
+				if hold > 0 {
+					held := "debounce " + shortDuration(r.Debounce)
+					if r.RateLimit.Window > 0 {
+						held += " plus one rate_limit window of " + shortDuration(r.RateLimit.Window)
+					}
+					why = fmt.Sprintf("route %q holds an event up to %s (%s), then %s", r.Name, shortDuration(hold), held, why)
+				}
+			}
+		}
+	}
+	if ids := cfg.Retention.EventIDs; ids < longest {
+		v.fail("retention.event_ids", fmt.Sprintf("%s is shorter than a delivery can take: %s; a sender that resends the event's id after hookbox forgot it would get it accepted and delivered twice. Set event_ids to at least %s",
+			shortDuration(ids), why, shortDuration(longest.Truncate(time.Minute)+time.Minute)))
+	}
+}
+
+// shortDuration writes d without zero minutes and seconds ("1h", "15m").
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
+}
+
+func (v *validator) status(s *StatusConfig, r rawStatus) {
+	s.User = r.User
+	if s.User == "" {
+		s.User = DefaultStatusUser
+	}
+	s.Password = r.Password
+	s.MetricsPublic = r.MetricsPublic
+	if r.PasswordEnv != "" {
+		s.Password = v.env1("status.password_env", r.PasswordEnv)
+	}
+}
+
+func (v *validator) alerts(a *AlertsConfig, r rawAlerts) {
+	if r.DeadLettersOver != nil {
+		a.DeadLettersOver = *r.DeadLettersOver
+		if a.DeadLettersOver < 0 {
+			v.fail("alerts.dead_letters_over", "must be 0 or more")
+		}
+	}
+	a.URL = r.URL
+	if r.URLEnv != "" {
+		a.URL = v.env1("alerts.url_env", r.URLEnv)
+	}
+	if a.URL != "" && !httpURL(a.URL) {
+		v.fail("alerts.url", "is not an absolute http(s) URL")
+	}
+	a.Check = r.Check
+	if a.Check == "" {
+		a.Check = DefaultAlertCheck
+	}
+	if _, err := cron.ParseStandard(a.Check); err != nil {
+		v.fail("alerts.check", fmt.Sprintf("%q is not a cron spec: %v", a.Check, err))
+	}
+}
+
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// env1 reads one environment variable named by key, which must be set.
+func (v *validator) env1(key, name string) string {
+	val, ok := v.env(name)
+	switch {
+	case !ok:
+		v.fail(key, fmt.Sprintf("environment variable %s is not set", name))
+	case val == "":
+		v.fail(key, fmt.Sprintf("environment variable %s is empty", name))
+	}
+	return val
+}
+
+func (v *validator) destination(key string, r rawDestination) *Destination {
+	if !sourceName.MatchString(r.Name) {
+		v.fail(key+".name", "must be 1-64 of a-z, 0-9, '_' and '-', starting with a letter or digit")
+		return nil
+	}
+	d := &Destination{Name: r.Name, URL: r.URL, Headers: r.Headers, Concurrency: DefaultConcurrency, Retry: DefaultRetry}
+	if u, err := url.Parse(r.URL); err != nil || !httpURL(r.URL) || u.User != nil {
+		v.fail(key+".url", "must be an absolute http(s) URL without user:password (put credentials in headers)")
+	}
+	secret := r.Secret
+	if r.SecretEnv != "" {
+		secret = v.env1(key+".secret_env", r.SecretEnv)
+	}
+	if secret != "" {
+		if _, err := provider.New("standard", provider.Settings{Secrets: [][]byte{[]byte(secret)}}); err != nil {
+			v.fail(key+".secret", "must be a Standard Webhooks secret: whsec_ followed by base64")
+		}
+		d.Secret = []byte(secret)
+	}
+	d.Timeout = v.duration(key+".timeout", r.Timeout, DefaultTimeout)
+	if r.Retry != nil {
+		d.Retry = make([]time.Duration, 0, len(*r.Retry))
+		for i, s := range *r.Retry {
+			k := fmt.Sprintf("%s.retry[%d]", key, i)
+			if s == "" {
+				v.fail(k, "is empty")
+			}
+			d.Retry = append(d.Retry, v.duration(k, s, time.Minute))
+		}
+	}
+	if r.Concurrency != nil {
+		d.Concurrency = *r.Concurrency
+		if d.Concurrency < 1 || d.Concurrency > 1024 {
+			v.fail(key+".concurrency", "must be between 1 and 1024")
+		}
+	}
+	for name, value := range r.Headers {
+		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
+			v.fail(key+".headers", fmt.Sprintf("%q is not a header name", name))
+		} else if strings.ContainsAny(value, "\r\n\x00") {
+			v.fail(key+".headers."+name, "a header value cannot hold a line break or NUL")
+		}
+	}
+	return d
+}
+
+func (v *validator) route(key string, r rawRoute, cfg *Config) *Route {
+	if cfg.SourceByName(r.Source) == nil {
+		v.fail(key+".source", fmt.Sprintf("no [[source]] named %q", r.Source))
+	}
+	if len(r.To) == 0 {
+		v.fail(key+".to", "names no destination")
+	}
+	for i, name := range r.To {
+		if cfg.DestinationByName(name) == nil {
+			v.fail(fmt.Sprintf("%s.to[%d]", key, i), fmt.Sprintf("no [[destination]] named %q", name))
+		}
+	}
+	for i, g := range r.Topics {
+		if g == "" {
+			v.fail(fmt.Sprintf("%s.topics[%d]", key, i), "is empty")
+		}
+	}
+	route := &Route{Name: r.Name, Source: r.Source, Topics: r.Topics, To: r.To}
+	if r.Name != "" && !sourceName.MatchString(r.Name) {
+		v.fail(key+".name", "must be 1-64 of a-z, 0-9, '_' and '-', starting with a letter or digit")
+	}
+	route.Key = v.template(key+".key", r.Key)
+	if r.Debounce != "" {
+		route.Debounce = v.duration(key+".debounce", r.Debounce, 0)
+	}
+	if r.RateLimit != "" {
+		rl, err := ParseRateLimit(r.RateLimit)
+		if err != nil {
+			v.fail(key+".rate_limit", err.Error())
+		}
+		route.RateLimit = rl
+	}
+	if route.Key == nil && (r.Debounce != "" || r.RateLimit != "") {
+		v.fail(key+".key", "debounce and rate_limit work per entity: set key, e.g. \"{header.X-Shopify-Shop-Domain}:{body.id}\"")
+	}
+	if route.Key != nil && r.Debounce == "" && r.RateLimit == "" {
+		v.fail(key+".key", "a key needs debounce or rate_limit")
+	}
+	return route
+}
+
+// validator collects the first error; later checks become no-ops.
+type validator struct {
+	file string
+	env  func(string) (string, bool)
+	err  error
+}
+
+func (v *validator) fail(key, reason string) {
+	if v.err == nil {
+		v.err = &ConfigError{File: v.file, Key: key, Reason: reason}
+	}
+}
+
+func (v *validator) duration(key, s string, def time.Duration) time.Duration {
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		v.fail(key, fmt.Sprintf("%q is not a duration (use e.g. \"90s\", \"5m\", \"720h\")", s))
+		return def
+	}
+	if d <= 0 {
+		v.fail(key, "must be positive")
+	}
+	return d
+}
+
+func (v *validator) retention(r *RetentionConfig, raw rawRetention) {
+	r.EventIDs = v.duration("retention.event_ids", raw.EventIDs, DefaultEventIDs)
+	r.Events = v.duration("retention.events", raw.Events, DefaultEvents)
+	r.Sweep = raw.Sweep
+	if r.Sweep == "" {
+		r.Sweep = DefaultSweep
+	}
+	if _, err := cron.ParseStandard(r.Sweep); err != nil {
+		v.fail("retention.sweep", fmt.Sprintf("%q is not a cron spec: %v", r.Sweep, err))
+	}
+}
+
+func (v *validator) source(key string, r rawSource, publicURL string) *Source {
+	if !sourceName.MatchString(r.Name) {
+		v.fail(key+".name", "must be 1-64 of a-z, 0-9, '_' and '-', starting with a letter or digit")
+		return nil
+	}
+	if !provider.Known(r.Provider) {
+		v.fail(key+".provider", fmt.Sprintf("unknown provider %q (known: %s)", r.Provider, strings.Join(provider.Names(), ", ")))
+		return nil
+	}
+	s := &Source{Name: r.Name, Provider: r.Provider, URL: publicURL + "/in/" + r.Name}
+	if publicURL == "" {
+		s.URL = "/in/" + r.Name
+	}
+	secrets := v.secrets(key, r)
+	if v.err != nil {
+		return nil
+	}
+	set := provider.Settings{
+		Secrets:           secrets,
+		Tolerance:         v.duration(key+".tolerance", r.Tolerance, provider.DefaultTolerance),
+		SignatureHeader:   r.SignatureHeader,
+		SignatureEncoding: r.SignatureEncoding,
+		SignaturePrefix:   r.SignaturePrefix,
+	}
+	if r.Provider != "hmac" && (r.SignatureHeader != "" || r.SignatureEncoding != "" || r.SignaturePrefix != "") {
+		v.fail(key+".signature_header", "only the hmac provider takes signature_* keys")
+	}
+	if r.Provider == "hmac" {
+		if r.SignatureHeader == "" {
+			v.fail(key+".signature_header", "the hmac provider needs the name of the header that carries the signature")
+		}
+		if e := r.SignatureEncoding; e != "" && e != "hex" && e != "base64" {
+			v.fail(key+".signature_encoding", fmt.Sprintf("%q: use \"hex\" or \"base64\"", e))
+		}
+		if r.ID == "" {
+			v.fail(key+".id", "the hmac provider needs an id template, e.g. \"{header.X-Event-Id}\" or \"{body.id}\"")
+		}
+	}
+	if r.Provider == "square" && publicURL == "" {
+		v.fail("server.public_url", fmt.Sprintf("source %q (square) signs the notification URL: set public_url to the address Square posts to, without /in/%s", r.Name, r.Name))
+	}
+	s.ID = v.template(key+".id", r.ID)
+	s.Topic = v.template(key+".topic", r.Topic)
+	if v.err != nil {
+		return nil
+	}
+	verify, err := provider.New(r.Provider, set)
+	if err != nil {
+		v.fail(key+".secret", err.Error())
+		return nil
+	}
+	s.Verify = verify
+	s.Settings = set
+	return s
+}
+
+func (v *validator) template(key, s string) *template.Template {
+	if s == "" {
+		return nil
+	}
+	t, err := template.Parse(s)
+	if err != nil {
+		v.fail(key, err.Error())
+	}
+	return t
+}
+
+// secrets gathers a source's secrets from secret, secrets, secret_env and
+// secrets_env. Errors name the key or variable, never a value.
+func (v *validator) secrets(key string, r rawSource) [][]byte {
+	var out [][]byte
+	add := func(k, s string) {
+		if s == "" {
+			v.fail(k, "is empty")
+			return
+		}
+		out = append(out, []byte(s))
+	}
+	fromEnv := func(k, name string) {
+		if val := v.env1(k, name); val != "" {
+			out = append(out, []byte(val))
+		}
+	}
+	if r.Secret != "" {
+		add(key+".secret", r.Secret)
+	}
+	for i, s := range r.Secrets {
+		add(fmt.Sprintf("%s.secrets[%d]", key, i), s)
+	}
+	if r.SecretEnv != "" {
+		fromEnv(key+".secret_env", r.SecretEnv)
+	}
+	for i, name := range r.SecretsEnv {
+		fromEnv(fmt.Sprintf("%s.secrets_env[%d]", key, i), name)
+	}
+	if len(out) == 0 && v.err == nil {
+		v.fail(key+".secret", "no secret: set secret, secrets, secret_env or secrets_env")
+	}
+	return out
+}
+
+// backup checks the [backup] table; dir defaults to data_dir/backups.
+func (v *validator) backup(b *BackupConfig, r rawBackup, dataDir string) {
+	b.Schedule = r.Schedule
+	switch b.Schedule {
+	case "":
+		b.Schedule = DefaultBackupSchedule
+	case "off":
+		b.Schedule = ""
+	}
+	if b.Schedule != "" {
+		if _, err := cron.ParseStandard(b.Schedule); err != nil {
+			v.fail("backup.schedule", fmt.Sprintf("%q is not a cron spec (or \"off\"): %v", b.Schedule, err))
+		}
+	}
+	b.Dir = r.Dir
+	if b.Dir == "" {
+		b.Dir = filepath.Join(dataDir, BackupsDirName)
+	}
+	b.Keep = DefaultBackupKeep
+	if r.Keep != nil {
+		b.Keep = *r.Keep
+		if b.Keep < 1 || b.Keep > 10000 {
+			v.fail("backup.keep", "must be between 1 and 10000")
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package web_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// snake is what every key of an API answer looks like.
+var snake = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// looksLikeTime matches a string that starts as an RFC 3339 time would.
+var looksLikeTime = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T`)
+
+// checkJSON walks an API answer and reports every key that is not
+// snake_case, every zero time ("never" must be null or absent) and every
+// time that is not RFC 3339. Keys under "headers" are header names, data
+// rather than fields.
+func checkJSON(path string, v any, problems *[]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, child := range x {
+			if !snake.MatchString(k) {
+				*problems = append(*problems, fmt.Sprintf("%s: key %q is not snake_case", path, k))
+			}
+			if k == "headers" {
+				continue
+			}
+			checkJSON(path+"."+k, child, problems)
+		}
+	case []any:
+		for i, child := range x {
+			checkJSON(fmt.Sprintf("%s[%d]", path, i), child, problems)
+		}
+	case string:
+		if !looksLikeTime.MatchString(x) {
+			return
+		}
+		t, err := time.Parse(time.RFC3339Nano, x)
+		switch {
+		case err != nil:
+			*problems = append(*problems, fmt.Sprintf("%s: %q is not an RFC 3339 time", path, x))
+		case t.IsZero() || t.Year() < 1970:
+			*problems = append(*problems, fmt.Sprintf("%s: %q is the zero time: never is null or absent", path, x))
+		}
+	}
+}
+
+// Every answer of the admin API, with data present, has snake_case keys,
+// RFC 3339 times and no zero time. The test covers each API route the
+// server has: a new route without a case here fails it.
+func TestAPI_JSONStyle(t *testing.T) {
+	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+	events := f.fill()
+	_, dead := f.get("/api/v1/dead-letters")
+	var dl struct {
+		Items []struct {
+			ID uint64 `json:"id"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(dead, &dl); err != nil || len(dl.Items) < 2 {
+		t.Fatalf("dead letters: %s, %v", dead, err)
+	}
+	d0, d1 := dl.Items[0].ID, dl.Items[1].ID
+	calls := []struct{ method, path, route string }{
+		{"GET", "/api/v1/stats", "/api/v1/stats"},
+		{"GET", "/api/v1/events", "/api/v1/events"},
+		{"GET", "/api/v1/events?limit=1", "/api/v1/events"},
+		{"GET", "/api/v1/dead-letters", "/api/v1/dead-letters"},
+		{"GET", "/api/v1/backup", "/api/v1/backup"}, // no backup in this server: the error answer
+		{"GET", "/api/v1/events/999999", "/api/v1/events/:seq"},
+		{"POST", fmt.Sprintf("/api/v1/dead-letters/%d/replay", d0), "/api/v1/dead-letters/:id/replay"},
+		{"POST", fmt.Sprintf("/api/v1/deliveries/%d/replay", d1), "/api/v1/deliveries/:id/replay"},
+		{"POST", "/api/v1/dead-letters/replay", "/api/v1/dead-letters/replay"},
+		{"GET", "/healthz", "/healthz"},
+	}
+	for _, seq := range events {
+		calls = append(calls, struct{ method, path, route string }{"GET", fmt.Sprintf("/api/v1/events/%d", seq), "/api/v1/events/:seq"})
+		ds, _ := f.db.EventDeliveries(seq)
+		for _, d := range ds {
+			calls = append(calls, struct{ method, path, route string }{"GET", fmt.Sprintf("/api/v1/deliveries/%d", d.ID), "/api/v1/deliveries/:id"})
+		}
+	}
+	covered := map[string]bool{}
+	for _, c := range calls {
+		covered[c.method+" "+c.route] = true
+		status, body := f.get(c.path)
+		if c.method == "POST" {
+			status, body = f.post(c.path)
+		}
+		var v any
+		if err := json.Unmarshal(body, &v); err != nil {
+			t.Errorf("%s %s: %d, not JSON: %.200s", c.method, c.path, status, body)
+			continue
+		}
+		var problems []string
+		checkJSON(c.path, v, &problems)
+		for _, p := range problems {
+			t.Error(p)
+		}
+	}
+	for _, r := range f.srv.App().GetRoutes(true) {
+		if strings.HasPrefix(r.Path, "/api/v1/") && (r.Method == "GET" || r.Method == "POST") && !covered[r.Method+" "+r.Path] {
+			t.Errorf("%s %s: no case in this test", r.Method, r.Path)
+		}
+	}
+	// What was wrong before: the stats' rows had Go's field names and
+	// "0001-01-01T00:00:00Z" for never.
+	_, stats := f.get("/api/v1/stats")
+	for _, bad := range []string{`"Name"`, `"LastAt"`, `0001-01-01`} {
+		if strings.Contains(string(stats), bad) {
+			t.Errorf("stats has %s: %s", bad, stats)
+		}
+	}
+}
+
+// The walker finds what /api/v1/stats used to answer.
+func TestCheckJSON_FindsOldStyle(t *testing.T) {
+	var v any
+	json.Unmarshal([]byte(`{"destinations":[{"Name":"pos","LastAt":"0001-01-01T00:00:00Z","since":"yesterday 10:00","at":"2026-13-01T00:00:00Z"}],"headers":{"X-Shopify-Topic":"a"}}`), &v)
+	var problems []string
+	checkJSON("", v, &problems)
+	if len(problems) != 4 {
+		t.Fatalf("problems = %q; want 4 (two keys, a zero time, a bad time)", problems)
+	}
+}

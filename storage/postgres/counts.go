@@ -1,0 +1,333 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"hookbox/app"
+)
+
+// hookbox_counts holds the status page's hourly counts, one row per
+// (unix hour, node, shard). A transaction adds to the row of a shard it
+// alone holds (takeShard), so concurrent commits never wait on each
+// other's counts row; the page sums every node's and shard's rows.
+
+// countFlushEvery is how often what AddCounts took is written.
+const countFlushEvery = 5 * time.Second
+
+// hourOf is the unix hour of a timestamptz, as app.Hour (an integer: a
+// time zone never shifts it).
+const hourOf = "floor(extract(epoch FROM "
+const hourEnd = ") / 3600)::bigint"
+
+// countsUpsert adds to a shard's row; $1 node, $2 shard.
+const countsUpsert = `
+	ON CONFLICT (hour, node, shard) DO UPDATE SET received = c.received + EXCLUDED.received,
+		accepted = c.accepted + EXCLUDED.accepted, duplicate = c.duplicate + EXCLUDED.duplicate,
+		rejected = c.rejected + EXCLUDED.rejected, debounced = c.debounced + EXCLUDED.debounced,
+		delivered = c.delivered + EXCLUDED.delivered, retrying = c.retrying + EXCLUDED.retrying,
+		dead = c.dead + EXCLUDED.dead`
+
+// countColumns are hookbox_counts' columns in app.Kind order.
+const countColumns = "received, accepted, duplicate, rejected, debounced, delivered, retrying, dead"
+
+// nameUpsert adds to a shard's row of hookbox_name_counts (alias c).
+const nameUpsert = `
+	ON CONFLICT (hour, kind, name, node, shard) DO UPDATE SET n = c.n + EXCLUDED.n`
+
+// lastUpsert keeps the newer (on a tie, the inserted) of a shard's row of hookbox_last (alias l)
+// and the one inserted.
+const lastUpsert = `
+	ON CONFLICT (kind, name, node, shard) DO UPDATE SET at = EXCLUDED.at, text = EXCLUDED.text WHERE l.at <= EXCLUDED.at`
+
+// kindSQL is k as an SQL literal.
+func kindSQL(k app.NameKind) string { return strconv.Itoa(int(k)) + "::smallint" }
+
+// hourName is one count by name in one unix hour.
+type hourName struct {
+	h int64
+	n app.Named
+}
+
+// counts holds what AddCounts and AddNamed took until the flusher writes it.
+type counts struct {
+	mu      sync.Mutex
+	pending map[int64]*app.Counts
+	named   map[hourName]uint64
+	// flushing is held while pending is written, and by readers, so that
+	// no reader sees a flush half done (neither in pending nor committed).
+	flushing sync.Mutex
+
+	shards chan int32 // free shards
+	next   int32      // guarded by mu: the next new shard
+}
+
+// takeShard returns a shard that no other transaction of this node holds
+// until giveShard.
+func (d *DB) takeShard() int32 {
+	select {
+	case s := <-d.counts.shards:
+		return s
+	default:
+	}
+	d.counts.mu.Lock()
+	defer d.counts.mu.Unlock()
+	d.counts.next++
+	return d.counts.next
+}
+
+func (d *DB) giveShard(s int32) {
+	select {
+	case d.counts.shards <- s:
+	default:
+	}
+}
+
+// AddCounts adds c to the hour of at; it is written within
+// countFlushEvery, and at Close.
+func (d *DB) AddCounts(at time.Time, c app.Counts) {
+	d.counts.mu.Lock()
+	h := app.Hour(at)
+	if cur := d.counts.pending[h]; cur != nil {
+		cur.Add(c)
+	} else {
+		d.counts.pending[h] = &c
+	}
+	d.counts.mu.Unlock()
+}
+
+// flushCounts writes what AddCounts took; on failure it keeps it for the
+// next try.
+func (d *DB) flushCounts(ctx context.Context) error {
+	d.counts.flushing.Lock()
+	defer d.counts.flushing.Unlock()
+	d.counts.mu.Lock()
+	taken, named := d.counts.pending, d.counts.named
+	d.counts.pending, d.counts.named = map[int64]*app.Counts{}, map[hourName]uint64{}
+	d.counts.mu.Unlock()
+	if len(taken) == 0 && len(named) == 0 {
+		return nil
+	}
+	giveBack := func() {
+		d.counts.mu.Lock()
+		for h, c := range taken {
+			if cur := d.counts.pending[h]; cur != nil {
+				cur.Add(*c)
+			} else {
+				d.counts.pending[h] = c
+			}
+		}
+		for hn, n := range named {
+			d.counts.named[hn] += n
+		}
+		d.counts.mu.Unlock()
+	}
+	cols := make([][]int64, app.NumKinds)
+	var hours []int64
+	for h, c := range taken {
+		hours = append(hours, h)
+		for k := range cols {
+			cols[k] = append(cols[k], int64(c[k]))
+		}
+	}
+	shard := d.takeShard()
+	defer d.giveShard(shard)
+	args := []any{d.node, shard, hours}
+	for _, c := range cols {
+		args = append(args, c)
+	}
+	var nHours, nCounts []int64
+	var nKinds []int16
+	var nNames []string
+	for hn, n := range named {
+		nHours, nKinds, nNames, nCounts = append(nHours, hn.h), append(nKinds, int16(hn.n.Kind)), append(nNames, pgText(hn.n.Name)), append(nCounts, int64(n))
+	}
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		if len(hours) > 0 {
+			if _, err := tx.Exec(ctx, `INSERT INTO hookbox_counts AS c (hour, node, shard, `+countColumns+`)
+	SELECT h, $1, $2, k0, k1, k2, k3, k4, k5, k6, k7 FROM unnest($3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])
+		AS t(h, k0, k1, k2, k3, k4, k5, k6, k7)`+countsUpsert, args...); err != nil {
+				return err
+			}
+		}
+		if len(nHours) > 0 {
+			if _, err := tx.Exec(ctx, `INSERT INTO hookbox_name_counts AS c (hour, kind, name, node, shard, n)
+	SELECT h, k, r, $5, $6, n FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::bigint[]) AS t(h, k, r, n)`+nameUpsert,
+				nHours, nKinds, nNames, nCounts, d.node, shard); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		giveBack()
+		return fmt.Errorf("write counts: %w", err)
+	}
+	return nil
+}
+
+// AddNamed adds n to (k, name) in the hour of at; it is written within
+// countFlushEvery, and at Close.
+func (d *DB) AddNamed(at time.Time, k app.NameKind, name string, n uint64) {
+	d.counts.mu.Lock()
+	d.counts.named[hourName{app.Hour(at), app.Named{Kind: k, Name: name}}] += n
+	d.counts.mu.Unlock()
+}
+
+// NamedCounts sums the counts by name of the hours from from's to to's,
+// both included, over every node, with what this node's AddNamed holds.
+func (d *DB) NamedCounts(from, to time.Time) (map[app.Named]uint64, error) {
+	first, last := app.Hour(from), app.Hour(to)
+	ctx, cancel := opCtx()
+	defer cancel()
+	d.counts.flushing.Lock()
+	defer d.counts.flushing.Unlock()
+	rows, err := d.pool.Query(ctx, `SELECT kind, name, sum(n) FROM hookbox_name_counts WHERE hour BETWEEN $1 AND $2 GROUP BY kind, name`, first, last)
+	if err != nil {
+		return nil, fmt.Errorf("counts by name: %w", err)
+	}
+	out := map[app.Named]uint64{}
+	var kind int16
+	var name string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&kind, &name, &n}, func() error {
+		out[app.Named{Kind: app.NameKind(kind), Name: name}] += uint64(n)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("counts by name: %w", err)
+	}
+	d.counts.mu.Lock()
+	for hn, n := range d.counts.named {
+		if hn.h >= first && hn.h <= last {
+			out[hn.n] += n
+		}
+	}
+	d.counts.mu.Unlock()
+	return out, nil
+}
+
+// Lasts returns the last accepted event of each source and the last
+// failed attempt of each destination, the newest of every node's.
+func (d *DB) Lasts() (map[app.Named]app.Last, error) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	rows, err := d.pool.Query(ctx, `SELECT DISTINCT ON (kind, name) kind, name, at, text FROM hookbox_last ORDER BY kind, name, at DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("lasts: %w", err)
+	}
+	out := map[app.Named]app.Last{}
+	var kind int16
+	var name, text string
+	var at time.Time
+	if _, err := pgx.ForEachRow(rows, []any{&kind, &name, &at, &text}, func() error {
+		out[app.Named{Kind: app.NameKind(kind), Name: name}] = app.Last{At: at.UTC(), Text: text}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("lasts: %w", err)
+	}
+	return out, nil
+}
+
+// flusher writes what AddCounts took every countFlushEvery until Close.
+func (d *DB) flusher() {
+	defer d.done.Done()
+	t := time.NewTicker(countFlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+			ctx, cancel := opCtx()
+			if err := d.flushCounts(ctx); err != nil {
+				d.logger.Warn("write the hourly counts (kept for the next try)", "error", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// HourlyCounts returns the counts of the hours from from's to to's, both
+// included, oldest first, summed over every node, with what this node's
+// AddCounts holds added.
+func (d *DB) HourlyCounts(from, to time.Time) ([]app.HourCounts, error) {
+	first, last := app.Hour(from), app.Hour(to)
+	ctx, cancel := opCtx()
+	defer cancel()
+	d.counts.flushing.Lock()
+	defer d.counts.flushing.Unlock()
+	rows, err := d.pool.Query(ctx, `SELECT hour, sum(received), sum(accepted), sum(duplicate), sum(rejected), sum(debounced),
+		sum(delivered), sum(retrying), sum(dead) FROM hookbox_counts WHERE hour BETWEEN $1 AND $2 GROUP BY hour`, first, last)
+	if err != nil {
+		return nil, fmt.Errorf("hourly counts: %w", err)
+	}
+	byHour := map[int64]*app.Counts{}
+	var h int64
+	var v [app.NumKinds]int64
+	dst := []any{&h}
+	for k := range v {
+		dst = append(dst, &v[k])
+	}
+	if _, err := pgx.ForEachRow(rows, dst, func() error {
+		var c app.Counts
+		for k := range v {
+			c[k] = uint64(v[k])
+		}
+		byHour[h] = &c
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("hourly counts: %w", err)
+	}
+	d.counts.mu.Lock()
+	for h, c := range d.counts.pending {
+		if h < first || h > last {
+			continue
+		}
+		if cur := byHour[h]; cur != nil {
+			cur.Add(*c)
+		} else {
+			cc := *c
+			byHour[h] = &cc
+		}
+	}
+	d.counts.mu.Unlock()
+	out := make([]app.HourCounts, 0, len(byHour))
+	for h := first; h <= last; h++ {
+		if c := byHour[h]; c != nil {
+			out = append(out, app.HourCounts{Hour: app.HourStart(h), Counts: *c})
+		}
+	}
+	return out, nil
+}
+
+// PruneCounts forgets the hours that end at or before t, on every node.
+func (d *DB) PruneCounts(t time.Time) (int, error) {
+	end := app.Hour(t)
+	ctx, cancel := opCtx()
+	defer cancel()
+	tag, err := d.pool.Exec(ctx, "DELETE FROM hookbox_counts WHERE hour < $1", end)
+	if err != nil {
+		return 0, fmt.Errorf("prune counts: %w", err)
+	}
+	if _, err := d.pool.Exec(ctx, "DELETE FROM hookbox_name_counts WHERE hour < $1", end); err != nil {
+		return 0, fmt.Errorf("prune counts by name: %w", err)
+	}
+	d.counts.mu.Lock()
+	for h := range d.counts.pending {
+		if h < end {
+			delete(d.counts.pending, h)
+		}
+	}
+	for hn := range d.counts.named {
+		if hn.h < end {
+			delete(d.counts.named, hn)
+		}
+	}
+	d.counts.mu.Unlock()
+	return int(tag.RowsAffected()), nil
+}
