@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestCheck(t *testing.T) {
+func TestCheck_Preflight(t *testing.T) {
 	t.Run("URLsWithoutPublicURL", func(t *testing.T) {
 		config := writeTestConfig(t, "", "[server]\nlisten = \"0.0.0.0:8123\"\n")
 		code, out := runCmd("check", "-config", config)
