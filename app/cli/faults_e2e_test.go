@@ -23,6 +23,7 @@ import (
 // second, a 10 s window): the sweep keeps the event its pending delivery
 // will send, and the sink gets it when the window ends; on either store.
 func TestFault_RetentionShorterThanDebounce(t *testing.T) {
+	t.Parallel() // mostly waiting for windows: overlaps the other waiting tests
 	eachStore(t, testRetentionShorterThanDebounce)
 }
 
@@ -127,6 +128,8 @@ func TestFault_DataFileEmptiedOrTruncated(t *testing.T) {
 // delivered (on PostgreSQL at once, not after its lease: the stopping node
 // gives back what it had leased).
 func TestFault_StopWithHangingDestination(t *testing.T) {
+	// Not parallel: it binds the hanging port again for the sink after the
+	// stop, and under parallel tests that bind once failed (in use).
 	eachStore(t, testStopWithHangingDestination)
 }
 
@@ -269,7 +272,10 @@ func waitSynSent(t *testing.T, port int, within time.Duration) {
 // A destination answers 503 for 5 s, with retry = ["5m", "30m"]: once it
 // answers 200 again, a probe finds out and every waiting event is
 // delivered within 60 s, not at its 5-minute step; on either store.
-func TestFault_RecoveryAfterOutage(t *testing.T) { eachStore(t, testRecoveryAfterOutage) }
+func TestFault_RecoveryAfterOutage(t *testing.T) {
+	t.Parallel() // mostly waiting for retries: overlaps the other waiting tests
+	eachStore(t, testRecoveryAfterOutage)
+}
 
 func testRecoveryAfterOutage(t *testing.T, st storeCase) {
 	sink := newLedgerSink(t, 503)

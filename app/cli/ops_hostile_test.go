@@ -273,6 +273,7 @@ to = ["hostile"]
 // start on the data file the restore was replacing, accept events into it,
 // and forget them at the next start.)
 func TestOps_RestoreRacesServe(t *testing.T) {
+	t.Parallel() // mostly waiting for processes: overlaps the other waiting tests
 	dir := t.TempDir()
 	config := writeConfig(t, dir, "[status]\npassword_env = \"E2E_STATUS_PASSWORD\"\n")
 	dataFile := filepath.Join(dir, "data", "hookbox.db")
@@ -411,6 +412,7 @@ func opsFillData(t *testing.T, dataDir string, n, size int) {
 // server's 10 s WriteTimeout: it arrives whole and sound, and the slow
 // reader does not make hookbox keep the copy in memory.
 func TestOps_SlowBackupReader(t *testing.T) {
+	t.Parallel() // reads at a slow pace on purpose: overlaps the other waiting tests
 	dir := t.TempDir()
 	config := writeConfig(t, dir, "[status]\npassword_env = \"E2E_STATUS_PASSWORD\"\n")
 	opsFillData(t, filepath.Join(dir, "data"), 300, 1<<20)

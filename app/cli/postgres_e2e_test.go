@@ -138,10 +138,10 @@ func TestBench_ComparePostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rs []bench.Result
-	if err := json.Unmarshal(b, &rs); err != nil || len(rs) != 3 {
-		t.Fatalf("%d results (%v), want the ceiling, bbolt and postgres", len(rs), err)
+	if err := json.Unmarshal(b, &rs); err != nil || len(rs) != 4 {
+		t.Fatalf("%d results (%v), want the ceiling, the relay, bbolt and postgres", len(rs), err)
 	}
-	if pg := rs[2]; pg.Requests == 0 || pg.Status["200"] != pg.Requests || pg.Delivered < pg.Status["200"] {
+	if pg := rs[3]; pg.Requests == 0 || pg.Status["200"] != pg.Requests || pg.Delivered < pg.Status["200"] {
 		t.Fatalf("postgres node: %d requests, status %v, %d delivered", pg.Requests, pg.Status, pg.Delivered)
 	}
 	if _, stderr, code := hookbox(t, nil, "bench", "-compare", "-store", "sqlite"); code != 2 || !strings.Contains(stderr, "-store takes postgres") {
