@@ -17,6 +17,7 @@ require (
 	github.com/valyala/fasthttp v1.51.0
 	go.etcd.io/bbolt v1.4.3
 	golang.org/x/crypto v0.59.0
+	golang.org/x/term v0.48.0
 )
 
 require (

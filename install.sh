@@ -589,8 +589,8 @@ acme) printf '  HTTPS: the certificate for %s comes from the ACME CA at the firs
 files) printf '  HTTPS: with %s, read again when it changes.\n' "$cert_file" ;;
 esac
 if [ -z "$public_url" ]; then
-	printf '  The source URLs are relative to the address senders reach this server at: set\n'
-	printf '  server.public_url in %s (listen is %s).\n' "$CONFIG" "$listen"
+	printf '  The source URLs above are on the listen address, which senders on the internet do not\n'
+	printf '  reach: set server.public_url in %s (listen is %s).\n' "$CONFIG" "$listen"
 else
 	urls=$(printf '%s\n' "$check_out" | awk '$1 == "source" && $4 == "POST" { printf "    %-16s %s\n", $2, $5 }')
 	if [ -n "$urls" ]; then

@@ -141,6 +141,9 @@ func ParseConfig(file, data string, lookupEnv func(string) (string, bool)) (*Con
 	if und := md.Undecoded(); len(und) > 0 {
 		return nil, &ConfigError{File: file, Key: und[0].String(), Reason: "unknown key"}
 	}
+	if err := adjustPaths(file, &raw, lookupEnv); err != nil { // config_paths.go
+		return nil, err
+	}
 	v := validator{file: file, env: lookupEnv}
 	cfg := &Config{Path: file}
 	v.server(&cfg.Server, raw.Server)

@@ -87,7 +87,7 @@ max_connections_per_ip = 0
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.Server.Listen != "127.0.0.1:8080" || cfg.Server.DataDir != "./data" || cfg.SourceByName("demo") == nil {
+		if cfg.Server.Listen != "127.0.0.1:8080" || cfg.Server.DataDir != filepath.Join("..", "data") || cfg.SourceByName("demo") == nil {
 			t.Fatalf("default config = %+v", cfg)
 		}
 	})

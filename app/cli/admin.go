@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"hookbox/app"
 	"hookbox/app/web"
 )
 
@@ -23,14 +22,17 @@ type adminAPI struct {
 	base   string
 	user   string
 	pass   string
-	client *http.Client
+	// passFrom says where pass came from, for the error of a wrong one.
+	passFrom string
+	client   *http.Client
 }
 
 // newAdminAPI loads the config at path and prepares requests for command
 // cmd, logging in with [status] password, or with HOOKBOX_PASSWORD when
 // the server generated its password at first start.
-func newAdminAPI(cmd, path string, timeout time.Duration) (*adminAPI, error) {
-	cfg, err := app.LoadConfig(path, nil)
+func newAdminAPI(cmd string, opts *configOptions, timeout time.Duration) (*adminAPI, error) {
+	path := *opts.path
+	cfg, err := opts.load()
 	if err != nil {
 		return nil, err
 	}
@@ -42,8 +44,12 @@ func newAdminAPI(cmd, path string, timeout time.Duration) (*adminAPI, error) {
 		return nil, fmt.Errorf("hookbox %s: %s: status.password: not set; set it (or password_env), or give the password generated at first start in HOOKBOX_PASSWORD", cmd, path)
 	}
 	base, client := web.LocalClient(cfg.Server, timeout)
+	from := "HOOKBOX_PASSWORD"
+	if cfg.Status.Password != "" {
+		from = "[status] password or password_env in " + path
+	}
 	return &adminAPI{cmd: cmd, config: path, listen: cfg.Server.Listen, base: base + "/api/v1",
-		user: cfg.Status.User, pass: pass, client: client}, nil
+		user: cfg.Status.User, pass: pass, passFrom: from, client: client}, nil
 }
 
 // do sends one request to path under /api/v1. The caller closes the body.
@@ -56,6 +62,15 @@ func (a *adminAPI) do(method, path string) (*http.Response, error) {
 	resp, err := a.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("hookbox %s: is hookbox running on %s (server.listen in %s)? %v", a.cmd, a.listen, a.config, errors.Unwrap(err))
+	}
+	switch resp.StatusCode {
+	case http.StatusUnauthorized: // credentials were sent: they are wrong
+		resp.Body.Close()
+		return nil, fmt.Errorf("hookbox %s: the server answered 401: wrong user or password (user %q from [status] user, password from %s); hookbox passwd sets a new one", a.cmd, a.user, a.passFrom)
+	case http.StatusTooManyRequests:
+		answer := readAnswer(resp.Body)
+		resp.Body.Close()
+		return nil, fmt.Errorf("hookbox %s: the server refuses logins for now after failed ones: %s", a.cmd, answer)
 	}
 	return resp, nil
 }

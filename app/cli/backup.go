@@ -14,7 +14,8 @@ import (
 
 func runBackup(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	path := configFlag(fs)
+	opts := configFlags(fs)
+	path := opts.path
 	out := fs.String("o", "", "the file to write the backup to (required)")
 	operands, code := c.parse(fs, args, stdout, stderr)
 	if code >= 0 {
@@ -27,7 +28,7 @@ func runBackup(_ context.Context, c *command, args []string, stdout, stderr io.W
 	if refuseOnPostgres("backup", *path, stderr) {
 		return 1
 	}
-	api, err := newAdminAPI("backup", *path, 10*time.Minute)
+	api, err := newAdminAPI("backup", opts, 10*time.Minute)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

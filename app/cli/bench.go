@@ -14,7 +14,7 @@ import (
 // runBench reads bench's flags; the load tool is hookbox/app/bench.
 func runBench(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	o := bench.Options{Serve: serve, TuneRuntime: tuneRuntime}
+	o := bench.Options{Serve: servePath, TuneRuntime: tuneRuntime}
 	fs.StringVar(&o.Config, "config", "config.toml", "path of the config file (its source signs the load)")
 	fs.StringVar(&o.Source, "source", "", "the source whose provider and secret sign the requests")
 	fs.StringVar(&o.URL, "url", "", "target URL (default: the source's URL on server.listen)")

@@ -10,23 +10,47 @@ import (
 
 func runCheck(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	path := configFlag(fs)
+	opts := configFlags(fs)
 	if code := c.parseNone(fs, args, stdout, stderr); code >= 0 {
 		return code
 	}
-	return check(*path, stdout, stderr)
+	return check(opts, stdout, stderr)
 }
 
-func check(path string, stdout, stderr io.Writer) int {
-	cfg, err := app.LoadConfig(path, nil)
+// check validates the config as serve would, then tries what serve would
+// trip on at start: the data directory (created and written for real,
+// then removed again if check made it) and the listen address.
+func check(opts *configOptions, stdout, stderr io.Writer) int {
+	path := *opts.path
+	cfg, err := opts.load()
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	failed := false
+	if cfg.Storage.Backend != app.BackendPostgres {
+		if err := app.CheckDataDir(cfg.Server.DataDir); err != nil {
+			fmt.Fprintf(stderr, "%s: server.data_dir: %v: serve would stop at start\n", path, err)
+			failed = true
+		}
+	}
+	if err := app.CheckListen(cfg.Server.Listen); err != nil {
+		fmt.Fprintf(stderr, "%s: server.listen: %v: serve could not listen on it\n", path, err)
+		failed = true
+	}
+	if failed {
+		return 1
+	}
 	fmt.Fprintf(stdout, "%s: ok\nlisten %s, data in %s\n", path, cfg.Server.Listen, dataWhere(cfg))
 	printTLSAndBackups(stdout, cfg)
+	public := true
 	for _, s := range cfg.Sources {
-		fmt.Fprintf(stdout, "source %-16s %-12s POST %s\n", s.Name, s.Provider, s.URL)
+		url, ok := cfg.PasteURL(s)
+		public = public && ok
+		fmt.Fprintf(stdout, "source %-16s %-12s POST %s\n", s.Name, s.Provider, url)
+	}
+	if !public && len(cfg.Sources) > 0 {
+		fmt.Fprintf(stderr, "warning: server.public_url is not set: the URLs above are the listen address, which only this machine (or network) reaches; set public_url to the address senders use (https://hooks.example.com)\n")
 	}
 	// Unsafe modes are warnings: the config works, but others may read it.
 	for _, w := range app.FileModeWarnings(path, cfg.Server.DataDir) {

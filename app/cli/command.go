@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"hookbox/app"
 )
 
 // Version is the version `hookbox version` prints and serve logs; main sets
@@ -66,11 +68,15 @@ type command struct {
 
 // commands lists the subcommands in the order usage shows them.
 var commands = []*command{
-	{name: "serve", synopsis: "[-config FILE] [-log-level LEVEL]", summary: "serve (the default command)",
-		help: "Serves webhooks on server.listen until SIGTERM or SIGINT.", run: runServe},
-	{name: "check", synopsis: "[-config FILE]", summary: "validate the config and print a summary",
-		help: "Validates the config as serve would and lists each source with the URL to paste\n" +
-			"into the platform's webhook settings. Exit 1 with one line naming the file and key.", run: runCheck},
+	{name: "serve", synopsis: "[-config FILE] [-listen ADDR] [-data-dir DIR] [-log-level LEVEL]", summary: "serve (the default command)",
+		help: "Serves webhooks on server.listen until SIGTERM or SIGINT. -listen and -data-dir (and\n" +
+			"$HOOKBOX_LISTEN, $HOOKBOX_DATA_DIR) override server.listen and server.data_dir; every\n" +
+			"command that reads the config takes them. At the first start, once listening, it\n" +
+			"generates the status page password and logs it once (hookbox passwd sets another).", run: runServe},
+	{name: "check", synopsis: "[-config FILE] [-listen ADDR] [-data-dir DIR]", summary: "validate the config and print a summary",
+		help: "Validates the config as serve would, tries the data directory (created and written)\n" +
+			"and the listen address, and lists each source with the full URL to paste into the\n" +
+			"platform's webhook settings. Exit 1 with one line naming the file and key.", run: runCheck},
 	{name: "sign", synopsis: "[-config FILE] -source NAME [-topic T] [-id ID] [-send] FILE|-",
 		summary: "print (or -send) a correctly signed test request",
 		help: "Signs the body in FILE (or stdin for -) as the source's provider would, with the\n" +
@@ -97,6 +103,19 @@ var commands = []*command{
 			"-compare runs, in this process, a verify-only Fiber server (the ceiling), a stateless\n" +
 			"relay (verify, forward to a local sink, store nothing) and a real hookbox with a route\n" +
 			"to that sink, loads each the same way and prints the ratios.", run: runBench},
+	{name: "passwd", synopsis: "[-config FILE] [-data-dir DIR] [-generate]", summary: "set a new status page password (server running or stopped)",
+		help: "Reads a new password for the status page and the admin API, twice without echo from a\n" +
+			"terminal or one line from stdin (-generate: makes one and prints it), and stores its\n" +
+			"bcrypt hash: in the data file of a stopped server; through a 0600 request file in the\n" +
+			"data directory, which a running server takes within a second (run it as hookbox's user\n" +
+			"or root); in the database on PostgreSQL. With [status] password or password_env in\n" +
+			"the config it changes nothing: change the config.", run: runPasswd},
+	{name: "sink", synopsis: "[-listen ADDR] [-secret whsec_…] [-config FILE]", summary: "receive deliveries and print each (to try hookbox out)",
+		help: "A small endpoint that prints one line per delivery hookbox makes to it (webhook-id,\n" +
+			"source, event id, topic, attempt, size) and checks its webhook-signature with the\n" +
+			"destination's secret: -secret, else $HOOKBOX_SINK_SECRET, else the secret of the\n" +
+			"destination in -config whose url is on -listen. It answers 200, or 401 to a bad\n" +
+			"signature (hookbox then retries, as with a real endpoint).", run: runSink},
 	{name: "version", synopsis: "", summary: "print the version, commit and build time",
 		help: "Prints the version, the VCS commit and the build time of this binary.", run: runVersion},
 }
@@ -191,4 +210,32 @@ func (c *command) parseNone(fs *flag.FlagSet, args []string, stdout, stderr io.W
 // configFlag adds the -config flag every command but version has.
 func configFlag(fs *flag.FlagSet) *string {
 	return fs.String("config", "config.toml", "path of the config file")
+}
+
+// configOptions are -config and the flags that override two of its keys
+// (-listen over HOOKBOX_LISTEN over server.listen, -data-dir over
+// HOOKBOX_DATA_DIR over server.data_dir).
+type configOptions struct {
+	path    *string
+	listen  *string
+	dataDir *string
+}
+
+// configFlags adds -config, -listen and -data-dir to fs.
+func configFlags(fs *flag.FlagSet) *configOptions {
+	return &configOptions{
+		path:    configFlag(fs),
+		listen:  fs.String("listen", "", "host:port to serve on or reach the server at, over server.listen and $"+app.EnvListen),
+		dataDir: fs.String("data-dir", "", "the data directory, over server.data_dir and $"+app.EnvDataDir),
+	}
+}
+
+// overrides returns what the flags override.
+func (o *configOptions) overrides() app.Overrides {
+	return app.Overrides{Listen: *o.listen, DataDir: *o.dataDir}
+}
+
+// load reads and validates the config with the overrides.
+func (o *configOptions) load() (*app.Config, error) {
+	return app.LoadConfigWith(*o.path, o.overrides())
 }

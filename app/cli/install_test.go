@@ -331,7 +331,7 @@ func TestInstallRoot(t *testing.T) {
 	}
 
 	// What the script tells: the status address, the sources' URLs (from hookbox check), the logs.
-	for _, want := range []string{"http://127.0.0.1:8080/", "POST /in/demo", "journalctl -u hookbox",
+	for _, want := range []string{"http://127.0.0.1:8080/", "POST http://127.0.0.1:8080/in/demo", "journalctl -u hookbox",
 		e.path(installConfig) + ": ok", "demo-secret-change-me"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -11,17 +11,17 @@ import (
 
 func runReplay(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	path := configFlag(fs)
+	opts := configFlags(fs)
 	all := fs.Bool("all", false, "replay every dead delivery")
 	ids, code := c.parse(fs, args, stdout, stderr)
 	if code >= 0 {
 		return code
 	}
-	return replay(*path, *all, ids, stdout, stderr)
+	return replay(opts, *all, ids, stdout, stderr)
 }
 
 // replay asks the running server to replay dead deliveries.
-func replay(path string, all bool, ids []string, stdout, stderr io.Writer) int {
+func replay(opts *configOptions, all bool, ids []string, stdout, stderr io.Writer) int {
 	if all == (len(ids) > 0) {
 		fmt.Fprintln(stderr, "hookbox replay: give -all or delivery ids, not both or neither")
 		return 2
@@ -37,7 +37,7 @@ func replay(path string, all bool, ids []string, stdout, stderr io.Writer) int {
 			paths = append(paths, "/deliveries/"+id+"/replay")
 		}
 	}
-	api, err := newAdminAPI("replay", path, 30*time.Second)
+	api, err := newAdminAPI("replay", opts, 30*time.Second)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

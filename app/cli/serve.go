@@ -30,7 +30,7 @@ const shutdownGrace = 8 * time.Second
 
 func runServe(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	configPath := configFlag(fs)
+	opts := configFlags(fs)
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if code := c.parseNone(fs, args, stdout, stderr); code >= 0 {
 		return code
@@ -42,7 +42,7 @@ func runServe(ctx context.Context, c *command, args []string, stdout, stderr io.
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
-	if err := serve(ctx, *configPath, logger); err != nil {
+	if err := serve(ctx, opts, logger); err != nil {
 		logger.Error("hookbox stopped", slog.Any("error", err))
 		return 1
 	}
@@ -82,8 +82,15 @@ func tuneRuntime() {
 	})
 }
 
-func serve(ctx context.Context, path string, logger *slog.Logger) error {
-	cfg, err := app.LoadConfig(path, nil)
+// servePath is serve with the config at path and no flags, for bench.
+func servePath(ctx context.Context, path string, logger *slog.Logger) error {
+	none := ""
+	return serve(ctx, &configOptions{path: &path, listen: &none, dataDir: &none}, logger)
+}
+
+func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error {
+	path := *opts.path
+	cfg, err := opts.load()
 	if err != nil {
 		return err
 	}
@@ -161,16 +168,24 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 	dispatched := make(chan struct{})
 	go func() { dispatcher.Run(ctx, sendCtx); close(dispatched) }()
 
-	login, err := app.StatusLogin(cfg.Status, db, logger.With("component", "status"))
+	// The password is only read here: one is generated once every
+	// listener is bound (below), so that a start that fails to bind shows
+	// none, and the one shown belongs to a server that runs.
+	login, err := app.NewLogin(cfg.Status, db, logger.With("component", "status"))
 	if err != nil {
 		return err
 	}
+	passwdDir := "" // where hookbox passwd leaves requests: the data dir of bbolt (PostgreSQL shares the hash in the database)
+	if cfg.Storage.Backend != app.BackendPostgres {
+		passwdDir = cfg.Server.DataDir
+		login.TakeRequest(passwdDir) // one left while the server was stopped
+	}
 	health := func() error { return cmp.Or(stats.Storage.Err(), db.Ping()) }
 	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
-		Backup: n.backup, Login: login, Stats: stats, LastBackup: lastBackup})
+		Backup: n.backup, Login: login.Check, LoginGeneration: login.Generation, Stats: stats, LastBackup: lastBackup})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s (server.listen in %s): %w", cfg.Server.Listen, path, err)
+		return fmt.Errorf("listen on %s (server.listen in %s, or -listen, or $%s): %w", cfg.Server.Listen, path, app.EnvListen, err)
 	}
 	ln = srv.Limit(ln) // under TLS, so a refused connection costs no handshake
 	served := make(chan error, 2)
@@ -193,6 +208,14 @@ func serve(ctx context.Context, path string, logger *slog.Logger) error {
 			}()
 		}
 	}
+	if err := login.Ensure(); err != nil {
+		ln.Close()
+		if httpSrv != nil {
+			httpSrv.Close()
+		}
+		return err
+	}
+	go login.Watch(ctx, passwdDir)
 	logger.Info("hookbox started", append(attrs, "data", n.where, "sources", len(cfg.Sources))...)
 	go func() { served <- srv.Serve(ln) }()
 	if tlsSrv != nil {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -32,9 +33,10 @@ var bodyFields = map[string][2]string{
 
 func runSign(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	path := configFlag(fs)
+	opts := configFlags(fs)
+	path := opts.path
 	sourceName := fs.String("source", "", "the [[source]] to sign for (required)")
-	topic := fs.String("topic", "", "the event topic, for providers that read it from a header")
+	topic := fs.String("topic", "", "the event topic, for providers that read it from a header (default: a common one of the provider's, such as push for github; test.event for others)")
 	id := fs.String("id", "", "the event id, for providers that read it from a header (default: random)")
 	send := fs.Bool("send", false, "post the request to the running server and print its answer")
 	operands, code := c.parse(fs, args, stdout, stderr)
@@ -45,7 +47,7 @@ func runSign(_ context.Context, c *command, args []string, stdout, stderr io.Wri
 		fmt.Fprintln(stderr, "hookbox sign: give -source NAME and one body file (or - for stdin)\nRun 'hookbox sign -h' for usage.")
 		return 2
 	}
-	cfg, err := app.LoadConfig(*path, nil)
+	cfg, err := opts.load()
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -62,7 +64,7 @@ func runSign(_ context.Context, c *command, args []string, stdout, stderr io.Wri
 	file := operands[0]
 	var body []byte
 	if file == "-" {
-		body, err = io.ReadAll(os.Stdin)
+		body, err = io.ReadAll(stdin)
 	} else {
 		body, err = os.ReadFile(file)
 	}
@@ -126,6 +128,11 @@ func signRequest(src *app.Source, body []byte, id, topic string, now time.Time) 
 	}
 	if id == "" && !idInBody {
 		id = randomEventID()
+	}
+	// Without a topic a route with a topic filter would never match the
+	// test event, silently: send the provider's usual one instead.
+	if topic == "" && !topicInBody {
+		topic = cmp.Or(provider.TestTopic(src.Provider), "test.event")
 	}
 	signID := id
 	if src.ID != nil {

@@ -29,6 +29,7 @@ type session struct {
 	user    string
 	csrf    string
 	expires time.Time
+	gen     uint64 // the password's generation at login: a new password ends the session
 }
 
 // sessions are keyed by the SHA-256 of their token, so that finding one
@@ -50,7 +51,7 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (ss *sessions) create(user string, now time.Time) (string, *session) {
+func (ss *sessions) create(user string, now time.Time, gen uint64) (string, *session) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	for k, s := range ss.m { // drop expired ones while here
@@ -59,7 +60,7 @@ func (ss *sessions) create(user string, now time.Time) (string, *session) {
 		}
 	}
 	tok := newToken()
-	s := &session{user: user, csrf: newToken(), expires: now.Add(sessionTTL)}
+	s := &session{user: user, csrf: newToken(), expires: now.Add(sessionTTL), gen: gen}
 	ss.m[tokenKey(tok)] = s
 	return tok, s
 }
@@ -101,7 +102,7 @@ func (s *Server) securityHeaders(c *fiber.Ctx) error {
 // wait says when to retry.
 func (s *Server) authenticate(c *fiber.Ctx) (user string, viaSession bool, wait time.Duration) {
 	if tok := c.Cookies(sessionCookie); tok != "" {
-		if ss := s.sessions.get(tok, s.deps.Now()); ss != nil {
+		if ss := s.sessions.get(tok, s.deps.Now()); ss != nil && ss.gen == s.loginGeneration() {
 			c.Locals("csrf", ss.csrf)
 			return ss.user, true, 0
 		}
@@ -201,6 +202,7 @@ func (s *Server) handleLoginPage(c *fiber.Ctx) error {
 // password or a redirect target in the query string is ignored.
 func (s *Server) handleLogin(c *fiber.Ctx) error {
 	user, pass, next := ui.PostValue(c, "user"), ui.PostValue(c, "password"), ui.PostValue(c, "next")
+	gen := s.loginGeneration() // before the check: a password changed meanwhile ends this session too
 	if ok, wait := s.checkPassword(c, user, pass, "form"); !ok {
 		if wait > 0 {
 			secs := s.holdLimited(c, wait)
@@ -208,7 +210,7 @@ func (s *Server) handleLogin(c *fiber.Ctx) error {
 		}
 		return s.ui.Login(c, fiber.StatusUnauthorized, "Wrong user or password.", next)
 	}
-	tok, _ := s.sessions.create(user, s.deps.Now())
+	tok, _ := s.sessions.create(user, s.deps.Now(), gen)
 	c.Cookie(&fiber.Cookie{Name: sessionCookie, Value: tok, Path: "/", HTTPOnly: true, SameSite: "Strict",
 		Secure: s.scheme(c) == "https", Expires: s.deps.Now().Add(sessionTTL)})
 	return c.Redirect(ui.SafeNext(next), fiber.StatusSeeOther)
@@ -218,4 +220,13 @@ func (s *Server) handleLogout(c *fiber.Ctx) error {
 	s.sessions.drop(c.Cookies(sessionCookie))
 	c.ClearCookie(sessionCookie)
 	return c.Redirect("/login", fiber.StatusSeeOther)
+}
+
+// loginGeneration returns the password's generation (0 without a
+// LoginGeneration).
+func (s *Server) loginGeneration() uint64 {
+	if s.deps.LoginGeneration == nil {
+		return 0
+	}
+	return s.deps.LoginGeneration()
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"net/netip"
 	"sync"
 	"time"
@@ -56,9 +57,12 @@ const (
 // tokens back. Sessions and cached credentials never get here.
 type guard struct {
 	login func(user, password string) bool
-	now   func() time.Time
-	slots chan struct{}
-	key   [32]byte // keys the digests of cached credentials
+	// generation is the password's (nil: 0); cached credentials of
+	// another generation do not match.
+	generation func() uint64
+	now        func() time.Time
+	slots      chan struct{}
+	key        [32]byte // keys the digests of cached credentials
 
 	mu          sync.Mutex
 	global      bucket
@@ -117,6 +121,9 @@ func (g *guard) check(client netip.Addr, user, password string, cache bool) (ver
 		m.Write([]byte(user))
 		m.Write([]byte{0})
 		m.Write([]byte(password))
+		if g.generation != nil {
+			m.Write(binary.BigEndian.AppendUint64(nil, g.generation()))
+		}
 		m.Sum(digest[:0])
 		g.mu.Lock()
 		exp, ok := g.credentials[digest]

@@ -53,6 +53,9 @@ type Deps struct {
 	// Login checks the status page's user and password (nil: nobody gets
 	// in); it runs under the limits of guard.go.
 	Login func(user, password string) bool
+	// LoginGeneration changes whenever the password does (nil: never):
+	// sessions and cached Basic credentials of an older one end.
+	LoginGeneration func() uint64
 	// LimitedDelay holds a 429 to a login over the limits (0: the
 	// LimitedDelay constant); tests shorten it.
 	LimitedDelay time.Duration
@@ -119,6 +122,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		guard:    newGuard(deps.Login, deps.Now),
 		Logger:   slog.With("component", "http"),
 	}
+	s.guard.generation = s.loginGeneration
 	var routeStats func(string) *app.RouteStats
 	if deps.Receiver != nil {
 		routeStats = deps.Receiver.RouteStats

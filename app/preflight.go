@@ -1,0 +1,82 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+)
+
+// CheckDataDir finds what would stop serve from keeping its data in dir:
+// a directory that cannot be created, or one where files cannot be
+// written. It tries both for real and removes what it made, so that
+// `hookbox check` fails where `serve` would.
+func CheckDataDir(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	// The directories that do not exist yet, deepest first.
+	var made []string
+	for d := abs; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("cannot use %s: %w", dir, err)
+		}
+		made = append(made, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	defer func() {
+		for _, d := range made {
+			os.Remove(d) // deepest first; only what this check created, and only if still empty
+		}
+	}()
+	if err := os.MkdirAll(abs, DataDirMode); err != nil {
+		return fmt.Errorf("cannot create %s: %w", dir, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return fmt.Errorf("cannot use %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	f, err := os.CreateTemp(abs, ".hookbox-check-*")
+	if err != nil {
+		return fmt.Errorf("cannot write in %s: %w", dir, err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
+}
+
+// CheckListen finds a listen address serve could not bind: one whose host
+// or port does not resolve.
+func CheckListen(listen string) error {
+	if _, err := net.ResolveTCPAddr("tcp", listen); err != nil {
+		return fmt.Errorf("%q: %w", listen, err)
+	}
+	return nil
+}
+
+// PasteURL returns the URL to paste into src's platform: from public_url
+// when it is set (public true), else from the listen address, which only
+// a sender on this machine or network reaches.
+func (c *Config) PasteURL(src *Source) (url string, public bool) {
+	if c.Server.PublicURL != "" {
+		return c.Server.PublicURL + "/in/" + src.Name, true
+	}
+	scheme := "http"
+	if c.Server.TLS != TLSNone {
+		scheme = "https"
+	}
+	host, port, _ := net.SplitHostPort(c.Server.Listen)
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1" // every address of this machine; this one reaches it from here
+	}
+	return scheme + "://" + net.JoinHostPort(host, port) + "/in/" + src.Name, false
+}
