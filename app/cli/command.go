@@ -219,6 +219,8 @@ type configOptions struct {
 	path    *string
 	listen  *string
 	dataDir *string
+	// lookupEnv reads the environment (os.LookupEnv when nil).
+	lookupEnv func(string) (string, bool)
 }
 
 // configFlags adds -config, -listen and -data-dir to fs.
@@ -237,5 +239,5 @@ func (o *configOptions) overrides() app.Overrides {
 
 // load reads and validates the config with the overrides.
 func (o *configOptions) load() (*app.Config, error) {
-	return app.LoadConfigWith(*o.path, o.overrides())
+	return app.LoadConfig(*o.path, o.overrides().Lookup(o.lookupEnv))
 }

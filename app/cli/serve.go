@@ -82,10 +82,19 @@ func tuneRuntime() {
 	})
 }
 
-// servePath is serve with the config at path and no flags, for bench.
+// servePath is serve with the config at path and no flags, for bench: the
+// config bench writes names its own port and data dir, which
+// HOOKBOX_LISTEN and HOOKBOX_DATA_DIR, meant for the user's server, must
+// not replace.
 func servePath(ctx context.Context, path string, logger *slog.Logger) error {
 	none := ""
-	return serve(ctx, &configOptions{path: &path, listen: &none, dataDir: &none}, logger)
+	fileOnly := func(name string) (string, bool) {
+		if name == app.EnvListen || name == app.EnvDataDir {
+			return "", false
+		}
+		return os.LookupEnv(name)
+	}
+	return serve(ctx, &configOptions{path: &path, listen: &none, dataDir: &none, lookupEnv: fileOnly}, logger)
 }
 
 func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error {
