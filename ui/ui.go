@@ -221,69 +221,6 @@ func PostValue(c *fiber.Ctx, key string) string {
 	return string(c.Request().PostArgs().Peek(key))
 }
 
-// chart is an inline SVG bar chart of 24 hourly values, with a time axis
-// (UTC hours) and a scale.
-type chart struct {
-	Bars  []bar
-	Ticks []tick
-	Max   uint64
-	Total uint64
-	Scale uint64 // the top of the value axis: Max rounded up to 1, 2 or 5 × 10ⁿ
-}
-
-type bar struct {
-	X, Y, H int
-	Label   string
-}
-
-// tick is a label of the time axis at X.
-type tick struct {
-	X     int
-	Label string
-}
-
-// The chart's geometry, in SVG units: the plot starts at chartLeft (the
-// value labels are left of it) and is chartHeight tall from chartTop.
-const (
-	chartLeft   = 34
-	chartTop    = 6
-	chartHeight = 70
-	barStep     = 12
-)
-
-// niceScale rounds n up to 1, 2 or 5 times a power of ten (at least 1).
-func niceScale(n uint64) uint64 {
-	for p := uint64(1); ; p *= 10 {
-		for _, m := range []uint64{1, 2, 5} {
-			if m*p >= n {
-				return m * p
-			}
-		}
-	}
-}
-
-func newChart(v [app.CountHours]uint64, now time.Time) chart {
-	c := chart{}
-	for _, n := range v {
-		c.Max = max(c.Max, n)
-		c.Total += n
-	}
-	c.Scale = niceScale(c.Max)
-	for i, n := range v {
-		h := int(n * chartHeight / c.Scale)
-		if n > 0 && h == 0 {
-			h = 1 // a non-zero hour is never invisible
-		}
-		hour := now.Add(time.Duration(i-(app.CountHours-1)) * time.Hour).UTC()
-		x := chartLeft + i*barStep
-		c.Bars = append(c.Bars, bar{X: x + 1, Y: chartTop + chartHeight - h, H: h, Label: fmt.Sprintf("%s–%s UTC: %d", hour.Format("15:00"), hour.Add(time.Hour).Format("15:00"), n)})
-		if i%6 == 0 {
-			c.Ticks = append(c.Ticks, tick{X: x, Label: hour.Format("15:00")})
-		}
-	}
-	return c
-}
-
 // maxRetryingCount bounds the count of deliveries waiting for a retry
 // (a scan of the outbox).
 const maxRetryingCount = 100000
@@ -397,41 +334,6 @@ func parseWhen(v string) (time.Time, error) {
 type deliveryRow struct {
 	*app.Delivery
 	History []*app.Attempt
-}
-
-type headerRow struct {
-	Name, Value string
-	Masked      bool
-}
-
-// secretWords, found in a header's name, mark its value as a secret (a
-// credential, a signature, a session): X-Auth-Key, X-Api-Token,
-// Stripe-Signature, X-Shopify-Hmac-Sha256, Cookie, X-Session-Id…
-var secretWords = []string{"auth", "key", "token", "sig", "secret", "cookie", "pass", "session", "hmac", "credential", "jwt", "csrf", "xsrf"}
-
-// secretish reports whether a header's value may be a secret.
-func secretish(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range secretWords {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// MaskHeaders returns the headers as the page shows them: signature and
-// credential values replaced by a mask.
-func MaskHeaders(h []app.HeaderField) []headerRow {
-	out := make([]headerRow, 0, len(h))
-	for _, f := range h {
-		if secretish(f.Name) {
-			out = append(out, headerRow{f.Name, fmt.Sprintf("•••• (%d characters, masked)", len(f.Value)), true})
-		} else {
-			out = append(out, headerRow{f.Name, f.Value, false})
-		}
-	}
-	return out
 }
 
 func (u *UI) event(c *fiber.Ctx) error {
