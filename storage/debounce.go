@@ -171,6 +171,12 @@ func mergePending(tx *bolt.Tx, op *app.DebounceOp, ek []byte, p *pending, seq ui
 	if err := tx.Bucket(bucketPendingEvent).Delete(seqKey(p.EventSeq)); err != nil {
 		return err
 	}
+	// The replaced event is merged from now on (the page says so while the
+	// window is open); the link points to the latest event until the send
+	// records the one that went out.
+	if err := tx.Bucket(bucketMerged).Put(seqKey(p.EventSeq), seqKey(seq)); err != nil {
+		return err
+	}
 	p.EventSeq = seq
 	op.Result = app.Merged
 	if err := tx.Bucket(bucketPendingEvent).Put(seqKey(seq), ek); err != nil {

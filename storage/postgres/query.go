@@ -21,12 +21,14 @@ import (
 const maxScan = 20000
 
 // statusSQL is an event's status from its deliveries: the worst of dead,
-// pending, delivered; "merged" when debouncing folded it into another;
+// pending, delivered; "merged" when debouncing folded it into another
+// (that went out, or whose window is still open);
 // "waiting" when it is the event of a debounced delivery whose window is
 // open; else "unrouted". w is the event's row.
 const statusSQL = `(SELECT CASE max(CASE d.state WHEN 3 THEN 3 WHEN 1 THEN 2 ELSE 1 END)
 		WHEN 3 THEN 'dead' WHEN 2 THEN 'pending' WHEN 1 THEN 'delivered'
 		ELSE CASE WHEN EXISTS (SELECT 1 FROM hookbox_merged m WHERE m.merged_seq = w.seq) THEN 'merged'
+			WHEN EXISTS (SELECT 1 FROM hookbox_debounce k WHERE k.due IS NOT NULL AND w.seq = ANY(k.merged)) THEN 'merged'
 			WHEN EXISTS (SELECT 1 FROM hookbox_debounce k WHERE k.event_seq = w.seq AND k.due IS NOT NULL) THEN 'waiting'
 			ELSE 'unrouted' END END
 	FROM hookbox_deliveries d WHERE d.event_seq = w.seq)`

@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,6 +108,10 @@ func testListEventsStatus(t *testing.T, open Opener) {
 	fire(t, s, T0.Add(time.Minute), 1, time.Time{})
 	// Waiting in a debounce window: not unrouted, and says until when.
 	acceptDebounced(t, s, "waiting", "k2", T0.Add(6*time.Second))
+	// Merged into a later event whose window is still open: merged, not
+	// unrouted (nothing of it goes out, and the page must say why).
+	acceptDebounced(t, s, "merged-open", "k3", T0.Add(7*time.Second))
+	acceptDebounced(t, s, "waiting-2", "k3", T0.Add(8*time.Second))
 	for _, d := range deliveries(t, s, dlv.Seq, 2) {
 		record(t, s, d.ID, &app.Attempt{Start: T0, Status: 200}, app.Delivered, time.Time{})
 	}
@@ -123,9 +128,10 @@ func testListEventsStatus(t *testing.T, open Opener) {
 	for _, r := range rows {
 		got[r.ID] = r.Status
 	}
-	want := map[string]string{"delivered": "delivered", "pending": "pending", "dead": "dead", "unrouted": "unrouted", "merged": "merged", "fired": "pending", "waiting": "waiting"}
+	want := map[string]string{"delivered": "delivered", "pending": "pending", "dead": "dead", "unrouted": "unrouted", "merged": "merged", "fired": "pending", "waiting": "waiting",
+		"merged-open": "merged", "waiting-2": "waiting"}
 	for _, r := range rows {
-		if w := r.ID == "waiting"; w == r.WaitingUntil.IsZero() {
+		if w := strings.HasPrefix(r.ID, "waiting"); w == r.WaitingUntil.IsZero() {
 			t.Errorf("%s: waiting until %v", r.ID, r.WaitingUntil)
 		}
 	}
@@ -134,10 +140,15 @@ func testListEventsStatus(t *testing.T, open Opener) {
 			t.Errorf("status of %s = %q, want %q", id, got[id], st)
 		}
 	}
-	for _, st := range []string{"delivered", "dead", "unrouted", "merged", "waiting"} {
+	for st, ids := range map[string][]string{"delivered": {"delivered"}, "dead": {"dead"}, "unrouted": {"unrouted"},
+		"merged": {"merged-open", "merged"}, "waiting": {"waiting-2", "waiting"}} {
 		rows, _, err := s.ListEvents(app.EventQuery{Status: st, Limit: 50})
-		if err != nil || len(rows) != 1 || rows[0].ID != st {
-			t.Errorf("ListEvents(status %s) = %+v, %v", st, rows, err)
+		var gotIDs []string
+		for _, r := range rows {
+			gotIDs = append(gotIDs, r.ID)
+		}
+		if err != nil || !slices.Equal(gotIDs, ids) {
+			t.Errorf("ListEvents(status %s) = %v, %v; want %v (newest first)", st, gotIDs, err, ids)
 		}
 	}
 	if rows, _, _ := s.ListEvents(app.EventQuery{Status: "pending", Limit: 50}); len(rows) != 2 {
