@@ -62,7 +62,8 @@ type CountStore interface {
 	// from to the one of to, both included, with what AddNamed holds.
 	NamedCounts(from, to time.Time) (map[Named]uint64, error)
 	// Lasts returns the last accepted event of each source and the last
-	// failed attempt of each destination, as the store's commits wrote them.
+	// failed and last delivering attempt of each destination, as the
+	// store's commits wrote them.
 	Lasts() (map[Named]Last, error)
 }
 
@@ -94,8 +95,9 @@ type Named struct {
 }
 
 // Last is the time (and for a failed attempt, the error) of the latest
-// thing of its kind: SourceAccepted (a source's last accepted event) or
-// DestFailed (a destination's last failed attempt).
+// thing of its kind: SourceAccepted (a source's last accepted event),
+// DestFailed (a destination's last failed attempt) or DestDelivered (its
+// last attempt that delivered).
 type Last struct {
 	At   time.Time
 	Text string

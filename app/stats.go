@@ -77,7 +77,8 @@ type SourceInfo struct {
 }
 
 // DestInfo is what the overview shows per destination: counts of the
-// last CountHours hours and its last failed attempt, from the store.
+// last CountHours hours and its last failed and delivering attempts, from
+// the store.
 // JSON: snake_case, a time that never happened left out (see docs/API.md).
 type DestInfo struct {
 	Name      string    `json:"name"`
@@ -85,6 +86,10 @@ type DestInfo struct {
 	Failed    uint64    `json:"failed_attempts"`
 	LastError string    `json:"last_error,omitempty"`
 	LastAt    time.Time `json:"last_error_at,omitzero"`
+	// LastDelivered is its last attempt that delivered, from the store:
+	// with LastAt, what the page says of it after a restart, before the
+	// dispatcher has tried it again.
+	LastDelivered time.Time `json:"last_delivered_at,omitzero"`
 	// FailingSince is when its attempts began to fail (zero: its last one
 	// worked); NextTry is when it is tried next, by a retry that falls due
 	// or a probe (zero: not known). The dispatcher's, in memory.
@@ -357,7 +362,8 @@ func (s *Stats) Tables() (Tables, error) {
 	for name, d := range s.dests {
 		l := lasts[Named{Kind: DestFailed, Name: name}]
 		t.Destinations = append(t.Destinations, DestInfo{Name: name, Delivered: n(DestDelivered, name), Failed: n(DestFailed, name),
-			LastError: l.Text, LastAt: l.At, FailingSince: d.FailingSince, NextTry: d.NextTry})
+			LastError: l.Text, LastAt: l.At, LastDelivered: lasts[Named{Kind: DestDelivered, Name: name}].At,
+			FailingSince: d.FailingSince, NextTry: d.NextTry})
 	}
 	s.mu.Unlock()
 	sort.Slice(t.Sources, func(i, j int) bool { return t.Sources[i].Name < t.Sources[j].Name })
@@ -367,4 +373,11 @@ func (s *Stats) Tables() (Tables, error) {
 			Deferred: n(RouteDeferred, name), Unkeyed: n(RouteUnkeyed, name), Sent: n(RouteSent, name)})
 	}
 	return t, err
+}
+
+// LastAttemptFailed reports whether the destination's last recorded
+// attempt failed (its last error is newer than its last delivery): after a
+// restart the page says so until the dispatcher knows more.
+func (d DestInfo) LastAttemptFailed() bool {
+	return !d.LastAt.IsZero() && d.LastAt.After(d.LastDelivered)
 }

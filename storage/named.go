@@ -215,10 +215,12 @@ func (d *DB) countRoute(at time.Time, op *app.DebounceOp) {
 }
 
 // countAttempt counts an attempt of a delivery to dest that ended at end
-// and left the delivery in state, keeping a failure as dest's last.
+// and left the delivery in state, keeping it as dest's last delivery or
+// last failure.
 func (d *DB) countAttempt(dest string, a *app.Attempt, state app.DeliveryState, end time.Time) {
 	if state == app.Delivered {
 		d.countName(end, app.DestDelivered, dest, 1)
+		d.noteLast(app.DestDelivered, dest, app.Last{At: end})
 		return
 	}
 	d.countName(end, app.DestFailed, dest, 1)

@@ -29,6 +29,16 @@ func TestPages_Labels(t *testing.T) {
 			t.Errorf("overview lacks %s", want)
 		}
 	}
+	// Destinations whose last recorded attempt failed say so, from the
+	// store, where the dispatcher (not running here, as after a restart)
+	// knows nothing yet; one whose last attempt delivered is ok.
+	for _, want := range []string{`<td>crm</td><td><span class="bad">last attempt failed</span>`,
+		`<td>erp-warehouse-integration</td><td><span class="bad">last attempt failed</span>`,
+		`<td>pos</td><td><span class="ok">ok</span>`} {
+		if !strings.Contains(overview, want) {
+			t.Errorf("overview lacks %s", want)
+		}
+	}
 	if strings.Contains(overview, "Counts start again") {
 		t.Error("overview still says counts start again at a restart")
 	}

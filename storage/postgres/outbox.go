@@ -314,9 +314,10 @@ WITH r AS (
 	FROM r JOIN u USING (id) GROUP BY 1, 2, 3` + nameUpsert + `
 ), le AS (
 	INSERT INTO hookbox_last AS l (kind, name, node, shard, at, text)
-	SELECT DISTINCT ON (u.destination) ` + kindSQL(app.DestFailed) + `, u.destination, $10, $11,
-		r.started + r.duration_ns / 1000 * interval '1 microsecond', r.last
-	FROM r JOIN u USING (id) WHERE r.state <> 2 ORDER BY u.destination, r.started + r.duration_ns / 1000 * interval '1 microsecond' DESC` + lastUpsert + `
+	SELECT DISTINCT ON (u.destination, r.state = 2)
+		CASE WHEN r.state = 2 THEN ` + kindSQL(app.DestDelivered) + ` ELSE ` + kindSQL(app.DestFailed) + ` END, u.destination, $10, $11,
+		r.started + r.duration_ns / 1000 * interval '1 microsecond', CASE WHEN r.state = 2 THEN '' ELSE r.last END
+	FROM r JOIN u USING (id) ORDER BY u.destination, r.state = 2, r.started + r.duration_ns / 1000 * interval '1 microsecond' DESC` + lastUpsert + `
 )
 SELECT id, attempts FROM u`
 

@@ -108,6 +108,7 @@ func fillNamed(t *testing.T, s storage.Store) (map[app.Named]uint64, map[app.Nam
 		{Kind: app.SourceAccepted, Name: "shop"}: {At: at.Add(5 * time.Second)},
 		{Kind: app.SourceAccepted, Name: "gh"}:   {At: at.Add(3 * time.Second)},
 		{Kind: app.DestFailed, Name: "erp"}:      {At: at.Add(2*time.Minute + time.Second), Text: "HTTP 500"},
+		{Kind: app.DestDelivered, Name: "pos"}:   {At: at.Add(time.Second)},
 	}
 	return want, wantLasts
 }
