@@ -22,7 +22,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"hookbox/app"
-	"hookbox/app/provider"
 	"hookbox/app/web"
 	"hookbox/storage"
 	"hookbox/storage/postgres"
@@ -120,11 +119,7 @@ to = ["sink"]
 		WriteTimeout: web.WriteTimeout, IdleTimeout: web.IdleTimeout, ReadBufferSize: web.ReadBufferSize,
 		DisableStartupMessage: true})
 	verifyOnly.Post("/in/:source", func(c *fiber.Ctx) error {
-		in := &app.Inbound{Body: c.Request().Body(), Header: make([]app.HeaderField, 0, c.Request().Header.Len())}
-		c.Request().Header.VisitAll(func(k, v []byte) {
-			in.Header = append(in.Header, app.HeaderField{Name: string(k), Value: string(v)})
-		})
-		if _, err := src.Verify(provider.Request{Body: in.Body, Header: in, URL: src.URL}, time.Now()); err != nil {
+		if !verified(c, src) {
 			return c.SendStatus(401)
 		}
 		return c.JSON(fiber.Map{"status": "accepted"})
