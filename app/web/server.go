@@ -123,12 +123,8 @@ func New(cfg *app.Config, deps Deps) *Server {
 		Logger:   slog.With("component", "http"),
 	}
 	s.guard.generation = s.loginGeneration
-	var routeStats func(string) *app.RouteStats
-	if deps.Receiver != nil {
-		routeStats = deps.Receiver.RouteStats
-	}
 	s.ui = ui.New(ui.Deps{Config: cfg, Store: deps.UIStore, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
-		RouteStats: routeStats, LastBackup: deps.LastBackup})
+		LastBackup: deps.LastBackup})
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:      cfg.Server.MaxBodyBytes,
 		ReadTimeout:    deps.ReadTimeout,
@@ -241,8 +237,8 @@ type answer struct {
 
 func (s *Server) handleInbound(c *fiber.Ctx) error {
 	// The body exactly as received (edge refused any Content-Encoding;
-	// c.Body() would inflate): only read during this call, the store
-	// copies what it keeps.
+	// Fiber's Ctx body helper would inflate it): only read during this
+	// call, the store copies what it keeps.
 	req := c.Request()
 	in := &app.Inbound{Body: req.Body(), Header: make([]app.HeaderField, 0, req.Header.Len()), Client: s.client(c).String()}
 	req.Header.VisitAll(func(k, v []byte) {
