@@ -200,21 +200,3 @@ func ParseConfig(file, data string, lookupEnv func(string) (string, bool)) (*Con
 	}
 	return cfg, nil
 }
-
-// LoadDataDir reads only server.data_dir from the config file at path, for
-// commands that work on the data file while the service is stopped
-// (restore): they need neither the secrets nor a valid rest of the file.
-func LoadDataDir(path string) (string, error) {
-	var raw struct {
-		Server struct {
-			DataDir string `toml:"data_dir"`
-		} `toml:"server"`
-	}
-	if _, err := toml.DecodeFile(path, &raw); err != nil {
-		return "", &ConfigError{File: path, Reason: err.Error()}
-	}
-	if raw.Server.DataDir == "" {
-		return DefaultDataDir, nil
-	}
-	return raw.Server.DataDir, nil
-}

@@ -28,8 +28,6 @@ type Dispatcher struct {
 	Logger *slog.Logger
 	// Version goes into the User-Agent.
 	Version string
-	// OnFired is told how many debounced deliveries of a route went out.
-	OnFired func(route string, n int)
 	// Stats, when set, counts attempts for the status page and metrics.
 	Stats *Stats
 	// StoreRetry is how long a delivery whose attempt could not be recorded
@@ -101,7 +99,6 @@ func NewDispatcher(cfg *Config, store Store) *Dispatcher {
 		StoreRetry: 5 * time.Second,
 		Logger:     slog.With("component", "dispatch"),
 		Version:    "dev",
-		OnFired:    func(string, int) {},
 		wake:       make(chan struct{}, 1),
 		inflight:   map[uint64]bool{},
 		finished:   map[uint64]uint64{},
@@ -195,13 +192,10 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		// the outbox; StorageHealth wakes us when commits work again.
 		return now.Add(probeEvery)
 	}
-	fired, earliest, err := d.store.FirePending(now)
+	_, earliest, err := d.store.FirePending(now)
 	if err != nil {
 		d.Stats.storage().Failure(d.Logger, "fire pending deliveries", err)
 		earliest = now.Add(5 * time.Second)
-	}
-	for route, n := range fired {
-		d.OnFired(route, n)
 	}
 	for _, dest := range d.dests {
 		d.mu.Lock()
@@ -431,7 +425,7 @@ func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
 			continue
 		}
 		a := f.rec.Attempt
-		d.Stats.Attempt(f.dest.Name, f.rec.State, a.Duration, a.Error)
+		d.Stats.Attempt(f.dest.Name, f.rec.State, a.Duration)
 		switch f.rec.State {
 		case Dead:
 			d.Logger.Warn("delivery dead", "delivery", f.rec.ID, "destination", f.dest.Name,

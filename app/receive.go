@@ -63,29 +63,13 @@ func (in *Inbound) Get(name string) string {
 	return ""
 }
 
-// SourceStats counts what happened at one source since start.
+// SourceStats is what the receiver keeps of one source since start for
+// its rejection log line; the page's and API's counts are the store's
+// (Stats, CountStore), the metrics' are Stats'.
 type SourceStats struct {
-	Accepted  atomic.Uint64
-	Duplicate atomic.Uint64
-	Rejected  atomic.Uint64 // bad or missing signature
-	Invalid   atomic.Uint64 // genuine but unusable (no event id)
-	Failed    atomic.Uint64 // storage failed; answered 503
-	Pings     atomic.Uint64
-	Unrouted  atomic.Uint64 // accepted events that no route takes
-	warn      Throttle      // of the rejection log lines
+	Rejected atomic.Uint64 // bad or missing signature
+	warn     Throttle      // of the rejection log lines
 }
-
-// RouteStats counts what a debounced route did since start.
-type RouteStats struct {
-	Received  atomic.Uint64 // events that took the route
-	Debounced atomic.Uint64 // merged into a pending delivery
-	Deferred  atomic.Uint64 // held back by the rate limit
-	Unkeyed   atomic.Uint64 // key could not be built: sent without debounce
-	Fired     atomic.Uint64 // pending deliveries that went out
-}
-
-// RouteStats returns the counters of the route called name, or nil.
-func (r *Receiver) RouteStats(name string) *RouteStats { return r.routes[name] }
 
 // Receiver turns verified webhooks into durable events: verify, identify,
 // remember once, store — and only then answer.
@@ -94,7 +78,6 @@ type Receiver struct {
 	cfg       *Config
 	sources   map[string]*Source
 	stats     map[string]*SourceStats
-	routes    map[string]*RouteStats
 	retention time.Duration
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -124,7 +107,6 @@ func NewReceiver(cfg *Config, store Store) *Receiver {
 		cfg:       cfg,
 		sources:   make(map[string]*Source, len(cfg.Sources)),
 		stats:     make(map[string]*SourceStats, len(cfg.Sources)),
-		routes:    make(map[string]*RouteStats, len(cfg.Routes)),
 		retention: cfg.Retention.EventIDs,
 		Now:       time.Now,
 		Logger:    slog.With("component", "receive"),
@@ -134,13 +116,10 @@ func NewReceiver(cfg *Config, store Store) *Receiver {
 		r.sources[s.Name] = s
 		r.stats[s.Name] = &SourceStats{}
 	}
-	for _, rt := range cfg.Routes {
-		r.routes[rt.Name] = &RouteStats{}
-	}
 	return r
 }
 
-// SourceStats returns the counters of source, or nil for an unknown source.
+// SourceStats returns what is kept of source, or nil for an unknown source.
 func (r *Receiver) SourceStats(source string) *SourceStats { return r.stats[source] }
 
 // Receive verifies in as a webhook for source and, when genuine and new,
@@ -192,12 +171,10 @@ func (r *Receiver) receive(ctx context.Context, src *Source, in *Inbound) (Resul
 		return Result{}, Errorf(EUNAUTHORIZED, "%s", err.Error())
 	}
 	if v.Ping {
-		st.Pings.Add(1)
 		return Result{Outcome: Ping}, nil
 	}
 	id, topic, err := r.identify(src, v, in)
 	if err != nil {
-		st.Invalid.Add(1)
 		return Result{}, err
 	}
 	e := &Event{
@@ -211,20 +188,13 @@ func (r *Receiver) receive(ctx context.Context, src *Source, in *Inbound) (Resul
 	plan := r.plan(src, topic, in)
 	dup, err := r.store.Accept(ctx, e, now.Add(r.retention), plan)
 	if err != nil {
-		st.Failed.Add(1)
 		r.Stats.storage().Refused(r.Logger, err, "source", source)
 		return Result{}, Errorf(EUNAVAILABLE, "storage unavailable, retry later")
 	}
 	if dup {
-		st.Duplicate.Add(1)
 		return Result{Outcome: Duplicate, ID: id}, nil
 	}
-	st.Accepted.Add(1)
 	r.accepts.accepted(r.Logger, now, source, id, topic, e.Seq)
-	r.count(plan)
-	if plan.Empty() { // else the store wakes the dispatcher (storage.DB.OnOpened)
-		st.Unrouted.Add(1)
-	}
 	return Result{Outcome: Accepted, ID: id}, nil
 }
 
@@ -237,11 +207,8 @@ func (r *Receiver) plan(src *Source, topic string, in *Inbound) *Plan {
 		if rt.Key == nil || !rt.Matches(src.Name, topic) {
 			continue
 		}
-		rs := r.routes[rt.Name]
-		rs.Received.Add(1)
 		key, err := rt.Key.Render(template.Input{Body: in.Body, Header: in, Source: src.Name, Topic: topic})
 		if err != nil {
-			rs.Unkeyed.Add(1)
 			p.Unkeyed = append(p.Unkeyed, rt.Name)
 			for _, d := range rt.To {
 				if !slices.Contains(p.Direct, d) {
@@ -254,19 +221,6 @@ func (r *Receiver) plan(src *Source, topic string, in *Inbound) *Plan {
 			Limit: rt.RateLimit.N, Window: rt.RateLimit.Window, To: rt.To})
 	}
 	return p
-}
-
-// count adds what Accept did with each debounced route to its counters.
-func (r *Receiver) count(p *Plan) {
-	for _, op := range p.Debounce {
-		rs := r.routes[op.Route]
-		switch op.Result {
-		case Merged:
-			rs.Debounced.Add(1) // the store counts it per hour
-		case Deferred:
-			rs.Deferred.Add(1)
-		}
-	}
 }
 
 // identify applies the source's id and topic overrides to the provider's

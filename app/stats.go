@@ -252,11 +252,19 @@ func (s *Stats) Unknown() {
 
 // Attempt records one delivery attempt's outcome (the store counts it per
 // hour when it records the attempt).
-func (s *Stats) Attempt(dest string, state DeliveryState, took time.Duration, errText string) {
+func (s *Stats) Attempt(dest string, state DeliveryState, took time.Duration) {
 	if s == nil {
 		return
 	}
-	outcome := map[DeliveryState]string{Delivered: "delivered", Pending: "retrying", Dead: "dead"}[state]
+	var outcome string
+	switch state {
+	case Delivered:
+		outcome = "delivered"
+	case Pending:
+		outcome = "retrying"
+	case Dead:
+		outcome = "dead"
+	}
 	s.deliveries.WithLabelValues(dest, outcome).Inc()
 	s.sendTime.WithLabelValues(dest).Observe(took.Seconds())
 	// The store counts the attempt, and keeps a failure as dest's last

@@ -61,8 +61,6 @@ type Deps struct {
 	Wake   func()
 	Now    func() time.Time
 	Logger *slog.Logger
-	// RouteStats gives a debounced route's counters (nil: none shown).
-	RouteStats func(name string) *app.RouteStats
 	// LastBackup gives the newest scheduled backup's time and size and the
 	// error of the latest run (nil: no backup line on the overview).
 	LastBackup func() (time.Time, int64, error)

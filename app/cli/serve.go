@@ -125,11 +125,6 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 	receiver := app.NewReceiver(cfg, db)
 	receiver.Stats = stats
 	db.OnOpened(dispatcher.Wake) // once per commit that opened deliveries
-	dispatcher.OnFired = func(route string, n int) {
-		if rs := receiver.RouteStats(route); rs != nil {
-			rs.Fired.Add(uint64(n))
-		}
-	}
 	sweeper := app.NewSweeper(cfg, db)
 	sweeper.Stats = stats
 	alerter := app.NewAlerter(cfg, db)

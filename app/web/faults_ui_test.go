@@ -115,7 +115,7 @@ func TestUI_FailingDestination(t *testing.T) {
 	}
 	stats := app.NewStats(cfg, db, time.Now)
 	since := time.Now().Add(-90 * time.Second)
-	stats.Attempt("pos", app.Pending, time.Millisecond, "HTTP 503")
+	stats.Attempt("pos", app.Pending, time.Millisecond)
 	stats.DestState("pos", since, time.Now().Add(4*time.Minute+30*time.Second))
 	login, _ := app.StatusLogin(cfg.Status, db, slog.Default())
 	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats})

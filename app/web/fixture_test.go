@@ -168,7 +168,7 @@ func (f *fixture) fill() (events []uint64) {
 		if err := f.db.RecordAttempt(dl.ID, a, state, due); err != nil {
 			f.t.Fatal(err)
 		}
-		f.stats.Attempt(dl.Destination, state, a.Duration, errText)
+		f.stats.Attempt(dl.Destination, state, a.Duration)
 	}
 	for i, seq := range events {
 		ds, err := f.db.EventDeliveries(seq)

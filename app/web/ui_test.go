@@ -69,7 +69,7 @@ func newUIServer(t *testing.T) (addr string, db *storage.DB, eventSeq uint64) {
 	_, seq, _, _ := db.LookupID("shop", "evt-ui")
 	ds, _ := db.EventDeliveries(seq)
 	db.RecordAttempt(ds[0].ID, &app.Attempt{Start: time.Now(), Duration: 3 * time.Millisecond, Status: 500, Error: "HTTP 500", Response: []byte("boom")}, app.Dead, time.Time{})
-	stats.Attempt("pos", app.Dead, 3*time.Millisecond, "HTTP 500")
+	stats.Attempt("pos", app.Dead, 3*time.Millisecond)
 	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats})
 	return serve(t, srv.App()), db, seq
 }
