@@ -9,7 +9,6 @@ package ui
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -332,6 +331,8 @@ func parseWhen(v string) (time.Time, error) {
 type deliveryRow struct {
 	*app.Delivery
 	History []*app.Attempt
+	// Hidden counts the earlier attempts the page leaves out.
+	Hidden int
 }
 
 func (u *UI) event(c *fiber.Ctx) error {
@@ -346,14 +347,6 @@ func (u *UI) event(c *fiber.Ctx) error {
 	if e == nil {
 		return fiber.ErrNotFound
 	}
-	body := string(e.Body)
-	pretty := false
-	if json.Valid(e.Body) {
-		var buf bytes.Buffer
-		if json.Indent(&buf, e.Body, "", "  ") == nil {
-			body, pretty = buf.String(), true
-		}
-	}
 	ds, err := u.d.Store.EventDeliveries(seq)
 	if err != nil {
 		return err
@@ -364,15 +357,30 @@ func (u *UI) event(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		rows = append(rows, deliveryRow{d, hist})
+		row := deliveryRow{Delivery: d, History: hist}
+		if len(hist) > maxAttemptsShown { // the latest ones; replays add attempts without end
+			row.History, row.Hidden = hist[len(hist)-maxAttemptsShown:], len(hist)-maxAttemptsShown
+		}
+		rows = append(rows, row)
 	}
 	merged, err := u.d.Store.MergedInto(seq)
 	if err != nil {
 		return err
 	}
+	mergedTotal := len(merged)
+	if len(merged) > maxMergedShown { // a long debounce window can fold in thousands
+		merged = merged[:maxMergedShown]
+	}
 	return u.render(c, 200, "event", "Event "+e.ID, map[string]any{"E": e, "Headers": MaskHeaders(e.Header),
-		"Body": body, "Pretty": pretty, "Deliveries": rows, "Merged": merged})
+		"Body": viewBody(e.Body), "Download": "/api/v1/events/" + strconv.FormatUint(seq, 10) + "/body",
+		"Deliveries": rows, "Merged": merged, "MergedTotal": mergedTotal, "MergedMore": mergedTotal - len(merged)})
 }
+
+// Bounds of the event page's lists, beside those of the body (indent.go).
+const (
+	maxAttemptsShown = 50
+	maxMergedShown   = 200
+)
 
 func (u *UI) dead(c *fiber.Ctx) error {
 	after, _ := strconv.ParseUint(c.Query("after"), 10, 64)

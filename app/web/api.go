@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"mime"
 	"net"
 	"os"
 	"strconv"
@@ -28,6 +29,7 @@ func (s *Server) routeAPI(r fiber.Router) {
 	r.Get("/stats", s.handleStats)
 	r.Get("/events", s.handleEvents)
 	r.Get("/events/:seq", s.handleEvent)
+	r.Get("/events/:seq/body", s.handleEventBody)
 }
 
 // BackupIdleTimeout bounds how long a backup download may go without
@@ -351,4 +353,38 @@ func (s *Server) handleEvent(c *fiber.Ctx) error {
 	}
 	return c.JSON(fiber.Map{"event": eventJSON{Seq: seq, Source: e.Source, ID: e.ID, Topic: e.Topic, ReceivedAt: utc(e.ReceivedAt), Size: len(e.Body)},
 		"headers": headers, "body": string(e.Body), "deliveries": deliveries, "merged": merged})
+}
+
+// handleEventBody sends an event's body exactly as stored, as a download:
+// with the sender's Content-Type when it is a well-formed media type (else
+// application/octet-stream), never sniffed, never shown inline.
+func (s *Server) handleEventBody(c *fiber.Ctx) error {
+	seq, err := strconv.ParseUint(c.Params("seq"), 10, 64)
+	if err != nil {
+		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no such event"))
+	}
+	e, err := s.deps.UIStore.Event(seq)
+	if err != nil {
+		return s.storeError(c, err)
+	}
+	if e == nil {
+		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no such event"))
+	}
+	ctype, ext := "application/octet-stream", ".bin"
+	for _, h := range e.Header {
+		if !strings.EqualFold(h.Name, fiber.HeaderContentType) {
+			continue
+		}
+		if mt, _, err := mime.ParseMediaType(h.Value); err == nil {
+			ctype = h.Value
+			if mt == "application/json" || strings.HasSuffix(mt, "+json") {
+				ext = ".json"
+			}
+		}
+		break
+	}
+	c.Set(fiber.HeaderContentType, ctype)
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename="event-`+strconv.FormatUint(seq, 10)+ext+`"`)
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	return c.Send(e.Body)
 }

@@ -17,8 +17,8 @@ var looksLikeTime = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T`)
 
 // checkJSON walks an API answer and reports every key that is not
 // snake_case, every zero time ("never" must be null or absent) and every
-// time that is not RFC 3339. Keys under "headers" are header names, data
-// rather than fields.
+// time that is not RFC 3339. Keys under "headers" are header names, and
+// the values of "header_list" a sender's, data rather than fields.
 func checkJSON(path string, v any, problems *[]string) {
 	switch x := v.(type) {
 	case map[string]any:
@@ -27,6 +27,16 @@ func checkJSON(path string, v any, problems *[]string) {
 				*problems = append(*problems, fmt.Sprintf("%s: key %q is not snake_case", path, k))
 			}
 			if k == "headers" {
+				continue
+			}
+			if k == "header_list" {
+				for i, h := range asList(child) {
+					for hk := range asMap(h) {
+						if hk != "name" && hk != "value" {
+							*problems = append(*problems, fmt.Sprintf("%s.%s[%d]: key %q; want name and value", path, k, i, hk))
+						}
+					}
+				}
 				continue
 			}
 			checkJSON(path+"."+k, child, problems)
@@ -72,6 +82,7 @@ func TestAPI_JSONStyle(t *testing.T) {
 		{"GET", "/api/v1/dead-letters", "/api/v1/dead-letters"},
 		{"GET", "/api/v1/backup", "/api/v1/backup"}, // no backup in this server: the error answer
 		{"GET", "/api/v1/events/999999", "/api/v1/events/:seq"},
+		{"GET", "/api/v1/events/999999/body", "/api/v1/events/:seq/body"}, // the body itself is not JSON: the error answer
 		{"POST", fmt.Sprintf("/api/v1/dead-letters/%d/replay", d0), "/api/v1/dead-letters/:id/replay"},
 		{"POST", fmt.Sprintf("/api/v1/deliveries/%d/replay", d1), "/api/v1/deliveries/:id/replay"},
 		{"POST", "/api/v1/dead-letters/replay", "/api/v1/dead-letters/replay"},
@@ -116,6 +127,9 @@ func TestAPI_JSONStyle(t *testing.T) {
 		}
 	}
 }
+
+func asList(v any) []any         { l, _ := v.([]any); return l }
+func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
 
 // The walker finds what /api/v1/stats used to answer.
 func TestCheckJSON_FindsOldStyle(t *testing.T) {
