@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -347,12 +348,30 @@ func (s *Server) handleEvent(c *fiber.Ctx) error {
 	if merged == nil {
 		merged = []uint64{}
 	}
+	// headers keeps one value per name (the last, as it always has) for
+	// the scripts that read it; header_list has every copy, in order.
 	headers := map[string]string{}
+	list := make([]headerJSON, 0, len(e.Header))
 	for _, h := range ui.MaskHeaders(e.Header) {
 		headers[h.Name] = h.Value
+		list = append(list, headerJSON{h.Name, h.Value})
 	}
-	return c.JSON(fiber.Map{"event": eventJSON{Seq: seq, Source: e.Source, ID: e.ID, Topic: e.Topic, ReceivedAt: utc(e.ReceivedAt), Size: len(e.Body)},
-		"headers": headers, "body": string(e.Body), "deliveries": deliveries, "merged": merged})
+	out := fiber.Map{"event": eventJSON{Seq: seq, Source: e.Source, ID: e.ID, Topic: e.Topic, ReceivedAt: utc(e.ReceivedAt), Size: len(e.Body)},
+		"headers": headers, "header_list": list, "deliveries": deliveries, "merged": merged}
+	// A JSON string cannot carry bytes that are not UTF-8 (the encoder
+	// would put U+FFFD in their place): those bodies go as base64.
+	if utf8.Valid(e.Body) {
+		out["body"] = string(e.Body)
+	} else {
+		out["body_base64"] = base64.StdEncoding.EncodeToString(e.Body)
+	}
+	return c.JSON(out)
+}
+
+// headerJSON is one stored header of an event, in "header_list".
+type headerJSON struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // handleEventBody sends an event's body exactly as stored, as a download:
