@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -177,13 +179,52 @@ func (s *Server) requireAuth(c *fiber.Ctx) error {
 			if !equal(tok, want) {
 				return s.sendError(c, app.Errorf(app.EFORBIDDEN, "missing or wrong CSRF token: reload the page and try again"))
 			}
-		} else if o := c.Get(fiber.HeaderOrigin); o != "" {
-			if u, err := url.Parse(o); err != nil || u.Host != c.Hostname() {
-				return s.sendError(c, app.Errorf(app.EFORBIDDEN, "cross-site request refused"))
-			}
+		} else if o := c.Get(fiber.HeaderOrigin); o != "" && !s.sameOrigin(c, o) {
+			return s.sendError(c, app.Errorf(app.EFORBIDDEN, "cross-site request refused"))
 		}
 	}
 	return c.Next()
+}
+
+// sameOrigin reports whether an Origin header names this server: the
+// request's own scheme (TLS, or a trusted proxy's X-Forwarded-Proto; see
+// scheme) with its Host, or the scheme and host of server.public_url. Host
+// and port are compared with the scheme's default port filled in, so
+// https://hooks.example is not http://hooks.example, nor another port.
+func (s *Server) sameOrigin(c *fiber.Ctx, origin string) bool {
+	o, ok := originOf(origin)
+	if !ok {
+		return false
+	}
+	if self, ok := originOf(s.scheme(c) + "://" + c.Hostname()); ok && o == self {
+		return true
+	}
+	pub, ok := originOf(s.cfg.Server.PublicURL)
+	return ok && o == pub
+}
+
+// originOf is the origin of an absolute http or https URL, as
+// "scheme://host:port" in lower case with the default port written out;
+// false for anything else ("null", another scheme, no host, user info).
+func originOf(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil || u.Opaque != "" {
+		return "", false
+	}
+	port := u.Port()
+	switch u.Scheme {
+	case "http":
+		if port == "" {
+			port = "80"
+		}
+	case "https":
+		if port == "" {
+			port = "443"
+		}
+	default:
+		return "", false
+	}
+	return u.Scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port), true
 }
 
 func isAPI(c *fiber.Ctx) bool {
