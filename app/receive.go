@@ -15,6 +15,11 @@ import (
 // MaxIDLen bounds an event id; longer ones are refused with 400.
 const MaxIDLen = 512
 
+// MaxTopicLen bounds a topic likewise. Providers that read it from the
+// body (Stripe's type, Paddle's event_type) would otherwise let a sender
+// put a 1 MB string into every row of the events list and its API.
+const MaxTopicLen = 512
+
 // Outcome says what became of a received webhook.
 type Outcome int
 
@@ -242,6 +247,8 @@ func (r *Receiver) identify(src *Source, v provider.Verdict, in *Inbound) (id, t
 		return "", "", Errorf(EINVALID, "no event id in the request (provider %s)", src.Provider)
 	case len(id) > MaxIDLen:
 		return "", "", Errorf(EINVALID, "event id longer than %d bytes", MaxIDLen)
+	case len(topic) > MaxTopicLen:
+		return "", "", Errorf(EINVALID, "topic longer than %d bytes", MaxTopicLen)
 	}
 	return id, topic, nil
 }
