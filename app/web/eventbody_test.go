@@ -3,6 +3,7 @@ package web_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app"
 	"hookbox/app/provider"
 )
 
@@ -158,3 +160,34 @@ func TestAPI_EventExactBytes(t *testing.T) {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// The event page shows the latest 50 attempts of a delivery, and says how
+// many it leaves out: replays add attempts without end.
+func TestUI_EventPageAttemptsBounded(t *testing.T) {
+	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+	seq := f.sendWith("many-attempts", `{"id": 7}`, nil)
+	ds, err := f.db.EventDeliveries(seq)
+	if err != nil || len(ds) == 0 {
+		t.Fatalf("deliveries: %v %v", ds, err)
+	}
+	for i := range 60 {
+		a := &app.Attempt{Start: f.now.Add(time.Duration(i) * time.Second), Duration: time.Millisecond, Status: 500, Error: "HTTP 500",
+			Response: []byte(fmt.Sprintf("answer-%03d", i))}
+		if err := f.db.RecordAttempt(ds[0].ID, a, app.Pending, f.now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status, page := f.get("/events/" + itoa(seq))
+	if status != 200 {
+		t.Fatalf("event page: %d", status)
+	}
+	if n := strings.Count(string(page), "answer-0"); n != 50 {
+		t.Errorf("%d attempts shown; want the latest 50", n)
+	}
+	if strings.Contains(string(page), "answer-009") || !strings.Contains(string(page), "answer-059") {
+		t.Error("not the latest attempts shown")
+	}
+	if !strings.Contains(string(page), "10 earlier attempts are not shown") {
+		t.Error("the page does not say 10 attempts are left out")
+	}
+}
