@@ -422,29 +422,52 @@ func TestInterop_SDK(t *testing.T) {
 		}
 	})
 
-	// Both Shopify header forms with one HMAC wrong: hookbox and Shopify's
-	// library must pick the same one (the new form whenever present).
-	t.Run("ShopifyWhichHMAC", func(t *testing.T) {
-		name := label("@shopify/shopify-api") + " (shopify, both headers, one HMAC wrong)"
-		other := sign(t, "shopify", []byte(`{"other":true}`)).header.Get("X-Shopify-Hmac-Sha256") // a well-formed HMAC of another body
+	// The same request, one header form or the other, one HMAC wrong or
+	// empty: hookbox and Shopify's library must give the same verdict (the
+	// new form decides whenever present and not empty).
+	t.Run("ShopifySameVerdict", func(t *testing.T) {
+		name := label("@shopify/shopify-api") + " (shopify, headers mixed or wrong)"
+		other := sign(t, "shopify", []byte(`{"other":true}`)).header.Get("X-Shopify-Hmac-Sha256") // well-formed, of another body
+		drop := func(prefix string) func(http.Header) {
+			return func(h http.Header) {
+				for k := range h {
+					if strings.HasPrefix(k, prefix) {
+						h.Del(k)
+					}
+				}
+			}
+		}
+		set := func(k, v string) func(http.Header) { return func(h http.Header) { h.Set(k, v) } }
 		for _, tc := range []struct {
-			name, wrong string
-			want        bool
+			name   string
+			change func(http.Header)
+			want   bool
 		}{
-			{"LegacyWrong", "X-Shopify-Hmac-Sha256", true},
-			{"NewWrong", "Shopify-Hmac-Sha256", false},
+			{"Both", func(http.Header) {}, true},
+			{"LegacyOnly", drop("Shopify-"), true},
+			{"NewOnly", drop("X-Shopify-"), true},
+			{"LegacyWrong", set("X-Shopify-Hmac-Sha256", other), true},
+			{"LegacyMalformed", set("X-Shopify-Hmac-Sha256", "not base64!"), true},
+			{"NewEmpty", set("Shopify-Hmac-Sha256", ""), true},
+			{"NewWrong", set("Shopify-Hmac-Sha256", other), false},
+			{"NewMalformed", set("Shopify-Hmac-Sha256", "not base64!"), false},
+			{"NewOnlyWrong", func(h http.Header) { drop("X-Shopify-")(h); h.Set("Shopify-Hmac-Sha256", other) }, false},
+			{"NoHMAC", func(h http.Header) { h.Del("X-Shopify-Hmac-Sha256"); h.Del("Shopify-Hmac-Sha256") }, false},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				body := sdkBodies("which-" + tc.name)[1].b
+				body := sdkBodies("same-" + tc.name)[1].b
 				req := sign(t, "shopify", body, "-shopify-headers", "both")
-				req.header.Set(tc.wrong, other)
+				for _, k := range []string{"Accept-Encoding", "Content-Length", "User-Agent"} {
+					req.header.Del(k) // the client's, not sign's
+				}
+				tc.change(req.header)
 				v := verify(t, "shopify", sdkShopifySecret, req, body)
 				h := map[string]string{}
 				for k := range req.header {
 					h[k] = req.header.Get(k)
 				}
 				got := post(t, p.addr, "shopify", body, h)
-				ours := got.code == 200
+				ours := got.code == 200 && got.body["status"] == "accepted"
 				ty.add(name, "hookbox and SDK verify the same request", ours == v.OK)
 				if ours != v.OK || ours != tc.want {
 					t.Errorf("hookbox %d %v, Shopify's library %+v; want both %v", got.code, got.body, v, tc.want)
