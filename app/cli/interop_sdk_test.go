@@ -26,6 +26,10 @@ import (
 // what an SDK signs, a running hookbox accepts (and refuses once the body
 // changes by one byte); what `hookbox sign` sends, the SDK's verify side
 // accepts (and refuses once tampered). The figures go to the test log.
+// Shopify, Square and Paddle ship no signing side (they only verify), so
+// they are checked in the second direction only; for Shopify the running
+// hookbox and the library also judge the same mixed-form requests.
+// Helpers here are prefixed sdk: other interop files share the package.
 
 // Secrets of the interop config's sources, one per provider.
 const (
@@ -84,19 +88,19 @@ type sdkBody struct {
 	b    []byte
 }
 
-// tamper returns body with one byte changed.
-func tamper(body []byte) []byte {
+// sdkTamper returns body with one byte changed.
+func sdkTamper(body []byte) []byte {
 	return bytes.Replace(body, []byte(`"note"`), []byte(`"nota"`), 1)
 }
 
-// tally counts, per SDK and direction, the cases in which the SDK and
+// sdkTally counts, per SDK and direction, the cases in which the SDK and
 // hookbox agreed.
-type tally struct {
+type sdkTally struct {
 	mu   sync.Mutex
 	rows map[[2]string]*[2]int // (sdk, direction) → agreed, cases
 }
 
-func (ty *tally) add(sdk, direction string, agreed bool) {
+func (ty *sdkTally) add(sdk, direction string, agreed bool) {
 	ty.mu.Lock()
 	defer ty.mu.Unlock()
 	if ty.rows == nil {
@@ -114,7 +118,7 @@ func (ty *tally) add(sdk, direction string, agreed bool) {
 }
 
 // table renders the figures for the log.
-func (ty *tally) table() string {
+func (ty *sdkTally) table() string {
 	ty.mu.Lock()
 	defer ty.mu.Unlock()
 	keys := make([][2]string, 0, len(ty.rows))
@@ -154,22 +158,22 @@ func sdkVersions(t *testing.T, dir string) map[string]string {
 	return pkg.Dependencies
 }
 
-// nodeScript is one of the sdk-*.mjs scripts, running for the whole test:
+// sdkScript is one of the sdk-*.mjs scripts, running for the whole test:
 // one JSON request per line in, one answer per line out (sdk-rpc.mjs).
-type nodeScript struct {
+type sdkScript struct {
 	name  string
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	lines chan string
 	mu    sync.Mutex // one call at a time: answers come in order
-	err   syncWriter // what it printed on stderr
+	err   sdkLog     // what it printed on stderr
 }
 
-// startScript starts script in dir with node and waits until it has
+// startSDKScript starts script in dir with node and waits until it has
 // loaded its SDKs.
-func startScript(t *testing.T, node, dir, script string) *nodeScript {
+func startSDKScript(t *testing.T, node, dir, script string) *sdkScript {
 	t.Helper()
-	n := &nodeScript{name: script, lines: make(chan string, 1)}
+	n := &sdkScript{name: script, lines: make(chan string, 1)}
 	n.cmd = exec.Command(node, script)
 	n.cmd.Dir = dir
 	n.cmd.Stderr = &n.err
@@ -213,7 +217,7 @@ func startScript(t *testing.T, node, dir, script string) *nodeScript {
 }
 
 // read decodes the script's next answer into v.
-func (n *nodeScript) read(t *testing.T, v any) {
+func (n *sdkScript) read(t *testing.T, v any) {
 	t.Helper()
 	select {
 	case line, ok := <-n.lines:
@@ -233,7 +237,7 @@ func (n *nodeScript) read(t *testing.T, v any) {
 }
 
 // call sends req and decodes the answer into v.
-func (n *nodeScript) call(t *testing.T, req map[string]any, v any) {
+func (n *sdkScript) call(t *testing.T, req map[string]any, v any) {
 	t.Helper()
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -247,23 +251,23 @@ func (n *nodeScript) call(t *testing.T, req map[string]any, v any) {
 	n.read(t, v)
 }
 
-func (n *nodeScript) stderr() string { return n.err.String() }
+func (n *sdkScript) stderr() string { return n.err.String() }
 
-// syncWriter is a buffer that a process writes while the test reads it.
-type syncWriter struct {
+// sdkLog is a buffer that a process writes while the test reads it.
+type sdkLog struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncWriter) Write(p []byte) (int, error) {
+func (s *sdkLog) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
-func (s *syncWriter) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *sdkLog) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-// verdict is sdk-verify.mjs's answer.
-type verdict struct {
+// sdkVerdict is sdk-verify.mjs's answer.
+type sdkVerdict struct {
 	OK         bool     `json:"ok"`
 	Reason     string   `json:"reason"`
 	Missing    []string `json:"missing"`
@@ -274,16 +278,16 @@ type verdict struct {
 	WebhookID  string   `json:"webhook_id"`
 }
 
-// captured is a request `hookbox sign -send` made.
-type captured struct {
+// sdkCaptured is a request `hookbox sign -send` made.
+type sdkCaptured struct {
 	path   string
 	header http.Header
 	body   []byte
 }
 
-// lowerHeaders is h as Node's http module gives it: lower-case names, the
+// sdkHeaders is h as Node's http module gives it: lower-case names, the
 // first value each.
-func lowerHeaders(h http.Header) map[string]string {
+func sdkHeaders(h http.Header) map[string]string {
 	m := map[string]string{}
 	for k, vs := range h {
 		m[strings.ToLower(k)] = vs[0]
@@ -296,13 +300,13 @@ func TestInterop_SDK(t *testing.T) {
 	dir := clitest.InteropDir(t)
 	versions := sdkVersions(t, dir)
 	label := func(pkg string) string { return pkg + " " + versions[pkg] }
-	var ty tally
+	var ty sdkTally
 	t.Cleanup(func() { t.Log("SDK agreement, both directions, real hookbox binary:" + ty.table()) })
 
 	config := sdkConfig(t)
 	p := startWith(t, config, nil)
-	signer := startScript(t, node, dir, "sdk-sign.mjs")
-	verifier := startScript(t, node, dir, "sdk-verify.mjs")
+	signer := startSDKScript(t, node, dir, "sdk-sign.mjs")
+	verifier := startSDKScript(t, node, dir, "sdk-verify.mjs")
 
 	const toHookbox, fromSign = "SDK signs → hookbox verifies", "hookbox sign → SDK verifies"
 
@@ -329,7 +333,7 @@ func TestInterop_SDK(t *testing.T) {
 					if !ok {
 						t.Errorf("%s: hookbox answered %d %v to what %s signed", b.name, got.code, got.body, c.op)
 					}
-					got = post(t, p.addr, c.source, tamper(b.b), signed.Headers)
+					got = post(t, p.addr, c.source, sdkTamper(b.b), signed.Headers)
 					ty.add(name, toHookbox, got.code == 401)
 					if got.code != 401 {
 						t.Errorf("%s tampered: hookbox answered %d %v, want 401", b.name, got.code, got.body)
@@ -341,16 +345,16 @@ func TestInterop_SDK(t *testing.T) {
 
 	// hookbox sign sends (to a server that records what came); the SDK's
 	// verify side must accept it, and refuse it tampered.
-	caps := make(chan captured, 1)
+	caps := make(chan sdkCaptured, 1)
 	capture := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 2<<20))
-		caps <- captured{path: r.URL.Path, header: r.Header.Clone(), body: body}
+		caps <- sdkCaptured{path: r.URL.Path, header: r.Header.Clone(), body: body}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"accepted","id":"captured"}`)
 	}))
 	t.Cleanup(capture.Close)
 	captureAddr := strings.TrimPrefix(capture.URL, "http://")
-	sign := func(t *testing.T, source string, body []byte, args ...string) captured {
+	sign := func(t *testing.T, source string, body []byte, args ...string) sdkCaptured {
 		t.Helper()
 		a := append([]string{"sign", "-config", config, "-listen", captureAddr, "-source", source}, args...)
 		out, errOut, code := hookbox(t, body, append(a, "-send", "-")...)
@@ -366,13 +370,13 @@ func TestInterop_SDK(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("sign -send reached no server")
 		}
-		return captured{}
+		return sdkCaptured{}
 	}
-	verify := func(t *testing.T, op, secret string, c captured, body []byte) verdict {
+	verify := func(t *testing.T, op, secret string, c sdkCaptured, body []byte) sdkVerdict {
 		t.Helper()
-		var v verdict
+		var v sdkVerdict
 		verifier.call(t, map[string]any{"sdk": op, "secret": secret, "body": base64.StdEncoding.EncodeToString(body),
-			"headers": lowerHeaders(c.header), "url": sdkPublicURL + c.path}, &v)
+			"headers": sdkHeaders(c.header), "url": sdkPublicURL + c.path}, &v)
 		return v
 	}
 
@@ -412,7 +416,7 @@ func TestInterop_SDK(t *testing.T) {
 							t.Errorf("%s: Shopify read %+v, want a %s webhook with every field", b.name, v, wantType)
 						}
 					}
-					bad := verify(t, c.op, c.secret, req, tamper(b.b))
+					bad := verify(t, c.op, c.secret, req, sdkTamper(b.b))
 					ty.add(name, fromSign, !bad.OK)
 					if bad.OK {
 						t.Errorf("%s: %s accepted a tampered body", b.name, c.op)
