@@ -208,11 +208,15 @@ func (r *Receiver) receive(ctx context.Context, src *Source, in *Inbound) (Resul
 // built goes out at once on that route, never dropped.
 func (r *Receiver) plan(src *Source, topic string, in *Inbound) *Plan {
 	p := &Plan{Direct: r.cfg.DestinationsFor(src.Name, topic)}
+	var h provider.Header // how the templates see the headers, made on first use
 	for _, rt := range r.cfg.Routes {
 		if rt.Key == nil || !rt.Matches(src.Name, topic) {
 			continue
 		}
-		key, err := rt.Key.Render(template.Input{Body: in.Body, Header: in, Source: src.Name, Topic: topic})
+		if h == nil {
+			h = provider.Headers(src.Provider, in)
+		}
+		key, err := rt.Key.Render(template.Input{Body: in.Body, Header: h, Source: src.Name, Topic: topic})
 		if err != nil {
 			p.Unkeyed = append(p.Unkeyed, rt.Name)
 			for _, d := range rt.To {
@@ -232,16 +236,25 @@ func (r *Receiver) plan(src *Source, topic string, in *Inbound) *Plan {
 // verdict. Only called on a verified request: overrides may parse the body.
 func (r *Receiver) identify(src *Source, v provider.Verdict, in *Inbound) (id, topic string, err error) {
 	id, topic = v.ID, v.Topic
+	if src.Topic == nil && src.ID == nil {
+		return checkID(src, id, topic)
+	}
+	h := provider.Headers(src.Provider, in)
 	if src.Topic != nil {
 		// A topic the template cannot build is left empty, not refused.
-		topic, _ = src.Topic.Render(template.Input{Body: in.Body, Header: in, Source: src.Name, Topic: v.Topic})
+		topic, _ = src.Topic.Render(template.Input{Body: in.Body, Header: h, Source: src.Name, Topic: v.Topic})
 	}
 	if src.ID != nil {
-		id, err = src.ID.Render(template.Input{Body: in.Body, Header: in, Source: src.Name, Topic: topic})
+		id, err = src.ID.Render(template.Input{Body: in.Body, Header: h, Source: src.Name, Topic: topic})
 		if err != nil {
 			return "", "", Errorf(EINVALID, "no event id: %s", err.Error())
 		}
 	}
+	return checkID(src, id, topic)
+}
+
+// checkID refuses an event without a usable id.
+func checkID(src *Source, id, topic string) (string, string, error) {
 	switch {
 	case id == "":
 		return "", "", Errorf(EINVALID, "no event id in the request (provider %s)", src.Provider)

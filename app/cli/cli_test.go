@@ -188,6 +188,34 @@ func TestSign(t *testing.T) {
 		}
 	})
 
+	t.Run("ShopifyHeaders", func(t *testing.T) {
+		for _, form := range []string{"legacy", "new", "both"} {
+			body := signBody("shopify-" + form)
+			out, errOut, code := hookbox(t, body, "sign", "-config", config, "-source", "shopify", "-shopify-headers", form, "-send", "-")
+			if code != 0 || !strings.HasPrefix(out, "200 ") {
+				t.Fatalf("-shopify-headers %s: exit %d\n%s%s", form, code, out, errOut)
+			}
+			acceptedAnswer(t, strings.TrimPrefix(out, "200 "))
+			// The printed command carries the form asked for, and only it.
+			out, errOut, code = hookbox(t, body, "sign", "-config", config, "-source", "shopify", "-shopify-headers", form, "-")
+			legacy, modern := strings.Contains(out, "'X-Shopify-Shop-Domain: "), strings.Contains(out, "'Shopify-Shop-Domain: ")
+			if code != 0 || legacy != (form != "new") || modern != (form != "legacy") || !strings.Contains(out, "Api-Version: ") {
+				t.Fatalf("-shopify-headers %s: exit %d\n%s%s", form, code, out, errOut)
+			}
+		}
+		for _, tt := range []struct{ name, source, form, want string }{
+			{"ErrUnknownForm", "shopify", "lowercase", `-shopify-headers: unknown Shopify header form "lowercase" (use legacy, new, both)`},
+			{"ErrNotShopify", "github", "new", `-shopify-headers: source "github" is github, not shopify`},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				out, errOut, code := hookbox(t, nil, "sign", "-config", config, "-source", tt.source, "-shopify-headers", tt.form, "/dev/null")
+				if code != 2 || out != "" || !strings.Contains(errOut, tt.want) {
+					t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errOut, tt.want)
+				}
+			})
+		}
+	})
+
 	t.Run("Backup", func(t *testing.T) {
 		backupFile := filepath.Join(dir, "backups", "hookbox.db")
 		os.Mkdir(filepath.Dir(backupFile), 0o700)

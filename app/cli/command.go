@@ -77,7 +77,7 @@ var commands = []*command{
 		help: "Validates the config as serve would, tries the data directory (created and written)\n" +
 			"and the listen address, and lists each source with the full URL to paste into the\n" +
 			"platform's webhook settings. Exit 1 with one line naming the file and key.", run: runCheck},
-	{name: "sign", synopsis: "[-config FILE] -source NAME [-topic T] [-id ID] [-send] FILE|-",
+	{name: "sign", synopsis: "[-config FILE] -source NAME [-topic T] [-id ID] [-shopify-headers legacy|new|both] [-send] FILE|-",
 		summary: "print (or -send) a correctly signed test request",
 		help: "Signs the body in FILE (or stdin for -) as the source's provider would, with the\n" +
 			"source's first secret, and prints a curl command; -send posts it to the running\n" +
@@ -85,7 +85,10 @@ var commands = []*command{
 			"Stripe, Paddle, Square and BigCommerce read the event id from the body, and they\n" +
 			"and Standard Webhooks the topic: the body must carry them. Elsewhere -id sets the\n" +
 			"id (default: a random one) and -topic the topic; for a source with id or topic\n" +
-			"templates, they fill the headers the templates name.", run: runSign},
+			"templates, they fill the headers the templates name. For Shopify it sends the\n" +
+			"headers Shopify's library requires (Topic, Shop-Domain, API-Version, Webhook-Id,\n" +
+			"Event-Id, Triggered-At), as X-Shopify-* (legacy, the default), as lowercase\n" +
+			"shopify-* (-shopify-headers new) or both.", run: runSign},
 	{name: "replay", synopsis: "[-config FILE] -all | ID...", summary: "replay dead deliveries through the running server",
 		help: "Replays every dead delivery (-all) or the deliveries with the given ids through\n" +
 			"the running server's admin API ([status] user and password).", run: runReplay},

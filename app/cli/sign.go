@@ -39,12 +39,18 @@ func runSign(_ context.Context, c *command, args []string, stdout, stderr io.Wri
 	topic := fs.String("topic", "", "the event topic, for providers that read it from a header (default: a common one of the provider's, such as push for github; test.event for others)")
 	id := fs.String("id", "", "the event id, for providers that read it from a header (default: random)")
 	send := fs.Bool("send", false, "post the request to the running server and print its answer")
+	shopifyHeaders := fs.String("shopify-headers", provider.ShopifyLegacy, "for a shopify source, the form of Shopify's headers: "+
+		"legacy (X-Shopify-*), new (lowercase shopify-*, Shopify's newer form) or both (as Shopify sends today)")
 	operands, code := c.parse(fs, args, stdout, stderr)
 	if code >= 0 {
 		return code
 	}
 	if *sourceName == "" || len(operands) != 1 {
 		fmt.Fprintln(stderr, "hookbox sign: give -source NAME and one body file (or - for stdin)\nRun 'hookbox sign -h' for usage.")
+		return 2
+	}
+	if err := provider.CheckShopifyHeaders(*shopifyHeaders); err != nil {
+		fmt.Fprintf(stderr, "hookbox sign: -shopify-headers: %v\n", err)
 		return 2
 	}
 	cfg, err := opts.load()
@@ -76,7 +82,11 @@ func runSign(_ context.Context, c *command, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "hookbox sign: the body is %d bytes, over server.max_body_bytes (%d): the server would answer 413\n", len(body), cfg.Server.MaxBodyBytes)
 		return 1
 	}
-	req, err := signRequest(src, body, *id, *topic, time.Now())
+	if src.Provider != "shopify" && *shopifyHeaders != provider.ShopifyLegacy {
+		fmt.Fprintf(stderr, "hookbox sign: -shopify-headers: source %q is %s, not shopify\n", src.Name, src.Provider)
+		return 2
+	}
+	req, err := signRequest(src, body, *id, *topic, time.Now(), provider.SignOptions{ShopifyHeaders: *shopifyHeaders})
 	if err != nil {
 		fmt.Fprintf(stderr, "hookbox sign: %v\n", err)
 		return 1
@@ -105,7 +115,7 @@ func runSign(_ context.Context, c *command, args []string, stdout, stderr io.Wri
 // src, with id and topic where the provider (or the source's id and topic
 // templates) reads them from headers. It then checks the request the way
 // the server will, so a body without its event id fails here, clearly.
-func signRequest(src *app.Source, body []byte, id, topic string, now time.Time) (http.Header, error) {
+func signRequest(src *app.Source, body []byte, id, topic string, now time.Time, o provider.SignOptions) (http.Header, error) {
 	idHeaders := src.ID.Headers()
 	topicHeaders := src.Topic.Headers()
 	fields, bodyRules := bodyFields[src.Provider]
@@ -138,17 +148,20 @@ func signRequest(src *app.Source, body []byte, id, topic string, now time.Time) 
 	if src.ID != nil {
 		signID = "" // the id goes into the template's headers instead
 	}
-	h, err := provider.Sign(src.Provider, src.Settings, body, src.URL, signID, topic, now)
+	h, err := provider.SignWith(src.Provider, src.Settings, body, src.URL, signID, topic, now, o)
 	if err != nil {
 		return nil, fmt.Errorf("source %q (%s): %w", src.Name, src.Provider, err)
 	}
+	// A template may name either form of a Shopify header: fill the one it
+	// names only when neither came.
+	view := provider.Headers(src.Provider, h)
 	for _, name := range idHeaders {
-		if h.Get(name) == "" {
+		if view.Get(name) == "" {
 			h.Set(name, id)
 		}
 	}
 	for _, name := range topicHeaders {
-		if h.Get(name) == "" && topic != "" {
+		if view.Get(name) == "" && topic != "" {
 			h.Set(name, topic)
 		}
 	}
@@ -159,11 +172,11 @@ func signRequest(src *app.Source, body []byte, id, topic string, now time.Time) 
 	}
 	gotTopic := v.Topic
 	if src.Topic != nil {
-		gotTopic, _ = src.Topic.Render(template.Input{Body: body, Header: h, Source: src.Name, Topic: v.Topic})
+		gotTopic, _ = src.Topic.Render(template.Input{Body: body, Header: view, Source: src.Name, Topic: v.Topic})
 	}
 	gotID := v.ID
 	if src.ID != nil {
-		if gotID, err = src.ID.Render(template.Input{Body: body, Header: h, Source: src.Name, Topic: gotTopic}); err != nil {
+		if gotID, err = src.ID.Render(template.Input{Body: body, Header: view, Source: src.Name, Topic: gotTopic}); err != nil {
 			return nil, fmt.Errorf("source %q: the server would answer 400: no event id: %w (id = %q)", src.Name, err, src.ID.String())
 		}
 	}

@@ -60,6 +60,12 @@ func fuzzTargets(tb testing.TB) []fuzzTarget {
 		{label: "hmac-hex", name: "hmac", s: provider.Settings{Secrets: sec, SignatureHeader: "X-Sig", SignaturePrefix: "sha256="}, headers: one("X-Sig")},
 		{label: "hmac-base64", name: "hmac", s: provider.Settings{Secrets: sec, SignatureHeader: "X-Sig", SignatureEncoding: "base64"}, headers: one("X-Sig")},
 		{label: "token", name: "token", s: provider.Settings{Secrets: sec}, headers: withID("Authorization", "Idempotency-Key"), idInHeader: true},
+		// Shopify's newer lowercase form, alone and beside the legacy one.
+		{label: "shopify-new", name: "shopify", s: provider.Settings{Secrets: sec}, headers: withID("Shopify-Hmac-Sha256", "Shopify-Event-Id"), idInHeader: true},
+		{label: "shopify-both", name: "shopify", s: provider.Settings{Secrets: sec}, idInHeader: true,
+			headers: func(sig, _, id string) http.Header {
+				return http.Header{"Shopify-Hmac-Sha256": {sig}, "X-Shopify-Hmac-Sha256": {sig}, "Shopify-Webhook-Id": {id}}
+			}},
 	}
 }
 
@@ -93,6 +99,8 @@ func FuzzVerify(f *testing.F) {
 	f.Add(uint8(3), testBody, "v1,AAAA v1a,BBBB", "-1", "msg", int64(-1))
 	f.Add(uint8(11), testBody, "Bearer x", "", "", int64(1<<62))
 	f.Add(uint8(9), testBody, "sha256=", "", "", int64(0))
+	f.Add(uint8(12), []byte(`{"foo": "bar"}`), "B23tXN681gZ0qIWNRrgtzBE9XSDo5yaUu6wfmhu3a7g=", "", "wh", int64(0)) // the Shopify vector, new form
+	f.Add(uint8(13), testBody, "", "", "wh", int64(0))
 
 	targets := fuzzTargets(f)
 	sentinels := []error{provider.ErrMissingSignature, provider.ErrMalformed, provider.ErrBadSignature, provider.ErrStaleTimestamp}

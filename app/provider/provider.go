@@ -112,3 +112,23 @@ type noHeader struct{}
 
 // Get returns "" for every name.
 func (noHeader) Get(string) string { return "" }
+
+// headerViews maps a provider name to how its templates see the headers.
+var headerViews = map[string]func(Header) Header{}
+
+// registerHeaders is called from the file of a provider whose headers come
+// under more than one name.
+func registerHeaders(name string, f func(Header) Header) { headerViews[name] = f }
+
+// Headers returns h as the templates of a source of provider name read it
+// (id, topic and route key templates, {header.Name}): for shopify, a name
+// of either form of a header Shopify sends in both (X-Shopify-Shop-Domain,
+// shopify-shop-domain) finds the other form when the one named is absent,
+// so templates written for one form keep working with the other. For every
+// other provider it is h.
+func Headers(name string, h Header) Header {
+	if f := headerViews[name]; f != nil && h != nil {
+		return f(h)
+	}
+	return h
+}

@@ -40,6 +40,7 @@ type fixture struct {
 	malformed   string // a value of sigHeader that cannot be a signature
 	want        provider.Verdict
 	signsBody   bool
+	opts        provider.SignOptions // how the fixture's requests are signed
 }
 
 // settings returns the fixture's settings with the given secrets.
@@ -55,6 +56,8 @@ func fixtures() []fixture {
 	body := provider.Verdict{ID: testID, Topic: testTopic}
 	return []fixture{
 		{label: "shopify", name: "shopify", sigHeader: "X-Shopify-Hmac-Sha256", malformed: "not base64!", want: body, signsBody: true},
+		{label: "shopify-new", name: "shopify", sigHeader: "shopify-hmac-sha256", malformed: "not base64!", want: body, signsBody: true,
+			opts: provider.SignOptions{ShopifyHeaders: provider.ShopifyNew}},
 		{label: "stripe", name: "stripe", timestamped: true, sigHeader: "Stripe-Signature", malformed: "v1=abc", want: body, signsBody: true,
 			old: []byte("whsec_old"), new: []byte("whsec_new"), wrong: []byte("whsec_wrong")},
 		{label: "woocommerce", name: "woocommerce", sigHeader: "X-WC-Webhook-Signature", malformed: "%%%", signsBody: true,
@@ -95,7 +98,7 @@ func mustVerifier(tb testing.TB, name string, s provider.Settings) provider.Veri
 // mustSign signs testBody with the fixture's secret at time at.
 func mustSign(tb testing.TB, f fixture, secret []byte, body []byte, at time.Time) http.Header {
 	tb.Helper()
-	h, err := provider.Sign(f.name, f.settings(secret), body, testURL, testID, testTopic, at)
+	h, err := provider.SignWith(f.name, f.settings(secret), body, testURL, testID, testTopic, at, f.opts)
 	if err != nil {
 		tb.Fatalf("Sign(%s): %v", f.name, err)
 	}
