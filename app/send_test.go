@@ -160,6 +160,19 @@ func TestSend_ChunkedAfterFlush(t *testing.T) {
 		}
 	}
 	t.Logf("5 deliveries one at a time to a chunked destination in %v", time.Since(start).Round(time.Millisecond))
+	// With concurrency 1, a delivery that was waiting when the previous
+	// answer ended goes out within 50 ms of that end.
+	var prevEnd time.Time
+	for i := range 5 {
+		id := fmt.Sprint("chunk-", i)
+		d, a := h.deliveries(t, id)[0], h.attempts(t, id, 0)[0]
+		if !prevEnd.IsZero() && d.Created.Before(prevEnd) {
+			if gap := a.Start.Sub(prevEnd); gap > 50*time.Millisecond {
+				t.Errorf("%s went out %v after the previous answer ended", id, gap)
+			}
+		}
+		prevEnd = a.Start.Add(a.Duration)
+	}
 }
 
 // A destination whose keep-alive is shorter than hookbox's (Node's is 5 s)
