@@ -72,6 +72,7 @@ type destRecord struct {
 	ID        string  `json:"id"`
 	SvixID    string  `json:"svix_id"`
 	Attempt   string  `json:"attempt"`
+	IdemKey   string  `json:"idempotency_key"`
 	Conn      int     `json:"conn"`
 	Arrive    float64 `json:"arrive"`
 	End       float64 `json:"end"`
@@ -542,6 +543,9 @@ func checkVerdicts(t *testing.T, d *realDest, r destRecord, svixNames bool) {
 	}
 	if r.SvixID != "" && r.SvixID != r.ID {
 		t.Errorf("%s: %s arrived with svix-id %q beside webhook-id %q: the sender's, forwarded", d.name, r.Event, r.SvixID, r.ID)
+	}
+	if r.IdemKey == "" {
+		t.Errorf("%s: %s arrived without an Idempotency-Key header (the issue: a delivery says it is idempotent)", d.name, r.Event)
 	}
 	if svixNames && r.SvixNames != "ok" {
 		t.Errorf("%s: %s: svix with the svix-* headers alone says %q (signature_headers = \"svix\")", d.name, r.Event, r.SvixNames)

@@ -53,7 +53,8 @@ const server = http.createServer((req, res) => {
     const event = req.headers['x-hookbox-event-id'] || '';
     const r = {
       kind: 'req', event, id: req.headers['webhook-id'] || '', svix_id: req.headers['svix-id'] || '',
-      attempt: req.headers['x-hookbox-attempt'] || '', conn: req.socket.hookboxConn,
+      attempt: req.headers['x-hookbox-attempt'] || '', idempotency_key: req.headers['idempotency-key'] || '',
+      conn: req.socket.hookboxConn,
       arrive, size: body.length, ...verdicts(args.secret, req.headers, body),
     };
     const send = () => {

@@ -53,6 +53,7 @@ class Handler(BaseHTTPRequestHandler):
         event = headers.get("x-hookbox-event-id", "")
         r = {"kind": "req", "event": event, "id": headers.get("webhook-id", ""),
              "svix_id": headers.get("svix-id", ""), "attempt": headers.get("x-hookbox-attempt", ""),
+             "idempotency_key": headers.get("idempotency-key", ""),
              "arrive": arrive, "size": len(body)}
         r.update(verdicts(headers, body))
         if event.startswith("gate") and not release.is_set():
