@@ -57,7 +57,22 @@ type Destination struct {
 	Retry       []time.Duration
 	Headers     map[string]string
 	Concurrency int
+	// SignatureHeaders names the headers hookbox signs under:
+	// SignatureHeadersStandard (webhook-*) or SignatureHeadersSvix (also
+	// svix-*, which Svix's libraries read first).
+	SignatureHeaders string
+	// ForwardSignatures sends the provider's signature headers along
+	// (Stripe-Signature, X-Shopify-Hmac-Sha256, …): an app that checks
+	// them keeps working. A destination that holds them can also send a
+	// genuine event back to hookbox under a new id (docs/SECURITY.md).
+	ForwardSignatures bool
 }
+
+// The values of [[destination]] signature_headers.
+const (
+	SignatureHeadersStandard = "standard"
+	SignatureHeadersSvix     = "svix"
+)
 
 // Route is one [[route]]: events of Source whose topic matches one of
 // Topics (all when empty) go to the destinations To.

@@ -55,6 +55,9 @@ type rawDestination struct {
 	Retry       *[]string         `toml:"retry"`
 	Headers     map[string]string `toml:"headers"`
 	Concurrency *int              `toml:"concurrency"`
+	// SignatureHeaders and ForwardSignatures: see Destination.
+	SignatureHeaders  string `toml:"signature_headers"`
+	ForwardSignatures *bool  `toml:"forward_signatures"`
 }
 
 type rawRoute struct {

@@ -154,6 +154,19 @@ func (v *validator) destination(key string, r rawDestination) *Destination {
 			v.fail(key+".concurrency", "must be between 1 and 1024")
 		}
 	}
+	switch r.SignatureHeaders {
+	case "", SignatureHeadersStandard:
+		d.SignatureHeaders = SignatureHeadersStandard
+	case SignatureHeadersSvix:
+		d.SignatureHeaders = SignatureHeadersSvix
+	default:
+		v.fail(key+".signature_headers", fmt.Sprintf("%q is not one of %q (webhook-* headers) and %q (webhook-* and svix-*)",
+			r.SignatureHeaders, SignatureHeadersStandard, SignatureHeadersSvix))
+	}
+	d.ForwardSignatures = defaultForwardSignatures(d)
+	if r.ForwardSignatures != nil {
+		d.ForwardSignatures = *r.ForwardSignatures
+	}
 	for name, value := range r.Headers {
 		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
 			v.fail(key+".headers", fmt.Sprintf("%q is not a header name", name))
@@ -163,6 +176,14 @@ func (v *validator) destination(key string, r rawDestination) *Destination {
 	}
 	return d
 }
+
+// defaultForwardSignatures is whether destination d gets the provider's
+// signature headers when its config does not say: today every destination
+// does, so that a merchant's app that checks Shopify's or Stripe's own
+// signature keeps working. A destination that gets a transformed body or
+// runs a command (later) defaults to false here: the provider's signature
+// means nothing over a new body, and a script has no use for it.
+func defaultForwardSignatures(d *Destination) bool { return true }
 
 func (v *validator) route(key string, r rawRoute, cfg *Config) *Route {
 	if cfg.SourceByName(r.Source) == nil {

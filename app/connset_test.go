@@ -1,14 +1,16 @@
 package app
 
 import (
+	"net"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
 // The send client's connections are dialled with their destination's
-// timeout, found under the address fasthttp's client dials.
+// timeout, found under the address Go's transport dials (host:port, the
+// port from the scheme when the URL has none), whatever the host's case.
 func TestConnSet_TimeoutPerAddress(t *testing.T) {
 	dests := []*Destination{
 		{URL: "https://Shop.Example.com/hooks?k=1", Timeout: 7 * time.Second},
@@ -18,11 +20,15 @@ func TestConnSet_TimeoutPerAddress(t *testing.T) {
 	}
 	s := newConnSet(dests)
 	for _, d := range dests {
-		var u fasthttp.URI
-		if err := u.Parse(nil, []byte(d.URL)); err != nil {
+		u, err := url.Parse(d.URL)
+		if err != nil {
 			t.Fatal(err)
 		}
-		addr := fasthttp.AddMissingPort(string(u.Host()), string(u.Scheme()) == "https")
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		}
+		addr := strings.ToLower(net.JoinHostPort(u.Hostname(), port))
 		want := d.Timeout
 		if addr == "127.0.0.1:8081" {
 			want = 5 * time.Second

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
 // Dispatcher takes pending deliveries out of the outbox and sends them to
@@ -21,8 +19,12 @@ import (
 type Dispatcher struct {
 	store  Store
 	dests  []*Destination
-	client *fasthttp.Client
+	client *sendClient
 	conns  *connSet // the client's connections, cut at shutdown
+	// sourceSigs is, per source, the lower-case name of the signature
+	// header its config names (the hmac provider's), not forwarded to a
+	// destination with forward_signatures = false.
+	sourceSigs map[string]string
 	// Now is the clock; tests replace it.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -108,7 +110,13 @@ func NewDispatcher(cfg *Config, store Store) *Dispatcher {
 	}
 	d.StoreRetryMax, d.unrecorded = 5*time.Minute, map[uint64]int{}
 	d.ProbeEvery, d.ProbeMax, d.health = DefaultProbeEvery, DefaultProbeMax, map[string]*destHealth{}
-	d.client = newSendClient(cfg.Destinations, d.conns.dial)
+	d.client = newSendClient(cfg.Destinations, d.conns)
+	d.sourceSigs = map[string]string{}
+	for _, src := range cfg.Sources {
+		if h := src.Settings.SignatureHeader; h != "" {
+			d.sourceSigs[src.Name] = strings.ToLower(h)
+		}
+	}
 	return d
 }
 
@@ -127,10 +135,9 @@ func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
 	defer timer.Stop()
 	// Once ctx is done no send starts and dials in progress are cut: they
 	// have sent nothing yet, and a connect that hangs would hold the stop
-	// for the destination's timeout. fasthttp's client does not watch a
-	// context: once sendCtx is done, the sends in flight are cut by closing
-	// their connections (after Run has returned, as sends go on under
-	// sendCtx).
+	// for the destination's timeout. Once sendCtx is done, the sends in
+	// flight are cut, and their connections closed (after Run has
+	// returned, as sends go on under sendCtx).
 	context.AfterFunc(ctx, d.conns.stopDials)
 	context.AfterFunc(sendCtx, d.conns.closeAll)
 	records := make(chan finishedAttempt, maxRecordBatch)

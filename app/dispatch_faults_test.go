@@ -167,8 +167,8 @@ func TestDispatcher_SlowDestination(t *testing.T) {
 	}
 }
 
-// A 3xx is a failed attempt: hookbox sends only to the URL in its config,
-// never to a Location a destination names.
+// A 3xx is a failed attempt that says where it pointed: hookbox sends only
+// to the URL in its config, never to a Location a destination names.
 func TestDispatcher_RedirectNotFollowed(t *testing.T) {
 	target, hits := counter(t)
 	for _, code := range []int{301, 302, 303, 307, 308} {
@@ -180,7 +180,7 @@ func TestDispatcher_RedirectNotFollowed(t *testing.T) {
 			h := newHarness(t, faultConfig(faultDest{name: "r", url: redirect.URL, timeout: "2s", retry: `[]`}))
 			h.send(t, "redirect-1", `{}`)
 			d := h.waitState(t, "redirect-1", 0, app.Dead)
-			if d.LastStatus != code || d.LastError != fmt.Sprintf("HTTP %d", code) {
+			if d.LastStatus != code || d.LastError != "redirects are not followed (Location: "+target.URL+"/elsewhere)" {
 				t.Fatalf("delivery = %+v, want a failed attempt with %d", d, code)
 			}
 			if n := hits.Load(); n != 0 {

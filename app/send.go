@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
@@ -20,7 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http/httpguts"
 
 	"hookbox/app/provider"
 )
@@ -36,14 +38,6 @@ type result struct {
 	note string
 }
 
-// hopHeaders are not forwarded: they describe the inbound connection, or
-// hookbox sets them itself.
-var hopHeaders = map[string]bool{
-	"content-length": true, "host": true, "connection": true, "transfer-encoding": true,
-	"user-agent": true, "accept-encoding": true, "webhook-id": true, "webhook-timestamp": true,
-	"webhook-signature": true,
-}
-
 // MessageID is the webhook-id of the delivery of event (source, id) to
 // dest: stable across retries and replays, so the receiver can dedupe.
 func MessageID(source, id, dest string) string {
@@ -51,34 +45,47 @@ func MessageID(source, id, dest string) string {
 	return "msg_" + hex.EncodeToString(h[:16])
 }
 
-// newSendClient is the HTTP client deliveries go out with. It sends only
-// to the configured URL: no proxy from the environment, no redirect
-// followed (a 3xx is a failed attempt), HTTP/1.1 with keep-alive. It does
-// the request in the calling goroutine, which costs about half of what
-// net/http's client costs per delivery (BENCHMARKS.md). It opens its
-// connections with dial.
-func newSendClient(dests []*Destination, dial fasthttp.DialFunc) *fasthttp.Client {
-	conns := 1
+// maxAnswerHeader is the longest response header accepted: a destination
+// that sends more (an endless header) fails the attempt.
+const maxAnswerHeader = 16 << 10
+
+// sendClient is the HTTP client deliveries go out with: Go's own
+// transport, which ends an answer where HTTP says it ends (its length,
+// its last chunk, the close of a close-delimited or HTTP/1.0 answer).
+// It sends only to the configured URL: no proxy from the environment, no
+// redirect followed (RoundTrip never follows one; a 3xx is a failed
+// attempt), HTTP/1.1 with keep-alive, no Accept-Encoding (the answer is
+// read as sent, never inflated). Its connections are dialled by connSet,
+// so that shutdown can cut them.
+type sendClient struct {
+	reuse *http.Transport
+	// fresh makes the one resend of a request that a reused connection
+	// dropped before any byte of an answer: always on a new connection.
+	fresh *http.Transport
+}
+
+func newSendClient(dests []*Destination, conns *connSet) *sendClient {
+	idle := 1
 	for _, d := range dests { // destinations may share a host
-		conns += d.Concurrency
+		idle += d.Concurrency
 	}
-	return &fasthttp.Client{
-		Dial:                     dial,
-		NoDefaultUserAgentHeader: true,
-		MaxConnsPerHost:          conns,
-		MaxIdleConnDuration:      90 * time.Second,
-		ReadBufferSize:           16 << 10, // the longest response header accepted
-		WriteBufferSize:          16 << 10,
-		// Without a limit the client reads a whole answer of any declared
-		// Content-Length into memory before post sees it (4 GiB for a
-		// hostile destination). With it, a longer answer is streamed to
-		// post, which reads it bounded (readAnswer).
-		MaxResponseBodySize: MaxResponseSnippet,
-		StreamResponseBody:  true, // status first; the body is read by post, bounded
-		// A POST is not retried on another connection by the client: the
-		// dispatcher's schedule decides when to try again.
-		RetryIf: func(*fasthttp.Request) bool { return false },
+	transport := func(keepAlive bool) *http.Transport {
+		return &http.Transport{
+			Proxy:                  nil,
+			DialContext:            conns.dial,
+			DisableCompression:     true,
+			DisableKeepAlives:      !keepAlive,
+			MaxIdleConns:           idle,
+			MaxIdleConnsPerHost:    idle,
+			IdleConnTimeout:        90 * time.Second,
+			MaxResponseHeaderBytes: maxAnswerHeader,
+			// HTTP/1.1 only: an empty map turns HTTP/2 off over TLS.
+			TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{},
+			WriteBufferSize: 16 << 10,
+			ReadBufferSize:  4 << 10,
+		}
 	}
+	return &sendClient{reuse: transport(true), fresh: transport(false)}
 }
 
 // connSet keeps the send client's open connections, so that shutdown can
@@ -86,8 +93,8 @@ func newSendClient(dests []*Destination, dial fasthttp.DialFunc) *fasthttp.Clien
 // and refuses new ones.
 type connSet struct {
 	// timeouts is each destination address's connect timeout: its
-	// destination's timeout, as fasthttp's client gives when it dials
-	// itself (the longest where destinations share an address).
+	// destination's timeout (the longest where destinations share an
+	// address), keyed by host:port in lower case.
 	timeouts map[string]time.Duration
 	// dialCtx ends when the stop begins (stopDials); stopped says so
 	// without a lock, for every send.
@@ -107,23 +114,35 @@ func newConnSet(dests []*Destination) *connSet {
 		if err != nil {
 			continue // the config refuses such URLs
 		}
-		addr := fasthttp.AddMissingPort(strings.ToLower(u.Host), u.Scheme == "https")
+		addr := dialAddr(u)
 		s.timeouts[addr] = max(s.timeouts[addr], d.Timeout)
 	}
 	return s
 }
 
+// dialAddr is the address the transport dials for u, as connSet keys it.
+func dialAddr(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[bool]string{true: "443", false: "80"}[u.Scheme == "https"]
+	}
+	return strings.ToLower(net.JoinHostPort(u.Hostname(), port))
+}
+
 // errStopping is the error of a dial cut or refused by the stop.
 var errStopping = errors.New("shutting down")
 
-// dial connects over IPv4 as fasthttp's own dial does, tracked, and cut
-// when the stop begins.
-func (s *connSet) dial(addr string) (net.Conn, error) {
-	timeout := s.timeouts[addr]
+// dial connects over IPv4, tracked, and is cut when the send's context
+// ends or the stop begins.
+func (s *connSet) dial(ctx context.Context, _, addr string) (net.Conn, error) {
+	timeout := s.timeouts[strings.ToLower(addr)]
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	c, err := (&net.Dialer{Timeout: timeout}).DialContext(s.dialCtx, "tcp4", addr)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.dialCtx, cancel)()
+	c, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp4", addr)
 	if err != nil {
 		if s.stopping() {
 			return nil, errStopping
@@ -175,61 +194,85 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// attemptTrace is what the transport tells of one request: whether its
+// last connection had carried a request before, and whether any byte of
+// an answer came.
+type attemptTrace struct {
+	reused, answered atomic.Bool
+}
+
+func (t *attemptTrace) gotConn(info httptrace.GotConnInfo) { t.reused.Store(info.Reused) }
+func (t *attemptTrace) gotFirstByte()                      { t.answered.Store(true) }
+
 func (d *Dispatcher) post(ctx context.Context, dest *Destination, w Work, attempt int) result {
 	if ctx.Err() != nil { // shutting down
 		return result{err: context.Cause(ctx)}
 	}
 	e := w.Event
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(dest.URL)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.SetNoDefaultContentType(true) // the sender's Content-Type, or none
-	for _, h := range e.Header {
-		if !hopHeaders[strings.ToLower(h.Name)] {
-			req.Header.Add(h.Name, h.Value)
-		}
-	}
-	for k, v := range dest.Headers {
-		req.Header.Set(k, v)
-	}
 	now := d.Now()
-	msgID := MessageID(e.Source, e.ID, dest.Name)
-	req.Header.Set("User-Agent", "hookbox/"+d.Version)
-	req.Header.Set("webhook-id", msgID)
-	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-	if dest.Secret != nil {
-		sig, err := provider.Sign("standard", provider.Settings{Secrets: [][]byte{dest.Secret}}, e.Body, "", msgID, "", now)
-		if err != nil {
-			return result{err: errors.New("cannot sign with the destination secret")}
-		}
-		req.Header.Set("webhook-signature", sig.Get("webhook-signature"))
-	}
-	req.Header.Set("X-Hookbox-Source", e.Source)
-	req.Header.Set("X-Hookbox-Event-Id", e.ID)
-	req.Header.Set("X-Hookbox-Topic", e.Topic)
-	req.Header.Set("X-Hookbox-Attempt", strconv.Itoa(attempt))
-	req.SetBodyRaw(e.Body)
-
-	// The client's deadline (dest.Timeout from here) stays on the
-	// connection while the body is read below: connect, write, headers and
-	// body all end by then.
-	err := d.client.DoTimeout(req, resp, dest.Timeout)
-	if err != nil && !errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		return result{err: sendError(err, dest.Timeout)}
-	}
-	res := result{status: resp.StatusCode(), retryAfter: retryAfter(string(resp.Header.Peek("Retry-After")), now)}
+	header, err := d.outboundHeader(dest, e, attempt, now)
 	if err != nil {
-		// The headers came, then a body without a length that runs on past
-		// what is kept: the client read MaxResponseSnippet+1 bytes of it and
-		// closed the connection. The status stands, as for any long answer.
-		b := resp.Body()
-		res.snippet, res.note = bytes.Clone(b[:min(len(b), MaxResponseSnippet)]), answerTooLong
-		return res
+		return result{err: err}
 	}
-	res.snippet, res.note = readAnswer(resp, dest.Timeout)
+	// The deadline covers connect, write, the answer's header and as much
+	// of its body as is read below.
+	ctx, cancel := context.WithTimeout(ctx, dest.Timeout)
+	defer cancel()
+	var tr attemptTrace
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: tr.gotConn, GotFirstResponseByte: tr.gotFirstByte})
+	req, err := newPost(ctx, dest.URL, header, e.Body)
+	if err != nil {
+		return result{err: errors.New("the destination URL is not valid")}
+	}
+	resp, err := d.client.reuse.RoundTrip(req)
+	if err != nil && tr.reused.Load() && !tr.answered.Load() && ctx.Err() == nil {
+		// A connection that had carried a request before was closed
+		// before any of the answer came (the destination's keep-alive ran
+		// out as this send began, or it restarted): the destination did
+		// not act on it, or it dedupes by webhook-id. Once more, on a
+		// fresh connection; only what that gives is the attempt. Go's
+		// transport does this itself for most such cases, not for a
+		// write cut short on a large body.
+		if req, err = newPost(ctx, dest.URL, header, e.Body); err == nil {
+			resp, err = d.client.fresh.RoundTrip(req)
+		}
+	}
+	if err != nil {
+		return result{err: sendError(ctx, err, dest.Timeout)}
+	}
+	res := result{status: resp.StatusCode, retryAfter: retryAfter(resp.Header.Get("Retry-After"), now)}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		res.err = redirectError(resp.Header.Get("Location"))
+	}
+	res.snippet, res.note = readAnswer(ctx, resp.Body, resp.ContentLength, dest.Timeout)
 	return res
+}
+
+// newPost is a POST of body to target with header, under ctx. The body
+// can be sent again (GetBody), and an Idempotency-Key in header tells the
+// transport that it may be.
+func newPost(ctx context.Context, target string, header http.Header, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = header
+	return req, nil
+}
+
+// maxLocation bounds how much of a redirect's Location an attempt records.
+const maxLocation = 256
+
+// redirectError is the error of an attempt answered with a redirect:
+// never followed, so a destination cannot point hookbox at another host.
+func redirectError(location string) error {
+	if location == "" {
+		return errors.New("redirects are not followed (no Location)")
+	}
+	if len(location) > maxLocation {
+		location = strings.ToValidUTF8(location[:maxLocation], "") + "…"
+	}
+	return fmt.Errorf("redirects are not followed (Location: %s)", location)
 }
 
 // maxDrain is how much of an answer past the kept snippet is read, and
@@ -241,54 +284,147 @@ const maxDrain = 64 << 10
 // than hookbox reads.
 const answerTooLong = "answer longer than hookbox reads: the rest was not read, the connection closed"
 
-// readAnswer keeps the first MaxResponseSnippet bytes of resp's body, reads
-// at most maxDrain more, and closes the connection unless the body ended
-// within that, whatever Content-Length said. The note says why an answer
-// was cut ("" when it was read whole). The connection's deadline (timeout)
-// bounds the time.
-func readAnswer(resp *fasthttp.Response, timeout time.Duration) (snippet []byte, note string) {
-	defer resp.CloseBodyStream() // releases the connection, or closes it
-	body := resp.BodyStream()
-	if body == nil { // no body at all (204, 304)
-		return nil, ""
+// readAnswer keeps the first MaxResponseSnippet bytes of body, reads at
+// most maxDrain more (none when its declared length is more than that),
+// and closes it: the transport keeps the connection
+// for the next delivery when the answer ended within that (its length,
+// its last chunk), and closes it otherwise, whatever Content-Length said.
+// The note says why an answer was cut ("" when it was read whole). ctx's
+// deadline (timeout) bounds the time.
+func readAnswer(ctx context.Context, body io.ReadCloser, length int64, timeout time.Duration) (snippet []byte, note string) {
+	defer body.Close() // before its end: the transport closes the connection
+	var buf [MaxResponseSnippet]byte
+	n, err := io.ReadFull(body, buf[:])
+	if n > 0 {
+		snippet = bytes.Clone(buf[:n])
 	}
-	snippet, err := io.ReadAll(io.LimitReader(body, MaxResponseSnippet))
-	if err == nil {
-		var n int64
-		n, err = io.Copy(io.Discard, io.LimitReader(body, maxDrain+1))
-		if err == nil && n > maxDrain {
-			resp.SetConnectionClose()
-			return snippet, answerTooLong
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return snippet, ""
+	case err == nil && length > MaxResponseSnippet+maxDrain:
+		return snippet, answerTooLong // declared longer than is read: not read on
+	case err == nil:
+		var drained int64
+		drained, err = io.Copy(io.Discard, io.LimitReader(body, maxDrain))
+		if err == nil && drained == maxDrain {
+			var one [1]byte
+			if n, _ := body.Read(one[:]); n > 0 {
+				return snippet, answerTooLong
+			}
+		}
+		if err == nil {
+			return snippet, ""
 		}
 	}
-	if err != nil {
-		resp.SetConnectionClose() // the rest of the answer may still come
-		var te interface{ Timeout() bool }
-		if errors.As(err, &te) && te.Timeout() || errors.Is(err, fasthttp.ErrTimeout) {
-			return snippet, fmt.Sprintf("answer cut at the %v timeout", timeout)
-		}
-		return snippet, "answer cut: " + sendError(err, timeout).Error()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return snippet, fmt.Sprintf("answer cut at the %v timeout", timeout)
 	}
-	return snippet, ""
+	return snippet, "answer cut: " + sendError(ctx, err, timeout).Error()
 }
 
-// sendError turns a client error into a short text without the URL, which
-// may carry a credential in its query.
-func sendError(err error, timeout time.Duration) error {
+// sendError turns a transport error into a short text without the URL,
+// which may carry a credential in its query.
+func sendError(ctx context.Context, err error, timeout time.Duration) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		if ue.Timeout() {
-			return fmt.Errorf("no answer within %v", timeout)
-		}
 		err = ue.Err
 	}
 	var te interface{ Timeout() bool }
-	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) || errors.As(err, &te) && te.Timeout() {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &te) && te.Timeout() {
 		return fmt.Errorf("no answer within %v", timeout)
 	}
 	var rh tls.RecordHeaderError
 	if errors.As(err, &rh) && string(rh.RecordHeader[:]) == "HTTP/" {
 		return errors.New("server gave HTTP response to HTTPS client")
 	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("the destination closed the connection without an answer")
+	}
+	if strings.Contains(err.Error(), "server response headers exceeded") { // net/http has no value for it
+		return fmt.Errorf("the answer's header is longer than %d KiB: not read on", maxAnswerHeader>>10)
+	}
 	return err
+}
+
+// Outbound header names hookbox sets itself, or that describe the inbound
+// connection: a sender's copies never go out (all of them, whatever their
+// case), and hookbox's own take their place.
+var (
+	hopHeaders = map[string]bool{
+		"content-length": true, "host": true, "connection": true, "transfer-encoding": true,
+		"keep-alive": true, "te": true, "trailer": true, "upgrade": true, "proxy-connection": true,
+		"expect": true, "accept-encoding": true, "user-agent": true, "idempotency-key": true,
+	}
+	// ownPrefixes are the prefixes of the names hookbox signs and labels
+	// with: the Standard Webhooks headers under either name (a sender's
+	// would make a receiver check the sender's signature with its own
+	// secret) and hookbox's X-Hookbox-*.
+	ownPrefixes = []string{"webhook-", "svix-", "x-hookbox-"}
+)
+
+// ownHeader reports whether a sender's header named name (lower case) is
+// never forwarded.
+func ownHeader(name string) bool {
+	if hopHeaders[name] {
+		return true
+	}
+	for _, p := range ownPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// outboundHeader is the header of an attempt of e to dest: the sender's
+// headers but those hookbox sets (and, unless the destination wants them,
+// the provider's signatures), the destination's configured headers, then
+// hookbox's own.
+func (d *Dispatcher) outboundHeader(dest *Destination, e *Event, attempt int, now time.Time) (http.Header, error) {
+	h := make(http.Header, len(e.Header)+len(dest.Headers)+12)
+	dropSigs := !dest.ForwardSignatures
+	for _, f := range e.Header {
+		name := strings.ToLower(f.Name)
+		if ownHeader(name) || dropSigs && d.signatureHeader(e.Source, name) ||
+			!httpguts.ValidHeaderFieldName(f.Name) || !httpguts.ValidHeaderFieldValue(f.Value) {
+			continue // a header the transport would refuse to send fails every attempt
+		}
+		h.Add(f.Name, f.Value)
+	}
+	for k, v := range dest.Headers {
+		h.Set(k, v) // every copy a sender sent under this name goes
+	}
+	msgID := MessageID(e.Source, e.ID, dest.Name)
+	ts := strconv.FormatInt(now.Unix(), 10)
+	h.Set("User-Agent", "hookbox/"+d.Version)
+	h.Set("Idempotency-Key", msgID) // the delivery is idempotent: a receiver may dedupe by it
+	h.Set("Webhook-Id", msgID)
+	h.Set("Webhook-Timestamp", ts)
+	var sig string
+	if dest.Secret != nil {
+		s, err := provider.Sign("standard", provider.Settings{Secrets: [][]byte{dest.Secret}}, e.Body, "", msgID, "", now)
+		if err != nil {
+			return nil, errors.New("cannot sign with the destination secret")
+		}
+		sig = s.Get("webhook-signature")
+		h.Set("Webhook-Signature", sig)
+	}
+	if dest.SignatureHeaders == SignatureHeadersSvix {
+		h.Set("Svix-Id", msgID)
+		h.Set("Svix-Timestamp", ts)
+		if sig != "" {
+			h.Set("Svix-Signature", sig)
+		}
+	}
+	h.Set("X-Hookbox-Source", e.Source)
+	h.Set("X-Hookbox-Event-Id", e.ID)
+	h.Set("X-Hookbox-Topic", e.Topic)
+	h.Set("X-Hookbox-Attempt", strconv.Itoa(attempt))
+	return h, nil
+}
+
+// signatureHeader reports whether a header named name (lower case) of an
+// event of source carries a provider's signature or credential.
+func (d *Dispatcher) signatureHeader(source, name string) bool {
+	return provider.SignatureHeader(name) || d.sourceSigs[source] == name
 }
