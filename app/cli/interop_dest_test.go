@@ -151,6 +151,9 @@ type realDest struct {
 	// waitIdle returns once the connection hookbox last used has been
 	// idle longer than the server keeps it.
 	waitIdle func(t *testing.T, last destRecord)
+	// idleClose returns how long after an answer's end (first, just
+	// answered) the server closes the idle connection, in ms.
+	idleClose func(t *testing.T, first destRecord) float64
 	// check is what this destination adds to every answered request's
 	// checks (nginx: the answer went out gzipped and chunked).
 	check func(t *testing.T, r destRecord)
@@ -246,7 +249,7 @@ func startNodeDest(t *testing.T, name, answer string, keepAlive time.Duration) *
 	cmd := exec.Command(clitest.Node(t), args...)
 	cmd.Dir = dir
 	port, stdin := startListening(t, name, cmd)
-	return &realDest{
+	d := &realDest{
 		name: name, url: fmt.Sprintf("http://127.0.0.1:%d/hook", port), keepAlive: ka,
 		release: releaser(stdin), records: log.read,
 		waitIdle: func(t *testing.T, last destRecord) {
@@ -262,6 +265,17 @@ func startNodeDest(t *testing.T, name, answer string, keepAlive time.Duration) *
 			})
 		},
 	}
+	d.idleClose = func(t *testing.T, first destRecord) float64 {
+		t.Helper()
+		d.waitIdle(t, first)
+		for _, r := range log.read(t) {
+			if r.Kind == "close" && r.Conn == first.Conn {
+				return r.End - first.End
+			}
+		}
+		return 0
+	}
+	return d
 }
 
 // startPythonDest runs dest-python.py: http.server, HTTP/1.0, answers
@@ -288,6 +302,13 @@ func startPythonDest(t *testing.T, name string) *realDest {
 // backend's log.
 func startNginxDest(t *testing.T, name string) *realDest {
 	t.Helper()
+	return startNginxDestKeepAlive(t, name, time.Second)
+}
+
+// startNginxDestKeepAlive is startNginxDest with keepalive_timeout
+// keepAlive.
+func startNginxDestKeepAlive(t *testing.T, name string, keepAlive time.Duration) *realDest {
+	t.Helper()
 	nginx := clitest.Nginx(t)
 	backend := startNodeDest(t, name+"-backend", "length", 0)
 	dir := clitest.InteropDir(t)
@@ -298,7 +319,8 @@ func startNginxDest(t *testing.T, name string) *realDest {
 	}
 	backendPort := strings.TrimSuffix(strings.TrimPrefix(backend.url, "http://127.0.0.1:"), "/hook")
 	port := freePort(t)
-	conf := strings.NewReplacer("DIR", prefix, "PORT", strconv.Itoa(port), "BACKEND", backendPort).Replace(string(tmpl))
+	conf := strings.NewReplacer("DIR", prefix, "PORT", strconv.Itoa(port), "BACKEND", backendPort,
+		"KEEPALIVE", strconv.Itoa(int(keepAlive.Milliseconds()))+"ms").Replace(string(tmpl))
 	confPath := filepath.Join(prefix, "nginx.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
@@ -372,7 +394,7 @@ func startNginxDest(t *testing.T, name string) *realDest {
 		return slices.Clone(accLines)
 	}
 	return &realDest{
-		name: name, url: fmt.Sprintf("http://%s/hook", addr), keepAlive: time.Second,
+		name: name, url: fmt.Sprintf("http://%s/hook", addr), keepAlive: keepAlive,
 		// nginx gzips only for a client that accepts it.
 		extra:   `headers = { "Accept-Encoding" = "gzip" }`,
 		release: backend.release,
@@ -400,7 +422,8 @@ func startNginxDest(t *testing.T, name string) *realDest {
 		},
 		// nginx does not log the close of an idle connection: outwait its
 		// keepalive_timeout.
-		waitIdle: func(*testing.T, destRecord) { time.Sleep(time.Second + 500*time.Millisecond) },
+		waitIdle:  func(*testing.T, destRecord) { time.Sleep(keepAlive + 500*time.Millisecond) },
+		idleClose: func(*testing.T, destRecord) float64 { return float64(keepAlive.Milliseconds()) },
 		check: func(t *testing.T, r destRecord) {
 			t.Helper()
 			if r.Encoding != "gzip" || r.Transfer != "chunked" {
@@ -741,5 +764,102 @@ func TestInterop_DrainChunkedAndLength(t *testing.T) {
 	t.Logf("drain to the chunked destination at %.0f%% of the Content-Length one's", ratio*100)
 	if ratio < 0.8 {
 		t.Errorf("chunked drain %.1f events/s, Content-Length %.1f events/s: under 80%%", rate["drain-chunked"], rate["drain-length"])
+	}
+}
+
+// TestInterop_KeepAliveRace sends into the moment a real server drops an
+// idle connection. Each probe is timed to arrive a little later relative
+// to the server's close than the one before, from 24 ms before it to 24 ms
+// after, so that some land while the close is on its way and hookbox's
+// client still takes the connection for open. The bodies, 64 KiB and
+// 1 MiB, are larger than a socket takes in one write, which is where the
+// old client failed. Every probe must be delivered on its first attempt
+// with no failed attempt recorded; the test logs where each one landed.
+// Node 20 closes an idle connection keepAliveTimeout + 1 s after an answer
+// (it advertises timeout=0.3 but waits longer), measured here from the
+// first; nginx at its keepalive_timeout.
+func TestInterop_KeepAliveRace(t *testing.T) {
+	cases := []struct {
+		name   string
+		probes int
+		start  func(t *testing.T, name string) *realDest
+	}{
+		{"node", 10, func(t *testing.T, n string) *realDest { return startNodeDest(t, n, "length", 300*time.Millisecond) }},
+		{"nginx", 24, func(t *testing.T, n string) *realDest { return startNginxDestKeepAlive(t, n, 300*time.Millisecond) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			testKeepAliveRace(t, c.start(t, "race-"+c.name), c.probes)
+		})
+	}
+}
+
+func testKeepAliveRace(t *testing.T, d *realDest, probes int) {
+	const spread = 24.0 // ms either side of the close
+	p := start(t, idestConfig(t, t.TempDir(), d))
+	d.release() // nothing is held here
+	answer := func(id string) destRecord {
+		t.Helper()
+		var got destRecord
+		waitUntil(t, 15*time.Second, d.name+" to answer "+id, func() bool {
+			for _, r := range d.answered(t) {
+				if r.Event == id {
+					got = r
+					return true
+				}
+			}
+			return false
+		})
+		return got
+	}
+	postStd(t, p.addr, d.name+"-first", 200, false)
+	prev := answer(d.name + "-first")
+	idle := d.idleClose(t, prev)
+	// latency is how long from the post to hookbox to the request's
+	// arrival, per body size (the inbound leg reads and stores the body
+	// first): updated from each probe, it aims the next one.
+	latency := map[int]float64{64 << 10: 20, 1 << 20: 100}
+	var fresh, near int
+	var lines []string
+	for i := range probes {
+		size := 64 << 10
+		if i%2 == 1 {
+			size = 1 << 20
+		}
+		aim := -spread + float64(i)*2*spread/float64(probes-1)
+		time.Sleep(time.Until(time.UnixMicro(int64((prev.End + idle + aim - latency[size]) * 1000))))
+		sent := float64(time.Now().UnixMicro()) / 1000
+		id := fmt.Sprintf("%s-%02d", d.name, i)
+		postStd(t, p.addr, id, size, false)
+		got := answer(id)
+		latency[size] = got.Arrive - sent
+		if got.Size != size {
+			t.Errorf("%s arrived with %d bytes, sent %d", id, got.Size, size)
+		}
+		checkVerdicts(t, d, got, false)
+		firstAttempt(t, p.addr, d.name, id)
+		landed := got.Arrive - (prev.End + idle)
+		if landed > -5 && landed < 5 {
+			near++
+		}
+		where := "the same connection"
+		if got.Conn != prev.Conn {
+			fresh++
+			where = "a fresh connection"
+		}
+		lines = append(lines, fmt.Sprintf("%s %4d KiB arrived %+6.1f ms from the close, on %s (attempt %s)", id, size>>10, landed, where, got.Attempt))
+		prev = got
+	}
+	t.Logf("%s closes an idle connection %.0f ms after an answer; %d probes: %d on the same connection, %d on a fresh one, %d within 5 ms of the close\n%s",
+		d.name, idle, probes, probes-fresh, fresh, near, strings.Join(lines, "\n"))
+	var st struct {
+		Destinations []app.DestInfo `json:"destinations"`
+	}
+	opsAPI(t, p.addr, "/stats", &st)
+	for _, di := range st.Destinations {
+		if di.Failed != 0 {
+			t.Errorf("%s: %d failed attempts recorded (last: %s)", di.Name, di.Failed, di.LastError)
+		}
 	}
 }
