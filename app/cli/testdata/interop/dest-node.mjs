@@ -16,8 +16,8 @@
 // connection is a line too ({"kind":"close"}), so a test can wait for the
 // server to drop an idle connection rather than sleep. A request whose
 // X-Hookbox-Event-Id begins with "gate" is logged on arrival
-// ({"kind":"held"}) and answered only when a line arrives on stdin: the
-// test queues a burst behind it.
+// ({"kind":"held"}) and answered only when the next line arrives on stdin:
+// the test queues a burst behind it.
 import http from 'node:http';
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -36,10 +36,9 @@ const now = () => performance.timeOrigin + performance.now();
 // One synchronous append a line: the test reads whole lines as they come.
 const record = (r) => fs.writeSync(log, JSON.stringify(r) + '\n');
 
+// Each line on stdin answers the requests held so far.
 const held = [];
-let released = false;
 createInterface({ input: process.stdin }).on('line', () => {
-  released = true;
   for (const f of held.splice(0)) f();
 });
 
@@ -66,7 +65,7 @@ const server = http.createServer((req, res) => {
       }
       res.end('ok');
     };
-    if (event.startsWith('gate') && !released) {
+    if (event.startsWith('gate')) {
       record({ kind: 'held', event, arrive });
       held.push(send);
     } else {

@@ -12,7 +12,7 @@ libraries are Node's), and written to LOG as one JSON line once its
 connection is closed, which is when its answer ended: arrival and end in
 milliseconds, body size, the verdicts. A request whose X-Hookbox-Event-Id
 begins with "gate" is logged on arrival ({"kind": "held"}) and answered only
-when a line arrives on stdin, as dest-node.mjs does.
+when the next line arrives on stdin, as dest-node.mjs does.
 """
 import base64
 import json
@@ -56,9 +56,10 @@ class Handler(BaseHTTPRequestHandler):
              "idempotency_key": headers.get("idempotency-key", ""),
              "arrive": arrive, "size": len(body)}
         r.update(verdicts(headers, body))
-        if event.startswith("gate") and not release.is_set():
+        if event.startswith("gate"):
             record({"kind": "held", "event": event, "arrive": arrive})
             release.wait()
+            release.clear()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.end_headers()
@@ -81,8 +82,8 @@ class Server(HTTPServer):
 
 
 def wait_release():
-    sys.stdin.readline()
-    release.set()
+    for _ in sys.stdin:
+        release.set()
 
 
 threading.Thread(target=wait_release, daemon=True).start()
