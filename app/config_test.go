@@ -127,6 +127,7 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"DestDuplicate", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\n[[destination]]\nname = \"pos\"\nurl = \"https://y\"\n", "destination[1] (pos).name", "duplicate"},
 		{"DestHeaderValue", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nheaders = { X-A = \"a\\r\\nX-B: b\" }\n", "destination[0] (pos).headers.X-A", "line break"},
 		{"DestConcurrency", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nconcurrency = 0\n", "destination[0] (pos).concurrency", "between 1"},
+		{"DestSignatureHeaders", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nsignature_headers = \"Svix\"\n", "destination[0] (pos).signature_headers", `"Svix" is not one of "standard"`},
 		{"RouteUnknownSource", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\n[[route]]\nsource = \"nope\"\nto = [\"pos\"]\n", "route[0].source", `no [[source]] named "nope"`},
 		{"RouteUnknownDest", src + "[[route]]\nsource = \"s\"\nto = [\"pos\"]\n", "route[0].to[0]", `no [[destination]] named "pos"`},
 		{"RouteNoDest", src + "[[route]]\nsource = \"s\"\n", "route[0].to", "names no destination"},
@@ -315,6 +316,33 @@ func TestGlob(t *testing.T) {
 	} {
 		if got := app.Glob(tt.pattern, tt.s); got != tt.want {
 			t.Errorf("Glob(%q, %q) = %v, want %v", tt.pattern, tt.s, got, tt.want)
+		}
+	}
+}
+
+// signature_headers defaults to "standard" and forward_signatures to true;
+// both are read as given.
+func TestParseConfig_DestinationSignatureKeys(t *testing.T) {
+	cfg, err := app.ParseConfig("c.toml", `
+[[destination]]
+name = "plain"
+url = "https://x"
+[[destination]]
+name = "svix"
+url = "https://y"
+signature_headers = "svix"
+forward_signatures = false
+`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, headers string
+		forward       bool
+	}{{"plain", app.SignatureHeadersStandard, true}, {"svix", app.SignatureHeadersSvix, false}} {
+		d := cfg.DestinationByName(tt.name)
+		if d.SignatureHeaders != tt.headers || d.ForwardSignatures != tt.forward {
+			t.Errorf("%s: signature_headers %q forward_signatures %v; want %q %v", tt.name, d.SignatureHeaders, d.ForwardSignatures, tt.headers, tt.forward)
 		}
 	}
 }
