@@ -312,6 +312,13 @@ func startNginxDest(t *testing.T, name string) *realDest {
 // keepAlive.
 func startNginxDestKeepAlive(t *testing.T, name string, keepAlive time.Duration) *realDest {
 	t.Helper()
+	return startNginx(t, name, keepAlive, "4m")
+}
+
+// startNginx is startNginxDest with keepalive_timeout keepAlive and
+// client_max_body_size maxBody.
+func startNginx(t *testing.T, name string, keepAlive time.Duration, maxBody string) *realDest {
+	t.Helper()
 	nginx := clitest.Nginx(t)
 	backend := startNodeDest(t, name+"-backend", "chunked", 0)
 	dir := clitest.InteropDir(t)
@@ -323,7 +330,7 @@ func startNginxDestKeepAlive(t *testing.T, name string, keepAlive time.Duration)
 	backendPort := strings.TrimSuffix(strings.TrimPrefix(backend.url, "http://127.0.0.1:"), "/hook")
 	port := freePort(t)
 	conf := strings.NewReplacer("DIR", prefix, "PORT", strconv.Itoa(port), "BACKEND", backendPort,
-		"KEEPALIVE", strconv.Itoa(int(keepAlive.Milliseconds()))+"ms").Replace(string(tmpl))
+		"KEEPALIVE", strconv.Itoa(int(keepAlive.Milliseconds()))+"ms", "MAXBODY", maxBody).Replace(string(tmpl))
 	confPath := filepath.Join(prefix, "nginx.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
@@ -928,6 +935,35 @@ func testKeepAliveRace(t *testing.T, d *realDest, probes int) {
 	for _, di := range st.Destinations {
 		if di.Failed != 0 {
 			t.Errorf("%s: %d failed attempts recorded (last: %s)", di.Name, di.Failed, di.LastError)
+		}
+	}
+}
+
+// TestInterop_NginxRefusesLargeBody sends a body larger than nginx's
+// default client_max_body_size (1m): nginx answers 413 before it has read
+// the body, and closes the connection. hookbox must record that answer
+// (a failed attempt with status 413, retried on the schedule), not the
+// broken pipe its write then runs into; on a fresh connection, and on one
+// that just carried a delivery (nginx keeps it for 1 s).
+func TestInterop_NginxRefusesLargeBody(t *testing.T) {
+	t.Parallel()
+	d := startNginx(t, "nginx-1m", time.Second, "1m")
+	p := start(t, idestConfig(t, t.TempDir(), d))
+	for _, c := range []struct{ what, before string }{{"fresh", ""}, {"reused", "nginx-1m-small"}} {
+		if c.before != "" {
+			postStd(t, p.addr, c.before, 200, false)
+			if _, first := firstAttempt(t, p.addr, d.name, c.before); !first {
+				continue
+			}
+		}
+		id := "nginx-1m-large-" + c.what
+		postStd(t, p.addr, id, 3<<19, false) // 1.5 MiB
+		_, attempts := opsDelivery(t, p.addr, id, 15*time.Second)
+		a := attempts[0]
+		t.Logf("1.5 MiB to nginx with client_max_body_size 1m on a %s connection: attempt 1 recorded as status %d, error %q, %.1f ms",
+			c.what, a.Status, a.Error, a.DurationMS)
+		if a.Status != 413 {
+			t.Errorf("%s connection: attempt 1 recorded as status %d (%q), want nginx's 413", c.what, a.Status, a.Error)
 		}
 	}
 }
