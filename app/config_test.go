@@ -127,6 +127,7 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"DestDuplicate", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\n[[destination]]\nname = \"pos\"\nurl = \"https://y\"\n", "destination[1] (pos).name", "duplicate"},
 		{"DestHeaderValue", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nheaders = { X-A = \"a\\r\\nX-B: b\" }\n", "destination[0] (pos).headers.X-A", "line break"},
 		{"DestConcurrency", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nconcurrency = 0\n", "destination[0] (pos).concurrency", "between 1"},
+		{"DestSvixWithoutSecret", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nsignature_headers = \"svix\"\n", "destination[0] (pos).signature_headers", "needs the destination's secret"},
 		{"DestSignatureHeaders", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nsignature_headers = \"Svix\"\n", "destination[0] (pos).signature_headers", `"Svix" is not one of "standard"`},
 		{"RouteUnknownSource", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\n[[route]]\nsource = \"nope\"\nto = [\"pos\"]\n", "route[0].source", `no [[source]] named "nope"`},
 		{"RouteUnknownDest", src + "[[route]]\nsource = \"s\"\nto = [\"pos\"]\n", "route[0].to[0]", `no [[destination]] named "pos"`},
@@ -330,6 +331,7 @@ url = "https://x"
 [[destination]]
 name = "svix"
 url = "https://y"
+secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 signature_headers = "svix"
 forward_signatures = false
 `, nil)

@@ -159,6 +159,9 @@ func (v *validator) destination(key string, r rawDestination) *Destination {
 		d.SignatureHeaders = SignatureHeadersStandard
 	case SignatureHeadersSvix:
 		d.SignatureHeaders = SignatureHeadersSvix
+		if secret == "" {
+			v.fail(key+".signature_headers", `"svix" needs the destination's secret: without one there is no signature to send`)
+		}
 	default:
 		v.fail(key+".signature_headers", fmt.Sprintf("%q is not one of %q (webhook-* headers) and %q (webhook-* and svix-*)",
 			r.SignatureHeaders, SignatureHeadersStandard, SignatureHeadersSvix))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/textproto"
 	"strings"
 	"sync"
 	"time"
@@ -21,7 +22,7 @@ type Dispatcher struct {
 	dests  []*Destination
 	client *sendClient
 	conns  *connSet // the client's connections, cut at shutdown
-	// sourceSigs is, per source, the lower-case name of the signature
+	// sourceSigs is, per source, the canonical name of the signature
 	// header its config names (the hmac provider's), not forwarded to a
 	// destination with forward_signatures = false.
 	sourceSigs map[string]string
@@ -114,7 +115,7 @@ func NewDispatcher(cfg *Config, store Store) *Dispatcher {
 	d.sourceSigs = map[string]string{}
 	for _, src := range cfg.Sources {
 		if h := src.Settings.SignatureHeader; h != "" {
-			d.sourceSigs[src.Name] = strings.ToLower(h)
+			d.sourceSigs[src.Name] = textproto.CanonicalMIMEHeaderKey(h)
 		}
 	}
 	return d

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -280,6 +281,10 @@ func redirectError(location string) error {
 // longer answer is not read: its connection is closed instead.
 const maxDrain = 64 << 10
 
+// snippetBufs hold the start of an answer while it is read (and one byte
+// more, to see whether the answer goes on past the drain).
+var snippetBufs = sync.Pool{New: func() any { return new([MaxResponseSnippet + 1]byte) }}
+
 // answerTooLong notes an attempt whose answer was cut because it was longer
 // than hookbox reads.
 const answerTooLong = "answer longer than hookbox reads: the rest was not read, the connection closed"
@@ -293,8 +298,9 @@ const answerTooLong = "answer longer than hookbox reads: the rest was not read, 
 // deadline (timeout) bounds the time.
 func readAnswer(ctx context.Context, body io.ReadCloser, length int64, timeout time.Duration) (snippet []byte, note string) {
 	defer body.Close() // before its end: the transport closes the connection
-	var buf [MaxResponseSnippet]byte
-	n, err := io.ReadFull(body, buf[:])
+	buf := snippetBufs.Get().(*[MaxResponseSnippet + 1]byte)
+	defer snippetBufs.Put(buf)
+	n, err := io.ReadFull(body, buf[:MaxResponseSnippet])
 	if n > 0 {
 		snippet = bytes.Clone(buf[:n])
 	}
@@ -307,8 +313,7 @@ func readAnswer(ctx context.Context, body io.ReadCloser, length int64, timeout t
 		var drained int64
 		drained, err = io.Copy(io.Discard, io.LimitReader(body, maxDrain))
 		if err == nil && drained == maxDrain {
-			var one [1]byte
-			if n, _ := body.Read(one[:]); n > 0 {
+			if n, _ := body.Read(buf[MaxResponseSnippet:]); n > 0 {
 				return snippet, answerTooLong
 			}
 		}
@@ -347,22 +352,22 @@ func sendError(ctx context.Context, err error, timeout time.Duration) error {
 }
 
 // Outbound header names hookbox sets itself, or that describe the inbound
-// connection: a sender's copies never go out (all of them, whatever their
-// case), and hookbox's own take their place.
+// connection, in canonical form: a sender's copies never go out (all of
+// them, whatever their case), and hookbox's own take their place.
 var (
 	hopHeaders = map[string]bool{
-		"content-length": true, "host": true, "connection": true, "transfer-encoding": true,
-		"keep-alive": true, "te": true, "trailer": true, "upgrade": true, "proxy-connection": true,
-		"expect": true, "accept-encoding": true, "user-agent": true, "idempotency-key": true,
+		"Content-Length": true, "Host": true, "Connection": true, "Transfer-Encoding": true,
+		"Keep-Alive": true, "Te": true, "Trailer": true, "Upgrade": true, "Proxy-Connection": true,
+		"Expect": true, "Accept-Encoding": true, "User-Agent": true, "Idempotency-Key": true,
 	}
 	// ownPrefixes are the prefixes of the names hookbox signs and labels
 	// with: the Standard Webhooks headers under either name (a sender's
 	// would make a receiver check the sender's signature with its own
 	// secret) and hookbox's X-Hookbox-*.
-	ownPrefixes = []string{"webhook-", "svix-", "x-hookbox-"}
+	ownPrefixes = []string{"Webhook-", "Svix-", "X-Hookbox-"}
 )
 
-// ownHeader reports whether a sender's header named name (lower case) is
+// ownHeader reports whether a sender's header named name (canonical) is
 // never forwarded.
 func ownHeader(name string) bool {
 	if hopHeaders[name] {
@@ -381,25 +386,37 @@ func ownHeader(name string) bool {
 // the provider's signatures), the destination's configured headers, then
 // hookbox's own.
 func (d *Dispatcher) outboundHeader(dest *Destination, e *Event, attempt int, now time.Time) (http.Header, error) {
-	h := make(http.Header, len(e.Header)+len(dest.Headers)+12)
+	n := len(e.Header) + len(dest.Headers) + 12
+	h := make(http.Header, n)
+	// One array holds the values, rather than a slice for each.
+	vals := make([]string, 0, n)
+	set := func(name, v string) {
+		vals = append(vals, v)
+		h[name] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
 	dropSigs := !dest.ForwardSignatures
 	for _, f := range e.Header {
-		name := strings.ToLower(f.Name)
+		// The names come canonical from the edge: no copy is made then.
+		name := textproto.CanonicalMIMEHeaderKey(f.Name)
 		if ownHeader(name) || dropSigs && d.signatureHeader(e.Source, name) ||
 			!httpguts.ValidHeaderFieldName(f.Name) || !httpguts.ValidHeaderFieldValue(f.Value) {
 			continue // a header the transport would refuse to send fails every attempt
 		}
-		h.Add(f.Name, f.Value)
+		if old, ok := h[name]; ok {
+			h[name] = append(old, f.Value)
+		} else {
+			set(name, f.Value)
+		}
 	}
 	for k, v := range dest.Headers {
-		h.Set(k, v) // every copy a sender sent under this name goes
+		set(textproto.CanonicalMIMEHeaderKey(k), v) // every copy a sender sent under this name goes
 	}
 	msgID := MessageID(e.Source, e.ID, dest.Name)
 	ts := strconv.FormatInt(now.Unix(), 10)
-	h.Set("User-Agent", "hookbox/"+d.Version)
-	h.Set("Idempotency-Key", msgID) // the delivery is idempotent: a receiver may dedupe by it
-	h.Set("Webhook-Id", msgID)
-	h.Set("Webhook-Timestamp", ts)
+	set("User-Agent", "hookbox/"+d.Version)
+	set("Idempotency-Key", msgID) // the delivery is idempotent: a receiver may dedupe by it
+	set("Webhook-Id", msgID)
+	set("Webhook-Timestamp", ts)
 	var sig string
 	if dest.Secret != nil {
 		s, err := provider.Sign("standard", provider.Settings{Secrets: [][]byte{dest.Secret}}, e.Body, "", msgID, "", now)
@@ -407,23 +424,23 @@ func (d *Dispatcher) outboundHeader(dest *Destination, e *Event, attempt int, no
 			return nil, errors.New("cannot sign with the destination secret")
 		}
 		sig = s.Get("webhook-signature")
-		h.Set("Webhook-Signature", sig)
+		set("Webhook-Signature", sig)
 	}
 	if dest.SignatureHeaders == SignatureHeadersSvix {
-		h.Set("Svix-Id", msgID)
-		h.Set("Svix-Timestamp", ts)
+		set("Svix-Id", msgID)
+		set("Svix-Timestamp", ts)
 		if sig != "" {
-			h.Set("Svix-Signature", sig)
+			set("Svix-Signature", sig)
 		}
 	}
-	h.Set("X-Hookbox-Source", e.Source)
-	h.Set("X-Hookbox-Event-Id", e.ID)
-	h.Set("X-Hookbox-Topic", e.Topic)
-	h.Set("X-Hookbox-Attempt", strconv.Itoa(attempt))
+	set("X-Hookbox-Source", e.Source)
+	set("X-Hookbox-Event-Id", e.ID)
+	set("X-Hookbox-Topic", e.Topic)
+	set("X-Hookbox-Attempt", strconv.Itoa(attempt))
 	return h, nil
 }
 
-// signatureHeader reports whether a header named name (lower case) of an
+// signatureHeader reports whether a header named name (canonical) of an
 // event of source carries a provider's signature or credential.
 func (d *Dispatcher) signatureHeader(source, name string) bool {
 	return provider.SignatureHeader(name) || d.sourceSigs[source] == name
