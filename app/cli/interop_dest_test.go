@@ -80,10 +80,13 @@ type destRecord struct {
 	Std       string  `json:"std"`
 	Svix      string  `json:"svix"`
 	SvixNames string  `json:"svix_names"`
-	// Encoding and Transfer are the answer's Content-Encoding and
-	// Transfer-Encoding as nginx sent them (nginx's access log).
-	Encoding string `json:"encoding"`
-	Transfer string `json:"transfer"`
+	// Msec (when the answer was sent), RequestTime (since its first byte
+	// arrived), in seconds, and Encoding and Transfer, the answer's
+	// Content-Encoding and Transfer-Encoding, are nginx's (its access log).
+	Msec        float64 `json:"msec"`
+	RequestTime float64 `json:"request_time"`
+	Encoding    string  `json:"encoding"`
+	Transfer    string  `json:"transfer"`
 }
 
 // destLog reads a JSON-lines log as its writer appends to it: each read
@@ -367,42 +370,6 @@ func startNginx(t *testing.T, name string, keepAlive time.Duration, maxBody stri
 		return err == nil
 	})
 	access := &destLog{path: filepath.Join(prefix, "access.log")}
-	// nginx's access log has msec (when the answer was sent) and
-	// request_time (since its first byte arrived), in seconds.
-	type accessLine struct {
-		Event       string  `json:"event"`
-		Msec        float64 `json:"msec"`
-		RequestTime float64 `json:"request_time"`
-		Encoding    string  `json:"encoding"`
-		Transfer    string  `json:"transfer"`
-		Conn        int     `json:"conn"`
-	}
-	var accMu sync.Mutex
-	var accOff int64
-	var accLines []accessLine
-	readAccess := func(t *testing.T) []accessLine {
-		accMu.Lock()
-		defer accMu.Unlock()
-		b, err := os.ReadFile(access.path)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		b = b[min(int(accOff), len(b)):]
-		for {
-			i := bytes.IndexByte(b, '\n')
-			if i < 0 {
-				break
-			}
-			var l accessLine
-			if err := json.Unmarshal(b[:i], &l); err != nil {
-				t.Fatalf("nginx access log: %v in %q", err, b[:i])
-			}
-			accLines = append(accLines, l)
-			accOff += int64(i + 1)
-			b = b[i+1:]
-		}
-		return slices.Clone(accLines)
-	}
 	return &realDest{
 		name: name, url: fmt.Sprintf("http://%s/hook", addr), keepAlive: keepAlive,
 		// nginx gzips only for a client that accepts it.
@@ -419,7 +386,7 @@ func startNginx(t *testing.T, name string, keepAlive time.Duration, maxBody stri
 					byEvent[r.Event] = r
 				}
 			}
-			for _, l := range readAccess(t) {
+			for _, l := range access.read(t) {
 				r, ok := byEvent[l.Event]
 				if !ok {
 					continue
