@@ -619,6 +619,9 @@ func TestInterop_Destinations(t *testing.T) {
 		{"node-keepalive-300ms", func(t *testing.T, n string) *realDest {
 			return startNodeDest(t, n, "length", 300*time.Millisecond)
 		}, false},
+		{"node-early-answer", func(t *testing.T, n string) *realDest {
+			return startNodeDest(t, n, "early", 300*time.Millisecond)
+		}, false},
 		{"node-svix-names", func(t *testing.T, n string) *realDest {
 			d := startNodeDest(t, n, "chunked", 300*time.Millisecond)
 			d.extra = `signature_headers = "svix"`
