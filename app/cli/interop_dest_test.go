@@ -281,13 +281,14 @@ func startNodeDest(t *testing.T, name, answer string, keepAlive time.Duration) *
 	return d
 }
 
-// startPythonDest runs dest-python.py: http.server, HTTP/1.0, answers
+// startPythonDest runs dest-python.py: http.server, HTTP/1.0 (mode
+// "1.0") or HTTP/1.1 with Connection: close ("1.1-close"), answers
 // delimited by the close of the connection.
-func startPythonDest(t *testing.T, name string) *realDest {
+func startPythonDest(t *testing.T, name, mode string) *realDest {
 	t.Helper()
 	dir := clitest.InteropDir(t)
 	log := &destLog{path: filepath.Join(t.TempDir(), name+".log")}
-	cmd := exec.Command(clitest.Python(t), "dest-python.py", log.path, idestSecret, clitest.Node(t), "verify.mjs")
+	cmd := exec.Command(clitest.Python(t), "dest-python.py", log.path, idestSecret, clitest.Node(t), "verify.mjs", mode)
 	cmd.Dir = dir
 	port, stdin := startListening(t, name, cmd)
 	return &realDest{
@@ -615,7 +616,8 @@ func TestInterop_Destinations(t *testing.T) {
 	}{
 		{"node-chunked", func(t *testing.T, n string) *realDest { return startNodeDest(t, n, "chunked", 0) }, false},
 		{"nginx-gzip", startNginxDest, false},
-		{"python-http10", startPythonDest, false},
+		{"python-http10", func(t *testing.T, n string) *realDest { return startPythonDest(t, n, "1.0") }, false},
+		{"python-http11-close", func(t *testing.T, n string) *realDest { return startPythonDest(t, n, "1.1-close") }, false},
 		{"node-keepalive-300ms", func(t *testing.T, n string) *realDest {
 			return startNodeDest(t, n, "length", 300*time.Millisecond)
 		}, false},

@@ -4,7 +4,10 @@ Python's http.server as it comes, BaseHTTPRequestHandler speaking HTTP/1.0,
 answering "200 ok" without Content-Length: the answer ends when the server
 closes the connection.
 
-    python3 dest-python.py LOG SECRET NODE VERIFY_MJS
+    python3 dest-python.py LOG SECRET NODE VERIFY_MJS [1.0|1.1-close]
+
+With 1.1-close it speaks HTTP/1.1 instead and sends "Connection: close":
+close-delimited all the same.
 
 It prints "listening PORT" on stdout when ready. Each request is checked
 with standardwebhooks and svix by a node process running verify.mjs (the
@@ -23,6 +26,7 @@ import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 LOG, SECRET, NODE, VERIFY = sys.argv[1:5]
+MODE = sys.argv[5] if len(sys.argv) > 5 else "1.0"
 log = open(LOG, "a", buffering=1)
 verifier = subprocess.Popen([NODE, VERIFY], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 release = threading.Event()
@@ -44,7 +48,7 @@ def verdicts(headers, body):
 
 
 class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.0"
+    protocol_version = "HTTP/1.1" if MODE == "1.1-close" else "HTTP/1.0"
 
     def do_POST(self):
         arrive = now()
@@ -62,7 +66,10 @@ class Handler(BaseHTTPRequestHandler):
             release.clear()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
+        if MODE == "1.1-close":
+            self.send_header("Connection", "close")
         self.end_headers()
+        self.close_connection = True
         self.wfile.write(b"ok")
         self.server.pending = r
 
