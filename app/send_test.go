@@ -3,6 +3,7 @@ package app_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -159,6 +160,19 @@ func TestSend_ChunkedAfterFlush(t *testing.T) {
 		}
 	}
 	t.Logf("5 deliveries one at a time to a chunked destination in %v", time.Since(start).Round(time.Millisecond))
+	// With concurrency 1, a delivery that was waiting when the previous
+	// answer ended goes out within 50 ms of that end.
+	var prevEnd time.Time
+	for i := range 5 {
+		id := fmt.Sprint("chunk-", i)
+		d, a := h.deliveries(t, id)[0], h.attempts(t, id, 0)[0]
+		if !prevEnd.IsZero() && d.Created.Before(prevEnd) {
+			if gap := a.Start.Sub(prevEnd); gap > 50*time.Millisecond {
+				t.Errorf("%s went out %v after the previous answer ended", id, gap)
+			}
+		}
+		prevEnd = a.Start.Add(a.Duration)
+	}
 }
 
 // A destination whose keep-alive is shorter than hookbox's (Node's is 5 s)
@@ -454,5 +468,40 @@ to = ["app", "partner"]
 				t.Errorf("app (forward_signatures default) got %s: %q; want it forwarded", n, v)
 			}
 		}
+	}
+	// What each destination could post back to hookbox: the GitHub event's
+	// body and headers as it got them, under a new delivery id. From the
+	// app's copy that is a genuine new event (finding 5 of issue 24); the
+	// partner's holds no signature.
+	reinject := func(s *sink, newID string) error {
+		s.mu.Lock() // a re-injected event is delivered again, meanwhile
+		got, bodys := s.got[:2:2], s.bodys[:2:2]
+		s.mu.Unlock()
+		for i, r := range got {
+			if r.Header.Get("X-Hookbox-Source") != "gh" {
+				continue
+			}
+			in := &app.Inbound{Body: bodys[i]}
+			for k, vs := range r.Header {
+				for _, v := range vs {
+					if k == "X-Github-Delivery" {
+						v = newID
+					}
+					in.Header = append(in.Header, app.HeaderField{Name: k, Value: v})
+				}
+			}
+			res, err := h.recv.Receive(context.Background(), "gh", in)
+			if err == nil && res.Outcome == app.Accepted {
+				return nil
+			}
+			return fmt.Errorf("%v %v", res.Outcome, err)
+		}
+		return errors.New("no GitHub delivery")
+	}
+	if err := reinject(fwd, "fwd-1-again"); err != nil {
+		t.Errorf("the app's copy, posted back under a new id: %v; want it accepted (what forward_signatures = false prevents)", err)
+	}
+	if err := reinject(nofwd, "fwd-1-once-more"); err == nil {
+		t.Errorf("the partner's copy, posted back under a new id, was accepted as a genuine event")
 	}
 }
