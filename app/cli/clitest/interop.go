@@ -50,3 +50,14 @@ func Nginx(tb testing.TB) string {
 	need(tb, "nginx is not installed")
 	return ""
 }
+
+// Python returns the path of python3, which runs the http.server
+// destination (Debian's python3 is on every machine .ci/run runs on).
+func Python(tb testing.TB) string {
+	tb.Helper()
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		need(tb, "python3 is not installed")
+	}
+	return p
+}
