@@ -2,3 +2,6 @@ package app
 
 // GlobSteps is Glob with the number of steps it took.
 var GlobSteps = glob
+
+// InflateSnippet is inflateSnippet, for the send tests.
+var InflateSnippet = inflateSnippet

@@ -5,6 +5,7 @@ package app
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -246,7 +247,30 @@ func (d *Dispatcher) post(ctx context.Context, dest *Destination, w Work, attemp
 		res.err = redirectError(resp.Header.Get("Location"))
 	}
 	res.snippet, res.note = readAnswer(ctx, resp.Body, resp.ContentLength, dest.Timeout)
+	res.snippet = inflateSnippet(resp.Header.Get("Content-Encoding"), res.snippet)
 	return res
+}
+
+// inflateSnippet returns the start of a gzip-compressed answer as text,
+// when a destination's headers asked for compression (hookbox sends no
+// Accept-Encoding of its own): at most MaxResponseSnippet bytes of it,
+// made from the compressed bytes that were kept, so the work is bounded
+// whatever they claim to expand to. Anything else, or bytes that do not
+// inflate, is kept as received.
+func inflateSnippet(encoding string, snippet []byte) []byte {
+	if len(snippet) == 0 || !strings.EqualFold(strings.TrimSpace(encoding), "gzip") {
+		return snippet
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(snippet))
+	if err != nil {
+		return snippet
+	}
+	buf := make([]byte, MaxResponseSnippet)
+	n, err := io.ReadFull(zr, buf)
+	if n == 0 || err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return snippet
+	}
+	return buf[:n]
 }
 
 // newPost is a POST of body to target with header, under ctx. The body
