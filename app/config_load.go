@@ -68,10 +68,11 @@ type rawRoute struct {
 }
 
 type rawServer struct {
-	Listen       string `toml:"listen"`
-	PublicURL    string `toml:"public_url"`
-	DataDir      string `toml:"data_dir"`
-	MaxBodyBytes *int   `toml:"max_body_bytes"`
+	Listen            string `toml:"listen"`
+	PublicURL         string `toml:"public_url"`
+	DataDir           string `toml:"data_dir"`
+	MaxBodyBytes      *int   `toml:"max_body_bytes"`
+	MaxBodyBytesTotal *int64 `toml:"max_body_bytes_total"`
 
 	CertFile      string  `toml:"cert_file"`
 	KeyFile       string  `toml:"key_file"`
