@@ -115,11 +115,13 @@ func (s *Server) readBody(req *fasthttp.Request) (charged int64, status int) {
 		}
 		return 0, 0
 	}
-	most := declared // what the body may come to
+	// most is what the body may come to; first, the piece to start with:
+	// a chunked body may be small, and then needs nothing of the budget.
+	most, first := declared, 2*bodyFree
 	if declared < 0 {
-		most = limit + 1 // chunked: one byte past the limit tells it is too long
+		most, first = limit+1, bodyFree // one byte past the limit tells it is too long
 	}
-	buf := make([]byte, 0, min(most, 2*bodyFree))
+	buf := make([]byte, 0, min(most, first))
 	charged = charge(cap(buf))
 	if !s.bodies.take(charged) {
 		return 0, fiber.StatusServiceUnavailable

@@ -210,14 +210,18 @@ func TestServer_BodyLimits(t *testing.T) {
 // The bodies being read share server.max_body_bytes_total: while one
 // connection holds most of it, a body that needs more is refused with 503
 // and Retry-After and its connection closed, a small webhook is still
-// accepted, and once the first body is complete the budget is back.
+// accepted (chunked too), and once the first body is complete the budget is back.
 func TestServer_BodyBudget(t *testing.T) {
 	const limit = 64 << 10
 	e := newBodyServer(t, fmt.Sprintf("max_body_bytes = %d\nmax_body_bytes_total = %d", limit, limit), 0)
 	big := bytes.Repeat([]byte("b"), 40<<10)
 	post := func(b []byte, id string) (*http.Response, string) {
 		c := &http.Client{Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true}}
-		req, _ := http.NewRequest("POST", "http://"+e.addr+"/in/shop", bytes.NewReader(b))
+		var r io.Reader = bytes.NewReader(b)
+		if strings.HasPrefix(id, "chunked") {
+			r = io.MultiReader(r) // no length known: sent in chunks
+		}
+		req, _ := http.NewRequest("POST", "http://"+e.addr+"/in/shop", r)
 		for k, v := range signShop(t, b, id) {
 			req.Header[k] = v
 		}
@@ -268,6 +272,9 @@ func TestServer_BodyBudget(t *testing.T) {
 	}
 	if resp, answer := post([]byte(`{"small": true}`), "small"); resp.StatusCode != 200 {
 		t.Errorf("a small webhook while the budget is held: %d %s", resp.StatusCode, answer)
+	}
+	if resp, answer := post([]byte(`{"small": "chunked"}`), "chunked-small"); resp.StatusCode != 200 {
+		t.Errorf("a small chunked webhook while the budget is held: %d %s", resp.StatusCode, answer)
 	}
 
 	hold.Write(held[len(big):])
