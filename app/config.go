@@ -246,9 +246,9 @@ const (
 	DefaultAlertCheck   = "@every 1m"
 	DefaultStatusUser   = "admin"
 	maxMaxBodyBytes     = 64 << 20
-	// DefaultMaxBodyBytesTotal holds 64 bodies of the default largest at
-	// once, far more than webhooks need (they are mostly a few KiB), and
-	// far less than a small VPS has.
+	// DefaultMaxBodyBytesTotal holds 32 bodies of the default largest at
+	// once (each may take up to twice its size), far more than webhooks
+	// need (they are mostly a few KiB), and far less than a small VPS has.
 	DefaultMaxBodyBytesTotal = 64 << 20
 	maxMaxBodyBytesTotal     = 1 << 40
 	// DefaultTLSListen is the listen address when TLS is on and listen is not set.

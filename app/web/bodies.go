@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/gofiber/fiber/v2"
@@ -67,79 +68,112 @@ func (b *bodyBudget) take(n int64) bool {
 // give returns n bytes taken before.
 func (b *bodyBudget) give(n int64) { b.free.Add(n) }
 
-// charge is what a buffer of capacity n takes from the budget.
+// charge is what a piece of capacity n takes from the budget.
 func charge(n int) int64 { return int64(max(0, n-bodyFree)) }
+
+// Pieces come in sizes bodyFree << k, each size with a pool: a body of
+// any length costs no allocation once the server has seen its like, as
+// when fasthttp kept bodies in its own pool.
+var pieces [16]sync.Pool // up to 256 MiB, past twice the largest max_body_bytes
+
+// piece returns an empty piece of size class k.
+func piece(k int) []byte {
+	if p, ok := pieces[k].Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, bodyFree<<k)
+}
+
+// classOf is the smallest size class that holds n bytes.
+func classOf(n int) int {
+	k := 0
+	for bodyFree<<k < n {
+		k++
+	}
+	return k
+}
 
 // readBodies wraps the fasthttp handler: every request's body, on every
 // route, is read by readBody before Fiber sees the request; a body that
 // cannot be read gets its answer here and its connection is closed (its
-// unread rest would otherwise be taken for the next request).
+// unread rest would otherwise be taken for the next request). A body
+// read into a piece is the piece's until the handler returns, as it was
+// fasthttp's buffer's until the request's end: nothing may keep it.
 func (s *Server) readBodies(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		charged, status := s.readBody(&ctx.Request)
+		buf, status := s.readBody(&ctx.Request)
 		if status != 0 {
-			s.bodies.give(charged)
+			s.release(buf)
 			s.refuseBody(ctx, status)
 			return
 		}
-		if charged == 0 {
+		if buf == nil {
 			next(ctx)
 			return
 		}
-		defer s.bodies.give(charged)
+		defer s.release(buf)
+		defer ctx.Request.ResetBody()
 		next(ctx)
 	}
 }
 
+// release gives a piece back to the budget and its pool (nil: none).
+func (s *Server) release(buf []byte) {
+	if buf == nil {
+		return
+	}
+	s.bodies.give(charge(cap(buf)))
+	k := classOf(cap(buf))
+	pieces[k].Put(&buf)
+}
+
 // readBody reads the body of req, streamed by fasthttp, so that
-// req.Body() returns it; it returns what the body took from the budget
-// (to give back once the request is answered, even when status is not
-// 0) and, when the body cannot be had, the status to answer: 413 over
+// req.Body() returns it, and says what it could not read: 413 over
 // max_body_bytes, 503 when the budget is spent, 408 past the read
-// timeout, 400 for a body cut short or badly framed.
-func (s *Server) readBody(req *fasthttp.Request) (charged int64, status int) {
+// timeout, 400 for a body cut short or badly framed. The piece it
+// returns, if any, holds its share of the budget until released, even
+// when status is not 0; a body that fasthttp read whole (up to
+// bodyFree) stays in fasthttp's buffer, and the piece is nil.
+func (s *Server) readBody(req *fasthttp.Request) (buf []byte, status int) {
 	stream := req.BodyStream()
 	if stream == nil {
-		return 0, 0 // no body (no Content-Length, no chunks), or read already
+		return nil, 0 // no body (no Content-Length, no chunks), or read already
 	}
 	declared, limit := req.Header.ContentLength(), s.cfg.Server.MaxBodyBytes
 	switch {
 	case declared > limit:
-		return 0, fiber.StatusRequestEntityTooLarge
+		return nil, fiber.StatusRequestEntityTooLarge
 	case declared >= 0 && declared <= bodyFree:
 		// fasthttp read all of it before calling the handler (it reads
 		// the first min(length, 8 KiB) bytes, or fails the request):
 		// Body moves it from the stream to the request, in place.
 		if len(req.Body()) != declared {
-			return 0, fiber.StatusBadRequest
+			return nil, fiber.StatusBadRequest
 		}
-		return 0, 0
+		return nil, 0
 	}
-	// most is what the body may come to; first, the piece to start with:
-	// a chunked body may be small, and then needs nothing of the budget.
-	most, first := declared, 2*bodyFree
+	// most is what the body may come to. A chunked body starts in the
+	// piece that needs nothing of the budget, since it may be small; a
+	// longer one declared, in the next.
+	most, k := declared, 1
 	if declared < 0 {
-		most, first = limit+1, bodyFree // one byte past the limit tells it is too long
+		most, k = limit+1, 0 // one byte past the limit tells it is too long
 	}
-	buf := make([]byte, 0, min(most, first))
-	charged = charge(cap(buf))
-	if !s.bodies.take(charged) {
-		return 0, fiber.StatusServiceUnavailable
+	if !s.bodies.take(charge(bodyFree << k)) {
+		return nil, fiber.StatusServiceUnavailable
 	}
-	for {
+	buf = piece(k)
+	for len(buf) < most {
 		if len(buf) == cap(buf) {
-			if len(buf) >= most {
-				break
+			k++
+			if !s.bodies.take(charge(bodyFree<<k) - charge(cap(buf))) {
+				return buf, fiber.StatusServiceUnavailable
 			}
-			grown := min(most, 2*cap(buf))
-			more := charge(grown) - charged
-			if !s.bodies.take(more) {
-				return charged, fiber.StatusServiceUnavailable
-			}
-			charged += more
-			buf = append(make([]byte, 0, grown), buf...)
+			old := buf
+			buf = append(piece(k), old...)
+			pieces[k-1].Put(&old)
 		}
-		n, err := stream.Read(buf[len(buf):cap(buf)])
+		n, err := stream.Read(buf[len(buf):min(cap(buf), most)])
 		buf = buf[:len(buf)+n]
 		if errors.Is(err, io.EOF) {
 			break
@@ -147,19 +181,19 @@ func (s *Server) readBody(req *fasthttp.Request) (charged int64, status int) {
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				return charged, fiber.StatusRequestTimeout
+				return buf, fiber.StatusRequestTimeout
 			}
-			return charged, fiber.StatusBadRequest
+			return buf, fiber.StatusBadRequest
 		}
 	}
 	switch {
 	case len(buf) > limit:
-		return charged, fiber.StatusRequestEntityTooLarge
+		return buf, fiber.StatusRequestEntityTooLarge
 	case declared >= 0 && len(buf) != declared:
-		return charged, fiber.StatusBadRequest
+		return buf, fiber.StatusBadRequest
 	}
 	req.SetBodyRaw(buf)
-	return charged, 0
+	return buf, 0
 }
 
 // refuseBody answers a request whose body readBody did not read, and

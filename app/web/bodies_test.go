@@ -207,13 +207,14 @@ func TestServer_BodyLimits(t *testing.T) {
 	}
 }
 
-// The bodies being read share server.max_body_bytes_total: while one
-// connection holds most of it, a body that needs more is refused with 503
+// The bodies being read share server.max_body_bytes_total: while two
+// connections hold most of it, a body that needs more is refused with 503
 // and Retry-After and its connection closed, a small webhook is still
-// accepted (chunked too), and once the first body is complete the budget is back.
+// accepted (chunked too), and once the first bodies are complete the
+// budget is back.
 func TestServer_BodyBudget(t *testing.T) {
 	const limit = 64 << 10
-	e := newBodyServer(t, fmt.Sprintf("max_body_bytes = %d\nmax_body_bytes_total = %d", limit, limit), 0)
+	e := newBodyServer(t, fmt.Sprintf("max_body_bytes = %d\nmax_body_bytes_total = %d", limit, 2*limit), 0)
 	big := bytes.Repeat([]byte("b"), 40<<10)
 	post := func(b []byte, id string) (*http.Response, string) {
 		c := &http.Client{Transport: &http.Transport{DisableCompression: true, DisableKeepAlives: true}}
@@ -234,35 +235,38 @@ func TestServer_BodyBudget(t *testing.T) {
 		return resp, string(raw)
 	}
 
-	// The holder declares limit and sends 40 KiB of it: its body grows to
-	// 64 KiB, 56 KiB of it from the budget.
-	hold, err := net.Dial("tcp", e.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Close()
+	// Each holder declares limit and sends 40 KiB of it: its body grows
+	// to a piece of 64 KiB, 56 KiB of it from the budget; 16 KiB are left.
 	held := append(bytes.Clone(big), bytes.Repeat([]byte("c"), limit-len(big))...)
-	var head strings.Builder
-	head.WriteString("POST /in/shop HTTP/1.1\r\nHost: x\r\n")
-	for k, v := range signShop(t, held, "holder") {
-		fmt.Fprintf(&head, "%s: %s\r\n", k, v[0])
+	var holders []net.Conn
+	for i := range 2 {
+		hold, err := net.Dial("tcp", e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hold.Close()
+		var head strings.Builder
+		head.WriteString("POST /in/shop HTTP/1.1\r\nHost: x\r\n")
+		for k, v := range signShop(t, held, fmt.Sprint("holder-", i)) {
+			fmt.Fprintf(&head, "%s: %s\r\n", k, v[0])
+		}
+		fmt.Fprintf(&head, "Content-Length: %d\r\n\r\n", limit)
+		io.WriteString(hold, head.String())
+		hold.Write(held[:len(big)])
+		holders = append(holders, hold)
 	}
-	fmt.Fprintf(&head, "Content-Length: %d\r\n\r\n", limit)
-	io.WriteString(hold, head.String())
-	hold.Write(held[:len(big)])
 
-	// Until hookbox has read those bytes a probe may still get through.
-	var resp *http.Response
-	var answer string
-	for i := 0; ; i++ {
-		resp, answer = post(big, fmt.Sprintf("probe-%d", i))
-		if resp.StatusCode == 503 {
-			break
+	// Once hookbox has read those bytes (a probe before then could take
+	// the budget a holder needs), a probe that needs more is refused.
+	for deadline := time.Now().Add(5 * time.Second); e.srv.BodyBudgetLeft() != 16<<10; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes of the budget left; want 16 KiB once the holders' bytes are read", e.srv.BodyBudgetLeft())
 		}
-		if resp.StatusCode != 200 || i == 100 {
-			t.Fatalf("probe %d: %d %s; want 503 once the holder's bytes are read", i, resp.StatusCode, answer)
-		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, answer := post(big, "probe")
+	if resp.StatusCode != 503 {
+		t.Fatalf("probe: %d %s; want 503", resp.StatusCode, answer)
 	}
 	if resp.Header.Get("Retry-After") == "" || !resp.Close || !strings.Contains(answer, "retry later") {
 		t.Errorf("refused probe: %v %s; want Retry-After, the connection closed and a reason", resp.Header, answer)
@@ -277,14 +281,19 @@ func TestServer_BodyBudget(t *testing.T) {
 		t.Errorf("a small chunked webhook while the budget is held: %d %s", resp.StatusCode, answer)
 	}
 
-	hold.Write(held[len(big):])
-	hold.SetReadDeadline(time.Now().Add(5 * time.Second))
-	hr, err := http.ReadResponse(bufio.NewReader(hold), nil)
-	if err != nil || hr.StatusCode != 200 {
-		t.Fatalf("the holder's complete body: %v %v", hr, err)
+	for i, hold := range holders {
+		hold.Write(held[len(big):])
+		hold.SetReadDeadline(time.Now().Add(5 * time.Second))
+		hr, err := http.ReadResponse(bufio.NewReader(hold), nil)
+		if err != nil || hr.StatusCode != 200 {
+			t.Fatalf("holder %d's complete body: %v %v", i, hr, err)
+		}
+		hr.Body.Close()
 	}
-	hr.Body.Close()
 	if resp, answer := post(big, "after"); resp.StatusCode != 200 {
 		t.Errorf("a 40 KiB body once the budget is back: %d %s", resp.StatusCode, answer)
+	}
+	if left := e.srv.BodyBudgetLeft(); left != 2*limit {
+		t.Errorf("%d bytes of the budget left once every body is answered; want all %d", left, 2*limit)
 	}
 }
