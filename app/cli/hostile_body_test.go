@@ -74,14 +74,36 @@ func needFiles(t *testing.T, n uint64) {
 // connection reserved the declared MiB at its headers: issue 24 measured
 // 4.27 GB from 16 addresses.)
 func TestHostile_DeclaredLengths(t *testing.T) {
+	declaredLengths(t, 0, "")
+}
+
+// The same 4,096 connections send the first 64 KiB of their declared MiB
+// at once, then drip: each body would hold a piece of 64 KiB, 256 MiB in
+// all (427 MiB peak RSS measured with the budget set out of reach), but
+// what bodies hold past their first 8 KiB comes out of
+// max_body_bytes_total (64 MiB); the connections past it get 503 and come
+// back after its Retry-After. Peak RSS stays under 256 MB and every
+// genuine webhook is accepted. Their latency is logged, not bounded: the
+// attackers refused and coming back send about 2 Gbit/s, generated on
+// the same machine, a volumetric flood (out of scope in SECURITY.md).
+func TestHostile_DeclaredLengthsPartSent(t *testing.T) {
+	h := declaredLengths(t, 64<<10, "")
+	if !strings.Contains(h.logText(), "max_body_bytes_total") {
+		t.Errorf("no refusal for max_body_bytes_total in the log:\n%s", h.logText())
+	}
+}
+
+// declaredLengths runs the attack of TestHostile_DeclaredLengths, each
+// connection sending sent bytes of its body at once before it drips.
+func declaredLengths(t *testing.T, sent int, server string) *hostile {
 	const addrs, perAddr = 16, 256 // max_connections_per_ip's default
 	const conns = addrs * perAddr
 	needFiles(t, 2*conns+1024)
 	// max_connections leaves room for the genuine sender beside the
 	// attack, which takes all that each of its addresses may have.
-	h := startHostileServer(t, fmt.Sprintf("max_connections = %d", conns+64))
+	h := startHostileServer(t, fmt.Sprintf("max_connections = %d\n%s", conns+64, server))
 	head := "POST /in/gh HTTP/1.1\r\nHost: hookbox\r\nContent-Type: application/json\r\nX-GitHub-Event: push\r\n" +
-		"X-GitHub-Delivery: drip\r\nX-Hub-Signature-256: sha256=00\r\nContent-Length: 1048576\r\n\r\n"
+		"X-GitHub-Delivery: drip\r\nX-Hub-Signature-256: sha256=00\r\nContent-Length: 1048576\r\n\r\n" + strings.Repeat("{", sent)
 
 	// A watch on the process's memory ends the attack early past twice the
 	// limit (the test fails then anyway), so that the machine it shares
@@ -105,7 +127,7 @@ func TestHostile_DeclaredLengths(t *testing.T) {
 		}
 	}()
 
-	var open, peak, dials, dialFailed, cut atomic.Int64
+	var open, peak, dials, dialFailed, cut, early atomic.Int64
 	var wg sync.WaitGroup
 	for i := range conns {
 		wg.Add(1)
@@ -135,6 +157,7 @@ func TestHostile_DeclaredLengths(t *testing.T) {
 				}
 				closed := make(chan struct{})
 				go func() { io.Copy(io.Discard, conn); close(closed) }() // hookbox's answer, or its close
+				began := time.Now()
 				_, err = io.WriteString(conn, head)
 				for err == nil {
 					select {
@@ -152,6 +175,14 @@ func TestHostile_DeclaredLengths(t *testing.T) {
 				cut.Add(1)
 				conn.Close()
 				open.Add(-1)
+				if time.Since(began) < 5*time.Second { // refused, not cut at the read timeout: Retry-After
+					early.Add(1)
+					select {
+					case <-stop:
+						return
+					case <-time.After(time.Second):
+					}
+				}
 			}
 		}()
 	}
@@ -165,19 +196,23 @@ func TestHostile_DeclaredLengths(t *testing.T) {
 	end()
 	wg.Wait()
 	lat := done()
-	t.Logf("declared 1 MiB bodies: %d connections open at most, %d dials (%d failed), %d cut by hookbox; genuine webhooks meanwhile: %v",
-		peak.Load(), dials.Load(), dialFailed.Load(), cut.Load(), lat)
+	t.Logf("declared 1 MiB bodies, %d bytes sent at once: %d connections open at most, %d dials (%d failed), %d closed by hookbox (%d within 5 s); genuine webhooks meanwhile: %v",
+		sent, peak.Load(), dials.Load(), dialFailed.Load(), cut.Load(), early.Load(), lat)
 	if r := aborted.Load(); r > 0 {
 		t.Fatalf("the attack was stopped early: hookbox's RSS reached %.1f MiB (limit %d MiB)", float64(r)/(1<<20), peakRSSLimit>>20)
 	}
-	if peak.Load() < conns*9/10 {
+	switch {
+	case sent == 0 && peak.Load() < conns*9/10:
 		t.Errorf("only %d slow connections were open at once; want about %d", peak.Load(), conns)
+	case sent > 0 && dials.Load() < conns:
+		t.Errorf("only %d connections were made; want %d at least", dials.Load(), conns)
 	}
-	if p99 := lat.pct(0.99); len(lat) < 100 || p99 >= 100*time.Millisecond {
+	if p99 := lat.pct(0.99); len(lat) < 100 || sent == 0 && p99 >= 100*time.Millisecond {
 		t.Errorf("genuine webhooks under the attack: %v; want p99 under 100 ms", lat)
 	}
 	waitServing(t, h)
 	h.survived(t)
+	return h
 }
 
 // waitServing waits until hookbox answers /healthz from 127.0.0.1 again,
