@@ -74,20 +74,20 @@ func needFiles(t *testing.T, n uint64) {
 // connection reserved the declared MiB at its headers: issue 24 measured
 // 4.27 GB from 16 addresses.)
 func TestHostile_DeclaredLengths(t *testing.T) {
-	declaredLengths(t, 0, "")
+	declaredLengths(t, 0)
 }
 
 // The same 4,096 connections send the first 64 KiB of their declared MiB
 // at once, then drip: each body would hold a piece of 64 KiB, 256 MiB in
-// all (427 MiB peak RSS measured with the budget set out of reach), but
+// all (425 MiB peak RSS measured with the budget set out of reach), but
 // what bodies hold past their first 8 KiB comes out of
 // max_body_bytes_total (64 MiB); the connections past it get 503 and come
-// back after its Retry-After. Peak RSS stays under 256 MB and every
-// genuine webhook is accepted. Their latency is logged, not bounded: the
-// attackers refused and coming back send about 2 Gbit/s, generated on
-// the same machine, a volumetric flood (out of scope in SECURITY.md).
+// back. Peak RSS stays under 256 MB and every genuine webhook is
+// accepted. Their latency is logged, not bounded (p99 32 ms measured, 65
+// ms under -race): each refusal brings a new dial and 64 KiB more, a
+// flood whose cost on a shared machine varies.
 func TestHostile_DeclaredLengthsPartSent(t *testing.T) {
-	h := declaredLengths(t, 64<<10, "")
+	h := declaredLengths(t, 64<<10)
 	if !strings.Contains(h.logText(), "max_body_bytes_total") {
 		t.Errorf("no refusal for max_body_bytes_total in the log:\n%s", h.logText())
 	}
@@ -95,13 +95,13 @@ func TestHostile_DeclaredLengthsPartSent(t *testing.T) {
 
 // declaredLengths runs the attack of TestHostile_DeclaredLengths, each
 // connection sending sent bytes of its body at once before it drips.
-func declaredLengths(t *testing.T, sent int, server string) *hostile {
+func declaredLengths(t *testing.T, sent int) *hostile {
 	const addrs, perAddr = 16, 256 // max_connections_per_ip's default
 	const conns = addrs * perAddr
 	needFiles(t, 2*conns+1024)
 	// max_connections leaves room for the genuine sender beside the
 	// attack, which takes all that each of its addresses may have.
-	h := startHostileServer(t, fmt.Sprintf("max_connections = %d\n%s", conns+64, server))
+	h := startHostileServer(t, fmt.Sprintf("max_connections = %d", conns+64))
 	head := "POST /in/gh HTTP/1.1\r\nHost: hookbox\r\nContent-Type: application/json\r\nX-GitHub-Event: push\r\n" +
 		"X-GitHub-Delivery: drip\r\nX-Hub-Signature-256: sha256=00\r\nContent-Length: 1048576\r\n\r\n" + strings.Repeat("{", sent)
 
@@ -127,60 +127,75 @@ func declaredLengths(t *testing.T, sent int, server string) *hostile {
 		}
 	}()
 
-	var open, peak, dials, dialFailed, cut, early atomic.Int64
+	// One goroutine an address keeps its 256 connections, so that this
+	// process (instrumented under -race, on the same cores as hookbox)
+	// costs little: every 2 s it writes a byte on each, and one that
+	// hookbox closed (cut at the read timeout, or its body refused) is
+	// dialled again, as an attacker would.
+	var open, peak, dials, dialFailed, cut atomic.Int64
 	var wg sync.WaitGroup
-	for i := range conns {
+	for a := range addrs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// Ramp up over about 2 s, as clients from afar would arrive.
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(i) * 2 * time.Second / conns):
-			}
-			d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+i%addrs))}, Timeout: 5 * time.Second}
-			for {
-				conn, err := d.Dial("tcp", h.addr)
-				if err != nil {
-					dialFailed.Add(1)
-					select {
-					case <-stop:
-						return
-					case <-time.After(100 * time.Millisecond):
-						continue
+			d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+a))}, Timeout: 5 * time.Second}
+			conns := make([]net.Conn, perAddr)
+			defer func() {
+				for _, c := range conns {
+					if c != nil {
+						c.Close()
 					}
 				}
+			}()
+			drop := func(j int) {
+				conns[j].Close()
+				conns[j] = nil
+				open.Add(-1)
+				cut.Add(1)
+			}
+			dial := func(j int) {
+				c, err := d.Dial("tcp", h.addr)
+				if err != nil {
+					dialFailed.Add(1)
+					return
+				}
 				dials.Add(1)
+				conns[j] = c
 				n := open.Add(1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 				}
-				closed := make(chan struct{})
-				go func() { io.Copy(io.Discard, conn); close(closed) }() // hookbox's answer, or its close
-				began := time.Now()
-				_, err = io.WriteString(conn, head)
-				for err == nil {
-					select {
-					case <-stop:
-						conn.Close()
-						open.Add(-1)
-						return
-					case <-closed:
-						err = io.EOF
-						continue
-					case <-time.After(2 * time.Second):
-					}
-					_, err = io.WriteString(conn, "{")
+				c.SetWriteDeadline(time.Now().Add(time.Second))
+				if _, err := io.WriteString(c, head); err != nil {
+					drop(j)
 				}
-				cut.Add(1)
-				conn.Close()
-				open.Add(-1)
-				if time.Since(began) < 5*time.Second { // refused, not cut at the read timeout: Retry-After
-					early.Add(1)
-					select {
-					case <-stop:
-						return
-					case <-time.After(time.Second):
+			}
+			// Ramp up over about 2 s, as clients from afar would arrive.
+			for j := range conns {
+				select {
+				case <-stop:
+					return
+				case <-time.After(2 * time.Second / perAddr):
+				}
+				dial(j)
+			}
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(2 * time.Second):
+				}
+				for j, c := range conns {
+					if c != nil && answered(c) {
+						drop(j)
+						c = nil
+					}
+					if c == nil {
+						dial(j)
+						continue
+					}
+					c.SetWriteDeadline(time.Now().Add(time.Second))
+					if _, err := io.WriteString(c, "{"); err != nil {
+						drop(j)
 					}
 				}
 			}
@@ -196,8 +211,8 @@ func declaredLengths(t *testing.T, sent int, server string) *hostile {
 	end()
 	wg.Wait()
 	lat := done()
-	t.Logf("declared 1 MiB bodies, %d bytes sent at once: %d connections open at most, %d dials (%d failed), %d closed by hookbox (%d within 5 s); genuine webhooks meanwhile: %v",
-		sent, peak.Load(), dials.Load(), dialFailed.Load(), cut.Load(), early.Load(), lat)
+	t.Logf("declared 1 MiB bodies, %d bytes sent at once: %d connections open at most, %d dials (%d failed), %d closed by hookbox; genuine webhooks meanwhile: %v",
+		sent, peak.Load(), dials.Load(), dialFailed.Load(), cut.Load(), lat)
 	if r := aborted.Load(); r > 0 {
 		t.Fatalf("the attack was stopped early: hookbox's RSS reached %.1f MiB (limit %d MiB)", float64(r)/(1<<20), peakRSSLimit>>20)
 	}
@@ -213,6 +228,23 @@ func declaredLengths(t *testing.T, sent int, server string) *hostile {
 	waitServing(t, h)
 	h.survived(t)
 	return h
+}
+
+// answered reports, without waiting, whether hookbox has answered or
+// closed c: it only does so when it ends the connection.
+func answered(c net.Conn) bool {
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		return true
+	}
+	ended := true
+	rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		ended = err != syscall.EAGAIN // a byte, the end, or an error
+		return true
+	})
+	return ended
 }
 
 // waitServing waits until hookbox answers /healthz from 127.0.0.1 again,
