@@ -68,11 +68,10 @@ type rawRoute struct {
 }
 
 type rawServer struct {
-	Listen            string `toml:"listen"`
-	PublicURL         string `toml:"public_url"`
-	DataDir           string `toml:"data_dir"`
-	MaxBodyBytes      *int   `toml:"max_body_bytes"`
-	MaxBodyBytesTotal *int64 `toml:"max_body_bytes_total"`
+	Listen       string `toml:"listen"`
+	PublicURL    string `toml:"public_url"`
+	DataDir      string `toml:"data_dir"`
+	MaxBodyBytes *int   `toml:"max_body_bytes"`
 
 	CertFile      string  `toml:"cert_file"`
 	KeyFile       string  `toml:"key_file"`
@@ -84,6 +83,7 @@ type rawServer struct {
 	TrustedProxies      []string `toml:"trusted_proxies"`
 	MaxConnections      *int     `toml:"max_connections"`
 	MaxConnectionsPerIP *int     `toml:"max_connections_per_ip"`
+	MaxBodyBytesTotal   *int64   `toml:"max_body_bytes_total"`
 }
 
 type rawSource struct {
