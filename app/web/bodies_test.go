@@ -135,17 +135,20 @@ func TestServer_BodyLimits(t *testing.T) {
 		name    string
 		size    int
 		chunked bool
+		expect  bool // Expect: 100-continue, the body after hookbox's 100
 		want    int
 	}{
-		{"Empty", 0, false, 200},
-		{"Small", 300, false, 200},
-		{"FirstRead", 8 << 10, false, 200},
-		{"PastFirstRead", 8<<10 + 1, false, 200},
-		{"Limit", limit, false, 200},
-		{"LimitChunked", limit, true, 200},
-		{"SmallChunked", 300, true, 200},
-		{"OverLimit", limit + 1, false, 413},
-		{"OverLimitChunked", limit + 1, true, 413},
+		{"Empty", 0, false, false, 200},
+		{"Small", 300, false, false, 200},
+		{"FirstRead", 8 << 10, false, false, 200},
+		{"PastFirstRead", 8<<10 + 1, false, false, 200},
+		{"Limit", limit, false, false, 200},
+		{"LimitChunked", limit, true, false, 200},
+		{"SmallChunked", 300, true, false, 200},
+		{"ExpectContinue", 20 << 10, false, true, 200},
+		{"ExpectContinueSmall", 300, false, true, 200},
+		{"OverLimit", limit + 1, false, false, 413},
+		{"OverLimitChunked", limit + 1, true, false, 413},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			b := body(tt.size)
@@ -158,7 +161,10 @@ func TestServer_BodyLimits(t *testing.T) {
 			for k, v := range h {
 				req.Header[k] = v
 			}
-			resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
+			if tt.expect {
+				req.Header.Set("Expect", "100-continue")
+			}
+			resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true, ExpectContinueTimeout: 5 * time.Second}}).Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,6 +189,58 @@ func TestServer_BodyLimits(t *testing.T) {
 			}
 		})
 	}
+	// Bodies read in pieces, chunked or not, end where their framing says:
+	// the requests after them on the same connection (here pipelined) are
+	// read as sent.
+	t.Run("KeepAlive", func(t *testing.T) {
+		c, err := net.Dial("tcp", e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		var all bytes.Buffer
+		sizes := []int{20 << 10, 300, 40 << 10, 8 << 10, 0}
+		for i, n := range sizes {
+			b := body(n)
+			fmt.Fprintf(&all, "POST /in/shop HTTP/1.1\r\nHost: x\r\n")
+			for k, v := range signShop(t, b, fmt.Sprint("keepalive-", i)) {
+				fmt.Fprintf(&all, "%s: %s\r\n", k, v[0])
+			}
+			if i%2 == 0 { // chunked, in two chunks
+				fmt.Fprintf(&all, "Transfer-Encoding: chunked\r\n\r\n")
+				if h := n / 2; h > 0 {
+					fmt.Fprintf(&all, "%x\r\n%s\r\n", h, b[:h])
+				}
+				if n-n/2 > 0 {
+					fmt.Fprintf(&all, "%x\r\n%s\r\n", n-n/2, b[n/2:])
+				}
+				all.WriteString("0\r\n\r\n")
+			} else {
+				fmt.Fprintf(&all, "Content-Length: %d\r\n\r\n%s", n, b)
+			}
+		}
+		c.Write(all.Bytes())
+		br := bufio.NewReader(c)
+		for i, n := range sizes {
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("answer %d: %v", i, err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("request %d (%d bytes): %d %s", i, n, resp.StatusCode, raw)
+			}
+			_, seq, ok, err := e.db.LookupID("shop", fmt.Sprint("keepalive-", i))
+			if !ok || err != nil {
+				t.Fatalf("request %d not stored: %v", i, err)
+			}
+			if ev, err := e.db.Event(seq); err != nil || !bytes.Equal(ev.Body, body(n)) {
+				t.Fatalf("request %d: stored %d bytes, %v; want the %d sent", i, len(ev.Body), err, n)
+			}
+		}
+	})
 	// A declared length over the limit gets 413 once the first bytes are
 	// in, on every route, with or without a login.
 	for _, path := range []string{"/in/shop", "/login", "/api/v1/replay", "/no-such-page"} {
