@@ -139,6 +139,10 @@ type ServerConfig struct {
 	PublicURL    string
 	DataDir      string
 	MaxBodyBytes int
+	// MaxBodyBytesTotal bounds what the request bodies being read or
+	// handled hold at once, all connections together, past the first
+	// 8 KiB of each (which every connection may hold).
+	MaxBodyBytesTotal int64
 
 	// TLS says how Listen is served: plain HTTP, or HTTPS with a
 	// certificate from files or from an ACME CA.
@@ -257,6 +261,11 @@ const (
 	DefaultAlertCheck   = "@every 1m"
 	DefaultStatusUser   = "admin"
 	maxMaxBodyBytes     = 64 << 20
+	// DefaultMaxBodyBytesTotal holds 32 bodies of the default largest at
+	// once (each may take up to twice its size), far more than webhooks
+	// need (they are mostly a few KiB), and far less than a small VPS has.
+	DefaultMaxBodyBytesTotal = 64 << 20
+	maxMaxBodyBytesTotal     = 1 << 40
 	// DefaultTLSListen is the listen address when TLS is on and listen is not set.
 	DefaultTLSListen = ":443"
 	// DefaultHTTPListen is the challenge and redirect listener of ACME mode.

@@ -86,6 +86,7 @@ type rawServer struct {
 	TrustedProxies      []string `toml:"trusted_proxies"`
 	MaxConnections      *int     `toml:"max_connections"`
 	MaxConnectionsPerIP *int     `toml:"max_connections_per_ip"`
+	MaxBodyBytesTotal   *int64   `toml:"max_body_bytes_total"`
 }
 
 type rawSource struct {

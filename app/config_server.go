@@ -54,6 +54,15 @@ func (v *validator) server(s *ServerConfig, r rawServer) {
 			v.fail("server.max_body_bytes", fmt.Sprintf("must be between 1 and %d", maxMaxBodyBytes))
 		}
 	}
+	// A body is held in pieces that double as they fill, so the largest
+	// may hold up to twice max_body_bytes.
+	s.MaxBodyBytesTotal = max(DefaultMaxBodyBytesTotal, 2*int64(s.MaxBodyBytes))
+	if r.MaxBodyBytesTotal != nil {
+		s.MaxBodyBytesTotal = *r.MaxBodyBytesTotal
+		if s.MaxBodyBytesTotal < 2*int64(s.MaxBodyBytes) || s.MaxBodyBytesTotal > maxMaxBodyBytesTotal {
+			v.fail("server.max_body_bytes_total", fmt.Sprintf("must be between twice server.max_body_bytes (%d), so that a body of that size can be read, and %d", 2*s.MaxBodyBytes, int64(maxMaxBodyBytesTotal)))
+		}
+	}
 	v.edge(s, r)
 }
 

@@ -81,6 +81,24 @@ max_connections_per_ip = 0
 			t.Errorf("defaults: %v trusted, %d connections, %d per address", s.TrustedProxies, s.MaxConnections, s.MaxConnectionsPerIP)
 		}
 	})
+	t.Run("BodyBudget", func(t *testing.T) {
+		for _, tt := range []struct {
+			server string
+			want   int64
+		}{
+			{"", app.DefaultMaxBodyBytesTotal},
+			{"max_body_bytes_total = 2097152", 2 << 20},
+			{"max_body_bytes = 67108864", 128 << 20},
+		} {
+			cfg, err := app.ParseConfig("c.toml", "[server]\n"+tt.server+"\n", env(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Server.MaxBodyBytesTotal; got != tt.want {
+				t.Errorf("%q: max_body_bytes_total = %d, want %d", tt.server, got, tt.want)
+			}
+		}
+	})
 	t.Run("DefaultFile", func(t *testing.T) {
 		// The repository's config.toml is what `go run .` serves with.
 		cfg, err := app.LoadConfig(filepath.Join("..", "config.toml"), env(nil))
@@ -143,6 +161,8 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"TrustedProxyWithPort", "[server]\ntrusted_proxies = [\"127.0.0.1:80\"]\n", "server.trusted_proxies[0]", "not an IP address"},
 		{"TrustedProxyZone", "[server]\ntrusted_proxies = [\"fe80::1%eth0\"]\n", "server.trusted_proxies[0]", "not an IP address"},
 		{"MaxConnections", "[server]\nmax_connections = 0\n", "server.max_connections", "must be between 1"},
+		{"BodyBudgetUnderBody", "[server]\nmax_body_bytes = 4096\nmax_body_bytes_total = 8191\n", "server.max_body_bytes_total", "twice server.max_body_bytes (8192)"},
+		{"BodyBudgetTooLarge", "[server]\nmax_body_bytes_total = 2199023255552\n", "server.max_body_bytes_total", "must be between"},
 		{"MaxConnectionsPerIP", "[server]\nmax_connections = 100\nmax_connections_per_ip = 101\n", "server.max_connections_per_ip", "server.max_connections (100)"},
 		{"MaxConnectionsPerIPNegative", "[server]\nmax_connections_per_ip = -1\n", "server.max_connections_per_ip", "between 0"},
 	} {

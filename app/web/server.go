@@ -83,6 +83,11 @@ type Server struct {
 	// Throttles of the log lines about refused requests and logins.
 	refusedLog, failedLog, limitedLog app.Throttle
 
+	// bodies is server.max_body_bytes_total (bodies.go), with the
+	// throttle of its refusals' log line.
+	bodies    *bodyBudget
+	budgetLog app.Throttle
+
 	// handling counts the handlers running, and limits the listeners
 	// Limit made: Shutdown closes their connections once no handler runs.
 	handling atomic.Int64
@@ -120,6 +125,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		cfg:      cfg,
 		sessions: sessions{m: map[string]*session{}},
 		guard:    newGuard(deps.Login, deps.Now),
+		bodies:   newBodyBudget(cfg.Server.MaxBodyBytesTotal),
 		Logger:   slog.With("component", "http"),
 	}
 	s.guard.generation = s.loginGeneration
@@ -131,6 +137,9 @@ func New(cfg *app.Config, deps Deps) *Server {
 		WriteTimeout:   WriteTimeout,
 		IdleTimeout:    IdleTimeout,
 		ReadBufferSize: ReadBufferSize,
+		// Bodies are read as they arrive, by readBodies (bodies.go),
+		// never reserved at their declared length.
+		StreamRequestBody: true,
 		// Limit bounds the connections; fasthttp's own bound sits above it,
 		// since a closed connection frees its place in Limit a moment
 		// before its worker is free, and fasthttp refuses past its bound
@@ -154,6 +163,8 @@ func New(cfg *app.Config, deps Deps) *Server {
 		// proxies of server.trusted_proxies only.
 		EnableTrustedProxyCheck: true,
 	})
+	srv := s.fiber.Server()
+	srv.Handler = s.readBodies(srv.Handler)
 	s.fiber.Use(s.track, recover.New(), s.edge)
 	s.fiber.Post("/in/:source", s.handleInbound)
 	s.fiber.Get("/healthz", s.handleHealth)
