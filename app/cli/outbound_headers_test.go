@@ -188,6 +188,12 @@ to = ["plain", "svix"]
 		// them may go out either.
 		{"X-Hookbox-Verified", "forged-true"}, {"x-hookbox-verified", "forged-true"},
 		{"Webhook-Version", "forged-v2"}, {"svix-version", "forged-v2"},
+		// The same names with underscores: CGI-style frameworks (Rack,
+		// WSGI servers, PHP behind some servers) read X_Hookbox_Source and
+		// X-Hookbox-Source as one variable, HTTP_X_HOOKBOX_SOURCE.
+		{"X_Hookbox_Source", "stripe"}, {"x_hookbox_event_id", "evt_forged"},
+		{"Webhook_Signature", "v1,Zm9yZ2Vk"}, {"svix_id", "msg_forged"},
+		{"Idempotency_Key", "forged-key"}, {"User_Agent", "GitHub-Hookshot/forged"},
 		{"X-Custom", "a"}, {"x-custom", "b"},
 	}
 	for _, f := range forged {
@@ -235,6 +241,9 @@ to = ["plain", "svix"]
 					if strings.Contains(v, "forged") || v == "stripe" || v == "1700000000" {
 						t.Errorf("%s: %q went out: the sender's copy", name, v)
 					}
+				}
+				if cgi := http.CanonicalHeaderKey(strings.ReplaceAll(name, "_", "-")); cgi != name && (want[cgi] != "" || cgi == "User-Agent") {
+					t.Errorf("%s: %q went out beside hookbox's %s: one variable to a CGI-style framework", name, vs, cgi)
 				}
 				if (strings.HasPrefix(name, "X-Hookbox-") || strings.HasPrefix(name, "Webhook-") || strings.HasPrefix(name, "Svix-")) && want[name] == "" {
 					t.Errorf("%s: %q went out; want only the names hookbox sets in its namespaces", name, vs)
