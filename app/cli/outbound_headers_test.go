@@ -2,12 +2,15 @@ package cli_test
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +77,24 @@ func (s *headerSink) next(t *testing.T, what string) received {
 	return received{}
 }
 
+// nextOf waits for the sink's next delivery of event id (X-Hookbox-Event-Id),
+// passing over others (what a failure elsewhere let through).
+func (s *headerSink) nextOf(t *testing.T, what, id string) received {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case r := <-s.got:
+			if r.header.Get("X-Hookbox-Event-Id") == id {
+				return r
+			}
+			t.Logf("%s: passed over a delivery of %q", what, r.header.Get("X-Hookbox-Event-Id"))
+		case <-deadline:
+			t.Fatalf("%s: no delivery of %s within 15 s", what, id)
+		}
+	}
+}
+
 // outboundAuth is the [status] login of these tests (user admin,
 // password_env E2E_STATUS_PASSWORD as start sets it).
 var outboundAuth = "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:pw-e2e"))
@@ -104,13 +125,13 @@ type storedEvent struct {
 	ID  string `json:"id"`
 }
 
-// storedEvents lists the events of source gh hookbox at addr holds.
-func storedEvents(t *testing.T, addr string) []storedEvent {
+// storedEvents lists the events of source hookbox at addr holds.
+func storedEvents(t *testing.T, addr, source string) []storedEvent {
 	t.Helper()
 	var list struct {
 		Items []storedEvent `json:"items"`
 	}
-	apiJSON(t, addr, "/api/v1/events?source=gh", &list)
+	apiJSON(t, addr, "/api/v1/events?source="+source, &list)
 	return list.Items
 }
 
@@ -136,9 +157,14 @@ func verifyStandard(h http.Header, body []byte, prefix string) error {
 // destination verifies hookbox's Standard Webhooks signature with its
 // secret (also under svix-* names with signature_headers = "svix", and
 // there only). The sender's other repeated header goes out in both
-// copies, and the API's header_list shows every copy hookbox stored.
+// copies, and the API's header_list shows every copy hookbox stored, in
+// bbolt and in PostgreSQL.
 func TestOutbound_OwnHeadersOnce(t *testing.T) {
 	t.Parallel() // mostly waits for the deliveries
+	eachStore(t, testOwnHeadersOnce)
+}
+
+func testOwnHeadersOnce(t *testing.T, st storeCase) {
 	plain, svix := newHeaderSink(t), newHeaderSink(t)
 	config := writeConfig(t, t.TempDir(), fmt.Sprintf(`
 [status]
@@ -148,19 +174,21 @@ password_env = "E2E_STATUS_PASSWORD"
 name = "plain"
 url = %q
 secret = %q
+timeout = "2s"
 retry = []
 
 [[destination]]
 name = "svix"
 url = %q
 secret = %q
+timeout = "2s"
 retry = []
 signature_headers = "svix"
 
 [[route]]
 source = "gh"
 to = ["plain", "svix"]
-`, plain.url, outboundSecret, svix.url, outboundSecret))
+`, plain.url, outboundSecret, svix.url, outboundSecret), st.config(2*time.Second))
 	p := start(t, config)
 
 	const id = "own-headers-1"
@@ -267,7 +295,7 @@ to = ["plain", "svix"]
 	}
 
 	t.Run("API", func(t *testing.T) {
-		events := storedEvents(t, p.addr)
+		events := storedEvents(t, p.addr, "gh")
 		if len(events) != 1 || events[0].ID != id {
 			t.Fatalf("events %+v; want %s only", events, id)
 		}
@@ -303,14 +331,16 @@ to = ["plain", "svix"]
 	p.stop(t)
 }
 
-// repost posts body with header, as a destination that got them would
-// post them back to /in/gh, with X-GitHub-Delivery set to newID; it
-// returns the answer's code and body.
-func repost(t *testing.T, addr string, r received, newID string) (int, string) {
+// repost posts r's body and header to /in/{source} of the hookbox at
+// addr, as a destination that got them would post them back, with the
+// headers in set replacing its own; it returns the answer's code and body.
+func repost(t *testing.T, addr, source string, r received, set map[string]string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/in/gh", bytes.NewReader(r.body))
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/in/"+source, bytes.NewReader(r.body))
 	req.Header = r.header.Clone()
-	req.Header.Set("X-GitHub-Delivery", newID)
+	for k, v := range set {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -320,19 +350,43 @@ func repost(t *testing.T, addr string, r received, newID string) (int, string) {
 	return resp.StatusCode, string(raw)
 }
 
-// Finding 5 of issue 24, on the real binary. By default a destination
-// gets GitHub's signature headers along (an app that checks them keeps
-// working), and GitHub does not sign X-GitHub-Delivery: the destination
-// posts the body back with the forwarded X-Hub-Signature-256 under a new
-// delivery id, and hookbox takes it as a genuine new event and delivers it
-// again, to every destination. A destination with forward_signatures =
-// false gets no provider signature header, so what it can post back is
-// refused (401) and nothing is stored; it verifies hookbox's own
-// signature instead.
+// shopifyHeaders are the headers of a Shopify webhook of body with event
+// id, as Shopify sends them (both spellings, signed with secret).
+func shopifyHeaders(body []byte, secret, id string) map[string]string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	sig := base64.StdEncoding.EncodeToString(m.Sum(nil))
+	return map[string]string{
+		"Content-Type":          "application/json",
+		"X-Shopify-Topic":       "orders/create",
+		"X-Shopify-Event-Id":    id,
+		"X-Shopify-Webhook-Id":  id + "-w",
+		"X-Shopify-Hmac-Sha256": sig,
+		"shopify-topic":         "orders/create",
+		"shopify-event-id":      id,
+		"shopify-webhook-id":    id + "-w",
+		"shopify-hmac-sha256":   sig,
+	}
+}
+
+// Finding 5 of issue 24, on the real binary, for GitHub and Shopify,
+// whose event ids are outside their signatures. By default a destination
+// gets the provider's signature headers along (an app that checks them
+// keeps working): it posts the body back with them under a new event id,
+// and hookbox takes it as a genuine new event and delivers it again, to
+// every destination. A destination with forward_signatures = false gets no
+// provider signature header, so what it can post back is refused (401) and
+// nothing is stored; it verifies hookbox's own signature instead.
 func TestOutbound_ReinjectedEvent(t *testing.T) {
 	t.Parallel() // mostly waits for the deliveries
+	const shopSecret = "shpss_e2e_reinject_0123456789"
 	appSink, partner := newHeaderSink(t), newHeaderSink(t)
 	config := writeConfig(t, t.TempDir(), fmt.Sprintf(`
+[[source]]
+name = "shop"
+provider = "shopify"
+secret = %q
+
 [status]
 password_env = "E2E_STATUS_PASSWORD"
 
@@ -352,73 +406,112 @@ forward_signatures = false
 [[route]]
 source = "gh"
 to = ["app", "partner"]
-`, appSink.url, outboundSecret, partner.url, outboundSecret))
+
+[[route]]
+source = "shop"
+to = ["app", "partner"]
+`, shopSecret, appSink.url, outboundSecret, partner.url, outboundSecret))
 	p := start(t, config)
 
-	body := []byte(`{"ref":"refs/heads/main","after":"5d1e2f"}`)
-	gh := githubHeaders(body, e2eSecret, "reinject-1")
-	gh["X-Hub-Signature"] = "sha1=0123456789abcdef0123456789abcdef01234567" // GitHub sends both; only its value's name matters here
-	if r := post(t, p.addr, "gh", body, gh); r.code != 200 || r.body["status"] != "accepted" {
-		t.Fatalf("POST the genuine webhook: %d %v", r.code, r.body)
-	}
-	fromApp, fromPartner := appSink.next(t, "app"), partner.next(t, "partner")
-
-	t.Run("Default", func(t *testing.T) {
-		for _, n := range []string{"X-Hub-Signature-256", "X-Hub-Signature"} {
-			if got := fromApp.header.Values(n); len(got) != 1 || got[0] != gh[n] {
-				t.Fatalf("app got %s %q; want GitHub's, forwarded", n, got)
+	for _, pc := range []struct {
+		source string
+		// header is the genuine request's header for event id.
+		header func(body []byte, id string) map[string]string
+		// sigs are the signature headers it carries; ids, its event id
+		// headers, which the re-injection sets to a new id.
+		sigs, ids []string
+	}{
+		{"gh", func(body []byte, id string) map[string]string {
+			h := githubHeaders(body, e2eSecret, id)
+			h["X-Hub-Signature"] = "sha1=0123456789abcdef0123456789abcdef01234567" // GitHub sends both; only the name matters here
+			return h
+		}, []string{"X-Hub-Signature-256", "X-Hub-Signature"}, []string{"X-GitHub-Delivery"}},
+		{"shop", func(body []byte, id string) map[string]string { return shopifyHeaders(body, shopSecret, id) },
+			[]string{"X-Shopify-Hmac-Sha256", "Shopify-Hmac-Sha256"}, []string{"X-Shopify-Event-Id", "shopify-event-id"}},
+	} {
+		t.Run(pc.source, func(t *testing.T) {
+			id := pc.source + "-reinject-1"
+			newIDs := func(id string) map[string]string {
+				m := map[string]string{}
+				for _, n := range pc.ids {
+					m[n] = id
+				}
+				return m
 			}
-		}
-		code, answer := repost(t, p.addr, fromApp, "reinject-1-again")
-		if code != 200 || !strings.Contains(answer, `"accepted"`) {
-			t.Fatalf("the app's copy posted back under a new delivery id: %d %s; want it accepted (the default forwards the signature)", code, answer)
-		}
-		for _, s := range []struct {
-			name string
-			sink *headerSink
-		}{{"app", appSink}, {"partner", partner}} {
-			r := s.sink.next(t, s.name+", the re-injected event")
-			if got := r.header.Get("X-Hookbox-Event-Id"); got != "reinject-1-again" || !bytes.Equal(r.body, body) {
-				t.Errorf("%s got event %q, body %q; want the re-injected reinject-1-again, the same body", s.name, got, r.body)
+			body := []byte(`{"id":820982911946154508,"note":"a/b & <c>","source":"` + pc.source + `"}`)
+			genuine := pc.header(body, id)
+			if r := post(t, p.addr, pc.source, body, genuine); r.code != 200 || r.body["status"] != "accepted" {
+				t.Fatalf("POST the genuine webhook: %d %v", r.code, r.body)
 			}
-		}
-	})
+			fromApp, fromPartner := appSink.nextOf(t, "app", id), partner.nextOf(t, "partner", id)
 
-	t.Run("ForwardSignaturesFalse", func(t *testing.T) {
-		for name := range fromPartner.header {
-			if name == "X-Hub-Signature-256" || name == "X-Hub-Signature" || name == "Authorization" {
-				t.Errorf("partner got %s: %q", name, fromPartner.header.Values(name))
+			t.Run("Default", func(t *testing.T) {
+				for _, n := range pc.sigs {
+					if got := fromApp.header.Values(n); len(got) != 1 || got[0] != genuine[n] && got[0] != genuine[strings.ToLower(n)] {
+						t.Fatalf("app got %s %q; want the provider's, forwarded", n, got)
+					}
+				}
+				code, answer := repost(t, p.addr, pc.source, fromApp, newIDs(id+"-again"))
+				if code != 200 || !strings.Contains(answer, `"accepted"`) {
+					t.Fatalf("the app's copy posted back under a new event id: %d %s; want it accepted (the default forwards the signature)", code, answer)
+				}
+				for _, s := range []struct {
+					name string
+					sink *headerSink
+				}{{"app", appSink}, {"partner", partner}} {
+					if r := s.sink.nextOf(t, s.name+", the re-injected event", id+"-again"); !bytes.Equal(r.body, body) {
+						t.Errorf("%s got the re-injected event with body %q; want the same body", s.name, r.body)
+					}
+				}
+			})
+
+			t.Run("ForwardSignaturesFalse", func(t *testing.T) {
+				for _, n := range append(pc.sigs, "Authorization") {
+					if got := fromPartner.header.Values(n); len(got) != 0 {
+						t.Errorf("partner got %s: %q", n, got)
+					}
+				}
+				for _, n := range pc.ids {
+					if got := fromPartner.header.Get(n); got != id {
+						t.Errorf("partner got %s %q; want the sender's other headers, %s among them", n, got, id)
+					}
+				}
+				if err := verifyStandard(fromPartner.header, fromPartner.body, "webhook-"); err != nil {
+					t.Errorf("partner: hookbox's signature does not verify with its secret: %v", err)
+				}
+				if code, answer := repost(t, p.addr, pc.source, fromPartner, newIDs(id+"-partner")); code != http.StatusUnauthorized {
+					t.Errorf("the partner's copy posted back under a new event id: %d %s; want 401", code, answer)
+				}
+				// hookbox's signature, made with the destination's
+				// secret, is no credential at any source either.
+				own := strings.TrimPrefix(fromPartner.header.Get("Webhook-Signature"), "v1,")
+				set := newIDs(id + "-partner-2")
+				for _, n := range pc.sigs {
+					set[n] = own
+				}
+				if pc.source == "gh" {
+					set["X-Hub-Signature-256"] = "sha256=" + own
+				}
+				if code, answer := repost(t, p.addr, pc.source, fromPartner, set); code != http.StatusUnauthorized {
+					t.Errorf("the partner's copy with hookbox's signature in the provider's header: %d %s; want 401", code, answer)
+				}
+			})
+
+			// Stored: the genuine event and the app's re-injection, nothing
+			// of the partner's.
+			var ids []string
+			for _, e := range storedEvents(t, p.addr, pc.source) {
+				ids = append(ids, e.ID)
 			}
-		}
-		if got := fromPartner.header.Get("X-Github-Delivery"); got != "reinject-1" || fromPartner.header.Get("X-Github-Event") != "push" {
-			t.Errorf("partner got X-GitHub-Delivery %q, X-GitHub-Event %q; want the sender's other headers", got, fromPartner.header.Get("X-Github-Event"))
-		}
-		if err := verifyStandard(fromPartner.header, fromPartner.body, "webhook-"); err != nil {
-			t.Errorf("partner: hookbox's signature does not verify with its secret: %v", err)
-		}
-		code, answer := repost(t, p.addr, fromPartner, "reinject-1-partner")
-		if code != http.StatusUnauthorized {
-			t.Errorf("the partner's copy posted back under a new delivery id: %d %s; want 401", code, answer)
-		}
-		// hookbox's signature, made with the destination's secret, is
-		// no credential at any source either.
-		withOwn := fromPartner
-		withOwn.header = fromPartner.header.Clone()
-		withOwn.header.Set("X-Hub-Signature-256", "sha256="+strings.TrimPrefix(fromPartner.header.Get("Webhook-Signature"), "v1,"))
-		if code, answer := repost(t, p.addr, withOwn, "reinject-1-partner-2"); code != http.StatusUnauthorized {
-			t.Errorf("the partner's copy with hookbox's signature in GitHub's header: %d %s; want 401", code, answer)
-		}
-	})
+			slices.Sort(ids)
+			if got, want := strings.Join(ids, " "), id+" "+id+"-again"; got != want {
+				t.Errorf("stored events %q; want %s", got, want)
+			}
+		})
+	}
 
-	// Stored: the genuine event and the app's re-injection, nothing of
-	// the partner's; its two attempts are counted as rejected.
-	var ids []string
-	for _, e := range storedEvents(t, p.addr) {
-		ids = append(ids, e.ID)
-	}
-	if got := strings.Join(ids, " "); got != "reinject-1-again reinject-1" && got != "reinject-1 reinject-1-again" {
-		t.Errorf("stored events %q; want reinject-1 and reinject-1-again only", ids)
-	}
+	// The partner's four attempts are counted as rejected, and it got the
+	// two genuine events and the two re-injected ones, nothing more.
 	req, _ := http.NewRequest(http.MethodGet, "http://"+p.addr+"/metrics", nil)
 	req.Header.Set("Authorization", outboundAuth)
 	resp, err := http.DefaultClient.Do(req)
@@ -427,13 +520,15 @@ to = ["app", "partner"]
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if want := `hookbox_requests_total{outcome="rejected",source="gh"} 2`; !strings.Contains(string(metrics), want) {
-		t.Errorf("/metrics has no %s", want)
+	for _, source := range []string{"gh", "shop"} {
+		if want := `hookbox_requests_total{outcome="rejected",source="` + source + `"} 2`; !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics has no %s", want)
+		}
 	}
 	p.stop(t)
 	partner.mu.Lock()
 	defer partner.mu.Unlock()
-	if n := len(partner.all); n != 2 {
-		t.Errorf("partner got %d deliveries; want 2 (the genuine event and the app's re-injection)", n)
+	if n := len(partner.all); n != 4 {
+		t.Errorf("partner got %d deliveries; want 4 (each genuine event and the app's re-injection of it)", n)
 	}
 }
