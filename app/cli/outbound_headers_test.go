@@ -156,7 +156,8 @@ func verifyStandard(h http.Header, body []byte, prefix string) error {
 // reaches each destination with one copy of each, hookbox's; the
 // destination verifies hookbox's Standard Webhooks signature with its
 // secret (also under svix-* names with signature_headers = "svix", and
-// there only). The sender's other repeated header goes out in both
+// there only); a destination's configured header replaces every copy of
+// the sender's. The sender's other repeated header goes out in both
 // copies, and the API's header_list shows every copy hookbox stored, in
 // bbolt and in PostgreSQL.
 func TestOutbound_OwnHeadersOnce(t *testing.T) {
@@ -176,6 +177,7 @@ url = %q
 secret = %q
 timeout = "2s"
 retry = []
+headers = { "X-Api-Key" = "dest-key" }
 
 [[destination]]
 name = "svix"
@@ -222,6 +224,9 @@ to = ["plain", "svix"]
 		{"X_Hookbox_Source", "stripe"}, {"x_hookbox_event_id", "evt_forged"},
 		{"Webhook_Signature", "v1,Zm9yZ2Vk"}, {"svix_id", "msg_forged"},
 		{"Idempotency_Key", "forged-key"}, {"User_Agent", "GitHub-Hookshot/forged"},
+		// plain's configured header: its value replaces the sender's
+		// there; svix has none, so the sender's go out to it.
+		{"X-Api-Key", "sender-key"}, {"x-api-key", "sender-key"}, {"X_Api_Key", "sender-key"},
 		{"X-Custom", "a"}, {"x-custom", "b"},
 	}
 	for _, f := range forged {
@@ -251,6 +256,11 @@ to = ["plain", "svix"]
 			}
 			if dc.svix {
 				want["Svix-Id"], want["Svix-Timestamp"], want["Svix-Signature"] = msgID, want["Webhook-Timestamp"], want["Webhook-Signature"]
+				if got := r.header.Values("X-Api-Key"); strings.Join(got, ",") != "sender-key,sender-key" || r.header.Get("X_api_key") != "sender-key" {
+					t.Errorf("X-Api-Key %q, X_api_key %q; want the sender's, forwarded to a destination that sets neither", got, r.header.Values("X_api_key"))
+				}
+			} else {
+				want["X-Api-Key"] = "dest-key"
 			}
 			for name, v := range want {
 				if got := r.header.Values(name); len(got) != 1 || got[0] != v {
