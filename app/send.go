@@ -405,6 +405,32 @@ func ownHeader(name string) bool {
 	return false
 }
 
+// withheld reports whether a sender's header named name (canonical) is
+// kept from dest: a name hookbox sets, one of dest's configured headers
+// (their values replace the sender's), or a provider's signature for a
+// destination with forward_signatures = false. A name with underscores
+// where such a name has dashes is withheld too: Rack, WSGI and CGI servers
+// read X_Hookbox_Source and X-Hookbox-Source as one variable
+// (HTTP_X_HOOKBOX_SOURCE), so the sender's could stand in for hookbox's.
+func (d *Dispatcher) withheld(dest *Destination, source, name string) bool {
+	if ownHeader(name) || !dest.ForwardSignatures && d.signatureHeader(source, name) {
+		return true
+	}
+	if strings.IndexByte(name, '_') < 0 {
+		return false
+	}
+	dashed := textproto.CanonicalMIMEHeaderKey(strings.ReplaceAll(name, "_", "-"))
+	if ownHeader(dashed) || !dest.ForwardSignatures && d.signatureHeader(source, dashed) {
+		return true
+	}
+	for k := range dest.Headers {
+		if textproto.CanonicalMIMEHeaderKey(k) == dashed {
+			return true
+		}
+	}
+	return false
+}
+
 // outboundHeader is the header of an attempt of e to dest: the sender's
 // headers but those hookbox sets (and, unless the destination wants them,
 // the provider's signatures), the destination's configured headers, then
@@ -418,11 +444,10 @@ func (d *Dispatcher) outboundHeader(dest *Destination, e *Event, attempt int, no
 		vals = append(vals, v)
 		h[name] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
-	dropSigs := !dest.ForwardSignatures
 	for _, f := range e.Header {
 		// The names come canonical from the edge: no copy is made then.
 		name := textproto.CanonicalMIMEHeaderKey(f.Name)
-		if ownHeader(name) || dropSigs && d.signatureHeader(e.Source, name) ||
+		if d.withheld(dest, e.Source, name) ||
 			!httpguts.ValidHeaderFieldName(f.Name) || !httpguts.ValidHeaderFieldValue(f.Value) {
 			continue // a header the transport would refuse to send fails every attempt
 		}

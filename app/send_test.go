@@ -330,7 +330,9 @@ func (h *harness) receiveWith(t *testing.T, id, body string, extra [][2]string) 
 // Every header hookbox sets goes out once, hookbox's, whatever copies a
 // sender sent under that name in any case: X-Hookbox-*, the Standard
 // Webhooks headers under either name, Idempotency-Key, User-Agent, and the
-// destination's configured headers. With signature_headers = "svix" the
+// destination's configured headers; and the same names written with
+// underscores for dashes, which Rack, WSGI and CGI servers read as the
+// dashed ones. With signature_headers = "svix" the
 // signature is also under svix-* names, and verifies under both.
 func TestSend_OwnHeadersOnce(t *testing.T) {
 	for _, names := range []string{"standard", "svix"} {
@@ -341,7 +343,9 @@ func TestSend_OwnHeadersOnce(t *testing.T) {
 			var extra [][2]string
 			for _, name := range []string{"X-Hookbox-Source", "x-hookbox-source", "X-Hookbox-Topic", "X-Hookbox-Event-Id",
 				"X-Hookbox-Attempt", "webhook-id", "Webhook-Id", "webhook-timestamp", "webhook-signature", "svix-id", "Svix-Id",
-				"svix-timestamp", "svix-signature", "Idempotency-Key", "idempotency-key", "User-Agent", "user-agent", "X-Api-Key", "x-api-key"} {
+				"svix-timestamp", "svix-signature", "Idempotency-Key", "idempotency-key", "User-Agent", "user-agent", "X-Api-Key", "x-api-key",
+				// One variable to Rack, WSGI and CGI servers with the dashed names.
+				"X_Hookbox_Source", "x_hookbox_event_id", "webhook_signature", "Svix_Id", "Idempotency_Key", "user_agent", "X_Api_Key"} {
 				extra = append(extra, [2]string{name, "from-the-sender"}, [2]string{name, "v1,from-the-sender"})
 			}
 			extra = append(extra, [2]string{"X-Custom", "a"}, [2]string{"X-Custom", "b"})
@@ -365,6 +369,9 @@ func TestSend_OwnHeadersOnce(t *testing.T) {
 				}
 			}
 			for name, vs := range r.Header {
+				if strings.Contains(name, "_") {
+					t.Errorf("%s: %q went out; want no underscored copy of a name hookbox sets", name, vs)
+				}
 				if strings.HasPrefix(strings.ToLower(name), "svix-") && names != "svix" {
 					t.Errorf("%s: %q went out; want no svix-* header", name, vs)
 				}
@@ -429,7 +436,7 @@ to = ["app", "partner"]
 `, fwd.URL, destSecret, nofwd.URL, destSecret)
 	h := newHarness(t, toml)
 	sigs := []string{"X-Shopify-Hmac-Sha256", "shopify-hmac-sha256", "Stripe-Signature", "X-WC-Webhook-Signature",
-		"X-Hub-Signature", "x-square-hmacsha256-signature", "Paddle-Signature"}
+		"X-Hub-Signature", "x-square-hmacsha256-signature", "Paddle-Signature", "X_Hub_Signature_256"}
 	var extra [][2]string
 	for _, n := range sigs {
 		extra = append(extra, [2]string{n, "sig"})
