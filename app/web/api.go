@@ -320,17 +320,27 @@ func (s *Server) handleEvents(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
-func (s *Server) handleEvent(c *fiber.Ctx) error {
-	seq, err := strconv.ParseUint(c.Params("seq"), 10, 64)
+// eventParam finds the event the route's :seq names; when there is none
+// (or it cannot be read) e is nil and err is the answer already sent.
+func (s *Server) eventParam(c *fiber.Ctx) (seq uint64, e *app.Event, err error) {
+	seq, err = strconv.ParseUint(c.Params("seq"), 10, 64)
 	if err != nil {
-		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no such event"))
+		return 0, nil, s.sendError(c, app.Errorf(app.ENOTFOUND, "no such event"))
 	}
-	e, err := s.deps.UIStore.Event(seq)
+	e, err = s.deps.UIStore.Event(seq)
 	if err != nil {
-		return s.storeError(c, err)
+		return 0, nil, s.storeError(c, err)
 	}
 	if e == nil {
-		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no such event"))
+		return 0, nil, s.sendError(c, app.Errorf(app.ENOTFOUND, "no such event"))
+	}
+	return seq, e, nil
+}
+
+func (s *Server) handleEvent(c *fiber.Ctx) error {
+	seq, e, err := s.eventParam(c)
+	if e == nil {
+		return err
 	}
 	ds, err := s.deps.UIStore.EventDeliveries(seq)
 	if err != nil {
@@ -378,16 +388,9 @@ type headerJSON struct {
 // with the sender's Content-Type when it is a well-formed media type (else
 // application/octet-stream), never sniffed, never shown inline.
 func (s *Server) handleEventBody(c *fiber.Ctx) error {
-	seq, err := strconv.ParseUint(c.Params("seq"), 10, 64)
-	if err != nil {
-		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no such event"))
-	}
-	e, err := s.deps.UIStore.Event(seq)
-	if err != nil {
-		return s.storeError(c, err)
-	}
+	seq, e, err := s.eventParam(c)
 	if e == nil {
-		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no such event"))
+		return err
 	}
 	ctype, ext := "application/octet-stream", ".bin"
 	for _, h := range e.Header {
