@@ -1,0 +1,296 @@
+//go:build unix
+
+package datadir
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dir is a directory held open: names in it are resolved against the
+// directory itself, which a rename of the path cannot change.
+type Dir struct {
+	f        *os.File
+	fd       int
+	path     string
+	uid, gid int
+}
+
+// Open opens the directory at path. The path itself is the caller's
+// choice (a config, a flag); only names inside it are distrusted.
+func Open(path string) (*Dir, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	return &Dir{f: os.NewFile(uintptr(fd), path), fd: fd, path: path, uid: int(st.Uid), gid: int(st.Gid)}, nil
+}
+
+// Close closes the directory.
+func (d *Dir) Close() error { return d.f.Close() }
+
+// Path is the directory's path, as given to Open.
+func (d *Dir) Path() string { return d.path }
+
+// Owner returns the user and group that own the directory.
+func (d *Dir) Owner() (uid, gid int) { return d.uid, d.gid }
+
+// Sync makes the names made, renamed or removed in the directory durable.
+func (d *Dir) Sync() error {
+	if err := d.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", d.path, err)
+	}
+	return nil
+}
+
+func (d *Dir) err(op, name string, err error) error {
+	return &fs.PathError{Op: op, Path: filepath.Join(d.path, name), Err: err}
+}
+
+// OpenFile opens the regular file name in d with flag (os.O_*), never
+// through a symbolic link and never waiting on a FIFO: anything but a
+// regular file is refused with ErrNotRegular. With os.O_CREATE a file this
+// call makes is made exclusively, then given perm and, when the caller is
+// root, d's owner, through the open file; a file already there keeps its
+// owner (one that someone else put there is never handed over).
+func (d *Dir) OpenFile(name string, flag int, perm os.FileMode) (*os.File, error) {
+	const always = unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
+	for range 100 {
+		if flag&os.O_EXCL == 0 {
+			fd, err := unix.Openat(d.fd, name, flag&^os.O_CREATE|always, 0)
+			if err == nil {
+				return d.regular(fd, name)
+			}
+			if !errors.Is(err, unix.ENOENT) || flag&os.O_CREATE == 0 {
+				return nil, d.openErr(name, err)
+			}
+		}
+		fd, err := unix.Openat(d.fd, name, flag|os.O_CREATE|os.O_EXCL|always, uint32(perm.Perm()))
+		if errors.Is(err, unix.EEXIST) && flag&os.O_EXCL == 0 {
+			continue // made meanwhile: open that one
+		}
+		if err != nil {
+			return nil, d.openErr(name, err)
+		}
+		f, err := d.regular(fd, name)
+		if err == nil {
+			err = d.own(f, perm)
+		}
+		if err != nil {
+			if f != nil {
+				f.Close()
+			}
+			unix.Unlinkat(d.fd, name, 0)
+			return nil, err
+		}
+		return f, nil
+	}
+	return nil, d.err("open", name, ErrReplaced)
+}
+
+func (d *Dir) openErr(name string, err error) error {
+	if errors.Is(err, unix.ELOOP) {
+		return d.err("open", name, fmt.Errorf("%w: a symbolic link", ErrNotRegular))
+	}
+	return d.err("open", name, err)
+}
+
+// regular wraps fd when it is a regular file, in blocking mode.
+func (d *Dir) regular(fd int, name string) (*os.File, error) {
+	var st unix.Stat_t
+	err := unix.Fstat(fd, &st)
+	if err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+		err = fmt.Errorf("%w: %s", ErrNotRegular, kind(uint32(st.Mode)))
+	}
+	if err == nil {
+		err = unix.SetNonblock(fd, false)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, d.err("open", name, err)
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(d.path, name)), nil
+}
+
+func kind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return "a FIFO"
+	case unix.S_IFLNK:
+		return "a symbolic link"
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return "a device"
+	case unix.S_IFSOCK:
+		return "a socket"
+	}
+	return "not a file"
+}
+
+// own gives f perm (whatever the umask took) and, when the caller is
+// root, d's owner: through the open file, so a name swapped meanwhile
+// changes nothing.
+func (d *Dir) own(f *os.File, perm os.FileMode) error {
+	if err := f.Chmod(perm.Perm()); err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		if err := f.Chown(d.uid, d.gid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Remove removes name from d (a link itself, never what it points to).
+func (d *Dir) Remove(name string) error {
+	if err := unix.Unlinkat(d.fd, name, 0); err != nil {
+		return d.err("remove", name, err)
+	}
+	return nil
+}
+
+// Link gives what name holds (a link itself, never what it points to) the
+// second name newname in d.
+func (d *Dir) Link(name, newname string) error {
+	if err := unix.Linkat(d.fd, name, d.fd, newname, 0); err != nil {
+		return &os.LinkError{Op: "link", Old: filepath.Join(d.path, name), New: filepath.Join(d.path, newname), Err: err}
+	}
+	return nil
+}
+
+// Exists reports whether name in d holds anything (a link included).
+func (d *Dir) Exists(name string) (bool, error) {
+	var st unix.Stat_t
+	err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil
+	}
+	if err != nil {
+		return false, d.err("stat", name, err)
+	}
+	return true, nil
+}
+
+// Holds reports whether name in d is f itself now (not a link to it).
+func (d *Dir) Holds(name string, f *os.File) (bool, error) {
+	var at, held unix.Stat_t
+	err := unix.Fstatat(d.fd, name, &at, unix.AT_SYMLINK_NOFOLLOW)
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil
+	}
+	if err != nil {
+		return false, d.err("stat", name, err)
+	}
+	if err := unix.Fstat(int(f.Fd()), &held); err != nil {
+		return false, err
+	}
+	return at.Dev == held.Dev && at.Ino == held.Ino, nil
+}
+
+// File is a new file in a Dir that has no final name yet: NewFile makes
+// it, Publish names it, Discard drops it.
+type File struct {
+	*os.File
+	d       *Dir
+	pattern string
+	tmp     string // its temporary name; "" while it has none (O_TMPFILE)
+}
+
+// NewFile makes a file in d for d's owner: mode perm and, when the caller
+// is root, d's owner, set through the open file before a byte is written.
+// It has no name (O_TMPFILE) where the file system allows, else a fresh
+// temporary one made from pattern as os.CreateTemp does.
+func (d *Dir) NewFile(pattern string, perm os.FileMode) (*File, error) {
+	if fd, err := openUnnamed(d.fd, perm); err == nil {
+		f := os.NewFile(uintptr(fd), filepath.Join(d.path, tempName(pattern)))
+		if err := d.own(f, perm); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return &File{File: f, d: d, pattern: pattern}, nil
+	}
+	for range 100 {
+		name := tempName(pattern)
+		f, err := d.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &File{File: f, d: d, pattern: pattern, tmp: name}, nil
+	}
+	return nil, d.err("create", pattern, fs.ErrExist)
+}
+
+// Publish puts f in place as name in its Dir, replacing what was there,
+// in one rename, and checks that name then holds f. Should another process
+// have swapped the temporary name meanwhile (for a link, say), what it put
+// there is what the rename moved, and Publish says so with ErrReplaced:
+// the caller, root, has then given nothing away (the file's owner and mode
+// were set through it), and the directory's owner finds under name only
+// what it could have put there itself. A name that is gone by the check
+// was taken away after it held f (hookbox passwd's server takes its
+// request so).
+func (f *File) Publish(name string) error {
+	d := f.d
+	tmp := f.tmp
+	for tmp == "" {
+		tmp = tempName(f.pattern)
+		if err := linkUnnamed(int(f.Fd()), d.fd, tmp); errors.Is(err, unix.EEXIST) {
+			tmp = ""
+		} else if err != nil {
+			return d.err("link", tmp, err)
+		}
+	}
+	f.tmp = ""
+	if err := unix.Renameat(d.fd, tmp, d.fd, name); err != nil {
+		unix.Unlinkat(d.fd, tmp, 0)
+		return &os.LinkError{Op: "rename", Old: filepath.Join(d.path, tmp), New: filepath.Join(d.path, name), Err: err}
+	}
+	if ok, err := d.Exists(name); err != nil || !ok {
+		return err
+	}
+	ok, err := d.Holds(name, f.File)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return d.err("rename", name, ErrReplaced)
+	}
+	return nil
+}
+
+// Discard closes f and removes its temporary name, if it still has one;
+// after Publish it only closes f.
+func (f *File) Discard() {
+	f.Close()
+	if f.tmp != "" {
+		unix.Unlinkat(f.d.fd, f.tmp, 0)
+		f.tmp = ""
+	}
+}
+
+// OpenFile opens the regular file at path as Dir.OpenFile does: its last
+// name is not followed if a link, nor waited on if a FIFO; the directories
+// above are the caller's.
+func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	d, err := Open(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.OpenFile(filepath.Base(path), flag, perm)
+}
