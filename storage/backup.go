@@ -137,12 +137,12 @@ func CheckFile(path string) error {
 		return err
 	}
 	defer f.Close()
-	return checkOpen(f)
+	return CheckOpen(f)
 }
 
-// checkOpen is CheckFile on a file already open: what it checks is that
+// CheckOpen is CheckFile on a file already open: what it checks is that
 // file, whatever its name holds by then.
-func checkOpen(f *os.File) error {
+func CheckOpen(f *os.File) error {
 	path := f.Name()
 	if err := checkPages(f); err != nil { // bbolt would crash on a short file
 		return err

@@ -55,7 +55,7 @@ func Restore(dataDir, from string, now time.Time) (*Restored, error) {
 	src, err := datadir.OpenFile(from, os.O_RDONLY, 0)
 	if err == nil {
 		defer src.Close()
-		err = checkOpen(src)
+		err = CheckOpen(src)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a sound hookbox data file, nothing was changed: %w", from, err)

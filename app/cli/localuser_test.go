@@ -350,7 +350,13 @@ func (b *raceBed) putBackup(t *testing.T) {
 
 // root runs hookbox as root (this test's user) with args and stdin.
 func (b *raceBed) root(stdin string, args ...string) (int, string) {
+	return b.rootEnv(nil, stdin, args...)
+}
+
+// rootEnv is root with env added to the environment.
+func (b *raceBed) rootEnv(env []string, stdin string, args ...string) (int, string) {
 	cmd := exec.Command(b.bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	code := 0
@@ -444,11 +450,13 @@ func (b *raceBed) repair(t *testing.T) {
 // directory) swaps every name in the data directory for symbolic links to
 // a root-owned 0600 file, in a tight loop, while root runs the commands
 // that write into that directory (passwd to a running server and to a
-// stopped one, restore, check), many times. Afterwards the victim is still
+// stopped one, backup into the backup directory, restore, check), many
+// times. Afterwards the victim is still
 // root's, 0600 and unchanged, nothing was made where the links pointed,
 // and every restore that succeeded left the data file a regular file of
 // the service user's that is not a copy of the victim.
-// HOOKBOX_TEST_RACE_ROUNDS sets the rounds (default 3).
+// HOOKBOX_TEST_RACE_ROUNDS sets the rounds (default 3), and
+// HOOKBOX_TEST_RACE_PHASES=running,stopped,all picks phases (default all).
 func TestLocalUser_RootCommands(t *testing.T) {
 	b := newRaceBed(t)
 	rounds := 3
@@ -479,6 +487,18 @@ func TestLocalUser_RootCommands(t *testing.T) {
 			check("passwd to the running server", out)
 			if code == 0 {
 				succeeded["passwd to the running server"]++
+				// With the password it set, a backup into the service
+				// user's backup directory.
+				out := filepath.Join(b.backups, "by-root.db")
+				code, msg := b.rootEnv([]string{"HOOKBOX_PASSWORD=" + fmt.Sprintf("password-%d-%d", round, i)}, "",
+					"backup", "-config", b.config, "-o", out)
+				check("backup into the backup directory", msg)
+				if code == 0 {
+					succeeded["backup"]++
+					if fi, err := os.Lstat(out); err != nil || !fi.Mode().IsRegular() {
+						t.Fatalf("after %d root commands, backup succeeded, but %s is not a regular file: %v", commands, out, err)
+					}
+				}
 			}
 			a.stop()
 			srv.stop()
@@ -534,7 +554,7 @@ func TestLocalUser_RootCommands(t *testing.T) {
 		b.repair(t)
 	}
 	t.Logf("%d root commands raced, the victim intact; succeeded under attack: %v", commands, succeeded)
-	for _, what := range []string{"passwd to the running server", "restore", "passwd to a stopped server", "check"} {
+	for _, what := range []string{"passwd to the running server", "backup", "restore", "passwd to a stopped server", "check"} {
 		if phase("running") && phase("stopped") && succeeded[what] == 0 {
 			t.Errorf("%s never succeeded under attack: the race did not reach the code it is about", what)
 		}
