@@ -199,6 +199,17 @@ func (d *Dir) Holds(name string, f *os.File) (bool, error) {
 	return at.Dev == held.Dev && at.Ino == held.Ino, nil
 }
 
+// namedOnly makes NewFile name its files, as on file systems without
+// O_TMPFILE (a test sets it).
+var namedOnly = false
+
+func (d *Dir) unnamed(perm os.FileMode) (int, error) {
+	if namedOnly {
+		return -1, unix.EOPNOTSUPP
+	}
+	return openUnnamed(d.fd, perm)
+}
+
 // File is a new file in a Dir that has no final name yet: NewFile makes
 // it, Publish names it, Discard drops it.
 type File struct {
@@ -213,7 +224,7 @@ type File struct {
 // It has no name (O_TMPFILE) where the file system allows, else a fresh
 // temporary one made from pattern as os.CreateTemp does.
 func (d *Dir) NewFile(pattern string, perm os.FileMode) (*File, error) {
-	if fd, err := openUnnamed(d.fd, perm); err == nil {
+	if fd, err := d.unnamed(perm); err == nil {
 		f := os.NewFile(uintptr(fd), filepath.Join(d.path, tempName(pattern)))
 		if err := d.own(f, perm); err != nil {
 			f.Close()

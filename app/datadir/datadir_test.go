@@ -1,0 +1,187 @@
+//go:build unix
+
+package datadir_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"hookbox/app/datadir"
+)
+
+func mustOpen(t *testing.T, dir string) *datadir.Dir {
+	t.Helper()
+	d, err := datadir.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func owner(t *testing.T, path string) (uid, gid int, mode os.FileMode) {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return int(st.Uid), int(st.Gid), fi.Mode()
+}
+
+// A name another user put there is opened only when it is a regular file:
+// a link is not followed, a FIFO not waited on.
+func TestDir_OpenFile(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir)
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("root's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("OK", func(t *testing.T) {
+		if err := os.WriteFile(filepath.Join(dir, "plain"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := d.OpenFile("plain", os.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	})
+	t.Run("ErrSymlink", func(t *testing.T) {
+		os.Symlink(victim, filepath.Join(dir, "link"))
+		for _, flag := range []int{os.O_RDONLY, os.O_RDWR | os.O_CREATE} {
+			if _, err := d.OpenFile("link", flag, 0o600); !errors.Is(err, datadir.ErrNotRegular) {
+				t.Fatalf("flag %#x: err = %v, want ErrNotRegular", flag, err)
+			}
+		}
+	})
+	t.Run("ErrDanglingSymlink", func(t *testing.T) {
+		target := filepath.Join(filepath.Dir(victim), "made-by-root")
+		os.Symlink(target, filepath.Join(dir, "dangling"))
+		if _, err := d.OpenFile("dangling", os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+			t.Fatal("opened a dangling link for creation")
+		}
+		if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("a file was made where the link pointed: %v", err)
+		}
+	})
+	t.Run("ErrFIFO", func(t *testing.T) {
+		if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := d.OpenFile("fifo", os.O_RDONLY, 0); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, datadir.ErrNotRegular) {
+				t.Fatalf("err = %v, want ErrNotRegular", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the open of a FIFO blocked")
+		}
+	})
+	if got, err := os.ReadFile(victim); err != nil || string(got) != "root's" {
+		t.Fatalf("the victim: %q %v", got, err)
+	}
+}
+
+// Under root, a file made in a directory another user owns is that
+// user's, through the open file; one already there keeps its owner.
+func TestDir_Owner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only root makes files for another user")
+	}
+	dir := t.TempDir()
+	const uid, gid = 54321, 54322 // no such user needed
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	d := mustOpen(t, dir)
+	f, err := d.OpenFile("made", os.O_RDWR|os.O_CREATE, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if u, g, m := owner(t, filepath.Join(dir, "made")); u != uid || g != gid || m != 0o640 {
+		t.Fatalf("made: %d:%d %v, want %d:%d -rw-r-----", u, g, m, uid, gid)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "root's"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err = d.OpenFile("root's", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if u, _, _ := owner(t, filepath.Join(dir, "root's")); u != 0 {
+		t.Fatalf("an existing file of root's was handed to %d", u)
+	}
+	for _, named := range []bool{false, true} {
+		if named {
+			defer datadir.NamedOnly()()
+		}
+		nf, err := d.NewFile(".new-*", 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nf.WriteString("content")
+		if err := nf.Publish("published"); err != nil {
+			t.Fatal(err)
+		}
+		nf.Discard()
+		if u, g, m := owner(t, filepath.Join(dir, "published")); u != uid || g != gid || m != 0o600 {
+			t.Fatalf("named %v: published: %d:%d %v", named, u, g, m)
+		}
+	}
+}
+
+// A temporary name swapped for a link before the rename is found out: the
+// name does not hold the file written, and Publish says so.
+func TestFile_PublishReplaced(t *testing.T) {
+	defer datadir.NamedOnly()()
+	dir := t.TempDir()
+	d := mustOpen(t, dir)
+	f, err := d.NewFile(".new-*", 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Discard()
+	if err := os.Remove(f.Name()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", f.Name()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Publish("final"); !errors.Is(err, datadir.ErrReplaced) {
+		t.Fatalf("err = %v, want ErrReplaced", err)
+	}
+}
+
+// An unnamed file appears only under its final name.
+func TestFile_PublishUnnamed(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir)
+	f, err := d.NewFile(".new-*", 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Discard()
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Logf("this file system names new files (no O_TMPFILE): %v", names)
+	}
+	f.WriteString("content")
+	if err := f.Publish("final"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "final")); err != nil || string(got) != "content" {
+		t.Fatalf("final: %q %v", got, err)
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 1 {
+		t.Fatalf("left in the directory: %v", names)
+	}
+}
