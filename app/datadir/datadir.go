@@ -21,6 +21,11 @@ import (
 // where another user could have put them.
 var ErrNotRegular = errors.New("not a regular file")
 
+// ErrOtherOwner means root would write to a file that is not the
+// directory owner's: a hard link to another user's file (root's own, say),
+// which the directory's owner could have made there.
+var ErrOtherOwner = errors.New("not the directory owner's")
+
 // ErrReplaced means a name was changed by another process while hookbox
 // put a file in place under it, too often to win.
 var ErrReplaced = errors.New("replaced by another process while put in place")

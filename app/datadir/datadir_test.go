@@ -110,14 +110,22 @@ func TestDir_Owner(t *testing.T) {
 	if u, g, m := owner(t, filepath.Join(dir, "made")); u != uid || g != gid || m != 0o640 {
 		t.Fatalf("made: %d:%d %v, want %d:%d -rw-r-----", u, g, m, uid, gid)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "root's"), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "root's"), []byte("root's"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err = d.OpenFile("root's", os.O_RDWR|os.O_CREATE, 0o600)
+	// Root's own file in the directory (a hard link the owner made, say)
+	// is read, never handed over nor written to.
+	f, err = d.OpenFile("root's", os.O_RDONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
+	if _, err := d.OpenFile("root's", os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600); !errors.Is(err, datadir.ErrOtherOwner) {
+		t.Fatalf("root opened another owner's file to write: %v", err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "root's")); fi.Size() == 0 {
+		t.Fatal("it was truncated")
+	}
 	if u, _, _ := owner(t, filepath.Join(dir, "root's")); u != 0 {
 		t.Fatalf("an existing file of root's was handed to %d", u)
 	}

@@ -59,7 +59,8 @@ func (d *Dir) err(op, name string, err error) error {
 
 // OpenFile opens the regular file name in d with flag (os.O_*), never
 // through a symbolic link and never waiting on a FIFO: anything but a
-// regular file is refused with ErrNotRegular. With os.O_CREATE a file this
+// regular file is refused with ErrNotRegular, and a file root would write
+// to that is not the directory owner's with ErrOtherOwner. With os.O_CREATE a file this
 // call makes is made exclusively, then given perm and, when the caller is
 // root, d's owner, through the open file; a file already there keeps its
 // owner (one that someone else put there is never handed over).
@@ -67,9 +68,9 @@ func (d *Dir) OpenFile(name string, flag int, perm os.FileMode) (*os.File, error
 	const always = unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
 	for range 100 {
 		if flag&os.O_EXCL == 0 {
-			fd, err := unix.Openat(d.fd, name, flag&^os.O_CREATE|always, 0)
+			fd, err := unix.Openat(d.fd, name, flag&^(os.O_CREATE|os.O_TRUNC)|always, 0)
 			if err == nil {
-				return d.regular(fd, name)
+				return d.existing(fd, name, flag)
 			}
 			if !errors.Is(err, unix.ENOENT) || flag&os.O_CREATE == 0 {
 				return nil, d.openErr(name, err)
@@ -96,6 +97,35 @@ func (d *Dir) OpenFile(name string, flag int, perm os.FileMode) (*os.File, error
 		return f, nil
 	}
 	return nil, d.err("open", name, ErrReplaced)
+}
+
+// existing wraps fd, a file that was there already, when it is regular
+// and, if root opened it to write, belongs to d's owner: a hard link to
+// root's own file that the owner put in its directory (where
+// fs.protected_hardlinks allows) is not written to, nor truncated.
+func (d *Dir) existing(fd int, name string, flag int) (*os.File, error) {
+	f, err := d.regular(fd, name)
+	if err != nil {
+		return nil, err
+	}
+	if flag&(os.O_WRONLY|os.O_RDWR) != 0 && os.Geteuid() == 0 {
+		var st unix.Stat_t
+		err := unix.Fstat(fd, &st)
+		if err == nil && int(st.Uid) != d.uid {
+			err = fmt.Errorf("%w: it belongs to uid %d, the directory to uid %d, and root does not write to it", ErrOtherOwner, st.Uid, d.uid)
+		}
+		if err != nil {
+			f.Close()
+			return nil, d.err("open", name, err)
+		}
+	}
+	if flag&os.O_TRUNC != 0 {
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
 func (d *Dir) openErr(name string, err error) error {
