@@ -129,29 +129,25 @@ func TestDir_Owner(t *testing.T) {
 	if u, _, _ := owner(t, filepath.Join(dir, "root's")); u != 0 {
 		t.Fatalf("an existing file of root's was handed to %d", u)
 	}
-	for _, named := range []bool{false, true} {
-		if named {
-			defer datadir.NamedOnly()()
-		}
-		nf, err := d.NewFile(".new-*", 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nf.WriteString("content")
-		if err := nf.Publish("published"); err != nil {
-			t.Fatal(err)
-		}
-		nf.Discard()
-		if u, g, m := owner(t, filepath.Join(dir, "published")); u != uid || g != gid || m != 0o600 {
-			t.Fatalf("named %v: published: %d:%d %v", named, u, g, m)
-		}
+	nf, err := d.NewFile(".new-*", 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nf.WriteString("content")
+	if err := nf.Publish("published"); err != nil {
+		t.Fatal(err)
+	}
+	nf.Discard()
+	if u, g, m := owner(t, filepath.Join(dir, "published")); u != uid || g != gid || m != 0o600 {
+		t.Fatalf("published: %d:%d %v, want %d:%d -rw-------", u, g, m, uid, gid)
 	}
 }
 
-// A temporary name swapped for a link before the rename is found out: the
-// name does not hold the file written, and Publish says so.
-func TestFile_PublishReplaced(t *testing.T) {
-	defer datadir.NamedOnly()()
+// While a new file is written, the directory's owner can see one new
+// name, a directory it cannot change: renaming that away and putting a
+// link in its place changes nothing of what Publish puts in place, and
+// nothing is left afterwards.
+func TestFile_Publish(t *testing.T) {
 	dir := t.TempDir()
 	d := mustOpen(t, dir)
 	f, err := d.NewFile(".new-*", 0o600)
@@ -159,37 +155,48 @@ func TestFile_PublishReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Discard()
-	if err := os.Remove(f.Name()); err != nil {
-		t.Fatal(err)
+	names, _ := os.ReadDir(dir)
+	if len(names) != 1 || !names[0].IsDir() {
+		t.Fatalf("while written, the directory holds %v, want one private directory", names)
 	}
-	if err := os.Symlink("/etc/passwd", f.Name()); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Publish("final"); !errors.Is(err, datadir.ErrReplaced) {
-		t.Fatalf("err = %v, want ErrReplaced", err)
-	}
-}
-
-// An unnamed file appears only under its final name.
-func TestFile_PublishUnnamed(t *testing.T) {
-	dir := t.TempDir()
-	d := mustOpen(t, dir)
-	f, err := d.NewFile(".new-*", 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Discard()
-	if names, _ := os.ReadDir(dir); len(names) != 0 {
-		t.Logf("this file system names new files (no O_TMPFILE): %v", names)
+	priv := filepath.Join(dir, names[0].Name())
+	if u, _, m := owner(t, priv); u != os.Geteuid() || m.Perm() != 0o700 {
+		t.Fatalf("the private directory is %d %v", u, m)
 	}
 	f.WriteString("content")
+	// The owner of dir moves the private directory away and puts a link
+	// to somewhere else under its name.
+	if err := os.Rename(priv, filepath.Join(dir, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(t.TempDir(), priv); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.Publish("final"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "final")); err != nil || string(got) != "content" {
 		t.Fatalf("final: %q %v", got, err)
 	}
-	if names, _ := os.ReadDir(dir); len(names) != 1 {
+	if fi, err := os.Lstat(filepath.Join(dir, "final")); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("final is not a regular file: %v", err)
+	}
+	if err := f.Publish("again"); err == nil {
+		t.Fatal("published twice")
+	}
+}
+
+// Discard leaves nothing behind.
+func TestFile_Discard(t *testing.T) {
+	dir := t.TempDir()
+	d := mustOpen(t, dir)
+	f, err := d.NewFile(".new-*", 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("dropped")
+	f.Discard()
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
 		t.Fatalf("left in the directory: %v", names)
 	}
 }

@@ -229,78 +229,99 @@ func (d *Dir) Holds(name string, f *os.File) (bool, error) {
 	return at.Dev == held.Dev && at.Ino == held.Ino, nil
 }
 
-// namedOnly makes NewFile name its files, as on file systems without
-// O_TMPFILE (a test sets it).
-var namedOnly = false
-
-func (d *Dir) unnamed(perm os.FileMode) (int, error) {
-	if namedOnly {
-		return -1, unix.EOPNOTSUPP
-	}
-	return openUnnamed(d.fd, perm)
-}
-
-// File is a new file in a Dir that has no final name yet: NewFile makes
-// it, Publish names it, Discard drops it.
+// File is a new file in a Dir that has no final name there yet: NewFile
+// makes it, Publish names it, Discard drops it.
 type File struct {
 	*os.File
-	d       *Dir
-	pattern string
-	tmp     string // its temporary name; "" while it has none (O_TMPFILE)
+	d *Dir
+	// The file is made, as fileName, in a directory of its own (private,
+	// privName in d) that belongs to the caller, mode 0700: the owner of d
+	// can rename or remove that directory, never touch what is in it.
+	private   *os.File
+	privName  string
+	published bool
 }
+
+// fileName is the name of a File in its private directory.
+const fileName = "file"
 
 // NewFile makes a file in d for d's owner: mode perm and, when the caller
 // is root, d's owner, set through the open file before a byte is written.
-// It has no name (O_TMPFILE) where the file system allows, else a fresh
-// temporary one made from pattern as os.CreateTemp does.
+// Until Publish it lives in a new directory in d that only the caller may
+// change (".hookbox-new-<random>", 0700), so that nobody can swap its name
+// between its last write and its rename into place; pattern (as for
+// os.CreateTemp) names the file where it cannot be made.
 func (d *Dir) NewFile(pattern string, perm os.FileMode) (*File, error) {
-	if fd, err := d.unnamed(perm); err == nil {
-		f := os.NewFile(uintptr(fd), filepath.Join(d.path, tempName(pattern)))
-		if err := d.own(f, perm); err != nil {
-			f.Close()
-			return nil, err
-		}
-		return &File{File: f, d: d, pattern: pattern}, nil
-	}
+	var privName string
 	for range 100 {
-		name := tempName(pattern)
-		f, err := d.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
-		if errors.Is(err, fs.ErrExist) {
+		privName = tempName(".hookbox-new-*")
+		err := unix.Mkdirat(d.fd, privName, 0o700)
+		if errors.Is(err, unix.EEXIST) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, d.err("mkdir", privName, err)
 		}
-		return &File{File: f, d: d, pattern: pattern, tmp: name}, nil
+		break
 	}
-	return nil, d.err("create", pattern, fs.ErrExist)
+	pfd, err := unix.Openat(d.fd, privName, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, d.err("open", privName, err)
+	}
+	private := os.NewFile(uintptr(pfd), filepath.Join(d.path, privName))
+	var st unix.Stat_t
+	err = unix.Fstat(pfd, &st)
+	if err == nil && (int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0) {
+		err = fmt.Errorf("the directory made for a new file was swapped: %w", ErrReplaced)
+	}
+	var fd int
+	if err == nil {
+		fd, err = unix.Openat(pfd, fileName, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+	}
+	if err != nil {
+		private.Close()
+		d.removePrivate(privName, nil)
+		return nil, d.err("create", pattern, err)
+	}
+	f := &File{File: os.NewFile(uintptr(fd), filepath.Join(d.path, privName, fileName)), d: d, private: private, privName: privName}
+	if err := d.own(f.File, perm); err != nil {
+		f.Discard()
+		return nil, err
+	}
+	return f, nil
 }
 
-// Publish puts f in place as name in its Dir, replacing what was there,
-// in one rename, and checks that name then holds f. Should another process
-// have swapped the temporary name meanwhile (for a link, say), what it put
-// there is what the rename moved, and Publish says so with ErrReplaced:
-// the caller, root, has then given nothing away (the file's owner and mode
-// were set through it), and the directory's owner finds under name only
-// what it could have put there itself. A name that is gone by the check
-// was taken away after it held f (hookbox passwd's server takes its
-// request so).
-func (f *File) Publish(name string) error {
-	d := f.d
-	tmp := f.tmp
-	for tmp == "" {
-		tmp = tempName(f.pattern)
-		if err := linkUnnamed(int(f.Fd()), d.fd, tmp); errors.Is(err, unix.EEXIST) {
-			tmp = ""
-		} else if err != nil {
-			return d.err("link", tmp, err)
+// removePrivate removes the private directory privName from d when it is
+// still the one held (private; nil: whatever is under the name, for a
+// directory just made), emptied first.
+func (d *Dir) removePrivate(privName string, private *os.File) {
+	if private != nil {
+		unix.Unlinkat(int(private.Fd()), fileName, 0)
+		var at, held unix.Stat_t
+		if unix.Fstatat(d.fd, privName, &at, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+			unix.Fstat(int(private.Fd()), &held) != nil || at.Dev != held.Dev || at.Ino != held.Ino {
+			return // moved by d's owner: its business now
 		}
 	}
-	f.tmp = ""
-	if err := unix.Renameat(d.fd, tmp, d.fd, name); err != nil {
-		unix.Unlinkat(d.fd, tmp, 0)
-		return &os.LinkError{Op: "rename", Old: filepath.Join(d.path, tmp), New: filepath.Join(d.path, name), Err: err}
+	unix.Unlinkat(d.fd, privName, unix.AT_REMOVEDIR)
+}
+
+// Publish puts f in place as name in its Dir, replacing what was there, in
+// one rename from its private directory (so what lands under name is f,
+// whatever anyone does meanwhile), then checks that name holds f: if the
+// directory's owner swapped it right after, Publish says so with
+// ErrReplaced. A name that is gone by the check was taken away after it
+// held f (hookbox passwd's server takes its request so).
+func (f *File) Publish(name string) error {
+	d := f.d
+	if f.published {
+		return d.err("rename", name, errors.New("already published"))
 	}
+	if err := unix.Renameat(int(f.private.Fd()), fileName, d.fd, name); err != nil {
+		return &os.LinkError{Op: "rename", Old: f.Name(), New: filepath.Join(d.path, name), Err: err}
+	}
+	f.published = true
+	f.discardPrivate()
 	if ok, err := d.Exists(name); err != nil || !ok {
 		return err
 	}
@@ -314,14 +335,19 @@ func (f *File) Publish(name string) error {
 	return nil
 }
 
-// Discard closes f and removes its temporary name, if it still has one;
-// after Publish it only closes f.
+func (f *File) discardPrivate() {
+	if f.private != nil {
+		f.d.removePrivate(f.privName, f.private)
+		f.private.Close()
+		f.private = nil
+	}
+}
+
+// Discard closes f and removes it and its private directory, unless it
+// was published; after Publish it only closes f.
 func (f *File) Discard() {
 	f.Close()
-	if f.tmp != "" {
-		unix.Unlinkat(f.d.fd, f.tmp, 0)
-		f.tmp = ""
-	}
+	f.discardPrivate()
 }
 
 // OpenFile opens the regular file at path as Dir.OpenFile does: its last
