@@ -131,12 +131,22 @@ func TestLocalUserAttacker(t *testing.T) {
 				}
 				p := filepath.Join(dir, n)
 				fi, err := os.Lstat(p)
-				if err != nil || !fi.Mode().IsRegular() && fi.Mode()&os.ModeNamedPipe == 0 {
-					continue // gone, a directory, or already a link
+				if err != nil {
+					continue
 				}
 				target := victim
 				if i%2 == 1 {
 					target = filepath.Join(filepath.Dir(victim), "absent-"+strconv.Itoa(i))
+				}
+				switch {
+				case fi.IsDir() && strings.HasPrefix(n, "."):
+					// A directory root made (its private one for a new
+					// file): moved away, a link to the victim's directory
+					// in its place.
+					os.Rename(p, filepath.Join(dir, ".attack-moved-"+strconv.Itoa(i)))
+					target = filepath.Dir(victim)
+				case !fi.Mode().IsRegular() && fi.Mode()&os.ModeNamedPipe == 0:
+					continue // a directory of its own, or already a link
 				}
 				tmp := filepath.Join(dir, ".attack-"+strconv.Itoa(i))
 				if os.Symlink(target, tmp) == nil && os.Rename(tmp, p) != nil {

@@ -252,6 +252,20 @@ const fileName = "file"
 // between its last write and its rename into place; pattern (as for
 // os.CreateTemp) names the file where it cannot be made.
 func (d *Dir) NewFile(pattern string, perm os.FileMode) (*File, error) {
+	var err error
+	for range 10 {
+		var f *File
+		f, err = d.newFile(pattern, perm)
+		if !errors.Is(err, ErrReplaced) {
+			return f, err
+		}
+		// d's owner swapped the private directory between its making and
+		// its opening: make another.
+	}
+	return nil, err
+}
+
+func (d *Dir) newFile(pattern string, perm os.FileMode) (*File, error) {
 	var privName string
 	for range 100 {
 		privName = tempName(".hookbox-new-*")
@@ -265,7 +279,11 @@ func (d *Dir) NewFile(pattern string, perm os.FileMode) (*File, error) {
 		break
 	}
 	pfd, err := unix.Openat(d.fd, privName, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ENOENT) {
+		return nil, d.err("open", privName, fmt.Errorf("the directory made for a new file was swapped: %w", ErrReplaced))
+	}
 	if err != nil {
+		d.removePrivate(privName, nil)
 		return nil, d.err("open", privName, err)
 	}
 	private := os.NewFile(uintptr(pfd), filepath.Join(d.path, privName))
@@ -279,8 +297,8 @@ func (d *Dir) NewFile(pattern string, perm os.FileMode) (*File, error) {
 		fd, err = unix.Openat(pfd, fileName, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 	}
 	if err != nil {
+		d.removePrivate(privName, private)
 		private.Close()
-		d.removePrivate(privName, nil)
 		return nil, d.err("create", pattern, err)
 	}
 	f := &File{File: os.NewFile(uintptr(fd), filepath.Join(d.path, privName, fileName)), d: d, private: private, privName: privName}
