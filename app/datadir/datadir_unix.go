@@ -248,9 +248,9 @@ const fileName = "file"
 // NewFile makes a file in d for d's owner: mode perm and, when the caller
 // is root, d's owner, set through the open file before a byte is written.
 // Until Publish it lives in a new directory in d that only the caller may
-// change (".hookbox-new-<random>", 0700), so that nobody can swap its name
-// between its last write and its rename into place; pattern (as for
-// os.CreateTemp) names the file where it cannot be made.
+// change (0700, named from pattern as os.CreateTemp names a file), so that
+// nobody can swap its name between its last write and its rename into
+// place.
 func (d *Dir) NewFile(pattern string, perm os.FileMode) (*File, error) {
 	var err error
 	for range 10 {
@@ -268,7 +268,7 @@ func (d *Dir) NewFile(pattern string, perm os.FileMode) (*File, error) {
 func (d *Dir) newFile(pattern string, perm os.FileMode) (*File, error) {
 	var privName string
 	for range 100 {
-		privName = tempName(".hookbox-new-*")
+		privName = tempName(pattern)
 		err := unix.Mkdirat(d.fd, privName, 0o700)
 		if errors.Is(err, unix.EEXIST) {
 			continue
