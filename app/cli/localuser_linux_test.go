@@ -466,14 +466,15 @@ func (b *raceBed) repair(t *testing.T) {
 // and every restore that succeeded left the data file a regular file of
 // the service user's that is not a copy of the victim.
 // HOOKBOX_TEST_RACE_ROUNDS sets the rounds (default 3), and
-// HOOKBOX_TEST_RACE_PHASES=running,stopped,all picks phases (default all).
+// HOOKBOX_TEST_RACE_PHASES=running,stopped,all,paths picks phases (default
+// all four; paths turns the backup directory into a link to the victim's).
 func TestLocalUser_RootCommands(t *testing.T) {
 	b := newRaceBed(t)
 	rounds := 3
 	if n, err := strconv.Atoi(os.Getenv("HOOKBOX_TEST_RACE_ROUNDS")); err == nil && n > 0 {
 		rounds = n
 	}
-	phases := os.Getenv("HOOKBOX_TEST_RACE_PHASES") // running,stopped,all (the default: all three)
+	phases := os.Getenv("HOOKBOX_TEST_RACE_PHASES") // running,stopped,all,paths (the default: all four)
 	phase := func(name string) bool { return phases == "" || strings.Contains(phases, name) }
 	commands := 0
 	succeeded := map[string]int{} // what got through under attack: a race the commands never reach proves nothing
@@ -562,6 +563,45 @@ func TestLocalUser_RootCommands(t *testing.T) {
 		}
 		a.stop()
 		b.repair(t)
+	}
+	if phase("paths") {
+		// No race needed for this one: the service user turns its backup
+		// directory into a link to the victim's, and root backs up into
+		// it and restores from it. A link in a directory the service user
+		// owns is not followed (before, backup made a file beside the
+		// victim).
+		srv := startUserServer(t, b.u, b.bin, b.config)
+		code, out := b.root("password-paths\n", "passwd", "-config", b.config)
+		if code != 0 {
+			t.Fatalf("passwd: %d %s", code, out)
+		}
+		real := b.backups + ".real"
+		if err := os.Rename(b.backups, real); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(b.victimDir, b.backups); err != nil {
+			t.Fatal(err)
+		}
+		os.Lchown(b.backups, b.u.uid, b.u.gid)
+		code, out = b.rootEnv([]string{"HOOKBOX_PASSWORD=password-paths"}, "",
+			"backup", "-config", b.config, "-o", filepath.Join(b.backups, "by-root.db"))
+		check("backup through a link in the data directory", out)
+		if code == 0 || !strings.Contains(out, "symbolic link") {
+			t.Errorf("backup through a link the service user made: exit %d, %s", code, out)
+		}
+		srv.stop()
+		code, out = b.root("", "restore", "-config", b.config, filepath.Join(b.backups, "secret.db"))
+		check("restore through a link in the data directory", out)
+		if code == 0 || !strings.Contains(out, "symbolic link") {
+			t.Errorf("restore through a link the service user made: exit %d, %s", code, out)
+		}
+		if got, _ := os.ReadFile(filepath.Join(b.data, storage.FileName)); bytes.Equal(got, b.victimData) {
+			t.Error("restore copied the victim into the data directory")
+		}
+		os.Remove(b.backups)
+		if err := os.Rename(real, b.backups); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Logf("%d root commands raced, the victim intact; succeeded under attack: %v", commands, succeeded)
 	for _, what := range []string{"passwd to the running server", "backup", "restore", "passwd to a stopped server", "check"} {

@@ -200,3 +200,72 @@ func TestFile_Discard(t *testing.T) {
 		t.Fatalf("left in the directory: %v", names)
 	}
 }
+
+// A path is followed through a link only where nobody but root (and the
+// caller) could have made or changed the link.
+func TestOpen_Links(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the rule is about links other users control")
+	}
+	base := t.TempDir()
+	target := filepath.Join(base, "target")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string, mode os.FileMode, uid int) string {
+		d := filepath.Join(base, name)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(d, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	link := func(dir string, uid int) string {
+		l := filepath.Join(dir, "link")
+		if err := os.Symlink(target, l); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(l, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	for _, c := range []struct {
+		name string
+		dir  string
+		uid  int // the link's
+		ok   bool
+	}{
+		{"RootsDir", mk("roots", 0o755, 0), 0, true},
+		{"OtherUsersDir", mk("others", 0o700, 54321), 54321, false},
+		{"WritableByOthers", mk("open", 0o777, 0), 0, false},
+		{"StickyRootsLink", mk("sticky1", 0o777|os.ModeSticky, 0), 0, true},
+		{"StickyOthersLink", mk("sticky2", 0o777|os.ModeSticky, 0), 54321, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := link(c.dir, c.uid)
+			d, err := datadir.Open(filepath.Join(l, "."))
+			if c.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.Close()
+				return
+			}
+			if !errors.Is(err, datadir.ErrUntrustedLink) {
+				t.Fatalf("err = %v, want ErrUntrustedLink", err)
+			}
+			if _, err := datadir.OpenFile(filepath.Join(l, "file"), os.O_RDWR|os.O_CREATE, 0o600); !errors.Is(err, datadir.ErrUntrustedLink) {
+				t.Fatalf("OpenFile through it: err = %v, want ErrUntrustedLink", err)
+			}
+		})
+	}
+	if names, _ := os.ReadDir(target); len(names) != 0 {
+		t.Fatalf("files made through refused links: %v", names)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,10 +22,15 @@ type Dir struct {
 	uid, gid int
 }
 
-// Open opens the directory at path. The path itself is the caller's
-// choice (a config, a flag); only names inside it are distrusted.
+// Open opens the directory at path, resolving it one name at a time from
+// the root: a symbolic link on the way is followed only where the
+// directory holding it could have been changed by no one but root and the
+// caller (or, in a sticky directory such as /tmp, when the link is theirs).
+// A link in a directory another user can change (the service user's data
+// or backup directory, when root runs) is refused: it could point anywhere
+// by the time it is followed.
 func Open(path string) (*Dir, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := resolve(path)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -34,6 +40,82 @@ func Open(path string) (*Dir, error) {
 		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
 	return &Dir{f: os.NewFile(uintptr(fd), path), fd: fd, path: path, uid: int(st.Uid), gid: int(st.Gid)}, nil
+}
+
+// ErrUntrustedLink means a path goes through a symbolic link in a
+// directory that another user than root and the caller can change.
+var ErrUntrustedLink = errors.New("a symbolic link in a directory another user can change")
+
+const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+
+// resolve opens the directory at path as Open describes.
+func resolve(path string) (int, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return -1, err
+	}
+	cur, err := unix.Open("/", dirFlags, 0)
+	if err != nil {
+		return -1, err
+	}
+	rest := strings.Split(abs, "/")
+	for links := 0; len(rest) > 0; {
+		name := rest[0]
+		rest = rest[1:]
+		if name == "" || name == "." {
+			continue
+		}
+		next, err := unix.Openat(cur, name, dirFlags, 0)
+		if err == nil {
+			unix.Close(cur)
+			cur = next
+			continue
+		}
+		var link unix.Stat_t
+		if serr := unix.Fstatat(cur, name, &link, unix.AT_SYMLINK_NOFOLLOW); serr != nil || link.Mode&unix.S_IFMT != unix.S_IFLNK {
+			unix.Close(cur)
+			return -1, err
+		}
+		var dir unix.Stat_t
+		if err := unix.Fstat(cur, &dir); err != nil {
+			unix.Close(cur)
+			return -1, err
+		}
+		if !trustedLink(&dir, &link) {
+			unix.Close(cur)
+			return -1, fmt.Errorf("%w: %s is a link in a directory of uid %d (mode %04o): give the path without it", ErrUntrustedLink, name, dir.Uid, dir.Mode&0o7777)
+		}
+		if links++; links > 40 {
+			unix.Close(cur)
+			return -1, unix.ELOOP
+		}
+		buf := make([]byte, unix.PathMax)
+		n, err := unix.Readlinkat(cur, name, buf)
+		if err != nil {
+			unix.Close(cur)
+			return -1, err
+		}
+		target := string(buf[:n])
+		if strings.HasPrefix(target, "/") {
+			unix.Close(cur)
+			if cur, err = unix.Open("/", dirFlags, 0); err != nil {
+				return -1, err
+			}
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return cur, nil
+}
+
+// trustedLink reports whether a link (link) in a directory (dir) could
+// only have been made or changed by root or the caller.
+func trustedLink(dir, link *unix.Stat_t) bool {
+	me := uint32(os.Geteuid())
+	mine := func(uid uint32) bool { return uid == 0 || uid == me }
+	if mine(dir.Uid) && dir.Mode&0o022 == 0 {
+		return true
+	}
+	return dir.Mode&unix.S_ISVTX != 0 && mine(link.Uid) // sticky: only its owner replaces it
 }
 
 // Close closes the directory.
