@@ -128,8 +128,9 @@ func syncDir(dir string) error {
 }
 
 // CheckFile opens the bbolt file at path read-only and runs bbolt's
-// consistency check on it; it returns the first problem found. A link or a
-// FIFO as the last name of path is refused (a restore's copy may be in the
+// consistency check on it; it returns the first problem found. path is
+// opened as package datadir opens: never through a link another user
+// controls, never waiting on a FIFO (a restore's copy may be in the
 // service user's backup directory).
 func CheckFile(path string) error {
 	f, err := datadir.OpenFile(path, os.O_RDONLY, 0)

@@ -37,8 +37,9 @@ type Restored struct {
 //
 // Root runs it in a directory the service user owns and may change
 // meanwhile, and from a copy that may be in the service user's backup
-// directory: from is opened once (its last name neither a link nor a
-// FIFO) and that open file is what is checked and copied; every name in
+// directory: from is opened once (through no link the service user
+// controls, and not a FIFO) and that open file is what is checked and
+// copied; every name in
 // dataDir is taken relative to the directory held open, never through a
 // link; the new file gets its owner through the open file, never by name
 // (package datadir). TestLocalUser_RootCommands races it.
