@@ -443,7 +443,11 @@ case $backup_dir in
 	esac
 	backup_rw="ReadWritePaths=-$backup_dir"
 	if $REAL && [ ! -d "$backup_dir" ]; then
-		install -d -m 0700 -o "$SVC_USER" -g "$SVC_USER" -- "$backup_dir"
+		# mkdir (which fails on a name already there, a link included), then chown -h: the parent may
+		# be the service user's, and install -d -o would chown whatever a link put there pointed to.
+		mkdir -p -- "$(dirname -- "$backup_dir")"
+		mkdir -m 0700 -- "$backup_dir" || die "cannot create $backup_dir (backup.dir in $CONFIG)"
+		chown -h -- "$SVC_USER:$SVC_USER" "$backup_dir"
 		info "created $backup_dir for the backups (backup.dir)"
 	fi
 	;;

@@ -149,6 +149,45 @@ func TestLogin_Request(t *testing.T) {
 			t.Fatalf("the log does not say why: %q", logs.String())
 		}
 	})
+	for _, c := range []struct {
+		name, why string
+		put       func(path string) error
+	}{
+		// The service user can put anything under the name: none of it may
+		// stop the watcher (a FIFO once blocked its open for good), and
+		// each is refused with a log line that says what it was.
+		{"ErrFIFO", "a FIFO", mkfifo},
+		{"ErrSymlink", "a symbolic link", func(path string) error {
+			hash, _ := app.HashPassword("through a link")
+			target := filepath.Join(t.TempDir(), "hash")
+			if err := os.WriteFile(target, hash, 0o600); err != nil {
+				return err
+			}
+			return os.Symlink(target, path)
+		}},
+		{"ErrTooLong", "too long", func(path string) error {
+			return os.WriteFile(path, bytes.Repeat([]byte("$"), 4096), 0o600)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.put(filepath.Join(dir, app.PasswordRequestName)); errors.Is(err, errors.ErrUnsupported) {
+				t.Skip(err)
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+			defer wcancel()
+			if err := app.WaitPasswordRequest(wctx, dir); err == nil || !strings.Contains(err.Error(), "refused") {
+				t.Fatalf("err = %v, want a refusal", err)
+			}
+			if !strings.Contains(logs.String(), c.why) {
+				t.Fatalf("the log does not say %q: %q", c.why, logs.String())
+			}
+			if !l.Check("admin", "correct horse battery") {
+				t.Fatal("the password changed")
+			}
+		})
+	}
 	t.Run("ErrCheapHash", func(t *testing.T) {
 		// A cost under the default would make guessing cheap.
 		path := filepath.Join(dir, app.PasswordRequestName)

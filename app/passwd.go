@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"hookbox/app/datadir"
 )
 
 // PasswordRequestName is the file in the data directory through which
@@ -76,35 +78,32 @@ func ValidPasswordHash(h []byte) error {
 }
 
 // WritePasswordRequest leaves hash for the server running on dataDir to
-// store: written whole to a temporary file, synced, then renamed into
-// place, so the server never reads half of it.
+// store: written whole to a new file, synced, then renamed into place, so
+// the server never reads half of it. Root runs it in the service user's
+// directory: the file is that user's, mode 0600, from the moment it is
+// made and through the open file (package datadir), so a name the service
+// user swaps meanwhile hands it nothing.
 func WritePasswordRequest(dataDir string, hash []byte) error {
 	if err := ValidPasswordHash(hash); err != nil {
 		return err
 	}
-	os.Remove(filepath.Join(dataDir, passwordRefusedName)) // an earlier refusal is not this one's
-	f, err := os.CreateTemp(dataDir, "."+PasswordRequestName+".tmp-*")
+	d, err := datadir.Open(dataDir)
 	if err != nil {
 		return fmt.Errorf("write the password request: %w", err)
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after the rename, there is nothing left to remove
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
+	defer d.Close()
+	d.Remove(passwordRefusedName) // an earlier refusal is not this one's
+	f, err := d.NewFile("."+PasswordRequestName+".tmp-*", 0o600)
+	if err != nil {
 		return fmt.Errorf("write the password request: %w", err)
 	}
+	defer f.Discard() // after Publish, there is nothing left to remove
 	_, err = f.Write(append(bytes.Clone(hash), '\n'))
 	if err == nil {
 		err = f.Sync()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	if err == nil {
-		err = chownLikeDir(tmp, dataDir) // root runs it for the service user
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dataDir, PasswordRequestName))
+		err = f.Publish(PasswordRequestName)
 	}
 	if err != nil {
 		return fmt.Errorf("write the password request in %s: %w", dataDir, err)
@@ -136,21 +135,22 @@ func WaitPasswordRequest(ctx context.Context, dataDir string) error {
 	}
 }
 
+// maxRequestSize bounds a request file: a bcrypt hash and a newline.
+const maxRequestSize = 256
+
 // readPasswordRequest returns the hash of a pending request in dataDir;
-// errNoRequest when there is none.
+// errNoRequest when there is none. The service user could put anything
+// under the name, and swap it between any two looks: the file is opened
+// without following a link and without waiting on a FIFO, then checked
+// through the open file (regular, this server's user's, 0600 or less,
+// small) before a byte is read, so that nothing there can stop the
+// watcher.
 func readPasswordRequest(dataDir string) ([]byte, error) {
 	path := filepath.Join(dataDir, PasswordRequestName)
-	lfi, err := os.Lstat(path)
+	f, err := datadir.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, errNoRequest
 	}
-	if err != nil {
-		return nil, err
-	}
-	if !lfi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -160,18 +160,18 @@ func readPasswordRequest(dataDir string) ([]byte, error) {
 		return nil, err
 	}
 	switch {
-	case !os.SameFile(lfi, fi):
-		return nil, fmt.Errorf("%s was replaced while read", path)
 	case fi.Mode().Perm()&0o077 != 0:
 		return nil, fmt.Errorf("%s has mode %04o: others may read or write it (want 0600)", path, fi.Mode().Perm())
 	case !ownedByMe(fi):
 		return nil, fmt.Errorf("%s belongs to another user than this server's", path)
+	case fi.Size() > maxRequestSize:
+		return nil, fmt.Errorf("%s is too long for a bcrypt hash (%d bytes)", path, fi.Size())
 	}
-	b, err := io.ReadAll(io.LimitReader(f, 257))
+	b, err := io.ReadAll(io.LimitReader(f, maxRequestSize+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > 256 {
+	if len(b) > maxRequestSize {
 		return nil, fmt.Errorf("%s is too long for a bcrypt hash", path)
 	}
 	hash := bytes.TrimSpace(b)

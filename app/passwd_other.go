@@ -6,5 +6,3 @@ import "os"
 
 // ownedByMe cannot tell owners apart here: the directory's mode protects it.
 func ownedByMe(os.FileInfo) bool { return true }
-
-func chownLikeDir(string, string) error { return nil }

@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+
+	"hookbox/app/datadir"
 )
 
 // CheckDataDir finds what would stop serve from keeping its data in dir:
@@ -45,12 +47,18 @@ func CheckDataDir(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
-	f, err := os.CreateTemp(abs, ".hookbox-check-*")
+	// Made as serve's files are, and never named where the file system
+	// allows: root's check leaves nothing in the service user's directory.
+	d, err := datadir.Open(abs)
+	if err != nil {
+		return fmt.Errorf("cannot use %s: %w", dir, err)
+	}
+	defer d.Close()
+	f, err := d.NewFile(".hookbox-check-*", 0o600)
 	if err != nil {
 		return fmt.Errorf("cannot write in %s: %w", dir, err)
 	}
-	f.Close()
-	os.Remove(f.Name())
+	f.Discard()
 	return nil
 }
 

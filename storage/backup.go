@@ -12,6 +12,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"hookbox/app/datadir"
 )
 
 // initialMmapSize is the address space bbolt maps from the start. A write
@@ -126,15 +128,28 @@ func syncDir(dir string) error {
 }
 
 // CheckFile opens the bbolt file at path read-only and runs bbolt's
-// consistency check on it; it returns the first problem found.
+// consistency check on it; it returns the first problem found. path is
+// opened as package datadir opens: never through a link another user
+// controls, never waiting on a FIFO (a restore's copy may be in the
+// service user's backup directory).
 func CheckFile(path string) error {
-	if _, err := os.Stat(path); err != nil {
+	f, err := datadir.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
 		return err
 	}
-	if err := checkPages(path); err != nil { // bbolt would crash on a short file
+	defer f.Close()
+	return CheckOpen(f)
+}
+
+// CheckOpen is CheckFile on a file already open: what it checks is that
+// file, whatever its name holds by then.
+func CheckOpen(f *os.File) error {
+	path := f.Name()
+	if err := checkPages(f); err != nil { // bbolt would crash on a short file
 		return err
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second,
+		OpenFile: func(string, int, os.FileMode) (*os.File, error) { return reopen(f) }})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return fmt.Errorf("open %s: %w", path, ErrLocked)

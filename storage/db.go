@@ -19,6 +19,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"hookbox/app"
+	"hookbox/app/datadir"
 )
 
 // Bucket names. Keys are documented where they are built (encoding.go).
@@ -76,18 +77,28 @@ func Open(dir string) (*DB, error) {
 		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
+	// Every name in the directory is taken relative to it held open, never
+	// through a link, never waiting on a FIFO, and a file made is its
+	// owner's: root opens it too (hookbox passwd on a stopped server), in a
+	// directory the service user owns and may change meanwhile.
+	dd, err := datadir.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open data dir %s: %w", dir, err)
+	}
+	defer dd.Close()
 	// The directory's lock first, then the file: a restore holds the
 	// former while it replaces the latter. A running hookbox holds it too,
 	// so what inspect finds below is never a file being written.
-	unlock, err := lockDir(dir, time.Second)
+	unlock, err := lockDir(dd, time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := inspect(dir, path); err != nil {
+	if err := inspect(dd); err != nil {
 		unlock()
 		return nil, err
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: initialMmapSize, NoSync: brokenNoSync})
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: initialMmapSize, NoSync: brokenNoSync,
+		OpenFile: func(_ string, flag int, perm os.FileMode) (*os.File, error) { return dd.OpenFile(FileName, flag, perm) }})
 	if err != nil {
 		unlock()
 		if errors.Is(err, bolterrors.ErrTimeout) {
@@ -98,7 +109,7 @@ func Open(dir string) (*DB, error) {
 	// bbolt syncs a new file's pages, not its name: without a sync of the
 	// directory a power cut after the first commits can take the whole
 	// file (TestPowerLoss_FirstStart).
-	if err := syncDir(dir); err != nil {
+	if err := dd.Sync(); err != nil {
 		bdb.Close()
 		unlock()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -149,7 +160,7 @@ func Open(dir string) (*DB, error) {
 		lingerMax: lingerMax,
 		counts:    newCounter(),
 	}
-	markKept(dir, time.Now())
+	markKept(dd, time.Now())
 	go d.committer()
 	return d, nil
 }

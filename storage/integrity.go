@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"hookbox/app"
+	"hookbox/app/datadir"
 )
 
 // FormatVersion is the layout of the data file this build reads and
@@ -46,15 +47,25 @@ var formatKey = []byte("format")
 // applies.
 func logger() *slog.Logger { return slog.Default().With("component", "storage") }
 
-// inspect decides, before bbolt opens it, whether the data file at path in
-// dir may be opened: a missing or empty one only where no data was kept
-// (see keptData), a non-empty one only when a meta page is sound and the
-// file holds every page its last commit uses. It logs when bbolt will fall
-// back to the older meta page.
-func inspect(dir, path string) error {
-	fi, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) || err == nil && fi.Size() == 0 {
-		if why := keptData(dir); why != "" {
+// inspect decides, before bbolt opens it, whether the data file (FileName)
+// in the data directory d may be opened: a missing or empty one only where
+// no data was kept (see keptData), a non-empty one only when a meta page is
+// sound and the file holds every page its last commit uses. It logs when
+// bbolt will fall back to the older meta page. A link or a FIFO under the
+// name is refused, not followed or waited on (root runs passwd here).
+func inspect(d *datadir.Dir) error {
+	path := filepath.Join(d.Path(), FileName)
+	f, err := d.OpenFile(FileName, os.O_RDONLY, 0)
+	var size int64
+	if err == nil {
+		defer f.Close()
+		var fi os.FileInfo
+		if fi, err = f.Stat(); err == nil {
+			size = fi.Size()
+		}
+	}
+	if errors.Is(err, os.ErrNotExist) || err == nil && size == 0 {
+		if why := keptData(d); why != "" {
 			state := "is missing"
 			if err == nil {
 				state = "is empty"
@@ -66,18 +77,14 @@ func inspect(dir, path string) error {
 	if err != nil {
 		return err
 	}
-	return checkPages(path)
+	return checkPages(f)
 }
 
 // checkPages refuses a bbolt file without a sound meta page, or shorter
 // than its last commit, and logs when bbolt will fall back to the older
 // meta page.
-func checkPages(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
+func checkPages(f *os.File) error {
+	path := f.Name()
 	fi, err := f.Stat()
 	if err != nil {
 		return err
@@ -102,11 +109,14 @@ func checkPages(path string) error {
 	return nil
 }
 
-// keptData says why the directory shows that hookbox kept data there
-// ("" when it does not): the marker, a file a restore replaced, or a
+// keptData says why the data directory d shows that hookbox kept data
+// there ("" when it does not): the marker, a file a restore replaced, or a
 // backup in the default backup directory (installs from before the marker).
-func keptData(dir string) string {
-	if b, err := os.ReadFile(filepath.Join(dir, MarkerName)); err == nil {
+func keptData(d *datadir.Dir) string {
+	dir := d.Path()
+	if f, err := d.OpenFile(MarkerName, os.O_RDONLY, 0); err == nil {
+		b, _ := io.ReadAll(io.LimitReader(f, 256))
+		f.Close()
 		return fmt.Sprintf("%s says a data file was made here (%s)", MarkerName, firstLine(b))
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, FileName+ReplacedSuffix+"*")); len(m) > 0 {
@@ -127,11 +137,12 @@ func firstLine(b []byte) string {
 	return string(b)
 }
 
-// markKept writes the marker once a data file is open in dir, durably.
-// A failure is only logged: the file is fine, the guard is weaker.
-func markKept(dir string, now time.Time) {
-	path := filepath.Join(dir, MarkerName)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+// markKept writes the marker once a data file is open in d, durably, for
+// d's owner. A failure is only logged: the file is fine, the guard is
+// weaker.
+func markKept(d *datadir.Dir, now time.Time) {
+	path := filepath.Join(d.Path(), MarkerName)
+	f, err := d.OpenFile(MarkerName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
 		return
 	}
@@ -146,7 +157,7 @@ func markKept(dir string, now time.Time) {
 		}
 	}
 	if err == nil {
-		err = syncDir(dir)
+		err = d.Sync()
 	}
 	if err != nil {
 		logger().Warn("cannot write the data file's marker", "file", path, slog.Any("error", err))

@@ -9,13 +9,17 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"hookbox/app/datadir"
 )
 
-// lockFile takes the exclusive lock bbolt takes on path (flock), trying
-// for up to wait; ErrLocked when another process keeps it, an error
-// wrapping os.ErrNotExist when there is no such file.
-func lockFile(path string, wait time.Duration) (unlock func(), err error) {
-	f, err := os.Open(path)
+// lockFile takes the exclusive lock bbolt takes on the file name in d
+// (flock), trying for up to wait; ErrLocked when another process keeps
+// it, an error wrapping os.ErrNotExist when there is no such file. The
+// file is opened as package datadir opens: a link or a FIFO put under the
+// name is refused, not followed or waited on.
+func lockFile(d *datadir.Dir, name string, wait time.Duration) (unlock func(), err error) {
+	f, err := d.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -37,28 +41,28 @@ func lockFile(path string, wait time.Duration) (unlock func(), err error) {
 	}
 }
 
-// lockDir takes the exclusive lock of the data directory dir: a flock on
-// its lock file (LockName, created 0600 if absent), trying for up to wait;
-// ErrLocked when another process keeps it. serve holds it for its lifetime
-// and restore for its whole run. The lock file is never replaced or
-// removed, unlike the data file a restore renames over: a lock on the data
-// file itself let a server that opened the file just before a restore
-// renamed a copy over it wait for the restore, then run on the replaced
-// file. Should the lock file be replaced all the same, the lock taken on
-// the old one is dropped and taken again on the one in place.
-func lockDir(dir string, wait time.Duration) (unlock func(), err error) {
-	path := filepath.Join(dir, LockName)
+// lockDir takes the exclusive lock of the data directory d: a flock on
+// its lock file (LockName, created 0600 for d's owner if absent), trying
+// for up to wait; ErrLocked when another process keeps it. serve holds it
+// for its lifetime and restore for its whole run. The lock file is never
+// replaced or removed, unlike the data file a restore renames over: a lock
+// on the data file itself let a server that opened the file just before a
+// restore renamed a copy over it wait for the restore, then run on the
+// replaced file. Should the lock file be replaced all the same, the lock
+// taken on the old one is dropped and taken again on the one in place.
+// A link or FIFO under its name is refused (root runs restore and passwd
+// in the service user's directory).
+func lockDir(d *datadir.Dir, wait time.Duration) (unlock func(), err error) {
+	path := filepath.Join(d.Path(), LockName)
 	deadline := time.Now().Add(wait)
 	for {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		f, err := d.OpenFile(LockName, os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
-			return nil, fmt.Errorf("lock %s: %w", dir, err)
+			return nil, fmt.Errorf("lock %s: %w", d.Path(), err)
 		}
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
-			held, herr := f.Stat()
-			now, nerr := os.Stat(path)
-			if herr == nil && nerr == nil && os.SameFile(held, now) {
+			if held, herr := d.Holds(LockName, f); herr == nil && held {
 				return func() { f.Close() }, nil // closing releases the lock
 			}
 			f.Close() // replaced meanwhile: lock the file in place
@@ -75,20 +79,26 @@ func lockDir(dir string, wait time.Duration) (unlock func(), err error) {
 	}
 }
 
-// chownLike gives path the owner and group of ref when running as root
-// (a root restore must leave a file the hookbox user can open); otherwise
-// the file already belongs to the caller.
-func chownLike(path, ref string) error {
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	fi, err := os.Stat(ref)
+// reopen returns a second descriptor of f, for bbolt to open the very file
+// checked (and close it without closing f).
+func reopen(f *os.File) (*os.File, error) {
+	fd, err := syscall.Dup(int(f.Fd()))
 	if err != nil {
-		return err
+		return nil, err
+	}
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}
+
+// fileOwner returns the user and group that own f.
+func fileOwner(f *os.File) (uid, gid int, ok bool) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, false
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return nil
+		return 0, 0, false
 	}
-	return os.Chown(path, int(st.Uid), int(st.Gid))
+	return int(st.Uid), int(st.Gid), true
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"hookbox/app/datadir"
 )
 
 // ReplacedSuffix starts the name a restore gives the data file it replaces:
@@ -27,11 +29,20 @@ type Restored struct {
 // dataDir. It refuses while another process (a running hookbox) holds the
 // data file, checks from with bbolt's consistency check before it changes
 // anything, and keeps the previous data file as hookbox.db.replaced-<now>.
-// The new file is written to a temporary name, synced, given the previous
-// file's owner and mode 0600, and renamed into place, so the data file is
-// always either the old one or the complete copy. Deliveries that were
-// pending in the copy go out when hookbox starts on it; the ids it
-// remembers stay remembered.
+// The new file is made with the previous file's owner (else the data
+// directory's) and mode 0600, written, synced, and renamed into place, so
+// the data file is always either the old one or the complete copy.
+// Deliveries that were pending in the copy go out when hookbox starts on
+// it; the ids it remembers stay remembered.
+//
+// Root runs it in a directory the service user owns and may change
+// meanwhile, and from a copy that may be in the service user's backup
+// directory: from is opened once (through no link the service user
+// controls, and not a FIFO) and that open file is what is checked and
+// copied; every name in
+// dataDir is taken relative to the directory held open, never through a
+// link; the new file gets its owner through the open file, never by name
+// (package datadir). TestLocalUser_RootCommands races it.
 func Restore(dataDir, from string, now time.Time) (*Restored, error) {
 	path := filepath.Join(dataDir, FileName)
 	absFrom, err1 := filepath.Abs(from)
@@ -42,25 +53,39 @@ func Restore(dataDir, from string, now time.Time) (*Restored, error) {
 	if absFrom == absPath {
 		return nil, fmt.Errorf("%s is the data file itself: give a backup copy", from)
 	}
-	if err := CheckFile(from); err != nil {
+	src, err := datadir.OpenFile(from, os.O_RDONLY, 0)
+	if err == nil {
+		defer src.Close()
+		err = CheckOpen(src)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%s is not a sound hookbox data file, nothing was changed: %w", from, err)
+	}
+	fi, err := src.Stat()
+	if err != nil {
+		return nil, err
 	}
 	// A new data directory must survive a power cut (TestPowerLoss_Restore).
 	if err := makeDir(dataDir); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", dataDir, err)
 	}
+	d, err := datadir.Open(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("open data dir %s: %w", dataDir, err)
+	}
+	defer d.Close()
 	// Hold the data directory's lock for the whole restore: a hookbox
 	// starting meanwhile waits for it, then opens the file in place, or
 	// fails; a running one makes the restore fail. The data file's own
 	// lock too, which is all a hookbox from before the lock file holds.
-	unlockDir, err := lockDir(dataDir, time.Second)
+	unlockDir, err := lockDir(d, time.Second)
 	if errors.Is(err, ErrLocked) {
 		return nil, fmt.Errorf("%s: %w: stop it first (systemctl stop hookbox)", dataDir, ErrLocked)
 	} else if err != nil {
 		return nil, err
 	}
 	defer unlockDir()
-	unlock, err := lockFile(path, time.Second)
+	unlock, err := lockFile(d, FileName, time.Second)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		unlock = func() {}
@@ -70,79 +95,59 @@ func Restore(dataDir, from string, now time.Time) (*Restored, error) {
 		return nil, err
 	}
 	defer unlock()
-	tmp, size, err := copyFile(from, dataDir)
+	out, err := d.NewFile("."+FileName+".restore-*.tmp", 0o600)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("restore: %w", err)
 	}
-	done := false
-	defer func() {
-		if !done {
-			os.Remove(tmp)
+	defer out.Discard()
+	if old, err := d.OpenFile(FileName, os.O_RDONLY, 0); err == nil {
+		uid, gid, ok := fileOwner(old)
+		old.Close()
+		if dirUID, dirGID := d.Owner(); ok && os.Geteuid() == 0 && (uid != dirUID || gid != dirGID) {
+			if err := out.Chown(uid, gid); err != nil {
+				return nil, fmt.Errorf("give the copy the owner of %s: %w", path, err)
+			}
 		}
-	}()
-	owner := path
-	if _, err := os.Stat(path); err != nil {
-		owner = dataDir
 	}
-	if err := chownLike(tmp, owner); err != nil {
-		return nil, fmt.Errorf("give %s the owner of %s: %w", tmp, owner, err)
+	n, err := io.Copy(out, io.NewSectionReader(src, 0, fi.Size()))
+	if err == nil {
+		err = out.Sync()
 	}
-	res := &Restored{Path: path, Size: size}
-	if _, err := os.Stat(path); err == nil {
+	if err != nil {
+		return nil, fmt.Errorf("copy %s into %s: %w", from, dataDir, err)
+	}
+	res := &Restored{Path: path, Size: n}
+	if had, err := d.Exists(FileName); err != nil {
+		return nil, err
+	} else if had {
 		// A second name for the old file, then one atomic rename over the
 		// data file: there is no moment without a data file. A restore in
 		// the same second as the last one adds -2, -3….
-		base := path + ReplacedSuffix + now.UTC().Format("20060102-150405")
-		res.Replaced = base
+		base := FileName + ReplacedSuffix + now.UTC().Format("20060102-150405")
+		replaced := base
 		for n := 2; ; n++ {
-			err := os.Link(path, res.Replaced)
+			err := d.Link(FileName, replaced)
 			if err == nil {
 				break
 			}
 			if !errors.Is(err, os.ErrExist) || n > 1000 {
-				return nil, fmt.Errorf("keep the data file as %s: %w", res.Replaced, err)
+				return nil, fmt.Errorf("keep the data file as %s: %w", filepath.Join(dataDir, replaced), err)
 			}
-			res.Replaced = fmt.Sprintf("%s-%d", base, n)
+			replaced = fmt.Sprintf("%s-%d", base, n)
 		}
+		res.Replaced = filepath.Join(dataDir, replaced)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := out.Publish(FileName); err != nil {
+		if errors.Is(err, datadir.ErrReplaced) && res.Replaced != "" {
+			return nil, fmt.Errorf("put the copy in place: %w; the previous data file is kept as %s", err, res.Replaced)
+		}
 		if res.Replaced != "" {
-			os.Remove(res.Replaced)
+			d.Remove(filepath.Base(res.Replaced))
 		}
 		return nil, fmt.Errorf("put the copy in place: %w", err)
 	}
-	done = true
-	if err := syncDir(dataDir); err != nil {
+	if err := d.Sync(); err != nil {
 		return nil, err
 	}
 	return res, nil
-}
-
-// copyFile copies from into a new temporary file in dir, synced and mode
-// 0600, and returns its name and size.
-func copyFile(from, dir string) (string, int64, error) {
-	in, err := os.Open(from)
-	if err != nil {
-		return "", 0, err
-	}
-	defer in.Close()
-	out, err := os.CreateTemp(dir, "."+FileName+".restore-*.tmp")
-	if err != nil {
-		return "", 0, fmt.Errorf("restore: %w", err)
-	}
-	n, err := io.Copy(out, in)
-	if err == nil {
-		err = out.Chmod(0o600)
-	}
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(out.Name())
-		return "", 0, fmt.Errorf("copy %s into %s: %w", from, dir, err)
-	}
-	return out.Name(), n, nil
 }

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"time"
 
-	"go.etcd.io/bbolt"
+	"hookbox/app/datadir"
+	"hookbox/storage"
 )
 
 func runBackup(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
@@ -42,9 +42,14 @@ func runBackup(_ context.Context, c *command, args []string, stdout, stderr io.W
 	return 0
 }
 
-// backup downloads the data file into a temp file next to out, syncs and
-// checks it, then renames it over out: out is either the old file or a
-// complete, checked copy, never half a download.
+// backup downloads the data file into a new file in out's directory,
+// syncs and checks it, then renames it over out: out is either the old
+// file or a complete, checked copy, never half a download. Root may run it
+// into a directory the service user owns (the backup directory): the file
+// is made there through the directory held open, with that directory
+// owner's and mode 0600 from the start, the check reads the file written
+// (not whatever its name holds by then), and the rename is checked to have
+// put that file in place (package datadir).
 func backup(api *adminAPI, out string) (int64, error) {
 	resp, err := api.do(http.MethodGet, "/backup")
 	if err != nil {
@@ -54,19 +59,16 @@ func backup(api *adminAPI, out string) (int64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("hookbox backup: the server answered %d: %s", resp.StatusCode, readAnswer(resp.Body))
 	}
-	dir := filepath.Dir(out)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(out)+".tmp-*")
+	d, err := datadir.Open(filepath.Dir(out))
 	if err != nil {
 		return 0, fmt.Errorf("hookbox backup: %w", err)
 	}
-	tmp := f.Name()
-	done := false
-	defer func() {
-		if !done {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
+	defer d.Close()
+	f, err := d.NewFile("."+filepath.Base(out)+".tmp-*", 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("hookbox backup: %w", err)
+	}
+	defer f.Discard()
 	n, err := io.Copy(f, resp.Body)
 	if err != nil {
 		return 0, fmt.Errorf("hookbox backup: download: %w", err)
@@ -75,41 +77,15 @@ func backup(api *adminAPI, out string) (int64, error) {
 		return 0, fmt.Errorf("hookbox backup: download cut short: %d of %d bytes", n, resp.ContentLength)
 	}
 	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("hookbox backup: sync %s: %w", tmp, err)
+		return 0, fmt.Errorf("hookbox backup: sync %s: %w", out, err)
 	}
-	if err := f.Close(); err != nil {
-		return 0, fmt.Errorf("hookbox backup: close %s: %w", tmp, err)
-	}
-	if err := checkBolt(tmp); err != nil {
+	if err := storage.CheckOpen(f.File); err != nil {
 		return 0, fmt.Errorf("hookbox backup: the downloaded copy is damaged, %s left as it was: %w", out, err)
 	}
-	if err := os.Rename(tmp, out); err != nil {
+	if err := f.Publish(filepath.Base(out)); err != nil {
 		return 0, fmt.Errorf("hookbox backup: %w", err)
 	}
-	done = true
 	// The rename is durable once the directory is synced.
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	d.Sync()
 	return n, nil
-}
-
-// checkBolt opens the bbolt file at path read-only and runs its
-// consistency check; it returns the first problem found.
-func checkBolt(path string) error {
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
-	}
-	defer db.Close()
-	return db.View(func(tx *bbolt.Tx) error {
-		var first error
-		for err := range tx.Check() { // drain: the checker runs until done
-			if first == nil {
-				first = err
-			}
-		}
-		return first
-	})
 }
