@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/storage"
 )
 
@@ -25,7 +26,7 @@ func alertConfig(url string) string {
 
 func newAlerter(t *testing.T, url string) *app.Alerter {
 	t.Helper()
-	cfg, err := app.ParseConfig("t.toml", alertConfig(url), nil)
+	cfg, err := config.Parse("t.toml", alertConfig(url), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/storage"
 )
 
@@ -48,7 +49,7 @@ func (s *alertSink) messages() []string {
 
 func backupConfig(t *testing.T, dataDir, extra string) *app.Config {
 	t.Helper()
-	cfg, err := app.ParseConfig("c.toml", fmt.Sprintf("[server]\ndata_dir = %q\n%s\n[[source]]\nname = \"gh\"\nprovider = \"github\"\nsecret = \"s\"\n",
+	cfg, err := config.Parse("c.toml", fmt.Sprintf("[server]\ndata_dir = %q\n%s\n[[source]]\nname = \"gh\"\nprovider = \"github\"\nsecret = \"s\"\n",
 		dataDir, extra), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +242,7 @@ func TestParseConfig_Backup(t *testing.T) {
 		{"[backup]\nkeep = 0\n", "backup.keep"},
 		{"[backup]\nkept = 3\n", "backup.kept"},
 	} {
-		_, err := app.ParseConfig("c.toml", tt.toml+"[[source]]\nname = \"gh\"\nprovider = \"github\"\nsecret = \"s\"\n", nil)
+		_, err := config.Parse("c.toml", tt.toml+"[[source]]\nname = \"gh\"\nprovider = \"github\"\nsecret = \"s\"\n", nil)
 		if ce, ok := err.(*app.ConfigError); !ok || ce.Key != tt.key {
 			t.Errorf("%q: err = %v, want key %s", tt.toml, err, tt.key)
 		}

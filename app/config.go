@@ -260,12 +260,10 @@ const (
 	DefaultConcurrency  = 8
 	DefaultAlertCheck   = "@every 1m"
 	DefaultStatusUser   = "admin"
-	maxMaxBodyBytes     = 64 << 20
 	// DefaultMaxBodyBytesTotal holds 32 bodies of the default largest at
 	// once (each may take up to twice its size), far more than webhooks
 	// need (they are mostly a few KiB), and far less than a small VPS has.
 	DefaultMaxBodyBytesTotal = 64 << 20
-	maxMaxBodyBytesTotal     = 1 << 40
 	// DefaultTLSListen is the listen address when TLS is on and listen is not set.
 	DefaultTLSListen = ":443"
 	// DefaultHTTPListen is the challenge and redirect listener of ACME mode.
@@ -286,7 +284,6 @@ const (
 	// DefaultMaxConnectionsPerIP is far above what a sender's burst opens
 	// and far below what one host needs to fill MaxConnections.
 	DefaultMaxConnectionsPerIP = 256
-	maxMaxConnections          = 1 << 20
 )
 
 // ConfigError is a problem with one key of a config file; it prints as
@@ -321,15 +318,16 @@ func (d *Destination) RetryHorizon() time.Duration {
 	return time.Duration(float64(steps)*(1+retryJitter)) + time.Duration(len(d.Retry)+1)*d.Timeout
 }
 
-// scheduleText says what RetryHorizon adds up.
-func (d *Destination) scheduleText() string {
-	attempts := fmt.Sprintf("%d attempts of up to %s", len(d.Retry)+1, shortDuration(d.Timeout))
+// ScheduleText says what RetryHorizon adds up, for the errors of a
+// config whose retention is shorter.
+func (d *Destination) ScheduleText() string {
+	attempts := fmt.Sprintf("%d attempts of up to %s", len(d.Retry)+1, ShortDuration(d.Timeout))
 	if len(d.Retry) == 0 {
-		return "no retry, one attempt of up to " + shortDuration(d.Timeout)
+		return "no retry, one attempt of up to " + ShortDuration(d.Timeout)
 	}
 	steps := make([]string, len(d.Retry))
 	for i, r := range d.Retry {
-		steps[i] = shortDuration(r)
+		steps[i] = ShortDuration(r)
 	}
 	return fmt.Sprintf("retry %s with %d%% jitter, and %s", strings.Join(steps, ", "), int(retryJitter*100), attempts)
 }
@@ -342,4 +340,16 @@ func (c *Config) SourceByName(name string) *Source {
 		}
 	}
 	return nil
+}
+
+// ShortDuration writes d without zero minutes and seconds ("1h", "15m").
+func ShortDuration(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
 }

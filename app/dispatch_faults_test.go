@@ -279,7 +279,7 @@ func TestAlerter_RedirectNotFollowed(t *testing.T) {
 	}))
 	t.Cleanup(redirect.Close)
 	s := newSink(t, 410)
-	h := newHarness(t, config(`[]`, s.URL)+fmt.Sprintf("[alerts]\ndead_letters_over = 0\nurl = %q\n", redirect.URL))
+	h := newHarness(t, destsConfig(`[]`, s.URL)+fmt.Sprintf("[alerts]\ndead_letters_over = 0\nurl = %q\n", redirect.URL))
 	h.send(t, "alert-1", `{}`)
 	h.waitState(t, "alert-1", 0, app.Dead)
 	app.NewAlerter(h.cfg, h.db).Check(context.Background())
@@ -397,7 +397,7 @@ func TestDispatcher_RecordFails(t *testing.T) {
 	s := newSink(t, 200)
 	store := &failingRecords{}
 	store.failing.Store(true)
-	h := newHarnessOver(t, config(`["1h"]`, s.URL), func(db *storage.DB) app.Store { store.Store = db; return store })
+	h := newHarnessOver(t, destsConfig(`["1h"]`, s.URL), func(db *storage.DB) app.Store { store.Store = db; return store })
 	h.disp.StoreRetry = 300 * time.Millisecond
 
 	h.send(t, "unrecorded-1", `{}`)
@@ -638,7 +638,7 @@ func TestDispatcher_RecordFailsBacksOff(t *testing.T) {
 	s := newSink(t, 200)
 	store := &failingRecords{}
 	store.failing.Store(true)
-	h := newHarnessOver(t, config(`["1h"]`, s.URL), func(db *storage.DB) app.Store { store.Store = db; return store })
+	h := newHarnessOver(t, destsConfig(`["1h"]`, s.URL), func(db *storage.DB) app.Store { store.Store = db; return store })
 	h.disp.StoreRetry, h.disp.StoreRetryMax = 100*time.Millisecond, 400*time.Millisecond
 
 	h.send(t, "unrecorded-1", `{}`)

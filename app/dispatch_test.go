@@ -17,6 +17,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/storage"
 )
 
@@ -93,7 +94,7 @@ func newHarnessOver(t *testing.T, toml string, over func(*storage.DB) app.Store)
 
 func startHarness(t *testing.T, toml, dir string, now func() time.Time, over func(*storage.DB) app.Store) *harness {
 	t.Helper()
-	cfg, err := app.ParseConfig("test.toml", toml, nil)
+	cfg, err := config.Parse("test.toml", toml, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func (h *harness) waitState(t *testing.T, id string, n int, state app.DeliverySt
 	}
 }
 
-func config(retry string, dests ...string) string {
+func destsConfig(retry string, dests ...string) string {
 	var b strings.Builder
 	b.WriteString("[[source]]\nname = \"gh\"\nprovider = \"github\"\nsecret = \"gh-secret\"\n")
 	var names []string
@@ -202,7 +203,7 @@ func config(retry string, dests ...string) string {
 
 func TestDispatcher_RetryThenDeliver(t *testing.T) {
 	s := newSink(t, 500, 502, 500, 200)
-	h := newHarness(t, config(`["5ms", "5ms", "5ms", "5ms"]`, s.URL))
+	h := newHarness(t, destsConfig(`["5ms", "5ms", "5ms", "5ms"]`, s.URL))
 	body := `{"ref": "main", "x": "a/b & <c>"}`
 	h.send(t, "evt-1", body)
 	d := h.waitState(t, "evt-1", 0, app.Delivered)
@@ -269,7 +270,7 @@ func TestDispatcher_DeadAlertReplay(t *testing.T) {
 		amu.Unlock()
 	}))
 	defer alertSrv.Close()
-	h := newHarness(t, config(`["2ms", "2ms", "2ms"]`, s.URL)+
+	h := newHarness(t, destsConfig(`["2ms", "2ms", "2ms"]`, s.URL)+
 		fmt.Sprintf("[alerts]\ndead_letters_over = 0\nurl = %q\n", alertSrv.URL))
 	alerter := app.NewAlerter(h.cfg, h.db)
 	ctx := context.Background()
@@ -311,7 +312,7 @@ func TestDispatcher_DeadAlertReplay(t *testing.T) {
 
 func TestDispatcher_GoneIsDeadAtOnce(t *testing.T) {
 	s := newSink(t, 410)
-	h := newHarness(t, config(`["2ms", "2ms"]`, s.URL))
+	h := newHarness(t, destsConfig(`["2ms", "2ms"]`, s.URL))
 	h.send(t, "evt-gone", `{}`)
 	if d := h.waitState(t, "evt-gone", 0, app.Dead); d.Attempts != 1 || d.LastStatus != 410 {
 		t.Fatalf("delivery = %+v, want dead after one 410", d)
@@ -320,7 +321,7 @@ func TestDispatcher_GoneIsDeadAtOnce(t *testing.T) {
 
 func TestDispatcher_RetryAfter(t *testing.T) {
 	s := newSink(t, 429, 200)
-	h := newHarness(t, config(`["1ms", "5s"]`, s.URL))
+	h := newHarness(t, destsConfig(`["1ms", "5s"]`, s.URL))
 	start := time.Now()
 	h.send(t, "evt-429", `{}`)
 	<-s.hits
@@ -356,7 +357,7 @@ func TestDispatcher_FanOut(t *testing.T) {
 	defer hang.Close()
 	defer close(release)
 	a, b := newSink(t, 200), newSink(t, 200)
-	h := newHarness(t, config(`["1h"]`, a.URL, hang.URL, b.URL))
+	h := newHarness(t, destsConfig(`["1h"]`, a.URL, hang.URL, b.URL))
 	for i := range 5 {
 		h.send(t, fmt.Sprint("fan-", i), fmt.Sprintf(`{"i": %d}`, i))
 	}
@@ -371,7 +372,7 @@ func TestDispatcher_FanOut(t *testing.T) {
 
 func TestDispatcher_Unrouted(t *testing.T) {
 	s := newSink(t, 200)
-	h := newHarness(t, config(`["1ms"]`, s.URL))
+	h := newHarness(t, destsConfig(`["1ms"]`, s.URL))
 	in := signed(t, "github", "gh-secret", []byte(`{}`), "", "other-topic", "issues", time.Now())
 	if res, err := h.recv.Receive(context.Background(), "gh", in); err != nil || res.Outcome != app.Accepted {
 		t.Fatalf("Receive = %+v, %v", res, err)
@@ -425,8 +426,8 @@ func benchmarkDispatch(b *testing.B, framing string) {
 	}
 	sinkSrv.Start()
 	defer sinkSrv.Close()
-	toml := strings.Replace(config(`["1s"]`, sinkSrv.URL), "timeout = \"2s\"", "timeout = \"2s\"\nconcurrency = 64", 1)
-	cfg, err := app.ParseConfig("bench.toml", toml, nil)
+	toml := strings.Replace(destsConfig(`["1s"]`, sinkSrv.URL), "timeout = \"2s\"", "timeout = \"2s\"\nconcurrency = 64", 1)
+	cfg, err := config.Parse("bench.toml", toml, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -478,7 +479,7 @@ func TestDispatcher_NoRepeatWithoutFailures(t *testing.T) {
 		total.Add(1)
 	}))
 	t.Cleanup(dest.Close)
-	toml := strings.Replace(config(`["1s"]`, dest.URL), "timeout = \"2s\"", "timeout = \"2s\"\nconcurrency = 64", 1)
+	toml := strings.Replace(destsConfig(`["1s"]`, dest.URL), "timeout = \"2s\"", "timeout = \"2s\"\nconcurrency = 64", 1)
 	h := newHarness(t, toml)
 	const n = 6000
 	inParallel(t, 32, n, func(i int) error { return h.accept(t, fmt.Sprint("once-", i), `{"n": 1}`) })

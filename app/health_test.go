@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/storage"
 )
 
@@ -17,7 +18,7 @@ import (
 // work again.
 func TestStorageHealth(t *testing.T) {
 	clk := &fakeClock{t: now0}
-	cfg, err := app.ParseConfig("c.toml", "[[source]]\nname = \"gh\"\nprovider = \"github\"\nsecret = \"s\"\n", nil)
+	cfg, err := config.Parse("c.toml", "[[source]]\nname = \"gh\"\nprovider = \"github\"\nsecret = \"s\"\n", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/storage"
 )
 
@@ -19,11 +20,11 @@ import (
 func TestDispatcher_PoisonIsolated(t *testing.T) {
 	s := newSink(t, 200)
 	alerts := newAlertSink(t)
-	toml := config(`["1h"]`, s.URL) + fmt.Sprintf("[alerts]\nurl = %q\n", alerts.URL)
+	toml := destsConfig(`["1h"]`, s.URL) + fmt.Sprintf("[alerts]\nurl = %q\n", alerts.URL)
 	dir := t.TempDir()
 
 	// Accept a backlog while nothing dispatches, then garble one event.
-	cfg, err := app.ParseConfig("test.toml", toml, nil)
+	cfg, err := config.Parse("test.toml", toml, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

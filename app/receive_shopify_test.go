@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/app/provider"
 	"hookbox/storage"
 )
@@ -14,7 +15,7 @@ import (
 // request carries only the newer lowercase ones, and an id template may
 // name either form.
 func TestReceiver_ShopifyHeaderForms(t *testing.T) {
-	const config = `
+	const shopifyConfig = `
 [[source]]
 name = "shop"
 provider = "shopify"
@@ -34,7 +35,7 @@ key = "{header.X-Shopify-Shop-Domain}:{body.id}"
 debounce = "1h"
 to = ["erp"]
 `
-	cfg, err := app.ParseConfig("test.toml", config, nil)
+	cfg, err := config.Parse("test.toml", shopifyConfig, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/app/provider"
 	"hookbox/storage"
 )
@@ -55,7 +56,7 @@ id = "{body.id}"
 // newReceiver returns a receiver over a real bbolt file with its clock at *now.
 func newReceiver(t *testing.T, now *time.Time) (*app.Receiver, *storage.DB) {
 	t.Helper()
-	cfg, err := app.ParseConfig("test.toml", testConfig, nil)
+	cfg, err := config.Parse("test.toml", testConfig, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestReceiver_Receive_ConcurrentSameID(t *testing.T) {
 func TestSweeper_Sweep(t *testing.T) {
 	now := now0
 	r, db := newReceiver(t, &now)
-	cfg, _ := app.ParseConfig("test.toml", testConfig, nil)
+	cfg, _ := config.Parse("test.toml", testConfig, nil)
 	sw := app.NewSweeper(cfg, db)
 	sw.Now = func() time.Time { return now }
 	sw.Chunk = 7
@@ -279,7 +280,7 @@ func TestReceiver_LabelsAndUnknownSources(t *testing.T) {
 	ctx := context.Background()
 	now := now0
 	r, db := newReceiver(t, &now)
-	cfg, _ := app.ParseConfig("test.toml", testConfig, nil)
+	cfg, _ := config.Parse("test.toml", testConfig, nil)
 	stats := app.NewStats(cfg, db, func() time.Time { return now })
 	r.Stats = stats
 	var log strings.Builder

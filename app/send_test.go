@@ -338,7 +338,7 @@ func TestSend_OwnHeadersOnce(t *testing.T) {
 	for _, names := range []string{"standard", "svix"} {
 		t.Run(names, func(t *testing.T) {
 			s := newSink(t, 200)
-			toml := strings.Replace(config(`[]`, s.URL), "retry = []", fmt.Sprintf("retry = []\nsignature_headers = %q", names), 1)
+			toml := strings.Replace(destsConfig(`[]`, s.URL), "retry = []", fmt.Sprintf("retry = []\nsignature_headers = %q", names), 1)
 			h := newHarness(t, toml)
 			var extra [][2]string
 			for _, name := range []string{"X-Hookbox-Source", "x-hookbox-source", "X-Hookbox-Topic", "X-Hookbox-Event-Id",

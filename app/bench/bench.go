@@ -16,7 +16,7 @@ import (
 	"os"
 	"time"
 
-	"hookbox/app"
+	"hookbox/app/config"
 )
 
 // Options are the flags of `hookbox bench`.
@@ -141,7 +141,7 @@ func Run(ctx context.Context, o Options, stdout io.Writer) error {
 
 // benchConfigured loads a server described by the config file.
 func benchConfigured(ctx context.Context, o Options) (Result, error) {
-	cfg, err := app.LoadConfig(o.Config, nil)
+	cfg, err := config.Load(o.Config, nil)
 	if err != nil {
 		return Result{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/config"
 )
 
 // The sink reads back the id and send time that the load wrote.
@@ -62,7 +63,7 @@ func benchSource(t *testing.T) *app.Source {
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := app.LoadConfig(path, nil)
+	c, err := config.Load(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

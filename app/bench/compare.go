@@ -22,6 +22,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/app/web"
 	"hookbox/storage"
 	"hookbox/storage/postgres"
@@ -103,7 +104,7 @@ to = ["sink"]
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		return nil, err
 	}
-	cfg, err := app.LoadConfig(cfgPath, nil)
+	cfg, err := config.Load(cfgPath, nil)
 	if err != nil {
 		return nil, err
 	}

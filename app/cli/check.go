@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"hookbox/app"
+	"hookbox/app/config"
 )
 
 func runCheck(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
@@ -29,12 +30,12 @@ func check(opts *configOptions, stdout, stderr io.Writer) int {
 	}
 	failed := false
 	if cfg.Storage.Backend != app.BackendPostgres {
-		if err := app.CheckDataDir(cfg.Server.DataDir); err != nil {
+		if err := config.CheckDataDir(cfg.Server.DataDir); err != nil {
 			fmt.Fprintf(stderr, "%s: server.data_dir: %v: serve would stop at start\n", path, err)
 			failed = true
 		}
 	}
-	if err := app.CheckListen(cfg.Server.Listen); err != nil {
+	if err := config.CheckListen(cfg.Server.Listen); err != nil {
 		fmt.Fprintf(stderr, "%s: server.listen: %v: serve could not listen on it\n", path, err)
 		failed = true
 	}
@@ -53,7 +54,7 @@ func check(opts *configOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "warning: server.public_url is not set: the URLs above are the listen address, which only this machine (or network) reaches; set public_url to the address senders use (https://hooks.example.com)\n")
 	}
 	// Unsafe modes are warnings: the config works, but others may read it.
-	for _, w := range app.FileModeWarnings(path, cfg.Server.DataDir) {
+	for _, w := range config.FileModeWarnings(path, cfg.Server.DataDir) {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
 	return 0

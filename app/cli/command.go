@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"hookbox/app"
+	"hookbox/app/config"
 )
 
 // Version is the version `hookbox version` prints and serve logs; main sets
@@ -230,17 +231,17 @@ type configOptions struct {
 func configFlags(fs *flag.FlagSet) *configOptions {
 	return &configOptions{
 		path:    configFlag(fs),
-		listen:  fs.String("listen", "", "host:port to serve on or reach the server at, over server.listen and $"+app.EnvListen),
-		dataDir: fs.String("data-dir", "", "the data directory, over server.data_dir and $"+app.EnvDataDir),
+		listen:  fs.String("listen", "", "host:port to serve on or reach the server at, over server.listen and $"+config.EnvListen),
+		dataDir: fs.String("data-dir", "", "the data directory, over server.data_dir and $"+config.EnvDataDir),
 	}
 }
 
 // overrides returns what the flags override.
-func (o *configOptions) overrides() app.Overrides {
-	return app.Overrides{Listen: *o.listen, DataDir: *o.dataDir}
+func (o *configOptions) overrides() config.Overrides {
+	return config.Overrides{Listen: *o.listen, DataDir: *o.dataDir}
 }
 
 // load reads and validates the config with the overrides.
 func (o *configOptions) load() (*app.Config, error) {
-	return app.LoadConfig(*o.path, o.overrides().Lookup(o.lookupEnv))
+	return config.Load(*o.path, o.overrides().Lookup(o.lookupEnv))
 }

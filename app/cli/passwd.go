@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/storage"
 	"hookbox/storage/postgres"
 )
@@ -29,12 +30,12 @@ var passwdWait = 10 * time.Second
 func runPasswd(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
 	path := configFlag(fs)
-	dataDir := fs.String("data-dir", "", "the data directory, over server.data_dir and $"+app.EnvDataDir)
+	dataDir := fs.String("data-dir", "", "the data directory, over server.data_dir and $"+config.EnvDataDir)
 	generate := fs.Bool("generate", false, "make a new password and print it, rather than read one")
 	if code := c.parseNone(fs, args, stdout, stderr); code >= 0 {
 		return code
 	}
-	cfg, err := app.LoadConfigWith(*path, app.Overrides{DataDir: *dataDir})
+	cfg, err := config.LoadWith(*path, config.Overrides{DataDir: *dataDir})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

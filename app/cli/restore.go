@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/storage"
 )
 
@@ -26,7 +26,7 @@ const restoreHelp = "Replaces data_dir/hookbox.db with a copy of FILE (a schedul
 func runRestore(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
 	path := configFlag(fs)
-	dataDirFlag := fs.String("data-dir", "", "the data directory, over server.data_dir and $"+app.EnvDataDir)
+	dataDirFlag := fs.String("data-dir", "", "the data directory, over server.data_dir and $"+config.EnvDataDir)
 	checkOnly := fs.Bool("check", false, "only check FILE with bbolt's consistency check; change nothing")
 	operands, code := c.parse(fs, args, stdout, stderr)
 	if code >= 0 {
@@ -63,7 +63,7 @@ func runRestore(_ context.Context, c *command, args []string, stdout, stderr io.
 		fmt.Fprintf(stderr, "hookbox restore: %s, nothing was changed\n", msg)
 		return 1
 	}
-	dataDir, err := app.LoadDataDirWith(*path, app.Overrides{DataDir: *dataDirFlag})
+	dataDir, err := config.LoadDataDirWith(*path, config.Overrides{DataDir: *dataDirFlag})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

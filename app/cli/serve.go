@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/app/web"
 )
 
@@ -89,7 +90,7 @@ func tuneRuntime() {
 func servePath(ctx context.Context, path string, logger *slog.Logger) error {
 	none := ""
 	fileOnly := func(name string) (string, bool) {
-		if name == app.EnvListen || name == app.EnvDataDir {
+		if name == config.EnvListen || name == config.EnvDataDir {
 			return "", false
 		}
 		return os.LookupEnv(name)
@@ -189,7 +190,7 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 		Backup: n.backup, Login: login.Check, LoginGeneration: login.Generation, Stats: stats, LastBackup: lastBackup})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s (server.listen in %s, or -listen, or $%s): %w", cfg.Server.Listen, path, app.EnvListen, err)
+		return fmt.Errorf("listen on %s (server.listen in %s, or -listen, or $%s): %w", cfg.Server.Listen, path, config.EnvListen, err)
 	}
 	ln = srv.Limit(ln) // under TLS, so a refused connection costs no handshake
 	served := make(chan error, 2)

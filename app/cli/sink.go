@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/app/sink"
 )
 
@@ -69,7 +69,7 @@ func runSink(ctx context.Context, c *command, args []string, stdout, stderr io.W
 // none, or the config does not load (the sink then checks nothing, and
 // says so).
 func secretFromConfig(path, listen string) (secret, from string) {
-	cfg, err := app.LoadConfig(path, nil)
+	cfg, err := config.Load(path, nil)
 	if err != nil {
 		return "", ""
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/storage"
 	"hookbox/storage/postgres"
 	"hookbox/ui"
@@ -107,7 +108,7 @@ var errDatabaseBackups = errors.New(`[storage] backend = "postgres": the backups
 // refuseOnPostgres prints errDatabaseBackups and returns true when the
 // config at path keeps state in PostgreSQL.
 func refuseOnPostgres(cmd, path string, stderr io.Writer) bool {
-	backend, err := app.LoadBackend(path)
+	backend, err := config.LoadBackend(path)
 	if err != nil || backend != app.BackendPostgres {
 		return false // the command reports a broken config itself
 	}

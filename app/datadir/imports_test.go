@@ -27,3 +27,21 @@ func TestImports(t *testing.T) {
 		}
 	}
 }
+
+// The domain knows no file format: config loading (TOML) is the ring
+// hookbox/app/config, which returns *app.Config. go list says whether
+// TOML came back into the domain.
+func TestImports_DomainWithoutTOML(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to list the imports")
+	}
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "hookbox/app").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if p == "github.com/BurntSushi/toml" || strings.HasPrefix(p, "github.com/BurntSushi/toml/") {
+			t.Errorf("hookbox/app depends on %s: TOML is read in hookbox/app/config, not in the domain", p)
+		}
+	}
+}

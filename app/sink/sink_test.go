@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/app/provider"
 	"hookbox/app/sink"
 	"hookbox/storage"
@@ -60,7 +61,7 @@ func TestSink_RealDeliveries(t *testing.T) {
 	var good, wrong lines
 	goodURL := startSink(t, secret, &good)
 	wrongURL := startSink(t, "whsec_"+strings.Repeat("A", 32), &wrong)
-	cfg, err := app.ParseConfig("test.toml", fmt.Sprintf(`
+	cfg, err := config.Parse("test.toml", fmt.Sprintf(`
 [[source]]
 name = "gh"
 provider = "github"

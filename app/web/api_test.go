@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/app/web"
 	"hookbox/storage"
 )
@@ -39,7 +40,7 @@ to = ["pos"]
 // newAPIServer returns a server whose store holds one dead delivery.
 func newAPIServer(t *testing.T, toml string) (*web.Server, *storage.DB, uint64) {
 	t.Helper()
-	cfg, err := app.ParseConfig("t.toml", toml, nil)
+	cfg, err := config.Parse("t.toml", toml, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestAPI_Backup(t *testing.T) {
 }
 
 func mustConfig(t testing.TB, toml string) *app.Config {
-	cfg, err := app.ParseConfig("t.toml", toml, nil)
+	cfg, err := config.Parse("t.toml", toml, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/app/provider"
 	"hookbox/app/web"
 	"hookbox/storage"
@@ -96,7 +97,7 @@ func load(b *testing.B, addr string, body []byte, hdr map[string]string) {
 // with the machine.
 func BenchmarkIngest(b *testing.B) {
 	body, hdr := shopifyBody(b)
-	cfg, err := app.ParseConfig("bench.toml", benchConfig, nil)
+	cfg, err := config.Parse("bench.toml", benchConfig, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -145,7 +146,7 @@ debounce = "1h"
 		{"durable-debounced", debounced},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			cfg, err := app.ParseConfig("bench.toml", benchConfig+mode.extra, nil)
+			cfg, err := config.Parse("bench.toml", benchConfig+mode.extra, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/app/web"
 	"hookbox/storage"
 )
@@ -19,7 +20,7 @@ import (
 // 64 connections. Bodies of 2 KiB fit in fasthttp's first read; those of
 // 32 KiB are read in pieces.
 func BenchmarkEdgeBodies(b *testing.B) {
-	cfg, err := app.ParseConfig("bench.toml", benchConfig, nil)
+	cfg, err := config.Parse("bench.toml", benchConfig, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

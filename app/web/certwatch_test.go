@@ -19,7 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/app/web"
 )
 
@@ -60,7 +60,7 @@ func (a *alerts) wait(t *testing.T, topic, want string) string {
 // checking every few milliseconds.
 func filesTLS(t *testing.T, certFile, keyFile string) *web.TLS {
 	t.Helper()
-	cfg, err := app.ParseConfig("t.toml", fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\ncert_file = %q\nkey_file = %q\n"+
+	cfg, err := config.Parse("t.toml", fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\ncert_file = %q\nkey_file = %q\n"+
 		"[[source]]\nname = \"s\"\nprovider = \"github\"\nsecret = \"x\"\n", certFile, keyFile), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestTLS_ACMEAnswersBounded(t *testing.T) {
 		io.WriteString(w, `"}`)
 	}))
 	t.Cleanup(hostile.Close)
-	cfg, err := app.ParseConfig("t.toml", fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\ndomain = \"hooks.example.com\"\n"+
+	cfg, err := config.Parse("t.toml", fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\ndomain = \"hooks.example.com\"\n"+
 		"acme_directory = %q\ndata_dir = %q\n[[source]]\nname = \"s\"\nprovider = \"github\"\nsecret = \"x\"\n",
 		hostile.URL+"/directory", t.TempDir()), nil)
 	if err != nil {

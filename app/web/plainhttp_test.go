@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/app/web"
 )
 
@@ -34,7 +34,7 @@ func TestTLS_PlainHTTPListener(t *testing.T) {
 			if tt.publicURL != "" {
 				public = fmt.Sprintf("public_url = %q\n", tt.publicURL)
 			}
-			cfg, err := app.ParseConfig("t.toml", fmt.Sprintf(`[server]
+			cfg, err := config.Parse("t.toml", fmt.Sprintf(`[server]
 listen = "127.0.0.1:9443"
 http_listen = "127.0.0.1:9080"
 cert_file = %q

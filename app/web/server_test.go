@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/app/provider"
 	"hookbox/app/web"
 	"hookbox/storage"
@@ -28,7 +29,7 @@ secret = "s3cret-shop"
 
 func newServer(t *testing.T, health web.Health) (*web.Server, *storage.DB) {
 	t.Helper()
-	cfg, err := app.ParseConfig("t.toml", testConfig, nil)
+	cfg, err := config.Parse("t.toml", testConfig, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

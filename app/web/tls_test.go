@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/config"
 	"hookbox/app/web"
 	"hookbox/storage"
 )
@@ -83,7 +84,7 @@ func TestTLS_CertFilesReload(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "fullchain.pem"), filepath.Join(dir, "privkey.pem")
 	certA := writePair(t, certFile, keyFile, "hooks.example.com", 1001)
-	cfg, err := app.ParseConfig("t.toml", fmt.Sprintf(`[server]
+	cfg, err := config.Parse("t.toml", fmt.Sprintf(`[server]
 listen = "127.0.0.1:0"
 cert_file = %q
 key_file = %q
@@ -198,7 +199,7 @@ func TestParseConfig_TLS(t *testing.T) {
 	files := fmt.Sprintf("cert_file = %q\nkey_file = %q\n", certFile, keyFile)
 
 	t.Run("ACMEDefaults", func(t *testing.T) {
-		cfg, err := app.ParseConfig("c.toml", "[server]\ndomain = \"Hooks.Example.com\"\n"+src, nil)
+		cfg, err := config.Parse("c.toml", "[server]\ndomain = \"Hooks.Example.com\"\n"+src, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +213,7 @@ func TestParseConfig_TLS(t *testing.T) {
 		}
 	})
 	t.Run("ACMEOtherPort", func(t *testing.T) {
-		cfg, err := app.ParseConfig("c.toml", "[server]\ndomain = \"hooks.example.com\"\nlisten = \":8443\"\nhttp_listen = \":8080\"\n"+src, nil)
+		cfg, err := config.Parse("c.toml", "[server]\ndomain = \"hooks.example.com\"\nlisten = \":8443\"\nhttp_listen = \":8080\"\n"+src, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +222,7 @@ func TestParseConfig_TLS(t *testing.T) {
 		}
 	})
 	t.Run("Files", func(t *testing.T) {
-		cfg, err := app.ParseConfig("c.toml", "[server]\n"+files+src, nil)
+		cfg, err := config.Parse("c.toml", "[server]\n"+files+src, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +231,7 @@ func TestParseConfig_TLS(t *testing.T) {
 		}
 	})
 	t.Run("None", func(t *testing.T) {
-		cfg, err := app.ParseConfig("c.toml", src, nil)
+		cfg, err := config.Parse("c.toml", src, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +265,7 @@ func TestParseConfig_TLS(t *testing.T) {
 		{"PlainPublicURL", "domain = \"hooks.example.com\"\npublic_url = \"http://hooks.example.com\"\n", "server.public_url", "over https"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := app.ParseConfig("c.toml", "[server]\n"+tt.server+src, nil)
+			_, err := config.Parse("c.toml", "[server]\n"+tt.server+src, nil)
 			var ce *app.ConfigError
 			if !errorsAs(err, &ce) || ce.Key != tt.key || !strings.Contains(ce.Reason, tt.reason) {
 				t.Fatalf("err = %v; want key %s, reason containing %q", err, tt.key, tt.reason)

@@ -1,4 +1,4 @@
-package app_test
+package config_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/config"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -18,7 +19,7 @@ func env(m map[string]string) func(string) (string, bool) {
 
 func TestParseConfig(t *testing.T) {
 	t.Run("Defaults", func(t *testing.T) {
-		cfg, err := app.ParseConfig("c.toml", `[[source]]
+		cfg, err := config.Parse("c.toml", `[[source]]
 name = "gh"
 provider = "github"
 secret = "s3cret"
@@ -40,7 +41,7 @@ secret = "s3cret"
 		}
 	})
 	t.Run("SecretsFromEnv", func(t *testing.T) {
-		cfg, err := app.ParseConfig("c.toml", `[server]
+		cfg, err := config.Parse("c.toml", `[server]
 public_url = "https://hooks.example.com/"
 [[source]]
 name = "sq"
@@ -55,7 +56,7 @@ secrets_env = ["OLD", "NEW"]
 		}
 	})
 	t.Run("EdgeLimits", func(t *testing.T) {
-		cfg, err := app.ParseConfig("c.toml", `[server]
+		cfg, err := config.Parse("c.toml", `[server]
 trusted_proxies = ["127.0.0.1", "::1", "10.0.0.0/8", "::ffff:192.168.0.0/112", "2001:db8::/32"]
 max_connections = 100
 max_connections_per_ip = 0
@@ -72,7 +73,7 @@ max_connections_per_ip = 0
 				t.Errorf("Trusted(%s) = %v, want %v", addr, got, want)
 			}
 		}
-		cfg, err = app.ParseConfig("c.toml", "", env(nil))
+		cfg, err = config.Parse("c.toml", "", env(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +91,7 @@ max_connections_per_ip = 0
 			{"max_body_bytes_total = 2097152", 2 << 20},
 			{"max_body_bytes = 67108864", 128 << 20},
 		} {
-			cfg, err := app.ParseConfig("c.toml", "[server]\n"+tt.server+"\n", env(nil))
+			cfg, err := config.Parse("c.toml", "[server]\n"+tt.server+"\n", env(nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,11 +102,11 @@ max_connections_per_ip = 0
 	})
 	t.Run("DefaultFile", func(t *testing.T) {
 		// The repository's config.toml is what `go run .` serves with.
-		cfg, err := app.LoadConfig(filepath.Join("..", "config.toml"), env(nil))
+		cfg, err := config.Load(filepath.Join("..", "..", "config.toml"), env(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.Server.Listen != "127.0.0.1:8080" || cfg.Server.DataDir != filepath.Join("..", "data") || cfg.SourceByName("demo") == nil {
+		if cfg.Server.Listen != "127.0.0.1:8080" || cfg.Server.DataDir != filepath.Join("..", "..", "data") || cfg.SourceByName("demo") == nil {
 			t.Fatalf("default config = %+v", cfg)
 		}
 	})
@@ -167,7 +168,7 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"MaxConnectionsPerIPNegative", "[server]\nmax_connections_per_ip = -1\n", "server.max_connections_per_ip", "between 0"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := app.ParseConfig("hookbox.toml", tt.toml, env(nil))
+			_, err := config.Parse("hookbox.toml", tt.toml, env(nil))
 			var ce *app.ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v, want a ConfigError", err)
@@ -207,17 +208,17 @@ key = "{body.id}"
 debounce = "10m"
 rate_limit = "1/5m"
 `
-	_, err := app.ParseConfig("c.toml", base+"[retention]\nevent_ids = \"2h\"\n", env(nil))
+	_, err := config.Parse("c.toml", base+"[retention]\nevent_ids = \"2h\"\n", env(nil))
 	want := `c.toml: retention.event_ids: 2h is shorter than a delivery can take: route "orders" holds an event up to 15m (debounce 10m plus one rate_limit window of 5m), ` +
 		`then destination "pos" retries for up to 3h36m30s (retry 1h, 2h with 20% jitter, and 3 attempts of up to 10s); ` +
 		`a sender that resends the event's id after hookbox forgot it would get it accepted and delivered twice. Set event_ids to at least 3h52m`
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant  %s", err, want)
 	}
-	if _, err := app.ParseConfig("c.toml", base+"[retention]\nevent_ids = \"3h52m\"\n", env(nil)); err != nil {
+	if _, err := config.Parse("c.toml", base+"[retention]\nevent_ids = \"3h52m\"\n", env(nil)); err != nil {
 		t.Fatalf("event_ids as long as the horizon: %v", err)
 	}
-	if _, err := app.ParseConfig("c.toml", base, env(nil)); err != nil {
+	if _, err := config.Parse("c.toml", base, env(nil)); err != nil {
 		t.Fatalf("the default event_ids: %v", err)
 	}
 }
@@ -225,7 +226,7 @@ rate_limit = "1/5m"
 // Config errors name keys and variables, never secret values.
 func TestParseConfig_ErrorsHideSecrets(t *testing.T) {
 	const secret = "whsec_!!SUPER-SECRET!!"
-	_, err := app.ParseConfig("c.toml", "[[source]]\nname = \"s\"\nprovider = \"standard\"\nsecret = \""+secret+"\"\n", env(nil))
+	_, err := config.Parse("c.toml", "[[source]]\nname = \"s\"\nprovider = \"standard\"\nsecret = \""+secret+"\"\n", env(nil))
 	if err == nil {
 		t.Fatal("want an error for a secret that is not base64")
 	}
@@ -236,7 +237,7 @@ func TestParseConfig_ErrorsHideSecrets(t *testing.T) {
 
 func TestLoadConfig_Missing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope.toml")
-	_, err := app.LoadConfig(path, nil)
+	_, err := config.Load(path, nil)
 	if err == nil || !strings.HasPrefix(err.Error(), path+": cannot read") {
 		t.Fatalf("err = %v", err)
 	}
@@ -246,7 +247,7 @@ func TestLoadConfig_Missing(t *testing.T) {
 }
 
 func FuzzParseConfig(f *testing.F) {
-	data, err := os.ReadFile(filepath.Join("..", "config.toml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "config.toml"))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add("[[source]]\nname = \"h\"\nprovider = \"hmac\"\nsecret = \"x\"\nsignature_header = \"X-Sig\"\nid = \"{body.id}\"\n")
 	f.Add("[retention]\nsweep = \"*/5 * * * *\"\nevent_ids = \"1h\"\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		cfg, err := app.ParseConfig("f.toml", s, env(map[string]string{"A": "b"}))
+		cfg, err := config.Parse("f.toml", s, env(map[string]string{"A": "b"}))
 		if err != nil {
 			var ce *app.ConfigError
 			if !errors.As(err, &ce) {
@@ -269,7 +270,7 @@ func FuzzParseConfig(f *testing.F) {
 }
 
 func TestConfig_DestinationsFor(t *testing.T) {
-	cfg, err := app.ParseConfig("c.toml", `
+	cfg, err := config.Parse("c.toml", `
 [[source]]
 name = "shop"
 provider = "shopify"
@@ -344,7 +345,7 @@ func TestGlob(t *testing.T) {
 // signature_headers defaults to "standard" and forward_signatures to true;
 // both are read as given.
 func TestParseConfig_DestinationSignatureKeys(t *testing.T) {
-	cfg, err := app.ParseConfig("c.toml", `
+	cfg, err := config.Parse("c.toml", `
 [[destination]]
 name = "plain"
 url = "https://x"

@@ -1,4 +1,4 @@
-package app_test
+package config_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"hookbox/app"
+	"hookbox/app/config"
 )
 
 // writeConfig writes text as dir/sub/config.toml and returns its path.
@@ -35,7 +36,7 @@ func TestLoadConfig_Paths(t *testing.T) {
 	noEnv := func(string) (string, bool) { return "", false }
 	t.Run("RelativeToTheFile", func(t *testing.T) {
 		path := writeConfig(t, "[server]\ndata_dir = \"./state\"\n[backup]\ndir = \"../copies\"\n"+pathsSource)
-		cfg, err := app.LoadConfig(path, noEnv)
+		cfg, err := config.Load(path, noEnv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +50,7 @@ func TestLoadConfig_Paths(t *testing.T) {
 	})
 	t.Run("DefaultDataDirBesideTheFile", func(t *testing.T) {
 		path := writeConfig(t, pathsSource)
-		cfg, err := app.LoadConfig(path, noEnv)
+		cfg, err := config.Load(path, noEnv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +64,7 @@ func TestLoadConfig_Paths(t *testing.T) {
 	t.Run("AbsoluteKept", func(t *testing.T) {
 		abs := filepath.Join(t.TempDir(), "abs")
 		path := writeConfig(t, "[server]\ndata_dir = \""+abs+"\"\n"+pathsSource)
-		cfg, err := app.LoadConfig(path, noEnv)
+		cfg, err := config.Load(path, noEnv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +76,7 @@ func TestLoadConfig_Paths(t *testing.T) {
 		// A pair that is missing beside the config is reported with the
 		// resolved path, so the reader sees where hookbox looked.
 		path := writeConfig(t, "[server]\ncert_file = \"tls/cert.pem\"\nkey_file = \"tls/key.pem\"\n"+pathsSource)
-		_, err := app.LoadConfig(path, noEnv)
+		_, err := config.Load(path, noEnv)
 		if err == nil || !strings.Contains(err.Error(), filepath.Join(filepath.Dir(path), "tls", "cert.pem")) {
 			t.Fatalf("err = %v, want it to name the cert beside the config", err)
 		}
@@ -89,25 +90,25 @@ func TestLoadConfig_Overrides(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name          string
-		flags         app.Overrides
+		flags         config.Overrides
 		env           map[string]string
 		listen, data  string
 		errorContains string
 	}{
 		{name: "File", listen: "127.0.0.1:1111", data: filepath.Join(filepath.Dir(path), "state")},
-		{name: "EnvOverFile", env: map[string]string{app.EnvListen: "127.0.0.1:2222", app.EnvDataDir: "rel/here"},
+		{name: "EnvOverFile", env: map[string]string{config.EnvListen: "127.0.0.1:2222", config.EnvDataDir: "rel/here"},
 			listen: "127.0.0.1:2222", data: "rel/here"},
-		{name: "FlagOverEnv", flags: app.Overrides{Listen: ":3333", DataDir: "/flag/dir"},
-			env:    map[string]string{app.EnvListen: "127.0.0.1:2222", app.EnvDataDir: "/env/dir"},
+		{name: "FlagOverEnv", flags: config.Overrides{Listen: ":3333", DataDir: "/flag/dir"},
+			env:    map[string]string{config.EnvListen: "127.0.0.1:2222", config.EnvDataDir: "/env/dir"},
 			listen: ":3333", data: "/flag/dir"},
-		{name: "EmptyEnvIgnored", env: map[string]string{app.EnvListen: ""},
+		{name: "EmptyEnvIgnored", env: map[string]string{config.EnvListen: ""},
 			listen: "127.0.0.1:1111", data: filepath.Join(filepath.Dir(path), "state")},
-		{name: "BadEnv", env: map[string]string{app.EnvListen: "8080"}, errorContains: `HOOKBOX_LISTEN "8080" is not host:port`},
-		{name: "BadFlag", flags: app.Overrides{Listen: "localhost"}, env: map[string]string{app.EnvListen: ":1"},
+		{name: "BadEnv", env: map[string]string{config.EnvListen: "8080"}, errorContains: `HOOKBOX_LISTEN "8080" is not host:port`},
+		{name: "BadFlag", flags: config.Overrides{Listen: "localhost"}, env: map[string]string{config.EnvListen: ":1"},
 			errorContains: `-listen "localhost" is not host:port`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := app.LoadConfig(path, tc.flags.Lookup(envOf(tc.env)))
+			cfg, err := config.Load(path, tc.flags.Lookup(envOf(tc.env)))
 			if tc.errorContains != "" {
 				var ce *app.ConfigError
 				if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.errorContains) {
@@ -124,16 +125,16 @@ func TestLoadConfig_Overrides(t *testing.T) {
 		})
 	}
 	t.Run("LoadDataDirWith", func(t *testing.T) {
-		t.Setenv(app.EnvDataDir, "")
-		got, err := app.LoadDataDirWith(path, app.Overrides{})
+		t.Setenv(config.EnvDataDir, "")
+		got, err := config.LoadDataDirWith(path, config.Overrides{})
 		if want := filepath.Join(filepath.Dir(path), "state"); err != nil || got != want {
 			t.Errorf("LoadDataDirWith = %q, %v; want %q", got, err, want)
 		}
-		t.Setenv(app.EnvDataDir, "/from/env")
-		if got, _ := app.LoadDataDirWith(path, app.Overrides{}); got != "/from/env" {
-			t.Errorf("with %s: %q", app.EnvDataDir, got)
+		t.Setenv(config.EnvDataDir, "/from/env")
+		if got, _ := config.LoadDataDirWith(path, config.Overrides{}); got != "/from/env" {
+			t.Errorf("with %s: %q", config.EnvDataDir, got)
 		}
-		if got, _ := app.LoadDataDirWith(path, app.Overrides{DataDir: "/from/flag"}); got != "/from/flag" {
+		if got, _ := config.LoadDataDirWith(path, config.Overrides{DataDir: "/from/flag"}); got != "/from/flag" {
 			t.Errorf("with -data-dir: %q", got)
 		}
 	})

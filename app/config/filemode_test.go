@@ -1,10 +1,10 @@
-package app_test
+package config_test
 
 import (
 	"slices"
 	"testing"
 
-	"hookbox/app"
+	"hookbox/app/config"
 )
 
 func TestInlineSecretKeys(t *testing.T) {
@@ -33,10 +33,10 @@ secret_env = "ERP_SECRET"
 `
 	want := []string{"status.password", "alerts.url", "source[0] (a).secrets", "destination[0] (pos).secret",
 		"destination[0] (pos).url", "destination[0] (pos).headers.Authorization", "destination[0] (pos).headers.X-Api-Key"}
-	if got := app.InlineSecretKeys(text); !slices.Equal(got, want) {
+	if got := config.InlineSecretKeys(text); !slices.Equal(got, want) {
 		t.Errorf("InlineSecretKeys = %q\nwant %q", got, want)
 	}
-	if got := app.InlineSecretKeys("[status]\npassword_env = \"P\"\n"); len(got) != 0 {
+	if got := config.InlineSecretKeys("[status]\npassword_env = \"P\"\n"); len(got) != 0 {
 		t.Errorf("only *_env: %q", got)
 	}
 	// The database URL is a secret when it carries a password.
@@ -50,7 +50,7 @@ secret_env = "ERP_SECRET"
 		{"postgres://hookbox@db/hookbox?sslmode=verify-full", nil}, // .pgpass, or a certificate
 	} {
 		text := "[storage]\nbackend = \"postgres\"\nurl = \"" + tc.url + "\"\n"
-		if got := app.InlineSecretKeys(text); !slices.Equal(got, tc.want) {
+		if got := config.InlineSecretKeys(text); !slices.Equal(got, tc.want) {
 			t.Errorf("storage.url %s: %q, want %q", tc.url, got, tc.want)
 		}
 	}

@@ -1,8 +1,8 @@
-// Reading a config file: the raw TOML shapes, LoadConfig and ParseConfig
-// (decode, refuse unknown keys, then validate: config_validate.go), and the
+// Reading a config file: the raw TOML shapes, Load and Parse
+// (decode, refuse unknown keys, then validate: validate.go), and the
 // partial loads of commands that need one key.
 
-package app
+package config
 
 import (
 	"errors"
@@ -11,6 +11,8 @@ import (
 	"regexp"
 
 	"github.com/BurntSushi/toml"
+
+	"hookbox/app"
 )
 
 // The raw TOML shapes. Durations are strings so that errors can name the key.
@@ -112,18 +114,18 @@ type rawRetention struct {
 
 var sourceName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
-// LoadConfig reads and validates the config file at path. lookupEnv resolves
+// Load reads and validates the config file at path. lookupEnv resolves
 // *_env keys (os.LookupEnv when nil).
-func LoadConfig(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
+func Load(path string, lookupEnv func(string) (string, bool)) (*app.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &ConfigError{File: path, Reason: fmt.Sprintf("cannot read: %v", errors.Unwrap(err))}
+		return nil, &app.ConfigError{File: path, Reason: fmt.Sprintf("cannot read: %v", errors.Unwrap(err))}
 	}
-	return ParseConfig(path, string(data), lookupEnv)
+	return Parse(path, string(data), lookupEnv)
 }
 
-// ParseConfig validates the TOML text data as if read from file.
-func ParseConfig(file, data string, lookupEnv func(string) (string, bool)) (*Config, error) {
+// Parse validates the TOML text data as if read from file.
+func Parse(file, data string, lookupEnv func(string) (string, bool)) (*app.Config, error) {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
@@ -138,18 +140,18 @@ func ParseConfig(file, data string, lookupEnv func(string) (string, bool)) (*Con
 			} else {
 				key = fmt.Sprintf("line %d, %s", pe.Position.Line, key)
 			}
-			return nil, &ConfigError{File: file, Key: key, Reason: pe.Message}
+			return nil, &app.ConfigError{File: file, Key: key, Reason: pe.Message}
 		}
-		return nil, &ConfigError{File: file, Reason: err.Error()}
+		return nil, &app.ConfigError{File: file, Reason: err.Error()}
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return nil, &ConfigError{File: file, Key: und[0].String(), Reason: "unknown key"}
+		return nil, &app.ConfigError{File: file, Key: und[0].String(), Reason: "unknown key"}
 	}
-	if err := adjustPaths(file, &raw, lookupEnv); err != nil { // config_paths.go
+	if err := adjustPaths(file, &raw, lookupEnv); err != nil { // paths.go
 		return nil, err
 	}
 	v := validator{file: file, env: lookupEnv}
-	cfg := &Config{Path: file}
+	cfg := &app.Config{Path: file}
 	v.server(&cfg.Server, raw.Server)
 	v.retention(&cfg.Retention, raw.Retention)
 	v.backup(&cfg.Backup, raw.Backup, cfg.Server.DataDir)

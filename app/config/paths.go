@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/BurntSushi/toml"
+
+	"hookbox/app"
 )
 
 // The environment variables that override server.listen and server.data_dir.
@@ -32,7 +34,7 @@ const (
 )
 
 // Lookup returns lookupEnv (os.LookupEnv when nil) answering the
-// overrides too, for LoadConfig.
+// overrides too, for Load.
 func (o Overrides) Lookup(lookupEnv func(string) (string, bool)) func(string) (string, bool) {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
@@ -50,10 +52,10 @@ func (o Overrides) Lookup(lookupEnv func(string) (string, bool)) func(string) (s
 	}
 }
 
-// LoadConfigWith is LoadConfig with the command line's overrides, the
+// LoadWith is Load with the command line's overrides, the
 // *_env keys read from the process environment.
-func LoadConfigWith(path string, o Overrides) (*Config, error) {
-	return LoadConfig(path, o.Lookup(nil))
+func LoadWith(path string, o Overrides) (*app.Config, error) {
+	return Load(path, o.Lookup(nil))
 }
 
 // override returns the value of a flag, else of an environment variable,
@@ -77,14 +79,14 @@ func override(lookupEnv func(string) (string, bool), flagName, envName string) (
 func adjustPaths(file string, raw *rawConfig, lookupEnv func(string) (string, bool)) error {
 	dir := filepath.Dir(file)
 	if raw.Server.DataDir == "" {
-		raw.Server.DataDir = DefaultDataDir
+		raw.Server.DataDir = app.DefaultDataDir
 	}
 	for _, p := range []*string{&raw.Server.DataDir, &raw.Server.CertFile, &raw.Server.KeyFile, &raw.Backup.Dir} {
 		*p = fromDir(dir, *p)
 	}
 	if v, from := override(lookupEnv, flagListen, EnvListen); from != "" {
 		if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
-			return &ConfigError{File: file, Key: "server.listen", Reason: fmt.Sprintf("%s %q is not host:port (e.g. 127.0.0.1:8080 or :8080)", from, v)}
+			return &app.ConfigError{File: file, Key: "server.listen", Reason: fmt.Sprintf("%s %q is not host:port (e.g. 127.0.0.1:8080 or :8080)", from, v)}
 		}
 		raw.Server.Listen = v
 	}
@@ -104,7 +106,7 @@ func fromDir(dir, p string) string {
 }
 
 // LoadDataDirWith reads only server.data_dir from the config file at path,
-// as LoadConfig would resolve it (from the file's directory, overridden by
+// as Load would resolve it (from the file's directory, overridden by
 // o and HOOKBOX_DATA_DIR), for commands that work on the data file while
 // the service is stopped: they need neither the secrets nor a valid rest
 // of the file.
@@ -116,7 +118,7 @@ func LoadDataDirWith(path string, o Overrides) (string, error) {
 		} `toml:"server"`
 	}
 	if _, err := toml.DecodeFile(path, &probe); err != nil {
-		return "", &ConfigError{File: path, Reason: err.Error()}
+		return "", &app.ConfigError{File: path, Reason: err.Error()}
 	}
 	raw.Server.DataDir = probe.Server.DataDir
 	if err := adjustPaths(path, &raw, o.Lookup(nil)); err != nil {

@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"hookbox/app"
 )
 
 // InlineSecretKeys returns the keys of the config text data that hold a
@@ -113,15 +115,12 @@ func FileModeWarnings(path, dataDir string) []string {
 			}
 		}
 	}
-	if fi, err := os.Stat(dataDir); err == nil && fi.IsDir() && fi.Mode().Perm() != DataDirMode {
+	if fi, err := os.Stat(dataDir); err == nil && fi.IsDir() && fi.Mode().Perm() != app.DataDirMode {
 		out = append(out, fmt.Sprintf("data dir %s has mode %04o, not %04o: it holds every event with its headers; "+
-			"hookbox serve sets %04o at start (or chmod 700 %s)", dataDir, fi.Mode().Perm(), DataDirMode, DataDirMode, dataDir))
+			"hookbox serve sets %04o at start (or chmod 700 %s)", dataDir, fi.Mode().Perm(), app.DataDirMode, app.DataDirMode, dataDir))
 	}
 	return out
 }
-
-// DataDirMode is the mode of the data directory: its owner only.
-const DataDirMode fs.FileMode = 0o700
 
 // readers says who besides the owner may read a file of mode m.
 func readers(m fs.FileMode) string {

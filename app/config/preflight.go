@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"hookbox/app"
 	"hookbox/app/datadir"
 )
 
@@ -37,7 +38,7 @@ func CheckDataDir(dir string) error {
 			os.Remove(d) // deepest first; only what this check created, and only if still empty
 		}
 	}()
-	if err := os.MkdirAll(abs, DataDirMode); err != nil {
+	if err := os.MkdirAll(abs, app.DataDirMode); err != nil {
 		return fmt.Errorf("cannot create %s: %w", dir, err)
 	}
 	fi, err := os.Stat(abs)
@@ -69,22 +70,4 @@ func CheckListen(listen string) error {
 		return fmt.Errorf("%q: %w", listen, err)
 	}
 	return nil
-}
-
-// PasteURL returns the URL to paste into src's platform: from public_url
-// when it is set (public true), else from the listen address, which only
-// a sender on this machine or network reaches.
-func (c *Config) PasteURL(src *Source) (url string, public bool) {
-	if c.Server.PublicURL != "" {
-		return c.Server.PublicURL + "/in/" + src.Name, true
-	}
-	scheme := "http"
-	if c.Server.TLS != TLSNone {
-		scheme = "https"
-	}
-	host, port, _ := net.SplitHostPort(c.Server.Listen)
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1" // every address of this machine; this one reaches it from here
-	}
-	return scheme + "://" + net.JoinHostPort(host, port) + "/in/" + src.Name, false
 }

@@ -1,7 +1,7 @@
 // Validating [server]: listen and data_dir, the limits of the edge, and TLS
 // (certificate files or ACME).
 
-package app
+package config
 
 import (
 	"crypto/tls"
@@ -14,14 +14,23 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"hookbox/app"
 )
 
-func (v *validator) server(s *ServerConfig, r rawServer) {
+// The largest values the limits of the edge may take.
+const (
+	maxMaxBodyBytes      = 64 << 20
+	maxMaxBodyBytesTotal = 1 << 40
+	maxMaxConnections    = 1 << 20
+)
+
+func (v *validator) server(s *app.ServerConfig, r rawServer) {
 	s.Listen = r.Listen
 	if s.Listen == "" {
-		s.Listen = DefaultListen
+		s.Listen = app.DefaultListen
 		if r.Domain != "" || r.CertFile != "" || r.KeyFile != "" {
-			s.Listen = DefaultTLSListen
+			s.Listen = app.DefaultTLSListen
 		}
 	}
 	if _, port, err := net.SplitHostPort(s.Listen); err != nil || port == "" {
@@ -32,11 +41,11 @@ func (v *validator) server(s *ServerConfig, r rawServer) {
 		u, err := url.Parse(r.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			v.fail("server.public_url", fmt.Sprintf("%q is not an absolute http(s) URL", r.PublicURL))
-		} else if s.TLS != TLSNone && u.Scheme != "https" {
+		} else if s.TLS != app.TLSNone && u.Scheme != "https" {
 			v.fail("server.public_url", fmt.Sprintf("%q: with TLS on, senders reach hookbox over https", r.PublicURL))
 		}
 		s.PublicURL = strings.TrimRight(r.PublicURL, "/")
-	} else if s.TLS == TLSACME {
+	} else if s.TLS == app.TLSACME {
 		// The name the certificate is for is where senders post to.
 		s.PublicURL = "https://" + s.Domain
 		if _, port, err := net.SplitHostPort(s.Listen); err == nil && port != "443" && port != "https" {
@@ -45,9 +54,9 @@ func (v *validator) server(s *ServerConfig, r rawServer) {
 	}
 	s.DataDir = r.DataDir
 	if s.DataDir == "" {
-		s.DataDir = DefaultDataDir
+		s.DataDir = app.DefaultDataDir
 	}
-	s.MaxBodyBytes = DefaultMaxBodyBytes
+	s.MaxBodyBytes = app.DefaultMaxBodyBytes
 	if r.MaxBodyBytes != nil {
 		s.MaxBodyBytes = *r.MaxBodyBytes
 		if s.MaxBodyBytes <= 0 || s.MaxBodyBytes > maxMaxBodyBytes {
@@ -56,7 +65,7 @@ func (v *validator) server(s *ServerConfig, r rawServer) {
 	}
 	// A body is held in pieces that double as they fill, so the largest
 	// may hold up to twice max_body_bytes.
-	s.MaxBodyBytesTotal = max(DefaultMaxBodyBytesTotal, 2*int64(s.MaxBodyBytes))
+	s.MaxBodyBytesTotal = max(app.DefaultMaxBodyBytesTotal, 2*int64(s.MaxBodyBytes))
 	if r.MaxBodyBytesTotal != nil {
 		s.MaxBodyBytesTotal = *r.MaxBodyBytesTotal
 		if s.MaxBodyBytesTotal < 2*int64(s.MaxBodyBytes) || s.MaxBodyBytesTotal > maxMaxBodyBytesTotal {
@@ -68,7 +77,7 @@ func (v *validator) server(s *ServerConfig, r rawServer) {
 
 // edge checks the keys that bound what peers get: connections, and whose
 // forwarded headers count.
-func (v *validator) edge(s *ServerConfig, r rawServer) {
+func (v *validator) edge(s *app.ServerConfig, r rawServer) {
 	for i, p := range r.TrustedProxies {
 		key := fmt.Sprintf("server.trusted_proxies[%d]", i)
 		if pfx, err := netip.ParsePrefix(p); err == nil {
@@ -88,14 +97,14 @@ func (v *validator) edge(s *ServerConfig, r rawServer) {
 			v.fail(key, fmt.Sprintf("%q is not an IP address or a CIDR range (e.g. \"127.0.0.1\", \"10.0.0.0/8\", \"::1\")", p))
 		}
 	}
-	s.MaxConnections = DefaultMaxConnections
+	s.MaxConnections = app.DefaultMaxConnections
 	if r.MaxConnections != nil {
 		s.MaxConnections = *r.MaxConnections
 		if s.MaxConnections < 1 || s.MaxConnections > maxMaxConnections {
 			v.fail("server.max_connections", fmt.Sprintf("must be between 1 and %d", maxMaxConnections))
 		}
 	}
-	s.MaxConnectionsPerIP = min(DefaultMaxConnectionsPerIP, s.MaxConnections)
+	s.MaxConnectionsPerIP = min(app.DefaultMaxConnectionsPerIP, s.MaxConnections)
 	if r.MaxConnectionsPerIP != nil {
 		s.MaxConnectionsPerIP = *r.MaxConnectionsPerIP
 		if s.MaxConnectionsPerIP < 0 || s.MaxConnectionsPerIP > s.MaxConnections {
@@ -130,7 +139,7 @@ func validDomain(s string) bool {
 // tls decides the TLS mode from the keys that are set and checks that they
 // fit together. A certificate pair must load now: `hookbox check` runs as
 // the service user, so a file it cannot read is found before a restart.
-func (v *validator) tls(s *ServerConfig, r rawServer) {
+func (v *validator) tls(s *app.ServerConfig, r rawServer) {
 	s.CertFile, s.KeyFile = r.CertFile, r.KeyFile
 	s.Domain = strings.ToLower(r.Domain)
 	s.ACMEEmail, s.ACMEDirectory = r.ACMEEmail, r.ACMEDirectory
@@ -143,11 +152,11 @@ func (v *validator) tls(s *ServerConfig, r rawServer) {
 		v.fail(key, "not with server.domain: either hookbox gets the certificate itself (domain) or reads it from files (cert_file, key_file)")
 		return
 	case r.Domain != "":
-		s.TLS = TLSACME
+		s.TLS = app.TLSACME
 	case r.CertFile != "" || r.KeyFile != "":
-		s.TLS = TLSFiles
+		s.TLS = app.TLSFiles
 	}
-	if s.TLS != TLSACME {
+	if s.TLS != app.TLSACME {
 		for _, k := range []struct{ key, val string }{{"server.acme_email", r.ACMEEmail}, {"server.acme_directory", r.ACMEDirectory}} {
 			if k.val != "" {
 				v.fail(k.key, "only with server.domain (ACME)")
@@ -156,7 +165,7 @@ func (v *validator) tls(s *ServerConfig, r rawServer) {
 	}
 	if r.HTTPListen != nil {
 		s.HTTPListen = *r.HTTPListen
-		if s.TLS == TLSNone {
+		if s.TLS == app.TLSNone {
 			v.fail("server.http_listen", "only with TLS (server.domain or server.cert_file): it redirects to HTTPS")
 		} else if _, port, err := net.SplitHostPort(s.HTTPListen); err != nil || port == "" {
 			v.fail("server.http_listen", fmt.Sprintf("%q is not host:port", s.HTTPListen))
@@ -165,7 +174,7 @@ func (v *validator) tls(s *ServerConfig, r rawServer) {
 		}
 	}
 	switch s.TLS {
-	case TLSFiles:
+	case app.TLSFiles:
 		switch {
 		case r.CertFile == "":
 			v.fail("server.cert_file", "server.key_file needs its certificate: set cert_file (PEM, the full chain)")
@@ -180,12 +189,12 @@ func (v *validator) tls(s *ServerConfig, r rawServer) {
 				v.fail("server.cert_file", fmt.Sprintf("cannot load the pair %s and %s: %v", r.CertFile, r.KeyFile, err))
 			}
 		}
-	case TLSACME:
+	case app.TLSACME:
 		if !validDomain(s.Domain) {
 			v.fail("server.domain", fmt.Sprintf("%q is not a DNS name a CA issues for (e.g. \"hooks.example.com\"; no IP address, no wildcard)", r.Domain))
 		}
 		if s.ACMEDirectory == "" {
-			s.ACMEDirectory = DefaultACMEDirectory
+			s.ACMEDirectory = app.DefaultACMEDirectory
 		} else if u, err := url.Parse(s.ACMEDirectory); err != nil || u.Scheme != "https" || u.Host == "" {
 			v.fail("server.acme_directory", fmt.Sprintf("%q is not an https URL", s.ACMEDirectory))
 		}
@@ -195,7 +204,7 @@ func (v *validator) tls(s *ServerConfig, r rawServer) {
 			}
 		}
 		if r.HTTPListen == nil {
-			s.HTTPListen = DefaultHTTPListen
+			s.HTTPListen = app.DefaultHTTPListen
 		}
 	}
 }

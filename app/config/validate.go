@@ -2,7 +2,7 @@
 // Config type, with defaults, and stops at the first key that is wrong,
 // naming the file, the key and the reason.
 
-package app
+package config
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"hookbox/app"
 	"hookbox/app/provider"
 	"hookbox/app/template"
 )
@@ -22,7 +23,7 @@ import (
 // and rate limit, then retried by a destination to the end of its
 // schedule. A sender that resends an id hookbox already forgot gets it
 // accepted, and the event delivered twice.
-func (v *validator) idsOutlastDeliveries(cfg *Config) {
+func (v *validator) idsOutlastDeliveries(cfg *app.Config) {
 	if v.err != nil {
 		return
 	}
@@ -37,39 +38,27 @@ func (v *validator) idsOutlastDeliveries(cfg *Config) {
 			}
 			if total := hold + d.RetryHorizon(); total > longest {
 				longest = total
-				why = fmt.Sprintf("destination %q retries for up to %s (%s)", d.Name, shortDuration(d.RetryHorizon()), d.scheduleText())
+				why = fmt.Sprintf("destination %q retries for up to %s (%s)", d.Name, app.ShortDuration(d.RetryHorizon()), d.ScheduleText())
 				if hold > 0 {
-					held := "debounce " + shortDuration(r.Debounce)
+					held := "debounce " + app.ShortDuration(r.Debounce)
 					if r.RateLimit.Window > 0 {
-						held += " plus one rate_limit window of " + shortDuration(r.RateLimit.Window)
+						held += " plus one rate_limit window of " + app.ShortDuration(r.RateLimit.Window)
 					}
-					why = fmt.Sprintf("route %q holds an event up to %s (%s), then %s", r.Name, shortDuration(hold), held, why)
+					why = fmt.Sprintf("route %q holds an event up to %s (%s), then %s", r.Name, app.ShortDuration(hold), held, why)
 				}
 			}
 		}
 	}
 	if ids := cfg.Retention.EventIDs; ids < longest {
 		v.fail("retention.event_ids", fmt.Sprintf("%s is shorter than a delivery can take: %s; a sender that resends the event's id after hookbox forgot it would get it accepted and delivered twice. Set event_ids to at least %s",
-			shortDuration(ids), why, shortDuration(longest.Truncate(time.Minute)+time.Minute)))
+			app.ShortDuration(ids), why, app.ShortDuration(longest.Truncate(time.Minute)+time.Minute)))
 	}
 }
 
-// shortDuration writes d without zero minutes and seconds ("1h", "15m").
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if t, ok := strings.CutSuffix(s, "m0s"); ok {
-		s = t + "m"
-	}
-	if t, ok := strings.CutSuffix(s, "h0m"); ok {
-		s = t + "h"
-	}
-	return s
-}
-
-func (v *validator) status(s *StatusConfig, r rawStatus) {
+func (v *validator) status(s *app.StatusConfig, r rawStatus) {
 	s.User = r.User
 	if s.User == "" {
-		s.User = DefaultStatusUser
+		s.User = app.DefaultStatusUser
 	}
 	s.Password = r.Password
 	s.MetricsPublic = r.MetricsPublic
@@ -78,7 +67,7 @@ func (v *validator) status(s *StatusConfig, r rawStatus) {
 	}
 }
 
-func (v *validator) alerts(a *AlertsConfig, r rawAlerts) {
+func (v *validator) alerts(a *app.AlertsConfig, r rawAlerts) {
 	if r.DeadLettersOver != nil {
 		a.DeadLettersOver = *r.DeadLettersOver
 		if a.DeadLettersOver < 0 {
@@ -94,7 +83,7 @@ func (v *validator) alerts(a *AlertsConfig, r rawAlerts) {
 	}
 	a.Check = r.Check
 	if a.Check == "" {
-		a.Check = DefaultAlertCheck
+		a.Check = app.DefaultAlertCheck
 	}
 	if _, err := cron.ParseStandard(a.Check); err != nil {
 		v.fail("alerts.check", fmt.Sprintf("%q is not a cron spec: %v", a.Check, err))
@@ -118,12 +107,12 @@ func (v *validator) env1(key, name string) string {
 	return val
 }
 
-func (v *validator) destination(key string, r rawDestination) *Destination {
+func (v *validator) destination(key string, r rawDestination) *app.Destination {
 	if !sourceName.MatchString(r.Name) {
 		v.fail(key+".name", "must be 1-64 of a-z, 0-9, '_' and '-', starting with a letter or digit")
 		return nil
 	}
-	d := &Destination{Name: r.Name, URL: r.URL, Headers: r.Headers, Concurrency: DefaultConcurrency, Retry: DefaultRetry}
+	d := &app.Destination{Name: r.Name, URL: r.URL, Headers: r.Headers, Concurrency: app.DefaultConcurrency, Retry: app.DefaultRetry}
 	if u, err := url.Parse(r.URL); err != nil || !httpURL(r.URL) || u.User != nil {
 		v.fail(key+".url", "must be an absolute http(s) URL without user:password (put credentials in headers)")
 	}
@@ -137,7 +126,7 @@ func (v *validator) destination(key string, r rawDestination) *Destination {
 		}
 		d.Secret = []byte(secret)
 	}
-	d.Timeout = v.duration(key+".timeout", r.Timeout, DefaultTimeout)
+	d.Timeout = v.duration(key+".timeout", r.Timeout, app.DefaultTimeout)
 	if r.Retry != nil {
 		d.Retry = make([]time.Duration, 0, len(*r.Retry))
 		for i, s := range *r.Retry {
@@ -155,16 +144,16 @@ func (v *validator) destination(key string, r rawDestination) *Destination {
 		}
 	}
 	switch r.SignatureHeaders {
-	case "", SignatureHeadersStandard:
-		d.SignatureHeaders = SignatureHeadersStandard
-	case SignatureHeadersSvix:
-		d.SignatureHeaders = SignatureHeadersSvix
+	case "", app.SignatureHeadersStandard:
+		d.SignatureHeaders = app.SignatureHeadersStandard
+	case app.SignatureHeadersSvix:
+		d.SignatureHeaders = app.SignatureHeadersSvix
 		if secret == "" {
 			v.fail(key+".signature_headers", `"svix" needs the destination's secret: without one there is no signature to send`)
 		}
 	default:
 		v.fail(key+".signature_headers", fmt.Sprintf("%q is not one of %q (webhook-* headers) and %q (webhook-* and svix-*)",
-			r.SignatureHeaders, SignatureHeadersStandard, SignatureHeadersSvix))
+			r.SignatureHeaders, app.SignatureHeadersStandard, app.SignatureHeadersSvix))
 	}
 	d.ForwardSignatures = defaultForwardSignatures(d)
 	if r.ForwardSignatures != nil {
@@ -186,9 +175,9 @@ func (v *validator) destination(key string, r rawDestination) *Destination {
 // signature keeps working. A destination that gets a transformed body or
 // runs a command (later) defaults to false here: the provider's signature
 // means nothing over a new body, and a script has no use for it.
-func defaultForwardSignatures(d *Destination) bool { return true }
+func defaultForwardSignatures(d *app.Destination) bool { return true }
 
-func (v *validator) route(key string, r rawRoute, cfg *Config) *Route {
+func (v *validator) route(key string, r rawRoute, cfg *app.Config) *app.Route {
 	if cfg.SourceByName(r.Source) == nil {
 		v.fail(key+".source", fmt.Sprintf("no [[source]] named %q", r.Source))
 	}
@@ -205,7 +194,7 @@ func (v *validator) route(key string, r rawRoute, cfg *Config) *Route {
 			v.fail(fmt.Sprintf("%s.topics[%d]", key, i), "is empty")
 		}
 	}
-	route := &Route{Name: r.Name, Source: r.Source, Topics: r.Topics, To: r.To}
+	route := &app.Route{Name: r.Name, Source: r.Source, Topics: r.Topics, To: r.To}
 	if r.Name != "" && !sourceName.MatchString(r.Name) {
 		v.fail(key+".name", "must be 1-64 of a-z, 0-9, '_' and '-', starting with a letter or digit")
 	}
@@ -214,7 +203,7 @@ func (v *validator) route(key string, r rawRoute, cfg *Config) *Route {
 		route.Debounce = v.duration(key+".debounce", r.Debounce, 0)
 	}
 	if r.RateLimit != "" {
-		rl, err := ParseRateLimit(r.RateLimit)
+		rl, err := app.ParseRateLimit(r.RateLimit)
 		if err != nil {
 			v.fail(key+".rate_limit", err.Error())
 		}
@@ -238,7 +227,7 @@ type validator struct {
 
 func (v *validator) fail(key, reason string) {
 	if v.err == nil {
-		v.err = &ConfigError{File: v.file, Key: key, Reason: reason}
+		v.err = &app.ConfigError{File: v.file, Key: key, Reason: reason}
 	}
 }
 
@@ -257,19 +246,19 @@ func (v *validator) duration(key, s string, def time.Duration) time.Duration {
 	return d
 }
 
-func (v *validator) retention(r *RetentionConfig, raw rawRetention) {
-	r.EventIDs = v.duration("retention.event_ids", raw.EventIDs, DefaultEventIDs)
-	r.Events = v.duration("retention.events", raw.Events, DefaultEvents)
+func (v *validator) retention(r *app.RetentionConfig, raw rawRetention) {
+	r.EventIDs = v.duration("retention.event_ids", raw.EventIDs, app.DefaultEventIDs)
+	r.Events = v.duration("retention.events", raw.Events, app.DefaultEvents)
 	r.Sweep = raw.Sweep
 	if r.Sweep == "" {
-		r.Sweep = DefaultSweep
+		r.Sweep = app.DefaultSweep
 	}
 	if _, err := cron.ParseStandard(r.Sweep); err != nil {
 		v.fail("retention.sweep", fmt.Sprintf("%q is not a cron spec: %v", r.Sweep, err))
 	}
 }
 
-func (v *validator) source(key string, r rawSource, publicURL string) *Source {
+func (v *validator) source(key string, r rawSource, publicURL string) *app.Source {
 	if !sourceName.MatchString(r.Name) {
 		v.fail(key+".name", "must be 1-64 of a-z, 0-9, '_' and '-', starting with a letter or digit")
 		return nil
@@ -278,7 +267,7 @@ func (v *validator) source(key string, r rawSource, publicURL string) *Source {
 		v.fail(key+".provider", fmt.Sprintf("unknown provider %q (known: %s)", r.Provider, strings.Join(provider.Names(), ", ")))
 		return nil
 	}
-	s := &Source{Name: r.Name, Provider: r.Provider, URL: publicURL + "/in/" + r.Name}
+	s := &app.Source{Name: r.Name, Provider: r.Provider, URL: publicURL + "/in/" + r.Name}
 	if publicURL == "" {
 		s.URL = "/in/" + r.Name
 	}
@@ -371,11 +360,11 @@ func (v *validator) secrets(key string, r rawSource) [][]byte {
 }
 
 // backup checks the [backup] table; dir defaults to data_dir/backups.
-func (v *validator) backup(b *BackupConfig, r rawBackup, dataDir string) {
+func (v *validator) backup(b *app.BackupConfig, r rawBackup, dataDir string) {
 	b.Schedule = r.Schedule
 	switch b.Schedule {
 	case "":
-		b.Schedule = DefaultBackupSchedule
+		b.Schedule = app.DefaultBackupSchedule
 	case "off":
 		b.Schedule = ""
 	}
@@ -386,9 +375,9 @@ func (v *validator) backup(b *BackupConfig, r rawBackup, dataDir string) {
 	}
 	b.Dir = r.Dir
 	if b.Dir == "" {
-		b.Dir = filepath.Join(dataDir, BackupsDirName)
+		b.Dir = filepath.Join(dataDir, app.BackupsDirName)
 	}
-	b.Keep = DefaultBackupKeep
+	b.Keep = app.DefaultBackupKeep
 	if r.Keep != nil {
 		b.Keep = *r.Keep
 		if b.Keep < 1 || b.Keep > 10000 {

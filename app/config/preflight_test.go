@@ -1,4 +1,4 @@
-package app_test
+package config_test
 
 import (
 	"os"
@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"hookbox/app"
+	"hookbox/app/config"
 )
 
 func TestCheckDataDir(t *testing.T) {
 	t.Run("OKCreatable", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "a", "b")
-		if err := app.CheckDataDir(dir); err != nil {
+		if err := config.CheckDataDir(dir); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := os.Stat(filepath.Dir(dir)); !os.IsNotExist(err) {
@@ -21,7 +21,7 @@ func TestCheckDataDir(t *testing.T) {
 	})
 	t.Run("OKExisting", func(t *testing.T) {
 		dir := t.TempDir()
-		if err := app.CheckDataDir(dir); err != nil {
+		if err := config.CheckDataDir(dir); err != nil {
 			t.Fatal(err)
 		}
 		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
@@ -32,7 +32,7 @@ func TestCheckDataDir(t *testing.T) {
 		if _, err := os.Stat("/proc/self"); err != nil {
 			t.Skip("no /proc")
 		}
-		err := app.CheckDataDir("/proc/hookbox")
+		err := config.CheckDataDir("/proc/hookbox")
 		if err == nil || !strings.Contains(err.Error(), "cannot create /proc/hookbox") {
 			t.Fatalf("err = %v", err)
 		}
@@ -40,7 +40,7 @@ func TestCheckDataDir(t *testing.T) {
 	t.Run("ErrFile", func(t *testing.T) {
 		f := filepath.Join(t.TempDir(), "file")
 		os.WriteFile(f, nil, 0o600)
-		if err := app.CheckDataDir(f); err == nil {
+		if err := config.CheckDataDir(f); err == nil {
 			t.Fatal("a file was taken for a data dir")
 		}
 	})
@@ -51,7 +51,7 @@ func TestCheckDataDir(t *testing.T) {
 		dir := t.TempDir()
 		os.Chmod(dir, 0o500)
 		defer os.Chmod(dir, 0o700)
-		if err := app.CheckDataDir(dir); err == nil || !strings.Contains(err.Error(), "cannot write in") {
+		if err := config.CheckDataDir(dir); err == nil || !strings.Contains(err.Error(), "cannot write in") {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -68,7 +68,7 @@ func TestConfig_PasteURL(t *testing.T) {
 		{`listen = "0.0.0.0:8080"`, "http://127.0.0.1:8080/in/gh", false},
 		{`listen = ":8080"`, "http://127.0.0.1:8080/in/gh", false},
 	} {
-		cfg, err := app.ParseConfig("c.toml", "[server]\n"+tc.server+"\n"+pathsSource, func(string) (string, bool) { return "", false })
+		cfg, err := config.Parse("c.toml", "[server]\n"+tc.server+"\n"+pathsSource, func(string) (string, bool) { return "", false })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestConfig_PasteURL(t *testing.T) {
 			t.Errorf("%s: %q, %v; want %q, %v", tc.server, got, public, tc.want, tc.public)
 		}
 	}
-	if err := app.CheckListen("127.0.0.1:no-such-port"); err == nil {
+	if err := config.CheckListen("127.0.0.1:no-such-port"); err == nil {
 		t.Error("CheckListen took an unknown port name")
 	}
 }

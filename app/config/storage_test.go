@@ -1,4 +1,4 @@
-package app_test
+package config_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/config"
 )
 
 const storageSrc = "[[source]]\nname = \"s\"\nprovider = \"github\"\nsecret = \"x\"\n"
@@ -16,13 +17,13 @@ const storageSrc = "[[source]]\nname = \"s\"\nprovider = \"github\"\nsecret = \"
 func TestParseConfig_Storage(t *testing.T) {
 	const url = "postgres://hookbox:pw-Zq81@db.internal:5432/hookbox?sslmode=verify-full"
 	t.Run("DefaultBBolt", func(t *testing.T) {
-		cfg, err := app.ParseConfig("c.toml", storageSrc, env(nil))
+		cfg, err := config.Parse("c.toml", storageSrc, env(nil))
 		if err != nil || cfg.Storage.Backend != app.BackendBBolt || cfg.Storage.URL != "" || cfg.Backup.Schedule != app.DefaultBackupSchedule {
 			t.Fatalf("storage = %+v, backup %+v, %v", cfg.Storage, cfg.Backup, err)
 		}
 	})
 	t.Run("PostgresFromDefaultEnv", func(t *testing.T) {
-		cfg, err := app.ParseConfig("c.toml", storageSrc+"[storage]\nbackend = \"postgres\"\n", env(map[string]string{"HOOKBOX_DATABASE_URL": url}))
+		cfg, err := config.Parse("c.toml", storageSrc+"[storage]\nbackend = \"postgres\"\n", env(map[string]string{"HOOKBOX_DATABASE_URL": url}))
 		if err != nil || cfg.Storage.Backend != app.BackendPostgres || cfg.Storage.URL != url || cfg.Storage.Lease != app.DefaultLease {
 			t.Fatalf("storage = %+v, %v", cfg.Storage, err)
 		}
@@ -31,14 +32,14 @@ func TestParseConfig_Storage(t *testing.T) {
 		}
 	})
 	t.Run("PostgresURLAndLease", func(t *testing.T) {
-		cfg, err := app.ParseConfig("c.toml", storageSrc+"[[destination]]\nname = \"pos\"\nurl = \"https://x\"\ntimeout = \"20s\"\n"+
+		cfg, err := config.Parse("c.toml", storageSrc+"[[destination]]\nname = \"pos\"\nurl = \"https://x\"\ntimeout = \"20s\"\n"+
 			"[storage]\nbackend = \"postgres\"\nurl = \""+url+"\"\nlease = \"30s\"\n[backup]\nschedule = \"off\"\n", env(nil))
 		if err != nil || cfg.Storage.URL != url || cfg.Storage.Lease != 30*time.Second {
 			t.Fatalf("storage = %+v, %v", cfg.Storage, err)
 		}
 	})
 	t.Run("PostgresURLEnv", func(t *testing.T) {
-		cfg, err := app.ParseConfig("c.toml", storageSrc+"[storage]\nbackend = \"postgres\"\nurl_env = \"DB\"\n", env(map[string]string{"DB": url}))
+		cfg, err := config.Parse("c.toml", storageSrc+"[storage]\nbackend = \"postgres\"\nurl_env = \"DB\"\n", env(map[string]string{"DB": url}))
 		if err != nil || cfg.Storage.URL != url {
 			t.Fatalf("storage = %+v, %v", cfg.Storage, err)
 		}
@@ -67,7 +68,7 @@ func TestParseConfig_Storage(t *testing.T) {
 		{"BackupSchedule", pg + "url = \"" + url + "\"\n[backup]\nschedule = \"@daily\"\n", nil, "backup.schedule", "backups are the database's"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := app.ParseConfig("hookbox.toml", tt.toml, env(tt.env))
+			_, err := config.Parse("hookbox.toml", tt.toml, env(tt.env))
 			var ce *app.ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v, want a ConfigError", err)
@@ -90,7 +91,7 @@ func TestLoadBackend(t *testing.T) {
 	} {
 		path := filepath.Join(dir, "c.toml")
 		os.WriteFile(path, []byte(tc.text), 0o600)
-		if got, err := app.LoadBackend(path); got != tc.want || err != nil {
+		if got, err := config.LoadBackend(path); got != tc.want || err != nil {
 			t.Fatalf("LoadBackend(%q) = %q, %v; want %q", tc.text, got, err, tc.want)
 		}
 	}
