@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"hookbox/app"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // alertConfig is a config whose alerts go to url.
@@ -29,7 +29,7 @@ func newAlerter(t *testing.T, url string) *app.Alerter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

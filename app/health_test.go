@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"hookbox/app"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // While commits fail, StorageHealth counts what was refused, logs a line a
@@ -21,7 +21,7 @@ func TestStorageHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/provider"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 var now0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -53,13 +53,13 @@ id = "{body.id}"
 `
 
 // newReceiver returns a receiver over a real bbolt file with its clock at *now.
-func newReceiver(t *testing.T, now *time.Time) (*app.Receiver, *storage.DB) {
+func newReceiver(t *testing.T, now *time.Time) (*app.Receiver, *bboltstore.DB) {
 	t.Helper()
 	cfg, err := app.ParseConfig("test.toml", testConfig, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

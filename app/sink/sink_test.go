@@ -16,7 +16,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/provider"
 	"hookbox/app/sink"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -82,7 +82,7 @@ to = ["good", "wrong"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

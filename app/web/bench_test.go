@@ -16,7 +16,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/provider"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 const benchConfig = `
@@ -149,7 +149,7 @@ debounce = "1h"
 			if err != nil {
 				b.Fatal(err)
 			}
-			db, err := storage.Open(b.TempDir())
+			db, err := bboltstore.Open(b.TempDir())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // BenchmarkEdgeBodies measures the edge's own work on a webhook, without
@@ -23,7 +23,7 @@ func BenchmarkEdgeBodies(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	db, err := storage.Open(b.TempDir())
+	db, err := bboltstore.Open(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

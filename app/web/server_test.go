@@ -14,7 +14,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/provider"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 const testConfig = `
@@ -26,13 +26,13 @@ provider = "shopify"
 secret = "s3cret-shop"
 `
 
-func newServer(t *testing.T, health web.Health) (*web.Server, *storage.DB) {
+func newServer(t *testing.T, health web.Health) (*web.Server, *bboltstore.DB) {
 	t.Helper()
 	cfg, err := app.ParseConfig("t.toml", testConfig, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
