@@ -36,7 +36,7 @@ var powerCuts = flag.Int("power.cuts", 0, "power cuts per mode in TestPowerLoss_
 // brokenEnv names a deliberately broken build for the power-loss tests to
 // run instead of the real one, to show that they catch it:
 // HOOKBOX_POWERLOSS_BROKEN=nosync (bbolt's NoSync) or earlyack (the answer
-// goes out before the commit's fsync). See storage/powercut_off.go.
+// goes out before the commit's fsync). See storage/bboltstore/broken_off.go.
 const brokenEnv = "HOOKBOX_POWERLOSS_BROKEN"
 
 // syncLatency is what each fsync costs on the test file system, as on a
@@ -118,7 +118,7 @@ func powerBinary(t *testing.T) (string, []string) {
 	if broken == "" {
 		return clitest.Binary(t), env
 	}
-	tag := "powercut_" + broken
+	tag := "broken_" + broken
 	path := filepath.Join(t.TempDir(), "hookbox-"+broken)
 	clitest.Build(t, path, "-tags", tag)
 	t.Logf("running the deliberately broken build %s", tag)

@@ -1,4 +1,4 @@
-//go:build powercut_nosync || powercut_earlyack
+//go:build broken_nosync || broken_earlyack
 
 package bboltstore
 
@@ -7,7 +7,7 @@ import (
 	"os"
 )
 
-// refuseBrokenBuild stops a deliberately broken build (powercut_off.go)
+// refuseBrokenBuild stops a deliberately broken build (broken_off.go)
 // unless the test that built it asked for it by name.
 func refuseBrokenBuild(tag string) {
 	if os.Getenv("HOOKBOX_BROKEN_BUILD") != tag {
