@@ -16,7 +16,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // alertConfig is a config whose alerts go to url.
@@ -30,7 +30,7 @@ func newAlerter(t *testing.T, url string) *app.Alerter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// BackupStore writes consistent copies of the data file (storage.DB).
+// BackupStore writes consistent copies of the data file (bboltstore.DB).
 type BackupStore interface {
 	// WriteBackup writes a complete copy to path atomically and returns its size.
 	WriteBackup(ctx context.Context, path string) (int64, error)

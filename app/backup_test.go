@@ -17,7 +17,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // alertSink records the text of every Slack-compatible message posted to it.
@@ -76,7 +76,7 @@ func TestBackuper_KeepPrunes(t *testing.T) {
 	if cfg.Backup.Schedule != "@daily" || cfg.Backup.Dir != filepath.Join(dataDir, "backups") || cfg.Backup.Keep != 3 {
 		t.Fatalf("backup config = %+v", cfg.Backup)
 	}
-	db, err := storage.Open(dataDir)
+	db, err := bboltstore.Open(dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,14 +112,14 @@ func TestBackuper_KeepPrunes(t *testing.T) {
 	}
 	// The newest copy is complete: every event is in it.
 	newest := filepath.Join(cfg.Backup.Dir, want[4])
-	if err := storage.CheckFile(newest); err != nil {
+	if err := bboltstore.CheckFile(newest); err != nil {
 		t.Fatal(err)
 	}
 	restored := t.TempDir()
-	if _, err := storage.Restore(restored, newest, now); err != nil {
+	if _, err := bboltstore.Restore(restored, newest, now); err != nil {
 		t.Fatal(err)
 	}
-	rdb, err := storage.Open(restored)
+	rdb, err := bboltstore.Open(restored)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestBackuper_KeepPrunes(t *testing.T) {
 func TestBackuper_PrunesInCreationOrder(t *testing.T) {
 	dataDir := t.TempDir()
 	cfg := backupConfig(t, dataDir, "[backup]\nkeep = 3\n")
-	db, err := storage.Open(dataDir)
+	db, err := bboltstore.Open(dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestBackuper_FailureAlerts(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := backupConfig(t, dataDir, fmt.Sprintf("[backup]\ndir = %q\n[alerts]\nurl = %q\n", filepath.Join(blocker, "backups"), sink.URL))
-	db, err := storage.Open(dataDir)
+	db, err := bboltstore.Open(dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"hookbox/app"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // faultDest is one destination of faultConfig.
@@ -397,7 +397,7 @@ func TestDispatcher_RecordFails(t *testing.T) {
 	s := newSink(t, 200)
 	store := &failingRecords{}
 	store.failing.Store(true)
-	h := newHarnessOver(t, destsConfig(`["1h"]`, s.URL), func(db *storage.DB) app.Store { store.Store = db; return store })
+	h := newHarnessOver(t, destsConfig(`["1h"]`, s.URL), func(db *bboltstore.DB) app.Store { store.Store = db; return store })
 	h.disp.StoreRetry = 300 * time.Millisecond
 
 	h.send(t, "unrecorded-1", `{}`)
@@ -442,7 +442,7 @@ func TestDispatcher_SendsGoOnWhileAttemptsAreRecorded(t *testing.T) {
 	s := newSink(t, 200)
 	store := &slowRecords{release: make(chan struct{})}
 	h := newHarnessOver(t, faultConfig(faultDest{name: "d", url: s.URL, timeout: "2s", retry: `["1h"]`, concurrency: 2}),
-		func(db *storage.DB) app.Store { store.Store = db; return store })
+		func(db *bboltstore.DB) app.Store { store.Store = db; return store })
 	release := sync.OnceFunc(func() { close(store.release) })
 	t.Cleanup(release) // before the harness stops
 
@@ -638,7 +638,7 @@ func TestDispatcher_RecordFailsBacksOff(t *testing.T) {
 	s := newSink(t, 200)
 	store := &failingRecords{}
 	store.failing.Store(true)
-	h := newHarnessOver(t, destsConfig(`["1h"]`, s.URL), func(db *storage.DB) app.Store { store.Store = db; return store })
+	h := newHarnessOver(t, destsConfig(`["1h"]`, s.URL), func(db *bboltstore.DB) app.Store { store.Store = db; return store })
 	h.disp.StoreRetry, h.disp.StoreRetryMax = 100*time.Millisecond, 400*time.Millisecond
 
 	h.send(t, "unrecorded-1", `{}`)

@@ -18,7 +18,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 const destSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -65,7 +65,7 @@ func (s *sink) requests() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.g
 // harness runs a receiver and a dispatcher over a real bbolt file.
 type harness struct {
 	cfg  *app.Config
-	db   *storage.DB
+	db   *bboltstore.DB
 	recv *app.Receiver
 	disp *app.Dispatcher
 	// stopRun ends the dispatcher's Run; cancelSends then cuts the sends
@@ -87,18 +87,18 @@ func newHarnessAt(t *testing.T, toml, dir string, now func() time.Time) *harness
 
 // newHarnessOver runs its dispatcher over the store over makes of the
 // bbolt file: one that fails or stalls on purpose.
-func newHarnessOver(t *testing.T, toml string, over func(*storage.DB) app.Store) *harness {
+func newHarnessOver(t *testing.T, toml string, over func(*bboltstore.DB) app.Store) *harness {
 	t.Helper()
 	return startHarness(t, toml, t.TempDir(), time.Now, over)
 }
 
-func startHarness(t *testing.T, toml, dir string, now func() time.Time, over func(*storage.DB) app.Store) *harness {
+func startHarness(t *testing.T, toml, dir string, now func() time.Time, over func(*bboltstore.DB) app.Store) *harness {
 	t.Helper()
 	cfg, err := config.Parse("test.toml", toml, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(dir)
+	db, err := bboltstore.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func benchmarkDispatch(b *testing.B, framing string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	db, err := storage.Open(b.TempDir())
+	db, err := bboltstore.Open(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

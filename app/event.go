@@ -26,7 +26,7 @@ type HeaderField struct {
 	Value string
 }
 
-// Store is the durable state behind hookbox. storage.DB implements it on
+// Store is the durable state behind hookbox. bboltstore.DB implements it on
 // bbolt; a replicated store could implement it later.
 type Store interface {
 	CountStore

@@ -16,7 +16,7 @@ import (
 // answers "degraded", hookbox_storage_failing is 1, an alert goes out, the
 // dispatcher holds its sends (their outcome could not be recorded), and
 // the failures are logged at most once a second. It hears of every commit
-// from the store (storage.DB.OnCommit); Watch tries a small write while
+// from the store (bboltstore.DB.OnCommit); Watch tries a small write while
 // commits fail, so that it sees them work again without any traffic.
 type StorageHealth struct {
 	// Logger receives the changes of state.

@@ -10,7 +10,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // While commits fail, StorageHealth counts what was refused, logs a line a
@@ -22,7 +22,7 @@ func TestStorageHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"hookbox/app"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // logBuffer is a log destination tests read while the code writes.
@@ -37,9 +37,9 @@ func (l *logBuffer) String() string {
 
 var shownPassword = regexp.MustCompile(`password=(\S+)`)
 
-func mustOpenStore(t *testing.T, dir string) *storage.DB {
+func mustOpenStore(t *testing.T, dir string) *bboltstore.DB {
 	t.Helper()
-	db, err := storage.Open(dir)
+	db, err := bboltstore.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // One event record of a destination's backlog cannot be decoded (a
@@ -28,7 +28,7 @@ func TestDispatcher_PoisonIsolated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(dir)
+	db, err := bboltstore.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestDispatcher_PoisonIsolated(t *testing.T) {
 	}
 	_, bad, _, _ := db.LookupID("gh", "bl-7")
 	db.Close()
-	bdb, err := bolt.Open(dir+"/"+storage.FileName, 0o600, nil)
+	bdb, err := bolt.Open(dir+"/"+bboltstore.FileName, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/config"
 	"hookbox/app/provider"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // A route key written for Shopify's legacy headers keeps working when a
@@ -39,7 +39,7 @@ to = ["erp"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

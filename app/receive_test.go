@@ -16,7 +16,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/config"
 	"hookbox/app/provider"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 var now0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -54,13 +54,13 @@ id = "{body.id}"
 `
 
 // newReceiver returns a receiver over a real bbolt file with its clock at *now.
-func newReceiver(t *testing.T, now *time.Time) (*app.Receiver, *storage.DB) {
+func newReceiver(t *testing.T, now *time.Time) (*app.Receiver, *bboltstore.DB) {
 	t.Helper()
 	cfg, err := config.Parse("test.toml", testConfig, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ type Stats struct {
 	dests   map[string]*DestInfo   // names and the dispatcher's state
 	routes  []string               // the debounced routes, in config order
 
-	// Storage follows whether commits succeed (storage.DB.OnCommit).
+	// Storage follows whether commits succeed (bboltstore.DB.OnCommit).
 	Storage *StorageHealth
 
 	// Registry holds the Prometheus metrics.
@@ -197,7 +197,7 @@ func (s *Stats) storage() *StorageHealth {
 	return s.Storage
 }
 
-// commitCounter is a store that counts its group commits (storage.DB).
+// commitCounter is a store that counts its group commits (bboltstore.DB).
 type commitCounter interface {
 	CommitCounts() (commits, writes, pages uint64)
 }

@@ -1,6 +1,11 @@
+// Package storage holds what hookbox's stores share and no store owns:
+// the Store interface that the bbolt store (storage/bboltstore) and the
+// PostgreSQL one (storage/postgres) implement and storetest checks, and
+// the errors they answer alike. It imports no storage technology.
 package storage
 
 import (
+	"errors"
 	"time"
 
 	"hookbox/app"
@@ -9,7 +14,7 @@ import (
 // Store is everything hookbox's server uses of a store: the domain's
 // app.Store and app.MetaStore, the reads of the status pages (ui.Store,
 // listed here because storage does not import ui), and what serve and the
-// tests ask of it. DB (bbolt) and postgres.DB implement it, and
+// tests ask of it. bboltstore.DB and postgres.DB implement it, and
 // storetest.Run holds the behaviour both must show.
 type Store interface {
 	app.Store
@@ -52,4 +57,5 @@ type Store interface {
 	Close() error
 }
 
-var _ Store = (*DB)(nil)
+// ErrClosed is returned by a store's writes after Close.
+var ErrClosed = errors.New("storage closed")

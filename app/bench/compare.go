@@ -24,7 +24,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/config"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
 )
 
@@ -366,7 +366,7 @@ func scrapeCommits(base, password string) ([3]float64, error) {
 // preloadBacklog stores o.Backlog events routed to the sink in the data
 // dir hookbox is about to open, as if accepted while the sink was away.
 func preloadBacklog(ctx context.Context, dataDir string, o Options, sg *signer, sink *benchSink) error {
-	db, err := storage.Open(dataDir)
+	db, err := bboltstore.Open(dataDir)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"hookbox/app/datadir"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 func runBackup(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
@@ -79,7 +79,7 @@ func backup(api *adminAPI, out string) (int64, error) {
 	if err := f.Sync(); err != nil {
 		return 0, fmt.Errorf("hookbox backup: sync %s: %w", out, err)
 	}
-	if err := storage.CheckOpen(f.File); err != nil {
+	if err := bboltstore.CheckOpen(f.File); err != nil {
 		return 0, fmt.Errorf("hookbox backup: the downloaded copy is damaged, %s left as it was: %w", out, err)
 	}
 	if err := f.Publish(filepath.Base(out)); err != nil {

@@ -14,7 +14,7 @@ import (
 
 	"hookbox/app/bench"
 	"hookbox/app/cli/clitest"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // freePort is bench's PickPort for tests: a free port on 127.0.0.1, below
@@ -230,15 +230,15 @@ func TestSign(t *testing.T) {
 		if left, _ := filepath.Glob(filepath.Join(filepath.Dir(backupFile), ".*")); len(left) > 0 {
 			t.Errorf("temp files left: %v", left)
 		}
-		if err := storage.CheckFile(backupFile); err != nil {
+		if err := bboltstore.CheckFile(backupFile); err != nil {
 			t.Fatalf("bbolt check of the backup: %v", err)
 		}
 		// The copy is a data file hookbox can open, holding what was accepted.
 		restore := filepath.Join(dir, "restore")
 		os.Mkdir(restore, 0o700)
 		data, _ := os.ReadFile(backupFile)
-		os.WriteFile(filepath.Join(restore, storage.FileName), data, 0o600)
-		db, err := storage.Open(restore)
+		os.WriteFile(filepath.Join(restore, bboltstore.FileName), data, 0o600)
+		db, err := bboltstore.Open(restore)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // crashKills sets how many times TestCrash_KillUnderLoad kills hookbox; a
@@ -307,7 +307,7 @@ retry = %s
 source = "gh"
 to = ["sink"]
 `, sink.url, retry), st.config(2*time.Second))
-	dataFile := filepath.Join(dir, "data", storage.FileName)
+	dataFile := filepath.Join(dir, "data", bboltstore.FileName)
 	ledger := &crashLedger{acked: map[string]bool{}, accepted: map[string]int{}}
 
 	for round := range kills {
@@ -365,7 +365,7 @@ to = ["sink"]
 	// The store after the last (clean) stop: consistent, and every
 	// acknowledged id is remembered.
 	db := st.open(t, dir)
-	if bdb, ok := db.(*storage.DB); ok {
+	if bdb, ok := db.(*bboltstore.DB); ok {
 		if err := bdb.Check(); err != nil {
 			t.Fatalf("bbolt check: %v", err)
 		}

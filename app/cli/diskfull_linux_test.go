@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes on a new temp dir, unmounted at
@@ -121,7 +121,7 @@ func TestFault_DiskFull(t *testing.T) {
 	}
 	p.stop(t)
 
-	db, err := storage.Open(filepath.Join(mnt, "data"))
+	db, err := bboltstore.Open(filepath.Join(mnt, "data"))
 	if err != nil {
 		t.Fatal(err)
 	}

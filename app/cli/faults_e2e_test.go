@@ -15,7 +15,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/cli/clitest"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres/pgtest"
 )
 
@@ -96,7 +96,7 @@ func TestFault_DataFileEmptiedOrTruncated(t *testing.T) {
 				t.Fatal("no backup was taken")
 			}
 			latest, _ = app.LatestBackup(backups) // the schedule may have taken another before the stop
-			data := filepath.Join(dir, "data", storage.FileName)
+			data := filepath.Join(dir, "data", bboltstore.FileName)
 			if err := os.Truncate(data, size); err != nil {
 				t.Fatal(err)
 			}

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"hookbox/app/cli/clitest"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // serviceUser is a Unix user made for one test: what the service account
@@ -301,7 +301,7 @@ func newRaceBed(t *testing.T) *raceBed {
 	// to the service user; an open that followed a link to it would write
 	// to it.
 	made := t.TempDir()
-	db, err := storage.Open(made)
+	db, err := bboltstore.Open(made)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func newRaceBed(t *testing.T) *raceBed {
 		t.Fatal(err)
 	}
 	db.Close()
-	b.victimData, err = os.ReadFile(filepath.Join(made, storage.FileName))
+	b.victimData, err = os.ReadFile(filepath.Join(made, bboltstore.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func newRaceBed(t *testing.T) *raceBed {
 	// the backup directory (where the scheduled backups are) to restore.
 	startUserServer(t, u, b.bin, b.config).stop()
 	b.pristine = filepath.Join(b.base, "pristine.db")
-	good, err := os.ReadFile(filepath.Join(b.data, storage.FileName))
+	good, err := os.ReadFile(filepath.Join(b.data, bboltstore.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +412,7 @@ func (b *raceBed) victimIntact() string {
 // ("" when nothing): a link, a file not the service user's, or a copy
 // of the victim.
 func (b *raceBed) dataFileSound() string {
-	p := filepath.Join(b.data, storage.FileName)
+	p := filepath.Join(b.data, bboltstore.FileName)
 	fi, err := os.Lstat(p)
 	if err != nil {
 		return err.Error()
@@ -442,14 +442,14 @@ func (b *raceBed) repair(t *testing.T) {
 			}
 		}
 	}
-	p := filepath.Join(b.data, storage.FileName)
+	p := filepath.Join(b.data, bboltstore.FileName)
 	if _, err := os.Lstat(p); err != nil {
 		good, _ := os.ReadFile(b.pristine)
 		if err := os.WriteFile(p, good, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, n := range []string{storage.FileName, storage.LockName, storage.MarkerName} {
+	for _, n := range []string{bboltstore.FileName, bboltstore.LockName, bboltstore.MarkerName} {
 		os.Lchown(filepath.Join(b.data, n), b.u.uid, b.u.gid)
 	}
 	b.putBackup(t)
@@ -595,7 +595,7 @@ func TestLocalUser_RootCommands(t *testing.T) {
 		if code == 0 || !strings.Contains(out, "symbolic link") {
 			t.Errorf("restore through a link the service user made: exit %d, %s", code, out)
 		}
-		if got, _ := os.ReadFile(filepath.Join(b.data, storage.FileName)); bytes.Equal(got, b.victimData) {
+		if got, _ := os.ReadFile(filepath.Join(b.data, bboltstore.FileName)); bytes.Equal(got, b.victimData) {
 			t.Error("restore copied the victim into the data directory")
 		}
 		os.Remove(b.backups)

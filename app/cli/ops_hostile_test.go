@@ -29,7 +29,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/cli/clitest"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // opsMemCeiling is the ceiling on the peak RSS of hookbox.
@@ -392,7 +392,7 @@ func opsWaitFile(t *testing.T, dir, prefix string) {
 // dataDir, through the store as serve would.
 func opsFillData(t *testing.T, dataDir string, n, size int) {
 	t.Helper()
-	db, err := storage.Open(dataDir)
+	db, err := bboltstore.Open(dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +462,7 @@ func TestOps_SlowBackupReader(t *testing.T) {
 	if took < 12*time.Second {
 		t.Errorf("the read took only %v: not past the 10 s write timeout", took)
 	}
-	if err := storage.CheckFile(out); err != nil {
+	if err := bboltstore.CheckFile(out); err != nil {
 		t.Errorf("the copy: %v", err)
 	}
 	opsCheckRSS(t, p, "slow backup reader")

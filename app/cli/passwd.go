@@ -15,7 +15,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
 )
 
@@ -120,8 +120,8 @@ func storePasswordHash(ctx context.Context, cfg *app.Config, hash []byte) (strin
 		return "set in " + db.Where() + "; running nodes take it up within a second", nil
 	}
 	dir := cfg.Server.DataDir
-	db, err := storage.Open(dir)
-	if errors.Is(err, storage.ErrLocked) {
+	db, err := bboltstore.Open(dir)
+	if errors.Is(err, bboltstore.ErrLocked) {
 		// A server runs on the file: hand it the hash.
 		if err := app.WritePasswordRequest(dir, hash); err != nil {
 			return "", err

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"hookbox/app/cli/clitest"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 	"hookbox/storage/powercut"
 )
 
@@ -36,7 +36,7 @@ var powerCuts = flag.Int("power.cuts", 0, "power cuts per mode in TestPowerLoss_
 // brokenEnv names a deliberately broken build for the power-loss tests to
 // run instead of the real one, to show that they catch it:
 // HOOKBOX_POWERLOSS_BROKEN=nosync (bbolt's NoSync) or earlyack (the answer
-// goes out before the commit's fsync). See storage/powercut_off.go.
+// goes out before the commit's fsync). See storage/bboltstore/broken_off.go.
 const brokenEnv = "HOOKBOX_POWERLOSS_BROKEN"
 
 // syncLatency is what each fsync costs on the test file system, as on a
@@ -118,7 +118,7 @@ func powerBinary(t *testing.T) (string, []string) {
 	if broken == "" {
 		return clitest.Binary(t), env
 	}
-	tag := "powercut_" + broken
+	tag := "broken_" + broken
 	path := filepath.Join(t.TempDir(), "hookbox-"+broken)
 	clitest.Build(t, path, "-tags", tag)
 	t.Logf("running the deliberately broken build %s", tag)
@@ -194,7 +194,7 @@ func TestPowerLoss_Acknowledged(t *testing.T) {
 			sink := newFlakySink(t, 500) // half the attempts fail while the load runs
 			retry := `["30ms"` + strings.Repeat(`, "30ms"`, 99) + `]`
 			config := powerConfig(t, filepath.Join(disk.mnt, "data"), destinationConfig(sink.url, retry), "[backup]\nschedule = \"off\"\n")
-			dataFile := disk.onDisk("data/" + storage.FileName)
+			dataFile := disk.onDisk("data/" + bboltstore.FileName)
 			ledger := &crashLedger{acked: map[string]bool{}, accepted: map[string]int{}}
 			seed := rand.Uint64()
 			var (
@@ -228,7 +228,7 @@ func TestPowerLoss_Acknowledged(t *testing.T) {
 				// yet durable.
 				var armed atomic.Bool
 				atFlush := func(op powercut.Op) bool {
-					return armed.Load() && op.Kind == "fsync" && op.Path == "data/"+storage.FileName
+					return armed.Load() && op.Kind == "fsync" && op.Path == "data/"+bboltstore.FileName
 				}
 				disk.mount(powercut.Options{Torn: mode.torn, Seed: seed + uint64(cut), SyncLatency: syncLatency, CutWhen: atFlush})
 				p := startBinary(t, exe, config, env)
@@ -341,7 +341,7 @@ func TestPowerLoss_FirstStart(t *testing.T) {
 	}
 	p.kill(t)
 	t.Log(disk.cut())
-	if err := boltCheck(t, disk.onDisk("var/lib/hookbox/"+storage.FileName)); err != nil {
+	if err := boltCheck(t, disk.onDisk("var/lib/hookbox/"+bboltstore.FileName)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -414,7 +414,7 @@ keep = 2
 				t.Errorf("cut %d: the backup logged as done is gone: %v", cut+1, err)
 			}
 		}
-		if err := boltCheck(t, disk.onDisk("data/"+storage.FileName)); err != nil {
+		if err := boltCheck(t, disk.onDisk("data/"+bboltstore.FileName)); err != nil {
 			t.Errorf("cut %d: the data file: %v", cut+1, err)
 		}
 	}
@@ -443,7 +443,7 @@ func TestPowerLoss_Restore(t *testing.T) {
 			ids[i] = append(ids[i], id)
 		}
 		p.stop(t)
-		backups[i] = filepath.Join(dir, "data", storage.FileName)
+		backups[i] = filepath.Join(dir, "data", bboltstore.FileName)
 	}
 	disk := newPowerDisk(t)
 	config := powerConfig(t, filepath.Join(disk.mnt, "data"), "[backup]\nschedule = \"off\"\n")
@@ -466,7 +466,7 @@ func TestPowerLoss_Restore(t *testing.T) {
 	t.Logf("a restore makes %d operations in the data directory", total.Load())
 	// It made the data directory: a cut right after it keeps both.
 	disk.cut()
-	if state, why := restoredSet(t, disk.onDisk("data/"+storage.FileName), ids); state != 0 {
+	if state, why := restoredSet(t, disk.onDisk("data/"+bboltstore.FileName), ids); state != 0 {
 		t.Fatalf("a cut after the first restore (into a new data directory) returned: the data file is not the copy: %s", why)
 	}
 	current := 0
@@ -483,7 +483,7 @@ func TestPowerLoss_Restore(t *testing.T) {
 		disk.mount(powercut.Options{Torn: torn, Seed: seed + uint64(cut), SyncLatency: syncLatency, CutWhen: cutWhen})
 		out, err := restore(backups[next])
 		r := disk.cut()
-		state, why := restoredSet(t, disk.onDisk("data/"+storage.FileName), ids)
+		state, why := restoredSet(t, disk.onDisk("data/"+bboltstore.FileName), ids)
 		t.Logf("cut %d (torn %v) at data directory operation %d: restore %v; data file: backup %d %s; %v",
 			cut+1, torn, at, err, state, why, r)
 		switch {
@@ -499,7 +499,7 @@ func TestPowerLoss_Restore(t *testing.T) {
 		}
 		disk.fs = nil
 		// The copies restore keeps are named to the second: clear them.
-		old, _ := filepath.Glob(disk.onDisk("data/" + storage.FileName + storage.ReplacedSuffix + "*"))
+		old, _ := filepath.Glob(disk.onDisk("data/" + bboltstore.FileName + bboltstore.ReplacedSuffix + "*"))
 		for _, f := range old {
 			os.Remove(f)
 		}
@@ -523,10 +523,10 @@ func restoredSet(t *testing.T, path string, ids [2][]string) (int, string) {
 	if err != nil {
 		return -1, err.Error()
 	}
-	if err := os.WriteFile(filepath.Join(dir, storage.FileName), b, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, bboltstore.FileName), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(dir)
+	db, err := bboltstore.Open(dir)
 	if err != nil {
 		return -1, err.Error()
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"hookbox/app/config"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 const restoreHelp = "Replaces data_dir/hookbox.db with a copy of FILE (a scheduled backup from\n" +
@@ -49,7 +49,7 @@ func runRestore(_ context.Context, c *command, args []string, stdout, stderr io.
 		return 0
 	}
 	if *checkOnly { // in the child of checkInChild
-		if err := storage.CheckFile(file); err != nil {
+		if err := bboltstore.CheckFile(file); err != nil {
 			fmt.Fprintf(stderr, "hookbox restore: %s is not a sound hookbox data file: %v\n", file, err)
 			return 1
 		}
@@ -68,7 +68,7 @@ func runRestore(_ context.Context, c *command, args []string, stdout, stderr io.
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	res, err := storage.Restore(dataDir, file, time.Now())
+	res, err := bboltstore.Restore(dataDir, file, time.Now())
 	if err != nil {
 		fmt.Fprintf(stderr, "hookbox restore: %v\n", err)
 		return 1

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // ackedEvent is an event hookbox answered "accepted", and when the answer came.
@@ -271,7 +271,7 @@ func TestRestore_DamagedCopy(t *testing.T) {
 	body := []byte("{}")
 	post(t, p.addr, "gh", body, githubHeaders(body, e2eSecret, "keep-me"))
 	p.stop(t)
-	dataFile := filepath.Join(dir, "data", storage.FileName)
+	dataFile := filepath.Join(dir, "data", bboltstore.FileName)
 	before, err := os.ReadFile(dataFile)
 	if err != nil {
 		t.Fatal(err)

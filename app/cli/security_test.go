@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"hookbox/app/provider"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // closedPort returns a local address nothing listens on; its port is
@@ -226,8 +226,8 @@ func TestSecurity_DataFileModes(t *testing.T) {
 	p := start(t, writeConfig(t, dir))
 	p.stop(t)
 	for path, want := range map[string]os.FileMode{
-		filepath.Join(dir, "data"):                   0o700 | os.ModeDir,
-		filepath.Join(dir, "data", storage.FileName): 0o600,
+		filepath.Join(dir, "data"):                      0o700 | os.ModeDir,
+		filepath.Join(dir, "data", bboltstore.FileName): 0o600,
 	} {
 		fi, err := os.Stat(path)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/config"
 	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
 	"hookbox/ui"
 )
@@ -42,13 +43,13 @@ type node struct {
 func openStore(ctx context.Context, path string, cfg *app.Config, logger *slog.Logger) (*node, error) {
 	if cfg.Storage.Backend != app.BackendPostgres {
 		// The data dir holds every event with its headers: its owner's only.
-		if was, err := storage.SecureDir(cfg.Server.DataDir); err != nil {
+		if was, err := bboltstore.SecureDir(cfg.Server.DataDir); err != nil {
 			logger.Warn("data dir mode not fixed: others may read the events", "dir", cfg.Server.DataDir, slog.Any("error", err))
 		} else if was != 0 {
 			logger.Warn("data dir mode fixed", "dir", cfg.Server.DataDir, "was", fmt.Sprintf("%04o", was), "now", fmt.Sprintf("%04o", app.DataDirMode))
 		}
 		// Open takes the data dir's lock file, held until Close.
-		db, err := storage.Open(cfg.Server.DataDir)
+		db, err := bboltstore.Open(cfg.Server.DataDir)
 		if err != nil {
 			return nil, withWayOut(err, path, cfg)
 		}
@@ -77,7 +78,7 @@ func describePostgres(h *app.StorageHealth) {
 // going again: the latest backup in backup.dir and the command that puts it
 // in place, or how to start afresh on purpose.
 func withWayOut(err error, configPath string, cfg *app.Config) error {
-	lost, newer := errors.Is(err, storage.ErrDataLost), errors.Is(err, storage.ErrNewerFormat)
+	lost, newer := errors.Is(err, bboltstore.ErrDataLost), errors.Is(err, bboltstore.ErrNewerFormat)
 	if !lost && !newer {
 		return err
 	}
@@ -89,7 +90,7 @@ func withWayOut(err error, configPath string, cfg *app.Config) error {
 		return fmt.Errorf("%w. Run the newer hookbox that wrote it, or %s", err, restore)
 	}
 	return fmt.Errorf("%w. To recover, %s. To start afresh on purpose instead, with no remembered id and no pending delivery, move %s away and delete %s",
-		err, restore, storage.FileName, filepath.Join(cfg.Server.DataDir, storage.MarkerName))
+		err, restore, bboltstore.FileName, filepath.Join(cfg.Server.DataDir, bboltstore.MarkerName))
 }
 
 // onLeader runs job only on the node that runs the cluster's jobs.

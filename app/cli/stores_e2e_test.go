@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
 	"hookbox/storage/postgres/pgtest"
 )
@@ -38,7 +39,7 @@ func (s storeCase) config(timeout time.Duration) string {
 func (s storeCase) open(t *testing.T, dir string) storage.Store {
 	t.Helper()
 	if s.url == "" {
-		db, err := storage.Open(filepath.Join(dir, "data"))
+		db, err := bboltstore.Open(filepath.Join(dir, "data"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ import (
 	"hookbox/app/config"
 	"hookbox/app/provider"
 	"hookbox/app/sink"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -83,7 +83,7 @@ to = ["good", "wrong"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

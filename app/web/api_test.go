@@ -17,7 +17,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/config"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 const apiConfig = `
@@ -38,13 +38,13 @@ to = ["pos"]
 `
 
 // newAPIServer returns a server whose store holds one dead delivery.
-func newAPIServer(t *testing.T, toml string) (*web.Server, *storage.DB, uint64) {
+func newAPIServer(t *testing.T, toml string) (*web.Server, *bboltstore.DB, uint64) {
 	t.Helper()
 	cfg, err := config.Parse("t.toml", toml, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestAPI_Backup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	out := filepath.Join(t.TempDir(), storage.FileName)
+	out := filepath.Join(t.TempDir(), bboltstore.FileName)
 	f, _ := os.Create(out)
 	n, err := io.Copy(f, resp.Body)
 	f.Close()
@@ -195,7 +195,7 @@ func TestAPI_Backup(t *testing.T) {
 		t.Fatalf("backup: %d, %d bytes, %v", resp.StatusCode, n, err)
 	}
 	// The copy opens as a data file with the dead delivery in it.
-	copyDB, err := storage.Open(filepath.Dir(out))
+	copyDB, err := bboltstore.Open(filepath.Dir(out))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"hookbox/app/config"
 	"hookbox/app/provider"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 const benchConfig = `
@@ -150,7 +150,7 @@ debounce = "1h"
 			if err != nil {
 				b.Fatal(err)
 			}
-			db, err := storage.Open(b.TempDir())
+			db, err := bboltstore.Open(b.TempDir())
 			if err != nil {
 				b.Fatal(err)
 			}

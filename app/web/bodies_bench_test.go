@@ -11,7 +11,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/config"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // BenchmarkEdgeBodies measures the edge's own work on a webhook, without
@@ -24,7 +24,7 @@ func BenchmarkEdgeBodies(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	db, err := storage.Open(b.TempDir())
+	db, err := bboltstore.Open(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

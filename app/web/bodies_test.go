@@ -16,7 +16,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // newBodyServer is newEdgeServer with a read timeout of its own.
@@ -28,7 +28,7 @@ name = "shop"
 provider = "shopify"
 secret = "s3cret-shop"
 `)
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

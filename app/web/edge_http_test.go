@@ -18,7 +18,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // edgeServer is the whole HTTP face on a real listener, behind Limit as
@@ -26,7 +26,7 @@ import (
 type edgeServer struct {
 	addr string
 	srv  *web.Server
-	db   *storage.DB
+	db   *bboltstore.DB
 	log  *syncBuffer
 }
 
@@ -53,7 +53,7 @@ name = "shop"
 provider = "shopify"
 secret = "s3cret-shop"
 `)
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // A record set aside because it cannot be decoded is on the overview with
@@ -25,7 +25,7 @@ import (
 func TestUI_ShowsRecordsSetAside(t *testing.T) {
 	cfg := mustConfig(t, uiSecrets)
 	dir := t.TempDir()
-	db, err := storage.Open(dir)
+	db, err := bboltstore.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestUI_ShowsRecordsSetAside(t *testing.T) {
 	}
 	_, seq, _, _ := db.LookupID("shop", "evt-garbled")
 	db.Close()
-	bdb, err := bolt.Open(filepath.Join(dir, storage.FileName), 0o600, nil)
+	bdb, err := bolt.Open(filepath.Join(dir, bboltstore.FileName), 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestUI_ShowsRecordsSetAside(t *testing.T) {
 		return b.Put(k, append([]byte{5}, b.Get(k)[1:]...))
 	})
 	bdb.Close()
-	db, err = storage.Open(dir)
+	db, err = bboltstore.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestServer_HealthDegraded(t *testing.T) {
 // and when it is tried next.
 func TestUI_FailingDestination(t *testing.T) {
 	cfg := mustConfig(t, uiSecrets)
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

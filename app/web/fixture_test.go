@@ -14,7 +14,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/provider"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // fixtureConfig has a delivered, a retrying and a dead destination, and a
@@ -61,7 +61,7 @@ type fixture struct {
 	t     *testing.T
 	dir   string
 	now   time.Time
-	db    *storage.DB
+	db    *bboltstore.DB
 	stats *app.Stats
 	srv   *web.Server
 	base  string
@@ -80,7 +80,7 @@ func openFixture(t *testing.T, dir string, now time.Time, logger *slog.Logger) *
 func openFixtureWith(t *testing.T, dir string, now time.Time, logger *slog.Logger, server string) *fixture {
 	t.Helper()
 	cfg := mustConfig(t, server+fixtureConfig)
-	db, err := storage.Open(dir)
+	db, err := bboltstore.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

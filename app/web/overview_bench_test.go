@@ -13,7 +13,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // BenchmarkPages renders the overview and the first page of the event list
@@ -25,7 +25,7 @@ func BenchmarkPages(b *testing.B) {
 		n = v
 	}
 	cfg := mustConfig(b, uiSecrets)
-	db, err := storage.Open(b.TempDir())
+	db, err := bboltstore.Open(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

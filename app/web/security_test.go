@@ -21,7 +21,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/provider"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 const secConfig = `
@@ -44,7 +44,7 @@ secret = "whsec_stripe_sec_test_1"
 type secServer struct {
 	addr  string
 	srv   *web.Server
-	db    *storage.DB
+	db    *bboltstore.DB
 	recv  *app.Receiver
 	stats *app.Stats
 }
@@ -52,7 +52,7 @@ type secServer struct {
 func newSecServer(t *testing.T, readTimeout time.Duration) *secServer {
 	t.Helper()
 	cfg := mustConfig(t, secConfig)
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

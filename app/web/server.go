@@ -61,7 +61,7 @@ type Deps struct {
 	LimitedDelay time.Duration
 	// Stats feeds the overview, /api/v1/stats and /metrics (may be nil in tests).
 	Stats *app.Stats
-	// UIStore backs the status pages (the storage.DB).
+	// UIStore backs the status pages (the bboltstore.DB).
 	UIStore ui.Store
 	// ReadTimeout bounds reading one request, headers and body (0: the
 	// ReadTimeout constant); tests shorten it.

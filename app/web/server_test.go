@@ -15,7 +15,7 @@ import (
 	"hookbox/app/config"
 	"hookbox/app/provider"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 const testConfig = `
@@ -27,13 +27,13 @@ provider = "shopify"
 secret = "s3cret-shop"
 `
 
-func newServer(t *testing.T, health web.Health) (*web.Server, *storage.DB) {
+func newServer(t *testing.T, health web.Health) (*web.Server, *bboltstore.DB) {
 	t.Helper()
 	cfg, err := config.Parse("t.toml", testConfig, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/config"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 // writePair writes a fresh self-signed certificate for name (serial sn) and
@@ -106,7 +106,7 @@ secret = "s3cret-shop"
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(dir)
+	db, err := bboltstore.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

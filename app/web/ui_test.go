@@ -16,7 +16,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/provider"
 	"hookbox/app/web"
-	"hookbox/storage"
+	"hookbox/storage/bboltstore"
 )
 
 const uiSecrets = `
@@ -45,10 +45,10 @@ var uiSecretValues = []string{"pw-status-77", "shpss_old_secret_11", "shpss_new_
 
 // newUIServer runs the full server with one accepted event whose delivery
 // is dead, on a real listener.
-func newUIServer(t *testing.T) (addr string, db *storage.DB, eventSeq uint64) {
+func newUIServer(t *testing.T) (addr string, db *bboltstore.DB, eventSeq uint64) {
 	t.Helper()
 	cfg := mustConfig(t, uiSecrets)
-	db, err := storage.Open(t.TempDir())
+	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func csrfOf(t *testing.T, page string) string {
 // Every route but the public ones refuses a caller without a login.
 func TestServer_EveryRouteNeedsLogin(t *testing.T) {
 	cfg := mustConfig(t, uiSecrets)
-	db, _ := storage.Open(t.TempDir())
+	db, _ := bboltstore.Open(t.TempDir())
 	defer db.Close()
 	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping})
 	public := map[string]bool{"POST /in/:source": true, "GET /healthz": true, "HEAD /healthz": true,

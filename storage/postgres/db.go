@@ -1,6 +1,6 @@
 // Package postgres is hookbox's store on PostgreSQL, for several hookbox
 // nodes behind a load balancer sharing one database. It keeps the promise
-// of the bbolt store (storage.DB) and passes the same conformance suite
+// of the bbolt store (bboltstore.DB) and passes the same conformance suite
 // (storage/storetest): an id is accepted once per source, by a unique key
 // checked in the same transaction that stores the event and its
 // deliveries; an answer is given only after the commit is flushed

@@ -1,5 +1,5 @@
 // Package storetest is the conformance suite of hookbox's stores: the
-// behaviour the app relies on, which the bbolt store (storage.DB) and the
+// behaviour the app relies on, which the bbolt store (bboltstore.DB) and the
 // PostgreSQL store (storage/postgres) must both show. A store's tests call
 // Run with a function that opens a fresh, empty store.
 //

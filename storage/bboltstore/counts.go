@@ -1,0 +1,296 @@
+package bboltstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"hookbox/app"
+)
+
+// bucketCounts holds the status page's hourly counts: hour(8, unix hours,
+// big-endian) → encoded app.Counts. Files from before it get it at Open;
+// the format stays 2, since an older build ignores the bucket.
+var bucketCounts = []byte("counts")
+
+// countsVersion is the first byte of an encoded app.Counts.
+const countsVersion = 1
+
+// encodeCounts writes c as its version and one uvarint per kind.
+func encodeCounts(c *app.Counts) []byte {
+	b := make([]byte, 1, 1+len(c)*3)
+	b[0] = countsVersion
+	for _, n := range c {
+		b = binary.AppendUvarint(b, n)
+	}
+	return b
+}
+
+// decodeCounts reads what encodeCounts wrote. Kinds a newer build added
+// after the ones this build knows are ignored; missing ones are zero.
+func decodeCounts(b []byte) (app.Counts, error) {
+	var c app.Counts
+	if len(b) == 0 || b[0] != countsVersion {
+		return c, errors.New("counts: unknown version")
+	}
+	b = b[1:]
+	for k := range c {
+		if len(b) == 0 {
+			break
+		}
+		n, w := binary.Uvarint(b)
+		if w <= 0 {
+			return c, errors.New("counts: bad number")
+		}
+		c[k], b = n, b[w:]
+	}
+	return c, nil
+}
+
+// hourKey is the key of unix hour h.
+func hourKey(h int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(h)) }
+
+// counter holds the counts that are not written yet: those of the writes
+// in the transaction the committer runs (tx), those AddCounts took
+// (pending) and, while a commit carries them, those (flight, written by
+// the write transaction flightTx).
+// The same goes for the counts by name (named.go); the last times
+// (txLast) are all the transaction's own.
+type counter struct {
+	tx      map[int64]*app.Counts // committer only
+	txNamed map[hourName]uint64   // committer only
+	txLast  map[app.Named]app.Last
+
+	mu           sync.Mutex
+	pending      map[int64]*app.Counts
+	pendingNamed map[hourName]uint64
+	flight       map[int64]*app.Counts
+	flightNamed  map[hourName]uint64
+	flightTx     int
+}
+
+func newCounter() *counter {
+	return &counter{tx: map[int64]*app.Counts{}, txNamed: map[hourName]uint64{}, txLast: map[app.Named]app.Last{},
+		pending: map[int64]*app.Counts{}, pendingNamed: map[hourName]uint64{}}
+}
+
+// clearTx forgets the running transaction's counts, at its start.
+func (c *counter) clearTx() {
+	clear(c.tx)
+	clear(c.txNamed)
+	clear(c.txLast)
+}
+
+// add adds c to hour h of m.
+func add(m map[int64]*app.Counts, h int64, c app.Counts) {
+	if cur := m[h]; cur != nil {
+		cur.Add(c)
+		return
+	}
+	m[h] = &c
+}
+
+// count adds n of kind k at t to the running transaction's counts.
+func (d *DB) count(t time.Time, k app.Kind, n uint64) {
+	h := app.Hour(t)
+	c := d.counts.tx[h]
+	if c == nil {
+		c = new(app.Counts)
+		d.counts.tx[h] = c
+	}
+	c[k] += n
+}
+
+// AddCounts adds c to the hour of at; the next commit writes it.
+func (d *DB) AddCounts(at time.Time, c app.Counts) {
+	d.counts.mu.Lock()
+	add(d.counts.pending, app.Hour(at), c)
+	d.counts.mu.Unlock()
+}
+
+// writeCounts adds the transaction's counts and what AddCounts holds to
+// the counts bucket, at the end of the committer's transaction tx: one
+// Put per hour touched, usually one. What it takes from pending is in
+// flight until takeBack or landed says how the commit went.
+func (d *DB) writeCounts(tx *bolt.Tx) error {
+	all, named := d.counts.tx, d.counts.txNamed
+	d.counts.mu.Lock()
+	if len(d.counts.pending) > 0 || len(d.counts.pendingNamed) > 0 {
+		d.counts.flight, d.counts.pending = d.counts.pending, map[int64]*app.Counts{}
+		d.counts.flightNamed, d.counts.pendingNamed = d.counts.pendingNamed, map[hourName]uint64{}
+		d.counts.flightTx = tx.ID()
+		for h, c := range d.counts.flight {
+			add(all, h, *c)
+		}
+		for hn, n := range d.counts.flightNamed {
+			named[hn] += n
+		}
+	}
+	d.counts.mu.Unlock()
+	if len(all) > 0 {
+		if err := putCounts(tx, all); err != nil {
+			return err
+		}
+	}
+	if len(named) > 0 {
+		if err := putNamed(tx, named); err != nil {
+			return err
+		}
+	}
+	if len(d.counts.txLast) > 0 {
+		return putLasts(tx, d.counts.txLast)
+	}
+	return nil
+}
+
+// putCounts adds each hour's counts of m to the bucket.
+func putCounts(tx *bolt.Tx, m map[int64]*app.Counts) error {
+	b := tx.Bucket(bucketCounts)
+	for h, c := range m {
+		k := hourKey(h)
+		sum := *c
+		if v := b.Get(k); v != nil {
+			if old, err := decodeCounts(v); err == nil {
+				sum.Add(old)
+			} // else: a record this build cannot read is replaced
+		}
+		if err := b.Put(k, encodeCounts(&sum)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settleCounts ends the commit that ran writeCounts: the transaction's
+// counts are dropped (written, or rolled back with their writes), and
+// what was in flight is given back to pending when the commit failed.
+func (d *DB) settleCounts(committed bool) {
+	d.counts.clearTx()
+	d.counts.mu.Lock()
+	if !committed {
+		for h, c := range d.counts.flight {
+			add(d.counts.pending, h, *c)
+		}
+		for hn, n := range d.counts.flightNamed {
+			d.counts.pendingNamed[hn] += n
+		}
+	}
+	d.counts.flight, d.counts.flightNamed = nil, nil
+	d.counts.mu.Unlock()
+}
+
+// HourlyCounts returns the counts of the hours from from's to to's, both
+// included, oldest first, with what AddCounts holds added.
+func (d *DB) HourlyCounts(from, to time.Time) ([]app.HourCounts, error) {
+	first, last := app.Hour(from), app.Hour(to)
+	byHour := map[int64]*app.Counts{}
+	err := d.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketCounts).Cursor()
+		for k, v := c.Seek(hourKey(first)); k != nil; k, v = c.Next() {
+			if len(k) != 8 || int64(binary.BigEndian.Uint64(k)) > last {
+				break
+			}
+			h := int64(binary.BigEndian.Uint64(k))
+			n, err := decodeCounts(v)
+			if err != nil {
+				continue // unreadable: that hour shows what is pending only
+			}
+			add(byHour, h, n)
+		}
+		// What this view's snapshot does not hold yet: pending, and the
+		// flight of a commit newer than the snapshot.
+		d.counts.mu.Lock()
+		defer d.counts.mu.Unlock()
+		for h, c := range d.counts.pending {
+			if h >= first && h <= last {
+				add(byHour, h, *c)
+			}
+		}
+		if d.counts.flight != nil && tx.ID() < d.counts.flightTx {
+			for h, c := range d.counts.flight {
+				if h >= first && h <= last {
+					add(byHour, h, *c)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hourly counts: %w", err)
+	}
+	out := make([]app.HourCounts, 0, len(byHour))
+	for h := first; h <= last; h++ {
+		if c := byHour[h]; c != nil {
+			out = append(out, app.HourCounts{Hour: app.HourStart(h), Counts: *c})
+		}
+	}
+	return out, nil
+}
+
+// PruneCounts forgets the hours that end at or before t, written or
+// pending.
+func (d *DB) PruneCounts(t time.Time) (int, error) {
+	end := app.Hour(t) // hours before this one have ended by t
+	var n int
+	err := d.update(func(tx *bolt.Tx) error {
+		n = 0
+		b := tx.Bucket(bucketCounts)
+		var keys [][]byte
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if len(k) == 8 && int64(binary.BigEndian.Uint64(k)) >= end {
+				break
+			}
+			keys = append(keys, append([]byte(nil), k...))
+		}
+		for _, k := range keys {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(keys)
+		if err := pruneNamed(tx, end); err != nil {
+			return err
+		}
+		// Before writeCounts, at the transaction's end, takes them.
+		d.counts.mu.Lock()
+		for h := range d.counts.pending {
+			if h < end {
+				delete(d.counts.pending, h)
+			}
+		}
+		for hn := range d.counts.pendingNamed {
+			if hn.h < end {
+				delete(d.counts.pendingNamed, hn)
+			}
+		}
+		d.counts.mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune counts: %w", err)
+	}
+	return n, nil
+}
+
+// flushCounts writes what AddCounts holds, at Close, after the committer
+// stopped.
+func (d *DB) flushCounts() error {
+	d.counts.mu.Lock()
+	pending, named := d.counts.pending, d.counts.pendingNamed
+	d.counts.pending, d.counts.pendingNamed = map[int64]*app.Counts{}, map[hourName]uint64{}
+	d.counts.mu.Unlock()
+	if len(pending) == 0 && len(named) == 0 {
+		return nil
+	}
+	return d.db.Update(func(tx *bolt.Tx) error {
+		if err := putCounts(tx, pending); err != nil {
+			return err
+		}
+		return putNamed(tx, named)
+	})
+}

@@ -1,0 +1,393 @@
+package bboltstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"hookbox/app"
+)
+
+// Debounce buckets. An entity key is route\x00key.
+var (
+	bucketPending    = []byte("pending")     // entity → encoded pending delivery
+	bucketPendingDue = []byte("pending_due") // due(8) entity → nil
+	bucketWindow     = []byte("window")      // entity → rate-limit window: length(8) then send times(8 each)
+	bucketMerged     = []byte("merged")      // firedEventSeq(8) mergedEventSeq(8) → nil, and mergedEventSeq(8) → firedEventSeq(8)
+	// pendingEvent indexes the event each pending delivery will send, so
+	// that retention keeps it (DeleteEventsBefore) however long the wait.
+	bucketPendingEvent = []byte("pending_event") // eventSeq(8) → entity
+)
+
+// maxMergedKept bounds the merged event seqs a pending delivery records.
+const maxMergedKept = 100
+
+// pending is a debounced delivery waiting for its key's window to pass.
+type pending struct {
+	Due      time.Time
+	EventSeq uint64 // the latest event: its body and headers win
+	Deferred bool   // opened by the rate limit: its send takes a slot
+	Merged   []uint64
+	To       []string
+}
+
+const pendingVersion = 1
+
+func encodePending(p *pending) []byte {
+	b := []byte{pendingVersion, 0}
+	if p.Deferred {
+		b[1] = 1
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(p.Due.UnixNano()))
+	b = binary.BigEndian.AppendUint64(b, p.EventSeq)
+	b = binary.AppendUvarint(b, uint64(len(p.To)))
+	for _, d := range p.To {
+		b = appendString(b, d)
+	}
+	b = binary.AppendUvarint(b, uint64(len(p.Merged)))
+	for _, s := range p.Merged {
+		b = binary.BigEndian.AppendUint64(b, s)
+	}
+	return b
+}
+
+func decodePending(b []byte) (*pending, error) {
+	d := decoder{b: b}
+	if v := d.byte(); v != pendingVersion {
+		return nil, fmt.Errorf("%w: pending version %d", errCorrupt, v)
+	}
+	p := &pending{Deferred: d.byte() == 1}
+	p.Due = time.Unix(0, int64(d.uint64()))
+	p.EventSeq = d.uint64()
+	n := d.uvarint()
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		p.To = append(p.To, string(d.bytes()))
+	}
+	n = d.uvarint()
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		p.Merged = append(p.Merged, d.uint64())
+	}
+	return p, d.err
+}
+
+func entityKey(route, key string) []byte {
+	return append(append(append(make([]byte, 0, len(route)+1+len(key)), route...), 0), key...)
+}
+
+// window is a key's rate-limit window: the times of its recent sends.
+type window struct {
+	Length time.Duration
+	Times  []time.Time
+}
+
+func decodeWindow(b []byte) window {
+	var w window
+	if len(b) < 8 || len(b)%8 != 0 {
+		return w // a corrupt window only loosens the limit once
+	}
+	w.Length = time.Duration(binary.BigEndian.Uint64(b))
+	for i := 8; i < len(b); i += 8 {
+		w.Times = append(w.Times, time.Unix(0, int64(binary.BigEndian.Uint64(b[i:]))))
+	}
+	return w
+}
+
+func (w window) encode() []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 8+8*len(w.Times)), uint64(w.Length))
+	for _, t := range w.Times {
+		b = binary.BigEndian.AppendUint64(b, uint64(t.UnixNano()))
+	}
+	return b
+}
+
+// prune drops the times that left the window by now.
+func (w *window) prune(now time.Time) {
+	i := 0
+	for i < len(w.Times) && !w.Times[i].After(now.Add(-w.Length)) {
+		i++
+	}
+	w.Times = w.Times[i:]
+}
+
+func putWindow(tx *bolt.Tx, ek []byte, w window) error {
+	if len(w.Times) == 0 {
+		return tx.Bucket(bucketWindow).Delete(ek)
+	}
+	return tx.Bucket(bucketWindow).Put(ek, w.encode())
+}
+
+// applyDebounce carries out one debounced route for event seq at now, in
+// the order the design fixes: merge into a pending delivery; else defer
+// behind the rate limit; else take a slot and open one after the delay.
+func applyDebounce(tx *bolt.Tx, op *app.DebounceOp, seq uint64, now time.Time) error {
+	ek := entityKey(op.Route, op.Key)
+	pb := tx.Bucket(bucketPending)
+	if v := pb.Get(ek); v != nil {
+		p, err := decodePending(v)
+		if err == nil {
+			return mergePending(tx, op, ek, p, seq)
+		}
+		// Set aside, or every event of this entity would fail; this one
+		// opens a new pending delivery below.
+		if err := setAsidePending(tx, ek, v, err, now); err != nil {
+			return err
+		}
+	}
+	p := &pending{EventSeq: seq, To: op.To, Due: now.Add(op.Delay)}
+	op.Result = app.Opened
+	if op.Limit > 0 {
+		w := decodeWindow(tx.Bucket(bucketWindow).Get(ek))
+		w.Length = op.Window
+		w.prune(now)
+		if len(w.Times) >= op.Limit {
+			// Deferred until the oldest send leaves the window.
+			p.Due, p.Deferred = w.Times[len(w.Times)-op.Limit].Add(op.Window), true
+			op.Result = app.Deferred
+		} else {
+			w.Times = append(w.Times, now)
+		}
+		if err := putWindow(tx, ek, w); err != nil {
+			return err
+		}
+	}
+	if err := pb.Put(ek, encodePending(p)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketPendingEvent).Put(seqKey(seq), ek); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketPendingDue).Put(timeKey(p.Due, ek), nil)
+}
+
+// mergePending merges event seq into entity ek's pending delivery p: the
+// latest event wins, the one it replaces is remembered.
+func mergePending(tx *bolt.Tx, op *app.DebounceOp, ek []byte, p *pending, seq uint64) error {
+	if len(p.Merged) < maxMergedKept {
+		p.Merged = append(p.Merged, p.EventSeq)
+	}
+	if err := tx.Bucket(bucketPendingEvent).Delete(seqKey(p.EventSeq)); err != nil {
+		return err
+	}
+	// The replaced event is merged from now on (the page says so while the
+	// window is open); the link points to the latest event until the send
+	// records the one that went out.
+	if err := tx.Bucket(bucketMerged).Put(seqKey(p.EventSeq), seqKey(seq)); err != nil {
+		return err
+	}
+	p.EventSeq = seq
+	op.Result = app.Merged
+	if err := tx.Bucket(bucketPendingEvent).Put(seqKey(seq), ek); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketPending).Put(ek, encodePending(p))
+}
+
+// firePendingChunk bounds one FirePending transaction.
+const firePendingChunk = 1000
+
+// FirePending turns pending deliveries due by now into deliveries to their
+// destinations, records which events they merged, and frees their keys. A
+// deferred one takes its slot in the window as it fires.
+func (d *DB) FirePending(now time.Time) (map[string]int, time.Time, error) {
+	// Look first in a read transaction: the dispatcher asks on every pass,
+	// and an empty write transaction would still cost a commit and fsync.
+	var next time.Time
+	var due bool
+	err := d.db.View(func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket(bucketPendingDue).Cursor().First(); k != nil {
+			next = time.Unix(0, int64(binary.BigEndian.Uint64(k)))
+			due = !next.After(now)
+		}
+		return nil
+	})
+	if err != nil || !due {
+		return nil, next, err
+	}
+	var fired map[string]int
+	err = d.update(func(tx *bolt.Tx) error {
+		fired, next = map[string]int{}, time.Time{}
+		var keys [][]byte
+		c := tx.Bucket(bucketPendingDue).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			at := time.Unix(0, int64(binary.BigEndian.Uint64(k)))
+			if at.After(now) || len(keys) >= firePendingChunk {
+				next = at
+				break
+			}
+			keys = append(keys, append([]byte(nil), k...))
+		}
+		for _, k := range keys {
+			if err := firePending(tx, k, now, fired); err != nil {
+				return err
+			}
+		}
+		for route, n := range fired {
+			d.countName(now, app.RouteSent, route, uint64(n))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("fire pending deliveries: %w", err)
+	}
+	return fired, next, nil
+}
+
+func firePending(tx *bolt.Tx, dueKey []byte, now time.Time, fired map[string]int) error {
+	ek := dueKey[8:]
+	if err := tx.Bucket(bucketPendingDue).Delete(dueKey); err != nil {
+		return err
+	}
+	v := tx.Bucket(bucketPending).Get(ek)
+	if v == nil {
+		return nil
+	}
+	p, err := decodePending(v)
+	if err != nil {
+		return setAsidePending(tx, ek, v, err, now)
+	}
+	if err := tx.Bucket(bucketPending).Delete(ek); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketPendingEvent).Delete(seqKey(p.EventSeq)); err != nil {
+		return err
+	}
+	if p.Deferred {
+		w := decodeWindow(tx.Bucket(bucketWindow).Get(ek))
+		if w.Length > 0 {
+			w.prune(now)
+			w.Times = append(w.Times, now)
+			if err := putWindow(tx, ek, w); err != nil {
+				return err
+			}
+		}
+	}
+	for _, m := range p.Merged {
+		// Both ways: what a delivered event replaced, and what replaced an event.
+		if err := tx.Bucket(bucketMerged).Put(append(seqKey(p.EventSeq), seqKey(m)...), nil); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketMerged).Put(seqKey(m), seqKey(p.EventSeq)); err != nil {
+			return err
+		}
+	}
+	if tx.Bucket(bucketEvents).Get(seqKey(p.EventSeq)) == nil {
+		// Retention keeps the event a pending delivery will send; it can
+		// only be gone from a damaged file or one an older build swept.
+		// Nothing can be sent, but the loss is put where it is seen.
+		reason := fmt.Sprintf("event %d was gone when its debounce window ended (key %q); nothing could be sent", p.EventSeq, ek)
+		return openDeliveries(tx, p.EventSeq, p.To, now, app.Dead, reason)
+	}
+	route, _, _ := cutZero(ek)
+	fired[route]++
+	return addDeliveries(tx, p.EventSeq, p.To, now)
+}
+
+// reindexPending rebuilds the index of the events pending deliveries will
+// send where it differs from the pending deliveries (a file an older
+// build wrote, which knew no index): Open calls it, and writes nothing
+// when the two agree.
+func reindexPending(db *bolt.DB) error {
+	want := map[string][]byte{}
+	var stale [][]byte
+	err := db.View(func(tx *bolt.Tx) error {
+		err := tx.Bucket(bucketPending).ForEach(func(ek, v []byte) error {
+			p, err := decodePending(v)
+			if err != nil {
+				return nil // set aside when it falls due (FirePending)
+			}
+			want[string(seqKey(p.EventSeq))] = append([]byte(nil), ek...)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketPendingEvent).ForEach(func(k, v []byte) error {
+			if ek, ok := want[string(k)]; ok && bytes.Equal(ek, v) {
+				delete(want, string(k)) // in place
+			} else {
+				stale = append(stale, append([]byte(nil), k...))
+			}
+			return nil
+		})
+	})
+	if err != nil || len(want) == 0 && len(stale) == 0 {
+		return err
+	}
+	return db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketPendingEvent)
+		for _, k := range stale {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		for k, ek := range want {
+			if err := b.Put([]byte(k), ek); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func cutZero(b []byte) (string, string, bool) {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i]), string(b[i+1:]), true
+		}
+	}
+	return string(b), "", false
+}
+
+// PruneWindows deletes at most limit rate-limit windows whose every send
+// left the window by now, and reports how many.
+func (d *DB) PruneWindows(now time.Time, limit int) (int, error) {
+	var n int
+	err := d.db.Update(func(tx *bolt.Tx) error {
+		n = 0
+		var keys [][]byte
+		c := tx.Bucket(bucketWindow).Cursor()
+		for k, v := c.First(); k != nil && len(keys) < limit; k, v = c.Next() {
+			w := decodeWindow(v)
+			w.prune(now)
+			if len(w.Times) == 0 {
+				keys = append(keys, append([]byte(nil), k...))
+			}
+		}
+		for _, k := range keys {
+			if err := tx.Bucket(bucketWindow).Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(keys)
+		return nil
+	})
+	return n, err
+}
+
+// MergedInto returns the seqs of the events merged into event seq's
+// delivery by debouncing.
+func (d *DB) MergedInto(seq uint64) ([]uint64, error) {
+	var out []uint64
+	err := d.db.View(func(tx *bolt.Tx) error {
+		prefix := seqKey(seq)
+		c := tx.Bucket(bucketMerged).Cursor()
+		for k, _ := c.Seek(prefix); len(k) == 16 && string(k[:8]) == string(prefix); k, _ = c.Next() {
+			out = append(out, binary.BigEndian.Uint64(k[8:]))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// PendingCount returns the number of pending (debounced) deliveries.
+func (d *DB) PendingCount() (int, error) {
+	var n int
+	err := d.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketPending).Stats().KeyN
+		return nil
+	})
+	return n, err
+}

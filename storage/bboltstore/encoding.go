@@ -1,0 +1,173 @@
+package bboltstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"hookbox/app"
+)
+
+// eventVersion is the first byte of every stored event; bump it when the
+// layout changes and keep decoding the old ones.
+const eventVersion = 1
+
+// errCorrupt is returned when a stored record cannot be decoded.
+var errCorrupt = errors.New("corrupt record")
+
+// encodeEvent lays an event out as: version, received (8 bytes, unix nanos,
+// big-endian), then length-prefixed source, id, topic, the header count and
+// pairs, and the body. The received time comes first so that the sweep can
+// read it without decoding the rest.
+func encodeEvent(e *app.Event) []byte {
+	n := 1 + 8 + 5*3 + len(e.Source) + len(e.ID) + len(e.Topic) + 5 + 5 + len(e.Body)
+	for _, h := range e.Header {
+		n += 10 + len(h.Name) + len(h.Value)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, eventVersion)
+	b = binary.BigEndian.AppendUint64(b, uint64(e.ReceivedAt.UnixNano()))
+	b = appendString(b, e.Source)
+	b = appendString(b, e.ID)
+	b = appendString(b, e.Topic)
+	b = binary.AppendUvarint(b, uint64(len(e.Header)))
+	for _, h := range e.Header {
+		b = appendString(b, h.Name)
+		b = appendString(b, h.Value)
+	}
+	b = binary.AppendUvarint(b, uint64(len(e.Body)))
+	return append(b, e.Body...)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decodeEvent decodes a record made by encodeEvent, copying everything out
+// of b (which may belong to a bbolt transaction).
+func decodeEvent(b []byte) (*app.Event, error) {
+	d := decoder{b: b}
+	if v := d.byte(); v != eventVersion {
+		return nil, fmt.Errorf("%w: version %d", errCorrupt, v)
+	}
+	e := &app.Event{ReceivedAt: time.Unix(0, int64(d.uint64()))}
+	e.Source = string(d.bytes())
+	e.ID = string(d.bytes())
+	e.Topic = string(d.bytes())
+	n := d.uvarint()
+	if n > uint64(len(d.b)) { // each header takes at least two bytes
+		return nil, errCorrupt
+	}
+	if n > 0 {
+		e.Header = make([]app.HeaderField, 0, n)
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		e.Header = append(e.Header, app.HeaderField{Name: string(d.bytes()), Value: string(d.bytes())})
+	}
+	e.Body = append([]byte{}, d.bytes()...)
+	if d.err != nil {
+		return nil, d.err
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes", errCorrupt, len(d.b))
+	}
+	return e, nil
+}
+
+// receivedAt reads only the received time of an encoded event.
+func receivedAt(b []byte) (time.Time, error) {
+	if len(b) < 9 || b[0] != eventVersion {
+		return time.Time{}, errCorrupt
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(b[1:9]))), nil
+}
+
+// decoder reads from b and remembers the first error.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil || len(d.b) < 1 {
+		d.err = errCorrupt
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) uint64() uint64 {
+	if d.err != nil || len(d.b) < 8 {
+		d.err = errCorrupt
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errCorrupt
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.err = errCorrupt
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+// Time-ordered keys: 8-byte big-endian unix nanoseconds, then a suffix.
+func timeKey(t time.Time, suffix []byte) []byte { return nanoKey(t.UnixNano(), suffix) }
+
+// nanoKey is timeKey for a time given in Unix nanoseconds.
+func nanoKey(ns int64, suffix []byte) []byte {
+	k := make([]byte, 8, 8+len(suffix))
+	binary.BigEndian.PutUint64(k, uint64(ns))
+	return append(k, suffix...)
+}
+
+func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
+
+// idKey is the key of a remembered id: source, a zero byte, the id. Source
+// names cannot contain a zero byte (the config forbids it).
+func idKey(source, id string) []byte {
+	k := make([]byte, 0, len(source)+1+len(id))
+	k = append(k, source...)
+	k = append(k, 0)
+	return append(k, id...)
+}
+
+// idValue is the value of a remembered id in the ids bucket of data files
+// written before 2026-11-30 (see migrateIDs): its expiry and its event's seq.
+func idValue(expires time.Time, seq uint64) []byte {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(expires.UnixNano()))
+	return binary.BigEndian.AppendUint64(v, seq)
+}
+
+func parseIDValue(v []byte) (expires time.Time, seq uint64, err error) {
+	if len(v) != 16 {
+		return time.Time{}, 0, errCorrupt
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(v))), binary.BigEndian.Uint64(v[8:]), nil
+}
