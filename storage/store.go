@@ -12,33 +12,18 @@ import (
 )
 
 // Store is everything hookbox's server uses of a store: the domain's
-// app.Store and app.MetaStore, the reads of the status pages (ui.Store,
-// listed here because storage does not import ui), and what serve and the
-// tests ask of it. bboltstore.DB and postgres.DB implement it, and
-// storetest.Run holds the behaviour both must show.
+// app.Store and app.MetaStore, the read model of the status page and the
+// admin API (app.ReadModel), and what serve and the tests ask of it.
+// bboltstore.DB and postgres.DB implement it, and storetest.Run holds the
+// behaviour both must show.
 type Store interface {
 	app.Store
 	app.MetaStore
+	app.ReadModel
 
-	// ListEvents returns events matching q, newest first, and the cursor
-	// of the next page (0 when there is none).
-	ListEvents(q app.EventQuery) ([]app.EventSummary, uint64, error)
-	// Event returns the event stored under seq, or nil when there is none.
-	Event(seq uint64) (*app.Event, error)
-	// EventDeliveries returns the deliveries of event seq.
-	EventDeliveries(seq uint64) ([]*app.Delivery, error)
-	// MergedInto returns the seqs of the events merged into event seq's
-	// delivery by debouncing.
-	MergedInto(seq uint64) ([]uint64, error)
-	// Backlog returns how many deliveries to dest are pending, counting at
-	// most limit.
-	Backlog(dest string, limit int) (int, error)
 	// LookupID reports whether source's id is remembered, until when, and
 	// the seq of the event accepted with it.
 	LookupID(source, id string) (expires time.Time, seq uint64, ok bool, err error)
-	// CountRetrying returns how many pending deliveries have had an
-	// attempt (and wait for a retry), counting at most limit.
-	CountRetrying(limit int) (int, error)
 	// Counts reports how many ids are remembered and how many events are stored.
 	Counts() (ids, events int, err error)
 	// PendingCount returns the number of debounced deliveries waiting for

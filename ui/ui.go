@@ -35,27 +35,10 @@ var staticFS embed.FS
 // /static/.
 func Static() fs.FS { sub, _ := fs.Sub(staticFS, "static"); return sub }
 
-// Store is what the pages read and change.
-type Store interface {
-	ListEvents(q app.EventQuery) ([]app.EventSummary, uint64, error)
-	Event(seq uint64) (*app.Event, error)
-	EventDeliveries(seq uint64) ([]*app.Delivery, error)
-	Delivery(id uint64) (*app.Delivery, []*app.Attempt, error)
-	DeadLetters(after uint64, limit int) ([]*app.Delivery, int, error)
-	MergedInto(seq uint64) ([]uint64, error)
-	Backlog(dest string, limit int) (int, error)
-	CountDead() (int, error)
-	CountPending() (int, error)
-	CountRetrying(limit int) (int, error)
-	Poisoned(limit int) ([]app.Poison, int, error)
-	Replay(id uint64, now time.Time) error
-	ReplayDead(now time.Time) (int, error)
-}
-
 // Deps are what the pages are built from.
 type Deps struct {
 	Config *app.Config
-	Store  Store
+	Store  app.ReadModel
 	Stats  *app.Stats
 	Wake   func()
 	Now    func() time.Time

@@ -15,11 +15,7 @@ import (
 	"hookbox/storage"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
-	"hookbox/ui"
 )
-
-// Every store serves the status pages.
-var _ ui.Store = (storage.Store)(nil)
 
 // node is the store serve runs on, with what differs between the backends.
 type node struct {

@@ -270,7 +270,7 @@ func (s *Server) handleStats(c *fiber.Ctx) error {
 	}
 	out.Dead, _ = s.deps.Store.CountDead()
 	out.Pending, _ = s.deps.Store.CountPending()
-	out.Retrying, _ = s.deps.UIStore.CountRetrying(maxRetrying)
+	out.Retrying, _ = s.deps.Store.CountRetrying(maxRetrying)
 	return c.JSON(out)
 }
 
@@ -305,7 +305,7 @@ func (s *Server) handleEvents(c *fiber.Ctx) error {
 			*f.to = t
 		}
 	}
-	rows, next, err := s.deps.UIStore.ListEvents(q)
+	rows, next, err := s.deps.Store.ListEvents(q)
 	if err != nil {
 		return s.storeError(c, err)
 	}
@@ -327,7 +327,7 @@ func (s *Server) eventParam(c *fiber.Ctx) (seq uint64, e *app.Event, err error) 
 	if err != nil {
 		return 0, nil, s.sendError(c, app.Errorf(app.ENOTFOUND, "no such event"))
 	}
-	e, err = s.deps.UIStore.Event(seq)
+	e, err = s.deps.Store.Event(seq)
 	if err != nil {
 		return 0, nil, s.storeError(c, err)
 	}
@@ -342,7 +342,7 @@ func (s *Server) handleEvent(c *fiber.Ctx) error {
 	if e == nil {
 		return err
 	}
-	ds, err := s.deps.UIStore.EventDeliveries(seq)
+	ds, err := s.deps.Store.EventDeliveries(seq)
 	if err != nil {
 		return s.storeError(c, err)
 	}
@@ -354,7 +354,7 @@ func (s *Server) handleEvent(c *fiber.Ctx) error {
 		}
 		deliveries = append(deliveries, toJSON(d, attempts...))
 	}
-	merged, _ := s.deps.UIStore.MergedInto(seq)
+	merged, _ := s.deps.Store.MergedInto(seq)
 	if merged == nil {
 		merged = []uint64{}
 	}

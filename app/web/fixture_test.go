@@ -97,7 +97,7 @@ func openFixtureWith(t *testing.T, dir string, now time.Time, logger *slog.Logge
 	if logger != nil {
 		recv.Logger = logger
 	}
-	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, UIStore: db, Health: db.Ping, Login: login, Stats: stats, Now: clock})
+	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats, Now: clock})
 	if logger != nil {
 		srv.Logger = logger
 	}

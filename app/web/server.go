@@ -36,11 +36,18 @@ const (
 // Health reports whether the store can serve; nil means healthy.
 type Health func() error
 
+// Store is what the server uses of a store: the domain's (the counts of
+// Stats) and the read model that the admin API and the status pages share.
+type Store interface {
+	app.Store
+	app.ReadModel
+}
+
 // Deps are what the server serves from.
 type Deps struct {
 	Receiver *app.Receiver
-	// Store backs the admin API.
-	Store app.Store
+	// Store backs the admin API and the status pages.
+	Store Store
 	// Wake tells the dispatcher that replayed work is due.
 	Wake func()
 	// Health backs /healthz.
@@ -61,8 +68,6 @@ type Deps struct {
 	LimitedDelay time.Duration
 	// Stats feeds the overview, /api/v1/stats and /metrics (may be nil in tests).
 	Stats *app.Stats
-	// UIStore backs the status pages (the bboltstore.DB).
-	UIStore ui.Store
 	// ReadTimeout bounds reading one request, headers and body (0: the
 	// ReadTimeout constant); tests shorten it.
 	ReadTimeout time.Duration
@@ -115,11 +120,6 @@ func New(cfg *app.Config, deps Deps) *Server {
 	if deps.Stats == nil {
 		deps.Stats = app.NewStats(cfg, deps.Store, deps.Now)
 	}
-	if deps.UIStore == nil {
-		if us, ok := deps.Store.(ui.Store); ok {
-			deps.UIStore = us
-		}
-	}
 	s := &Server{
 		deps:     deps,
 		cfg:      cfg,
@@ -129,7 +129,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		Logger:   slog.With("component", "http"),
 	}
 	s.guard.generation = s.loginGeneration
-	s.ui = ui.New(ui.Deps{Config: cfg, Store: deps.UIStore, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
+	s.ui = ui.New(ui.Deps{Config: cfg, Store: deps.Store, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
 		LastBackup: deps.LastBackup})
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:      cfg.Server.MaxBodyBytes,

@@ -71,7 +71,10 @@ type DB struct {
 	counts   *counter                    // hourly counts not written yet (counts.go)
 }
 
-var _ app.Store = (*DB)(nil)
+var (
+	_ app.Store     = (*DB)(nil)
+	_ app.ReadModel = (*DB)(nil)
+)
 
 // Open opens (creating if needed) the data file in dir. It fails within a
 // second with ErrLocked when another process holds the file.

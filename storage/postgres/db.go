@@ -100,7 +100,10 @@ type DB struct {
 	counts   counts // what AddCounts took (counts.go)
 }
 
-var _ storage.Store = (*DB)(nil)
+var (
+	_ storage.Store = (*DB)(nil)
+	_ app.ReadModel = (*DB)(nil)
+)
 
 // Open connects to the database at rawURL, checks that it keeps commits
 // durable, creates or migrates hookbox's schema, and starts the group
