@@ -354,7 +354,7 @@ func (u *UI) event(c *fiber.Ctx) error {
 	if len(merged) > maxMergedShown { // a long debounce window can fold in thousands
 		merged = merged[:maxMergedShown]
 	}
-	return u.render(c, 200, "event", "Event "+e.ID, map[string]any{"E": e, "Headers": MaskHeaders(e.Header),
+	return u.render(c, 200, "event", "Event "+e.ID, map[string]any{"E": e, "Headers": app.MaskHeaders(e.Header),
 		"Body": viewBody(e.Body), "Download": "/api/v1/events/" + strconv.FormatUint(seq, 10) + "/body",
 		"Deliveries": rows, "Merged": merged, "MergedTotal": mergedTotal, "MergedMore": mergedTotal - len(merged)})
 }

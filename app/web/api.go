@@ -16,7 +16,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
-	"hookbox/ui"
 )
 
 // The admin API: dead letters, deliveries with their attempts, replay.
@@ -362,7 +361,7 @@ func (s *Server) handleEvent(c *fiber.Ctx) error {
 	// the scripts that read it; header_list has every copy, in order.
 	headers := map[string]string{}
 	list := make([]headerJSON, 0, len(e.Header))
-	for _, h := range ui.MaskHeaders(e.Header) {
+	for _, h := range app.MaskHeaders(e.Header) {
 		headers[h.Name] = h.Value
 		list = append(list, headerJSON{h.Name, h.Value})
 	}

@@ -1,15 +1,15 @@
-package ui
+package app
 
 import (
 	"fmt"
 	"strings"
-
-	"hookbox/app"
 )
 
-type headerRow struct {
+// MaskedHeader is a header as the page and the admin API show it.
+type MaskedHeader struct {
 	Name, Value string
-	Masked      bool
+	// Masked reports that Value is the mask, not the value received.
+	Masked bool
 }
 
 // secretWords, found in a header's name, mark its value as a secret (a
@@ -28,15 +28,15 @@ func secretish(name string) bool {
 	return false
 }
 
-// MaskHeaders returns the headers as the page shows them: signature and
-// credential values replaced by a mask.
-func MaskHeaders(h []app.HeaderField) []headerRow {
-	out := make([]headerRow, 0, len(h))
+// MaskHeaders returns the headers as the page and the admin API show them:
+// signature and credential values replaced by a mask.
+func MaskHeaders(h []HeaderField) []MaskedHeader {
+	out := make([]MaskedHeader, 0, len(h))
 	for _, f := range h {
 		if secretish(f.Name) {
-			out = append(out, headerRow{f.Name, fmt.Sprintf("•••• (%d characters, masked)", len(f.Value)), true})
+			out = append(out, MaskedHeader{f.Name, fmt.Sprintf("•••• (%d characters, masked)", len(f.Value)), true})
 		} else {
-			out = append(out, headerRow{f.Name, f.Value, false})
+			out = append(out, MaskedHeader{f.Name, f.Value, false})
 		}
 	}
 	return out
