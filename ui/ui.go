@@ -23,6 +23,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/request"
 )
 
 //go:embed templates/*.html
@@ -168,37 +169,9 @@ func (u *UI) render(c *fiber.Ctx, status int, name, title string, data any) erro
 }
 
 // Login renders the login form with an optional message; after the login
-// the browser goes to next (see SafeNext).
+// the browser goes to next (see request.SafeNext).
 func (u *UI) Login(c *fiber.Ctx, status int, msg, next string) error {
-	return u.render(c, status, "login", "Log in", map[string]string{"Error": msg, "Next": SafeNext(next)})
-}
-
-// maxNext bounds a redirect target kept across the login.
-const maxNext = 2048
-
-// SafeNext keeps a redirect on this site: a path that starts with one '/'
-// and holds only printable ASCII, so no "//host" or "/\host" (which
-// browsers take as another site), no control character (a CR or LF would
-// end the Location header and start another; browsers drop TAB and turn
-// "/<TAB>/host" into "//host"), no space or byte past ASCII. Anything else
-// is "/".
-func SafeNext(n string) string {
-	if n == "" || len(n) > maxNext || n[0] != '/' || len(n) > 1 && (n[1] == '/' || n[1] == '\\') {
-		return "/"
-	}
-	for i := 0; i < len(n); i++ {
-		if c := n[i]; c <= ' ' || c >= 0x7f || c == '\\' {
-			return "/"
-		}
-	}
-	return n
-}
-
-// PostValue is a field of a url-encoded form body, copied: never one
-// from the query string, where a token or password would leak through
-// logs and Referer, and never one from a multipart body.
-func PostValue(c *fiber.Ctx, key string) string {
-	return string(c.Request().PostArgs().Peek(key))
+	return u.render(c, status, "login", "Log in", map[string]string{"Error": msg, "Next": request.SafeNext(next)})
 }
 
 // maxRetryingCount bounds the count of deliveries waiting for a retry
@@ -382,7 +355,7 @@ func (u *UI) dead(c *fiber.Ctx) error {
 // replayAll asks for confirmation first (a form that works without
 // JavaScript), then replays every dead delivery.
 func (u *UI) replayAll(c *fiber.Ctx) error {
-	if PostValue(c, "confirm") != "yes" {
+	if request.PostValue(c, "confirm") != "yes" {
 		n, _ := u.d.Store.CountDead()
 		return u.render(c, 200, "confirm", "Replay all?", map[string]any{"Action": "/dead-letters/replay",
 			"Question": fmt.Sprintf("Send all %d dead deliveries again?", n)})
@@ -400,9 +373,9 @@ func (u *UI) replayOne(c *fiber.Ctx) error {
 	if err != nil {
 		return fiber.ErrNotFound
 	}
-	if PostValue(c, "confirm") != "yes" {
+	if request.PostValue(c, "confirm") != "yes" {
 		return u.render(c, 200, "confirm", "Replay?", map[string]any{"Action": "/deliveries/" + strconv.FormatUint(id, 10) + "/replay",
-			"Question": fmt.Sprintf("Send delivery %d again?", id), "Back": SafeNext(PostValue(c, "back"))})
+			"Question": fmt.Sprintf("Send delivery %d again?", id), "Back": request.SafeNext(request.PostValue(c, "back"))})
 	}
 	if err := u.d.Store.Replay(id, u.d.Now()); err != nil {
 		if errors.Is(err, app.ErrNotFound) {
@@ -411,7 +384,7 @@ func (u *UI) replayOne(c *fiber.Ctx) error {
 		return err
 	}
 	u.d.Wake()
-	back := SafeNext(PostValue(c, "back"))
+	back := request.SafeNext(request.PostValue(c, "back"))
 	if back == "/" {
 		back = "/dead-letters?replayed=1"
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
-	"hookbox/ui"
+	"hookbox/app/request"
 )
 
 // Sessions of the status page live in memory: a restart logs everyone out.
@@ -173,7 +173,7 @@ func (s *Server) requireAuth(c *fiber.Ctx) error {
 		if viaSession {
 			tok := c.Get("X-CSRF-Token")
 			if tok == "" {
-				tok = ui.PostValue(c, "csrf")
+				tok = request.PostValue(c, "csrf")
 			}
 			want, _ := c.Locals("csrf").(string)
 			if !equal(tok, want) {
@@ -242,7 +242,7 @@ func (s *Server) handleLoginPage(c *fiber.Ctx) error {
 // handleLogin takes the login form's fields from the body only: a
 // password or a redirect target in the query string is ignored.
 func (s *Server) handleLogin(c *fiber.Ctx) error {
-	user, pass, next := ui.PostValue(c, "user"), ui.PostValue(c, "password"), ui.PostValue(c, "next")
+	user, pass, next := request.PostValue(c, "user"), request.PostValue(c, "password"), request.PostValue(c, "next")
 	gen := s.loginGeneration() // before the check: a password changed meanwhile ends this session too
 	if ok, wait := s.checkPassword(c, user, pass, "form"); !ok {
 		if wait > 0 {
@@ -254,7 +254,7 @@ func (s *Server) handleLogin(c *fiber.Ctx) error {
 	tok, _ := s.sessions.create(user, s.deps.Now(), gen)
 	c.Cookie(&fiber.Cookie{Name: sessionCookie, Value: tok, Path: "/", HTTPOnly: true, SameSite: "Strict",
 		Secure: s.scheme(c) == "https", Expires: s.deps.Now().Add(sessionTTL)})
-	return c.Redirect(ui.SafeNext(next), fiber.StatusSeeOther)
+	return c.Redirect(request.SafeNext(next), fiber.StatusSeeOther)
 }
 
 func (s *Server) handleLogout(c *fiber.Ctx) error {

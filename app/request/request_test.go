@@ -1,10 +1,10 @@
-package ui_test
+package request_test
 
 import (
 	"strings"
 	"testing"
 
-	"hookbox/ui"
+	"hookbox/app/request"
 )
 
 func TestSafeNext(t *testing.T) {
@@ -30,7 +30,7 @@ func TestSafeNext(t *testing.T) {
 		{"/caf\xc3\xa9", "/"},
 		{"/" + strings.Repeat("a", 2048), "/"},
 	} {
-		if got := ui.SafeNext(tt.in); got != tt.want {
+		if got := request.SafeNext(tt.in); got != tt.want {
 			t.Errorf("SafeNext(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
@@ -44,7 +44,7 @@ func FuzzSafeNext(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		got := ui.SafeNext(in)
+		got := request.SafeNext(in)
 		if got != "/" && got != in {
 			t.Fatalf("SafeNext(%q) = %q", in, got)
 		}
