@@ -92,8 +92,8 @@ type Receiver struct {
 	// Stats, when set, counts outcomes for the status page and metrics.
 	Stats *Stats
 
-	unknown Throttle  // of the log lines about unknown sources
-	accepts acceptLog // of the log lines about accepted events
+	unknown Throttle // of the log lines about unknown sources
+	accepts Throttle // of the log lines about accepted events
 }
 
 // Log lines about bad requests are throttled: at most one a minute per
@@ -115,7 +115,6 @@ func NewReceiver(cfg *Config, store Store) *Receiver {
 		retention: cfg.Retention.EventIDs,
 		Now:       time.Now,
 		Logger:    slog.With("component", "receive"),
-		accepts:   acceptLog{perSecond: AcceptedLogPerSecond},
 	}
 	for _, s := range cfg.Sources {
 		r.sources[s.Name] = s
@@ -199,7 +198,7 @@ func (r *Receiver) receive(ctx context.Context, src *Source, in *Inbound) (Resul
 	if dup {
 		return Result{Outcome: Duplicate, ID: id}, nil
 	}
-	r.accepts.accepted(r.Logger, now, source, id, topic, e.Seq)
+	r.logAccepted(now, source, id, topic, e.Seq)
 	return Result{Outcome: Accepted, ID: id}, nil
 }
 
