@@ -1,6 +1,8 @@
-// Package app is hookbox's domain: configuration, the receive path that turns
-// a verified webhook into a durable event, and the jobs that keep state tidy.
-// Technology lives elsewhere: bbolt in storage, HTTP in app/web.
+// Package app is hookbox's domain: the configuration types (app/config loads
+// and checks them), the receive path that turns a verified webhook into a
+// durable event, the dispatcher that delivers it, and the jobs that keep
+// state tidy. Its Store is implemented by storage/bboltstore (bbolt) and
+// storage/postgres (PostgreSQL); HTTP is served by app/web.
 package app
 
 import (
@@ -27,7 +29,7 @@ type HeaderField struct {
 }
 
 // Store is the durable state behind hookbox. bboltstore.DB implements it on
-// bbolt; a replicated store could implement it later.
+// one bbolt file, postgres.DB on PostgreSQL; storetest checks both alike.
 type Store interface {
 	CountStore
 

@@ -23,14 +23,23 @@ const MaxTopicLen = 512
 // Outcome says what became of a received webhook.
 type Outcome int
 
-// The outcomes of Receive.
+// The outcomes of Receive, in its Result.
 const (
 	Accepted  Outcome = iota + 1 // new event, durably stored
 	Duplicate                    // id already remembered; nothing stored
 	Ping                         // a sender's handshake; nothing stored
 )
 
-// String returns the outcome as the "status" of the HTTP answer.
+// The outcomes of a request Receive refused (it returns an error, never
+// these in a Result), as Stats counts them.
+const (
+	Rejected Outcome = iota + Ping + 1 // bad or missing signature
+	Invalid                            // signed, but not a webhook we can take
+	Failed                             // the store could not take it
+)
+
+// String returns the outcome as the "status" of the HTTP answer and as
+// the outcome label of the request metric.
 func (o Outcome) String() string {
 	switch o {
 	case Accepted:
@@ -39,6 +48,12 @@ func (o Outcome) String() string {
 		return "duplicate"
 	case Ping:
 		return "ping"
+	case Rejected:
+		return "rejected"
+	case Invalid:
+		return "invalid"
+	case Failed:
+		return "failed"
 	}
 	return "unknown"
 }
@@ -92,8 +107,8 @@ type Receiver struct {
 	// Stats, when set, counts outcomes for the status page and metrics.
 	Stats *Stats
 
-	unknown Throttle  // of the log lines about unknown sources
-	accepts acceptLog // of the log lines about accepted events
+	unknown Throttle // of the log lines about unknown sources
+	accepts Throttle // of the log lines about accepted events
 }
 
 // Log lines about bad requests are throttled: at most one a minute per
@@ -115,7 +130,6 @@ func NewReceiver(cfg *Config, store Store) *Receiver {
 		retention: cfg.Retention.EventIDs,
 		Now:       time.Now,
 		Logger:    slog.With("component", "receive"),
-		accepts:   acceptLog{perSecond: AcceptedLogPerSecond},
 	}
 	for _, s := range cfg.Sources {
 		r.sources[s.Name] = s
@@ -146,23 +160,23 @@ func (r *Receiver) Receive(ctx context.Context, source string, in *Inbound) (Res
 		return Result{}, Errorf(ENOTFOUND, "unknown source")
 	}
 	res, err := r.receive(ctx, src, in)
-	r.Stats.Inbound(src.Name, outcomeName(res, err), time.Since(start))
+	r.Stats.Inbound(src.Name, outcomeOf(res, err), time.Since(start))
 	return res, err
 }
 
-// outcomeName names what Receive did, for the stats.
-func outcomeName(res Result, err error) string {
+// outcomeOf says what Receive did, for the stats.
+func outcomeOf(res Result, err error) Outcome {
 	switch ErrorCode(err) {
 	case EUNAUTHORIZED:
-		return "rejected"
+		return Rejected
 	case EINVALID:
-		return "invalid"
+		return Invalid
 	case EUNAVAILABLE, EINTERNAL:
 		if err != nil {
-			return "failed"
+			return Failed
 		}
 	}
-	return res.Outcome.String()
+	return res.Outcome
 }
 
 func (r *Receiver) receive(ctx context.Context, src *Source, in *Inbound) (Result, error) {
@@ -199,7 +213,7 @@ func (r *Receiver) receive(ctx context.Context, src *Source, in *Inbound) (Resul
 	if dup {
 		return Result{Outcome: Duplicate, ID: id}, nil
 	}
-	r.accepts.accepted(r.Logger, now, source, id, topic, e.Seq)
+	r.logAccepted(now, source, id, topic, e.Seq)
 	return Result{Outcome: Accepted, ID: id}, nil
 }
 

@@ -205,22 +205,22 @@ type commitCounter interface {
 // Inbound records the outcome of one request to a source, and how long it
 // took to answer. An accepted event is counted by the store in its commit;
 // every other outcome is handed to the store's AddCounts.
-func (s *Stats) Inbound(source string, o string, took time.Duration) {
+func (s *Stats) Inbound(source string, o Outcome, took time.Duration) {
 	if s == nil {
 		return
 	}
 	now := s.now()
-	s.requests.WithLabelValues(source, o).Inc()
-	if o == "accepted" || o == "duplicate" {
+	s.requests.WithLabelValues(source, o.String()).Inc()
+	if o == Accepted || o == Duplicate {
 		s.ingest.Observe(took.Seconds())
 	}
-	if o != "accepted" {
+	if o != Accepted {
 		var c Counts
 		c[KindReceived] = 1
 		switch o {
-		case "duplicate":
+		case Duplicate:
 			c[KindDuplicate] = 1
-		case "rejected":
+		case Rejected:
 			c[KindRejected] = 1
 		}
 		s.store.AddCounts(now, c)
@@ -229,11 +229,11 @@ func (s *Stats) Inbound(source string, o string, took time.Duration) {
 		return
 	}
 	switch o {
-	case "duplicate":
+	case Duplicate:
 		s.store.AddNamed(now, SourceDuplicate, source, 1)
-	case "rejected":
+	case Rejected:
 		s.store.AddNamed(now, SourceRejected, source, 1)
-	case "invalid":
+	case Invalid:
 		s.store.AddNamed(now, SourceInvalid, source, 1)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -175,27 +174,6 @@ func (t *TLS) Collect(ch chan<- prometheus.Metric) {
 
 var _ prometheus.Collector = (*TLS)(nil)
 
-// rateLog logs at most once per troubleLogEvery per key.
-type rateLog struct {
-	mu   sync.Mutex
-	last map[string]time.Time
-}
-
-// allow reports whether key may be logged now, and if so notes it.
-func (r *rateLog) allow(key string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := time.Now()
-	if r.last == nil {
-		r.last = map[string]time.Time{}
-	}
-	if last, ok := r.last[key]; ok && now.Sub(last) < troubleLogEvery {
-		return false
-	}
-	r.last[key] = now
-	return true
-}
-
 // Bounds of the ACME client: a CA (or anything between) cannot make
 // hookbox hold more than this of one answer, or wait longer for it.
 const (
@@ -262,7 +240,7 @@ func (a *acmeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // most once per troubleLogEvery).
 func (t *TLS) acmeFailed(what string) {
 	t.acmeErr.Store(&what)
-	if t.logs.allow("acme") {
+	if ok, _ := t.acmeLog.Allow(time.Now(), troubleLogEvery); ok {
 		t.Logger.Warn("ACME request failed", "error", what)
 	}
 }
@@ -294,7 +272,7 @@ func (t *TLS) handshakeFailed(err error) {
 	if errors.Is(err, context.Canceled) {
 		return
 	}
-	if t.logs.allow("handshake") {
+	if ok, _ := t.handshakeLog.Allow(time.Now(), troubleLogEvery); ok {
 		t.Logger.Error("TLS handshake without a certificate", "domain", t.domain, slog.Any("error", err))
 	}
 	if t.Alert != nil {

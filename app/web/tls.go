@@ -55,7 +55,8 @@ type TLS struct {
 	notAfter   atomic.Int64           // UnixNano of the served certificate's expiry (0: none yet)
 	lastSerial atomic.Pointer[string] // of the ACME certificate Watch saw last
 	acmeErr    atomic.Pointer[string] // the latest failed exchange with the CA
-	logs       rateLog
+	// Throttles of the log lines about failed ACME requests and handshakes.
+	acmeLog, handshakeLog app.Throttle
 }
 
 // Listener wraps the main listener in TLS; redirects from http_listen

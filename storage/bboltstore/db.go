@@ -1,6 +1,8 @@
-// Package bboltstore keeps hookbox's state in one bbolt file: remembered event
-// ids with their expiry index, and the events themselves. Every write that
-// backs an answer to a sender is committed with fsync before it returns.
+// Package bboltstore keeps hookbox's state (app.Store) in one bbolt file: the
+// remembered event ids with their expiry index, the events, their
+// deliveries and attempts, the debounced pending deliveries, the counts and
+// the records set aside. Every write that backs an answer to a sender is
+// committed with fsync before it returns.
 package bboltstore
 
 import (
