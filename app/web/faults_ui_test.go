@@ -185,7 +185,7 @@ func TestUI_OverviewReadFails(t *testing.T) {
 			login, _ := app.StatusLogin(cfg.Status, db, slog.New(slog.DiscardHandler))
 			stats := app.NewStats(cfg, db, time.Now)
 			recv := app.NewReceiver(cfg, db)
-			srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, UIStore: &failingReads{db, fail}, Health: db.Ping,
+			srv := web.New(cfg, web.Deps{Receiver: recv, Store: &failingReads{db, fail}, Health: db.Ping,
 				Login: login, Stats: stats})
 			srv.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			c := logIn(t, serve(t, srv.App()))
