@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -125,87 +124,5 @@ func TestUI_FailingDestination(t *testing.T) {
 	want := regexp.MustCompile(`failing since [^<]*\(1m3\ds ago\)</span>, 3 waiting, next try in 4m[23]\ds`)
 	if !want.MatchString(page) {
 		t.Fatalf("overview lacks the failing destination's state:\n%s", page)
-	}
-}
-
-// failingReads is the bbolt store with one of the overview's reads failing.
-type failingReads struct {
-	*bboltstore.DB
-	fail string // the method that fails
-}
-
-var errReadFailed = errors.New("injected read failure")
-
-func (f *failingReads) Backlog(dest string, limit int) (int, error) {
-	if f.fail == "Backlog" {
-		return 0, errReadFailed
-	}
-	return f.DB.Backlog(dest, limit)
-}
-
-func (f *failingReads) CountPending() (int, error) {
-	if f.fail == "CountPending" {
-		return 0, errReadFailed
-	}
-	return f.DB.CountPending()
-}
-
-func (f *failingReads) CountRetrying(limit int) (int, error) {
-	if f.fail == "CountRetrying" {
-		return 0, errReadFailed
-	}
-	return f.DB.CountRetrying(limit)
-}
-
-func (f *failingReads) Poisoned(limit int) ([]app.Poison, int, error) {
-	if f.fail == "Poisoned" {
-		return nil, 0, errReadFailed
-	}
-	return f.DB.Poisoned(limit)
-}
-
-// A store read the overview cannot do fails the page as it fails the
-// other pages and /api/v1/stats: one error line in the log with the
-// cause, a 500 that does not show it; with every read working the page is
-// served.
-func TestUI_OverviewReadFails(t *testing.T) {
-	for _, fail := range []string{"", "Backlog", "CountPending", "CountRetrying", "Poisoned"} {
-		name := fail
-		if name == "" {
-			name = "OK"
-		}
-		t.Run(name, func(t *testing.T) {
-			cfg := mustConfig(t, uiSecrets)
-			db, err := bboltstore.Open(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			var logs logBuffer
-			login, _ := app.StatusLogin(cfg.Status, db, slog.New(slog.DiscardHandler))
-			stats := app.NewStats(cfg, db, time.Now)
-			recv := app.NewReceiver(cfg, db)
-			srv := web.New(cfg, web.Deps{Receiver: recv, Store: &failingReads{db, fail}, Health: db.Ping,
-				Login: login, Stats: stats})
-			srv.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-			c := logIn(t, serve(t, srv.App()))
-			resp, page := c.do("GET", "/", nil)
-			if fail == "" {
-				if resp.StatusCode != 200 || !strings.Contains(page, "pos") {
-					t.Fatalf("overview: %d\n%s", resp.StatusCode, page)
-				}
-				if l := logs.lines("level=ERROR"); len(l) != 0 {
-					t.Errorf("error lines: %q", l)
-				}
-				return
-			}
-			if resp.StatusCode != 500 || strings.Contains(page, errReadFailed.Error()) {
-				t.Fatalf("overview: %d\n%s", resp.StatusCode, page)
-			}
-			if l := logs.lines("level=ERROR"); len(l) != 1 || !strings.Contains(l[0], errReadFailed.Error()) ||
-				!strings.Contains(l[0], "path=/") {
-				t.Errorf("error lines: %q", l)
-			}
-		})
 	}
 }
