@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"time"
-
-	"github.com/robfig/cron/v3"
 )
 
 // DefaultSweepChunk is how many records one sweep transaction deletes. Each
@@ -108,19 +106,4 @@ func (s *Sweeper) Run(ctx context.Context) {
 	}
 	s.Logger.Info("sweep done", "ids", res.IDs, "events", res.Events, "chunks", res.Chunks,
 		"duration", time.Since(start).Round(time.Millisecond))
-}
-
-// NewCron returns a cron scheduler whose jobs recover from panics and never
-// overlap themselves (the default chain does neither), logging through l.
-func NewCron(l *slog.Logger) *cron.Cron {
-	cl := cronLogger{l}
-	return cron.New(cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl)), cron.WithLogger(cl))
-}
-
-// cronLogger adapts slog to cron's logger; cron's chatty Info goes to Debug.
-type cronLogger struct{ l *slog.Logger }
-
-func (c cronLogger) Info(msg string, kv ...any) { c.l.Debug("cron "+msg, kv...) }
-func (c cronLogger) Error(err error, msg string, kv ...any) {
-	c.l.Error("cron "+msg, append(kv, slog.Any("error", err))...)
 }

@@ -142,7 +142,7 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 		stats.Registry.MustRegister(tlsSrv) // hookbox_certificate_expiry_seconds
 	}
 
-	sched := app.NewCron(logger.With("component", "cron"))
+	sched := newCron(logger.With("component", "cron"))
 	// Jobs run on one node of a cluster (n.onLeader): on bbolt, the only one.
 	if _, err := sched.AddFunc(cfg.Retention.Sweep, n.onLeader(func() { sweeper.Run(ctx) })); err != nil {
 		return fmt.Errorf("%s: retention.sweep: %w", path, err)

@@ -43,5 +43,8 @@ func TestImports_DomainWithoutTOML(t *testing.T) {
 		if p == "github.com/BurntSushi/toml" || strings.HasPrefix(p, "github.com/BurntSushi/toml/") {
 			t.Errorf("hookbox/app depends on %s: TOML is read in hookbox/app/config, not in the domain", p)
 		}
+		if strings.HasPrefix(p, "github.com/robfig/cron") {
+			t.Errorf("hookbox/app depends on %s: the scheduler is built in hookbox/app/cli, not in the domain", p)
+		}
 	}
 }
