@@ -7,13 +7,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // StorageHealth follows whether the store's commits succeed. While they
 // fail (a full disk, a failing one) the overview shows a banner, /healthz
-// answers "degraded", hookbox_storage_failing is 1, an alert goes out, the
+// answers "degraded", hookbox_storage_failing is 1 (app/metrics), an alert goes out, the
 // dispatcher holds its sends (their outcome could not be recorded), and
 // the failures are logged at most once a second. It hears of every commit
 // from the store (bboltstore.DB.OnCommit); Watch tries a small write while
@@ -37,7 +35,9 @@ type StorageHealth struct {
 	logged  time.Time      // when the last failure line was logged
 	quiet   int            // failures not logged since
 
-	failedCommits prometheus.Counter
+	// failedCommit tells the metrics of a commit that failed (NewStats
+	// sets it; nil: nobody is told).
+	failedCommit func()
 }
 
 // StorageEpisode is a stretch of time in which commits failed.
@@ -56,26 +56,11 @@ func (e *StorageError) Error() string {
 	return fmt.Sprintf("storage writes failing since %s: %s", e.Since.UTC().Format(time.RFC3339), e.LastError)
 }
 
-// newStorageHealth builds the follower of commits with its metrics.
+// newStorageHealth builds the follower of commits.
 func newStorageHealth(now func() time.Time) *StorageHealth {
-	h := &StorageHealth{now: now, Logger: slog.With("component", "storage"), Store: "the data file",
+	return &StorageHealth{now: now, Logger: slog.With("component", "storage"), Store: "the data file",
 		Fix:       "Free space on the data directory's disk.",
 		DamageFix: "The disk or a restore may have damaged the file: take a backup now and check the disk."}
-	h.failedCommits = prometheus.NewCounter(prometheus.CounterOpts{Name: "hookbox_storage_failed_commits_total",
-		Help: "Commits of the data file that failed (a full or failing disk); their writes were refused."})
-	return h
-}
-
-// collectors are the metrics of h.
-func (h *StorageHealth) collectors() []prometheus.Collector {
-	failing := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hookbox_storage_failing",
-		Help: "1 while commits of the data file fail: webhooks get 503, deliveries wait."}, func() float64 {
-		if h.Failing() {
-			return 1
-		}
-		return 0
-	})
-	return []prometheus.Collector{failing, h.failedCommits}
 }
 
 // Committed hears the outcome of one commit of the store.
@@ -93,7 +78,9 @@ func (h *StorageHealth) Committed(err error) {
 		h.cur.Commits++
 		h.cur.LastError = err.Error()
 		h.mu.Unlock()
-		h.failedCommits.Inc()
+		if h.failedCommit != nil {
+			h.failedCommit()
+		}
 		return
 	}
 	h.cur.Until = now

@@ -11,6 +11,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/metrics"
 	"hookbox/storage/bboltstore"
 )
 
@@ -70,8 +71,8 @@ func TestDispatcher_PoisonIsolated(t *testing.T) {
 	if err != nil || total != 1 || poison[0].Kind != "event" || poison[0].Key != fmt.Sprint(bad) || !strings.Contains(poison[0].Reason, "version 2") {
 		t.Fatalf("Poisoned = %+v, %d, %v", poison, total, err)
 	}
-	stats := app.NewStats(h.cfg, h.db, time.Now)
-	if got := gaugeValue(t, stats, "hookbox_poison_records"); got != 1 {
+	prom := metrics.New(app.NewStats(h.cfg, h.db, time.Now), h.db)
+	if got := gaugeValue(t, prom, "hookbox_poison_records"); got != 1 {
 		t.Fatalf("hookbox_poison_records = %v, want 1", got)
 	}
 	alerter := app.NewAlerter(h.cfg, h.db)
@@ -89,10 +90,10 @@ func TestDispatcher_PoisonIsolated(t *testing.T) {
 	}
 }
 
-// gaugeValue reads the value of a gauge without labels from stats.
-func gaugeValue(t *testing.T, stats *app.Stats, name string) float64 {
+// gaugeValue reads the value of a gauge without labels from prom.
+func gaugeValue(t *testing.T, prom *metrics.Prometheus, name string) float64 {
 	t.Helper()
-	mfs, err := stats.Registry.Gather()
+	mfs, err := prom.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/metrics"
 	"hookbox/app/provider"
 	"hookbox/storage/bboltstore"
 )
@@ -282,6 +283,7 @@ func TestReceiver_LabelsAndUnknownSources(t *testing.T) {
 	r, db := newReceiver(t, &now)
 	cfg, _ := config.Parse("test.toml", testConfig, nil)
 	stats := app.NewStats(cfg, db, func() time.Time { return now })
+	prom := metrics.New(stats, db)
 	r.Stats = stats
 	var log strings.Builder
 	r.Logger = slog.New(slog.NewTextHandler(&log, nil))
@@ -298,7 +300,7 @@ func TestReceiver_LabelsAndUnknownSources(t *testing.T) {
 			t.Fatalf("unknown source: %v", err)
 		}
 	}
-	families, err := stats.Registry.Gather()
+	families, err := prom.Registry.Gather()
 	if err != nil {
 		t.Fatalf("metrics do not gather: %v", err)
 	}

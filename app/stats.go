@@ -4,9 +4,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // Kind is one thing the status page counts per hour.
@@ -36,8 +33,9 @@ var KindLabels = [NumKinds]string{"received", "accepted", "duplicate", "rejected
 // current one and the 23 before it. The sweep forgets older ones.
 const CountHours = 24
 
-// Stats counts what happened per hour for the status page and exports the
-// same events as Prometheus metrics. Its recording methods do nothing on a
+// Stats counts what happened per hour for the status page and tells its
+// Metrics of the same events (app/metrics exports them to Prometheus, with
+// gauges that read the store). Its recording methods do nothing on a
 // nil *Stats, so components work without one in tests. The hourly counts
 // are the store's (CountStore): durable, the same after a restart and, on
 // PostgreSQL, summed over every node; so are the rows per source,
@@ -55,13 +53,9 @@ type Stats struct {
 	// Storage follows whether commits succeed (bboltstore.DB.OnCommit).
 	Storage *StorageHealth
 
-	// Registry holds the Prometheus metrics.
-	Registry   *prometheus.Registry
-	requests   *prometheus.CounterVec
-	deliveries *prometheus.CounterVec
-	ingest     prometheus.Histogram
-	sendTime   *prometheus.HistogramVec
-	sweeps     *prometheus.CounterVec
+	// Metrics hears of each request, attempt, sweep and failed commit
+	// (nil: nobody does). Set it before the components that record start.
+	Metrics Metrics
 }
 
 // SourceInfo is what the overview shows per source: counts of the last
@@ -129,10 +123,11 @@ func (d DestInfo) SuccessRate() float64 {
 	return float64(d.Delivered) / float64(d.Delivered+d.Failed)
 }
 
-// NewStats builds the counters for cfg, with gauges read from store.
+// NewStats builds the counters for cfg, read from store.
 func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
-	s := &Stats{now: now, store: store, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{}, Registry: prometheus.NewRegistry(),
+	s := &Stats{now: now, store: store, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{},
 		Storage: newStorageHealth(now)}
+	s.Storage.failedCommit = func() { s.metrics().CommitFailed() }
 	for _, rt := range cfg.Routes {
 		if rt.Key != nil {
 			s.routes = append(s.routes, rt.Name)
@@ -144,48 +139,15 @@ func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
 	for _, d := range cfg.Destinations {
 		s.dests[d.Name] = &DestInfo{Name: d.Name}
 	}
-	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_requests_total",
-		Help: "Webhook requests by source and outcome (accepted, duplicate, ping, rejected, invalid, failed); requests to unknown sources under source \"_unknown\", outcome \"not_found\"."}, []string{"source", "outcome"})
-	s.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_delivery_attempts_total",
-		Help: "Delivery attempts by destination and outcome (delivered, retrying, dead)."}, []string{"destination", "outcome"})
-	s.ingest = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookbox_ingest_seconds",
-		Help:    "Time from request to answer for accepted and duplicate webhooks, including the durable commit.",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
-	s.sendTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hookbox_delivery_seconds",
-		Help: "Duration of delivery attempts by destination.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"destination"})
-	s.sweeps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_sweeps_total",
-		Help: "Sweep runs by result (ok, failed)."}, []string{"result"})
-	gauge := func(name, help string, f func() (int, error)) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
-			n, err := f()
-			if err != nil {
-				return -1
-			}
-			return float64(n)
-		})
-	}
-	s.Registry.MustRegister(s.requests, s.deliveries, s.ingest, s.sendTime, s.sweeps,
-		gauge("hookbox_dead_deliveries", "Dead deliveries waiting for a replay.", store.CountDead),
-		gauge("hookbox_pending_deliveries", "Deliveries waiting to be sent (due now or later).", store.CountPending),
-		gauge("hookbox_poison_records", "Records in the data file that could not be decoded and were set aside (see the overview).",
-			func() (int, error) { _, n, err := store.Poisoned(0); return n, err }),
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	s.Registry.MustRegister(s.Storage.collectors()...)
-	if cc, ok := store.(commitCounter); ok {
-		counter := func(name, help string, pick func(commits, writes, pages uint64) uint64) prometheus.Collector {
-			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
-				return float64(pick(cc.CommitCounts()))
-			})
-		}
-		s.Registry.MustRegister(
-			counter("hookbox_commits_total", "Group commits (each one bbolt transaction and its fsyncs).",
-				func(c, _, _ uint64) uint64 { return c }),
-			counter("hookbox_commit_writes_total", "Writes (accepts, attempts, ...) carried by group commits; divided by hookbox_commits_total, the group size.",
-				func(_, w, _ uint64) uint64 { return w }),
-			counter("hookbox_pages_written_total", "bbolt pages written by write transactions.",
-				func(_, _, p uint64) uint64 { return p }))
-	}
 	return s
+}
+
+// metrics is s's Metrics, one that hears nothing when it has none.
+func (s *Stats) metrics() Metrics {
+	if s.Metrics == nil {
+		return noMetrics{}
+	}
+	return s.Metrics
 }
 
 // storage is s's StorageHealth, nil without Stats (tests): its methods
@@ -197,11 +159,6 @@ func (s *Stats) storage() *StorageHealth {
 	return s.Storage
 }
 
-// commitCounter is a store that counts its group commits (bboltstore.DB).
-type commitCounter interface {
-	CommitCounts() (commits, writes, pages uint64)
-}
-
 // Inbound records the outcome of one request to a source, and how long it
 // took to answer. An accepted event is counted by the store in its commit;
 // every other outcome is handed to the store's AddCounts.
@@ -210,9 +167,10 @@ func (s *Stats) Inbound(source string, o Outcome, took time.Duration) {
 		return
 	}
 	now := s.now()
-	s.requests.WithLabelValues(source, o.String()).Inc()
+	m := s.metrics()
+	m.Request(source, o.String())
 	if o == Accepted || o == Duplicate {
-		s.ingest.Observe(took.Seconds())
+		m.Ingest(took)
 	}
 	if o != Accepted {
 		var c Counts
@@ -247,7 +205,7 @@ func (s *Stats) Unknown() {
 	if s == nil {
 		return
 	}
-	s.requests.WithLabelValues(UnknownSource, "not_found").Inc()
+	s.metrics().Request(UnknownSource, "not_found")
 }
 
 // Attempt records one delivery attempt's outcome (the store counts it per
@@ -265,8 +223,7 @@ func (s *Stats) Attempt(dest string, state DeliveryState, took time.Duration) {
 	case Dead:
 		outcome = "dead"
 	}
-	s.deliveries.WithLabelValues(dest, outcome).Inc()
-	s.sendTime.WithLabelValues(dest).Observe(took.Seconds())
+	s.metrics().Attempt(dest, outcome, took)
 	// The store counts the attempt, and keeps a failure as dest's last
 	// error, when it records the attempt.
 }
@@ -290,10 +247,10 @@ func (s *Stats) Swept(err error) {
 		return
 	}
 	if err != nil {
-		s.sweeps.WithLabelValues("failed").Inc()
+		s.metrics().Sweep("failed")
 		return
 	}
-	s.sweeps.WithLabelValues("ok").Inc()
+	s.metrics().Sweep("ok")
 }
 
 // Hours returns the counts of each of the last CountHours hours, oldest

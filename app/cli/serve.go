@@ -19,6 +19,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/metrics"
 	"hookbox/app/web"
 )
 
@@ -116,6 +117,7 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 	defer stop()
 
 	stats := app.NewStats(cfg, db, time.Now)
+	prom := metrics.New(stats, db) // stats reports to it; /metrics serves it
 	dispatcher := app.NewDispatcher(cfg, db)
 	dispatcher.Version = Version
 	dispatcher.Stats = stats
@@ -139,7 +141,7 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 	}
 	if tlsSrv != nil {
 		tlsSrv.Alert = alerter.Notify
-		stats.Registry.MustRegister(tlsSrv) // hookbox_certificate_expiry_seconds
+		prom.Registry.MustRegister(metrics.CertificateExpiry(tlsSrv.NotAfter))
 	}
 
 	sched := newCron(logger.With("component", "cron"))
@@ -187,7 +189,7 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 	}
 	health := func() error { return cmp.Or(stats.Storage.Err(), db.Ping()) }
 	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
-		Backup: n.backup, Login: login.Check, LoginGeneration: login.Generation, Stats: stats, LastBackup: lastBackup})
+		Backup: n.backup, Login: login.Check, LoginGeneration: login.Generation, Stats: stats, Metrics: prom, LastBackup: lastBackup})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen in %s, or -listen, or $%s): %w", cfg.Server.Listen, path, config.EnvListen, err)

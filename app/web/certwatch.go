@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Certificate trouble is never silent: the watcher (Watch) looks at the
@@ -158,21 +156,14 @@ func (t *TLS) trouble(topic, msg, text string, attrs ...any) {
 // served notes the expiry of the certificate in service, for the metric.
 func (t *TLS) served(notAfter time.Time) { t.notAfter.Store(notAfter.UnixNano()) }
 
-// certExpiryDesc describes hookbox_certificate_expiry_seconds.
-var certExpiryDesc = prometheus.NewDesc("hookbox_certificate_expiry_seconds",
-	"Seconds until the served TLS certificate expires (negative once expired); absent while there is none.", nil, nil)
-
-// Describe and Collect make TLS the collector of the certificate metric.
-func (t *TLS) Describe(ch chan<- *prometheus.Desc) { ch <- certExpiryDesc }
-
-// Collect sends the certificate's remaining validity, when there is one.
-func (t *TLS) Collect(ch chan<- prometheus.Metric) {
+// NotAfter is the expiry of the certificate in service, zero while there
+// is none: hookbox_certificate_expiry_seconds (metrics.CertificateExpiry).
+func (t *TLS) NotAfter() time.Time {
 	if na := t.notAfter.Load(); na != 0 {
-		ch <- prometheus.MustNewConstMetric(certExpiryDesc, prometheus.GaugeValue, time.Until(time.Unix(0, na)).Seconds())
+		return time.Unix(0, na)
 	}
+	return time.Time{}
 }
-
-var _ prometheus.Collector = (*TLS)(nil)
 
 // Bounds of the ACME client: a CA (or anything between) cannot make
 // hookbox hold more than this of one answer, or wait longer for it.

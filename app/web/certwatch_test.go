@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"hookbox/app/config"
+	"hookbox/app/metrics"
 	"hookbox/app/web"
 )
 
@@ -152,7 +153,7 @@ func TestTLS_WatchExpiry(t *testing.T) {
 	al.wait(t, web.AlertCertExpiry, "hooks.example.com expires in 2")
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(tl)
+	reg.MustRegister(metrics.CertificateExpiry(tl.NotAfter))
 	mfs, err := reg.Gather()
 	if err != nil || len(mfs) != 1 || mfs[0].GetName() != "hookbox_certificate_expiry_seconds" {
 		t.Fatalf("metrics %v, %v", mfs, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/metrics"
 	"hookbox/app/provider"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
@@ -92,12 +93,13 @@ func openFixtureWith(t *testing.T, dir string, now time.Time, logger *slog.Logge
 		t.Fatal(err)
 	}
 	stats := app.NewStats(cfg, db, clock)
+	prom := metrics.New(stats, db)
 	recv := app.NewReceiver(cfg, db)
 	recv.Stats, recv.Now = stats, clock
 	if logger != nil {
 		recv.Logger = logger
 	}
-	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats, Now: clock})
+	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats, Metrics: prom, Now: clock})
 	if logger != nil {
 		srv.Logger = logger
 	}

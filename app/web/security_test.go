@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/metrics"
 	"hookbox/app/provider"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
@@ -47,6 +48,7 @@ type secServer struct {
 	db    *bboltstore.DB
 	recv  *app.Receiver
 	stats *app.Stats
+	prom  *metrics.Prometheus
 }
 
 func newSecServer(t *testing.T, readTimeout time.Duration) *secServer {
@@ -62,8 +64,9 @@ func newSecServer(t *testing.T, readTimeout time.Duration) *secServer {
 		t.Fatal(err)
 	}
 	s := &secServer{db: db, recv: app.NewReceiver(cfg, db), stats: app.NewStats(cfg, db, time.Now)}
+	s.prom = metrics.New(s.stats, db)
 	s.recv.Stats = s.stats
-	s.srv = web.New(cfg, web.Deps{Receiver: s.recv, Store: db, Health: db.Ping, Login: login, Stats: s.stats,
+	s.srv = web.New(cfg, web.Deps{Receiver: s.recv, Store: db, Health: db.Ping, Login: login, Stats: s.stats, Metrics: s.prom,
 		ReadTimeout: readTimeout, LimitedDelay: time.Millisecond})
 	s.addr = serve(t, s.srv.App())
 	return s
@@ -272,7 +275,7 @@ func TestServer_ManyUnknownSources(t *testing.T) {
 			t.Fatalf("counters exist for %s", name)
 		}
 	}
-	families, err := s.stats.Registry.Gather()
+	families, err := s.prom.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

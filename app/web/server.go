@@ -18,9 +18,9 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/filesystem"
 	"github.com/gofiber/fiber/v2/middleware/recover"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"hookbox/app"
+	"hookbox/app/metrics"
 	"hookbox/ui"
 )
 
@@ -66,8 +66,11 @@ type Deps struct {
 	// LimitedDelay holds a 429 to a login over the limits (0: the
 	// LimitedDelay constant); tests shorten it.
 	LimitedDelay time.Duration
-	// Stats feeds the overview, /api/v1/stats and /metrics (may be nil in tests).
+	// Stats feeds the overview and /api/v1/stats (may be nil in tests).
 	Stats *app.Stats
+	// Metrics is what /metrics serves (nil: New builds it over Stats,
+	// which then reports to it).
+	Metrics *metrics.Prometheus
 	// ReadTimeout bounds reading one request, headers and body (0: the
 	// ReadTimeout constant); tests shorten it.
 	ReadTimeout time.Duration
@@ -119,6 +122,9 @@ func New(cfg *app.Config, deps Deps) *Server {
 	}
 	if deps.Stats == nil {
 		deps.Stats = app.NewStats(cfg, deps.Store, deps.Now)
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = metrics.New(deps.Stats, deps.Store)
 	}
 	s := &Server{
 		deps:     deps,
@@ -172,11 +178,11 @@ func New(cfg *app.Config, deps Deps) *Server {
 	s.fiber.Get("/login", s.securityHeaders, s.handleLoginPage)
 	s.fiber.Post("/login", s.securityHeaders, s.handleLogin)
 	s.fiber.Post("/logout", s.securityHeaders, s.requireAuth, s.handleLogout)
-	metrics := adaptor.HTTPHandler(promhttp.HandlerFor(deps.Stats.Registry, promhttp.HandlerOpts{}))
+	exported := adaptor.HTTPHandler(deps.Metrics.Handler())
 	if cfg.Status.MetricsPublic {
-		s.fiber.Get("/metrics", metrics)
+		s.fiber.Get("/metrics", exported)
 	} else {
-		s.fiber.Get("/metrics", s.requireAuth, metrics)
+		s.fiber.Get("/metrics", s.requireAuth, exported)
 	}
 	s.routeAPI(s.fiber.Group("/api/v1", s.securityHeaders, s.requireAuth))
 	s.ui.Mount(func(method, path string, h fiber.Handler) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/metrics"
 	"hookbox/app/provider"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
@@ -55,6 +56,7 @@ func newUIServer(t *testing.T) (addr string, db *bboltstore.DB, eventSeq uint64)
 	t.Cleanup(func() { db.Close() })
 	login, _ := app.StatusLogin(cfg.Status, db, slog.Default())
 	stats := app.NewStats(cfg, db, time.Now)
+	prom := metrics.New(stats, db)
 	recv := app.NewReceiver(cfg, db)
 	recv.Stats = stats
 	body := []byte(`{"id": 7, "note": "<script>alert(1)</script>"}`)
@@ -70,7 +72,7 @@ func newUIServer(t *testing.T) (addr string, db *bboltstore.DB, eventSeq uint64)
 	ds, _ := db.EventDeliveries(seq)
 	db.RecordAttempt(ds[0].ID, &app.Attempt{Start: time.Now(), Duration: 3 * time.Millisecond, Status: 500, Error: "HTTP 500", Response: []byte("boom")}, app.Dead, time.Time{})
 	stats.Attempt("pos", app.Dead, 3*time.Millisecond)
-	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats})
+	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats, Metrics: prom})
 	return serve(t, srv.App()), db, seq
 }
 

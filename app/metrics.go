@@ -1,0 +1,34 @@
+package app
+
+import "time"
+
+// Metrics hears what the domain does, for an exporter outside it
+// (app/metrics exports it to Prometheus). The domain names the outcomes;
+// an exporter only counts them. Its methods are called on the hot path,
+// from many goroutines: they must be cheap and must not block.
+type Metrics interface {
+	// Request counts one request to source that ended in outcome (an
+	// Outcome's name; "not_found" under UnknownSource).
+	Request(source, outcome string)
+	// Ingest observes the time to answer an accepted or duplicate webhook,
+	// its durable commit included.
+	Ingest(took time.Duration)
+	// Attempt counts one delivery attempt to dest that ended in outcome
+	// (delivered, retrying, dead), and observes how long it took.
+	Attempt(dest, outcome string, took time.Duration)
+	// Sweep counts one sweep run by its result (ok, failed).
+	Sweep(result string)
+	// CommitFailed counts one commit of the store that failed.
+	CommitFailed()
+}
+
+// noMetrics is the Metrics of a Stats that has none: it hears nothing.
+type noMetrics struct{}
+
+func (noMetrics) Request(string, string)                {}
+func (noMetrics) Ingest(time.Duration)                  {}
+func (noMetrics) Attempt(string, string, time.Duration) {}
+func (noMetrics) Sweep(string)                          {}
+func (noMetrics) CommitFailed()                         {}
+
+var _ Metrics = noMetrics{}
