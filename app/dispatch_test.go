@@ -18,6 +18,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/httpsend"
 	"hookbox/storage/bboltstore"
 )
 
@@ -106,7 +107,7 @@ func startHarness(t *testing.T, toml, dir string, now func() time.Time, over fun
 	if over != nil {
 		store = over(db)
 	}
-	h := &harness{cfg: cfg, db: db, recv: app.NewReceiver(cfg, db), disp: app.NewDispatcher(cfg, store)}
+	h := &harness{cfg: cfg, db: db, recv: app.NewReceiver(cfg, db), disp: app.NewDispatcher(cfg, store, httpsend.New(cfg, "dev"))}
 	h.db.OnOpened(h.disp.Wake)
 	h.recv.Now, h.disp.Now = now, now
 	ctx, cancel := context.WithCancel(context.Background())
@@ -443,7 +444,7 @@ func benchmarkDispatch(b *testing.B, framing string) {
 		_, err := recv.Receive(context.Background(), "gh", signed(b, "github", "gh-secret", body, "", fmt.Sprint("b-", i), "push", time.Now()))
 		return err
 	})
-	disp := app.NewDispatcher(cfg, db)
+	disp := app.NewDispatcher(cfg, db, httpsend.New(cfg, "dev"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cpu0 := processCPU()
 	b.ResetTimer()

@@ -2,6 +2,3 @@ package app
 
 // GlobSteps is Glob with the number of steps it took.
 var GlobSteps = glob
-
-// InflateSnippet is inflateSnippet, for the send tests.
-var InflateSnippet = inflateSnippet
