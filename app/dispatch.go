@@ -68,6 +68,9 @@ type Dispatcher struct {
 	// flight, not requests waiting for their attempt's fsync. The lease
 	// stays until the attempt is recorded.
 	records chan finishedAttempt
+	// onRecorded, when set before Run, is called after each batch of
+	// attempts was written (or failed to be): a signal tests wait on.
+	onRecorded func()
 }
 
 // lane is one destination's part of the dispatcher. d.mu guards its
@@ -462,5 +465,8 @@ func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
 			d.Logger.Debug("delivery will retry", "delivery", f.rec.ID, "destination", f.lane.dest.Name, "due", f.rec.Due, "error", a.Error)
 		}
 		d.sends.Done()
+	}
+	if d.onRecorded != nil {
+		d.onRecorded()
 	}
 }
