@@ -68,8 +68,8 @@ type job struct {
 	early, probe bool
 }
 
-// healthOf returns what is known of l's destination, probed every
-// every at first; d.mu is held.
+// healthOf returns what is known of l's destination, made on first use
+// with every as the wait before its first probe; d.mu is held.
 func (l *lane) healthOf(every time.Duration) *destHealth {
 	if l.health == nil {
 		l.health = &destHealth{probeWait: every}
