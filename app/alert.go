@@ -184,12 +184,12 @@ func (a *Alerter) post(ctx context.Context, text string) error {
 	body, _ := json.Marshal(map[string]string{"text": text})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.URL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("build request: %w", sendError(ctx, err, 0))
+		return fmt.Errorf("build request: %w", SendError(ctx, err, 0))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := a.client.Do(req)
 	if err != nil {
-		return sendError(ctx, err, a.client.Timeout)
+		return SendError(ctx, err, a.client.Timeout)
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

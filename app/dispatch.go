@@ -5,32 +5,33 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/textproto"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Dispatcher takes pending deliveries out of the outbox and sends them to
-// their destinations, each destination with its own concurrency limit so a
-// slow one never holds back the others. It wakes when a commit adds work,
-// when a send ends while its destination has work waiting, and on a timer
-// for the next due time (at most every readWait while work waits for
-// slots); it never polls an idle outbox.
+// Dispatcher takes pending deliveries out of the outbox and hands them to
+// its Sender, each destination in its own lane with its own concurrency
+// limit so a slow one never holds back the others. It wakes when a commit
+// adds work, when a send ends while its destination has work waiting, and
+// on a timer for the next due time (at most every readWait while work
+// waits for slots); it never polls an idle outbox.
+//
+// Read top to bottom: Run wakes and calls dispatch, which makes a pass
+// over each lane (pass); start hands a delivery to one of the lane's
+// senders, send makes the attempt, and record writes finished attempts in
+// batches (recorded ends their leases). What a lane learns of its
+// destination's answers, and the probes and early retries that follow,
+// are in recovery.go; the retry schedule in retry.go.
 type Dispatcher struct {
 	store  Store
-	dests  []*Destination
-	client *sendClient
-	conns  *connSet // the client's connections, cut at shutdown
-	// sourceSigs is, per source, the canonical name of the signature
-	// header its config names (the hmac provider's), not forwarded to a
-	// destination with forward_signatures = false.
-	sourceSigs map[string]string
+	sender Sender
+	// lanes are the destinations' lanes in the config's order, built once.
+	lanes []*lane
 	// Now is the clock; tests replace it.
 	Now    func() time.Time
 	Logger *slog.Logger
-	// Version goes into the User-Agent.
-	Version string
 	// Stats, when set, counts attempts for the status page and metrics.
 	Stats *Stats
 	// StoreRetry is how long a delivery whose attempt could not be recorded
@@ -44,10 +45,12 @@ type Dispatcher struct {
 	// destination; it doubles after each failed probe up to ProbeMax.
 	ProbeEvery, ProbeMax time.Duration
 
-	wake     chan struct{}
+	wake chan struct{}
+	// stopping is set once Run's context is done: no send starts then.
+	stopping atomic.Bool
 	mu       sync.Mutex
+	// What follows is per delivery, whatever its lane; d.mu guards it.
 	inflight map[uint64]bool // deliveries being sent: the in-memory lease
-	busy     map[string]int  // sends in progress per destination
 	// A pass reads the outbox in a read transaction: one that began before
 	// a send's attempt was recorded still shows that delivery due after its
 	// lease is gone. finished keeps the pass number current when each lease
@@ -59,26 +62,39 @@ type Dispatcher struct {
 	// could not be recorded: each waits twice as long as the one before.
 	unrecorded map[uint64]int
 	sends      sync.WaitGroup
-	// Each destination has Concurrency long-lived senders, started on its
-	// first delivery, that take work from its queue: a goroutine per send
-	// cost its start and the growth of its stack every time.
-	queues map[string]chan job
-	// health is what is known of each destination's answers (recovery.go).
-	health map[string]*destHealth
-	// backlog holds, per destination whose last read left due work
-	// behind, when that read was (see dispatch). d.mu guards it.
-	backlog map[string]time.Time
-	senders *sync.WaitGroup // the senders of the current Run
+	senders    *sync.WaitGroup // the senders of the current Run
 	// Senders hand finished attempts to the recorder and take the next
 	// delivery at once: a destination's concurrency counts requests in
 	// flight, not requests waiting for their attempt's fsync. The lease
 	// stays until the attempt is recorded.
 	records chan finishedAttempt
+	// onRecorded, when set before Run, is called after each batch of
+	// attempts was written (or failed to be): a signal tests wait on.
+	onRecorded func()
+}
+
+// lane is one destination's part of the dispatcher. d.mu guards its
+// fields but queue, which only the Run goroutine touches. (Next: its
+// pause state and rate limit.)
+type lane struct {
+	dest *Destination
+	// queue feeds the lane's Concurrency long-lived senders, started on
+	// its first delivery: a goroutine per send cost its start and the
+	// growth of its stack every time. nil until then, and after Run.
+	queue chan job
+	busy  int // sends in progress
+	// backlogged says its last read left due work behind, at backlog:
+	// a finishing send then wakes the dispatcher (see pass).
+	backlogged bool
+	backlog    time.Time
+	// health is what is known of its destination's answers (recovery.go),
+	// nil until its first attempt ended.
+	health *destHealth
 }
 
 // finishedAttempt is an attempt waiting to be recorded.
 type finishedAttempt struct {
-	dest         *Destination
+	lane         *lane
 	w            Work
 	rec          AttemptRecord
 	early, probe bool
@@ -92,31 +108,25 @@ const readWait = time.Millisecond
 // maxRecordBatch bounds how many attempts share one write.
 const maxRecordBatch = 1024
 
-// NewDispatcher builds the dispatcher for cfg's destinations over store.
-func NewDispatcher(cfg *Config, store Store) *Dispatcher {
+// NewDispatcher builds the dispatcher for cfg's destinations over store,
+// sending with sender.
+func NewDispatcher(cfg *Config, store Store, sender Sender) *Dispatcher {
 	d := &Dispatcher{
-		store:      store,
-		dests:      cfg.Destinations,
-		conns:      newConnSet(cfg.Destinations),
-		Now:        time.Now,
-		StoreRetry: 5 * time.Second,
-		Logger:     slog.With("component", "dispatch"),
-		Version:    "dev",
-		wake:       make(chan struct{}, 1),
-		inflight:   map[uint64]bool{},
-		finished:   map[uint64]uint64{},
-		busy:       map[string]int{},
-		queues:     map[string]chan job{},
-		backlog:    map[string]time.Time{},
+		store:         store,
+		sender:        sender,
+		Now:           time.Now,
+		StoreRetry:    5 * time.Second,
+		StoreRetryMax: 5 * time.Minute,
+		ProbeEvery:    DefaultProbeEvery,
+		ProbeMax:      DefaultProbeMax,
+		Logger:        slog.With("component", "dispatch"),
+		wake:          make(chan struct{}, 1),
+		inflight:      map[uint64]bool{},
+		finished:      map[uint64]uint64{},
+		unrecorded:    map[uint64]int{},
 	}
-	d.StoreRetryMax, d.unrecorded = 5*time.Minute, map[uint64]int{}
-	d.ProbeEvery, d.ProbeMax, d.health = DefaultProbeEvery, DefaultProbeMax, map[string]*destHealth{}
-	d.client = newSendClient(cfg.Destinations, d.conns)
-	d.sourceSigs = map[string]string{}
-	for _, src := range cfg.Sources {
-		if h := src.Settings.SignatureHeader; h != "" {
-			d.sourceSigs[src.Name] = textproto.CanonicalMIMEHeaderKey(h)
-		}
+	for _, dest := range cfg.Destinations {
+		d.lanes = append(d.lanes, &lane{dest: dest})
 	}
 	return d
 }
@@ -139,17 +149,22 @@ func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
 	// for the destination's timeout. Once sendCtx is done, the sends in
 	// flight are cut, and their connections closed (after Run has
 	// returned, as sends go on under sendCtx).
-	context.AfterFunc(ctx, d.conns.stopDials)
-	context.AfterFunc(sendCtx, d.conns.closeAll)
+	context.AfterFunc(ctx, func() {
+		d.stopping.Store(true)
+		d.sender.Stop()
+	})
+	context.AfterFunc(sendCtx, d.sender.Close)
 	records := make(chan finishedAttempt, maxRecordBatch)
 	senders := &sync.WaitGroup{}
 	d.records, d.senders = records, senders
 	go d.record(records)
 	defer func() { // the senders finish what they hold, then return
-		for _, q := range d.queues {
-			close(q)
+		for _, l := range d.lanes {
+			if l.queue != nil {
+				close(l.queue)
+				l.queue = nil
+			}
 		}
-		d.queues = map[string]chan job{}
 		go func() { // the recorder records what they finished, then returns
 			senders.Wait()
 			close(records)
@@ -205,64 +220,71 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		d.Stats.storage().Failure(d.Logger, "fire pending deliveries", err)
 		earliest = now.Add(5 * time.Second)
 	}
-	for _, dest := range d.dests {
-		d.mu.Lock()
-		free := dest.Concurrency - d.busy[dest.Name]
-		at, backlogged := d.backlog[dest.Name]
-		if !backlogged {
-			// From here on a finishing send wakes us: its slot may be
-			// wanted by work this pass does not read (no slot is free) or
-			// reads too late (it ends during the read). Set in the same
-			// lock as free is read, so no ending send falls in between.
-			d.backlog[dest.Name] = now
-		}
-		d.mu.Unlock()
-		if free <= 0 {
-			continue
-		}
-		// With more due than slots, wait for a quarter of the slots (or
-		// readWait) before reading again: a read scans past every delivery
-		// in flight, and reading for each slot as it freed cost more than
-		// the sends (87 keys scanned per delivery at 64 slots).
-		if backlogged && free < max(1, dest.Concurrency/4) && now.Sub(at) < readWait {
-			earliest = earlier(earliest, at.Add(readWait))
-			continue
-		}
-		work, next, err := d.store.DueDeliveries(dest.Name, now, free, skip)
-		if err != nil {
-			d.Stats.storage().Failure(d.Logger, "read outbox", err, "destination", dest.Name)
-			next = now.Add(5 * time.Second) // try again soon, not in a loop
-		}
-		d.mu.Lock()
-		if len(work) == free && !next.IsZero() && !next.After(now) {
-			d.backlog[dest.Name] = now // work left behind
-		} else {
-			delete(d.backlog, dest.Name) // new work wakes us when committed
-		}
-		d.mu.Unlock()
-		earliest = earlier(earliest, next)
-		for _, w := range work {
-			d.start(ctx, dest, job{w: w})
-		}
-		if err == nil {
-			more, at := d.beyondDue(dest, now, free-len(work), next, skip)
-			for _, j := range more {
-				d.start(ctx, dest, j)
-			}
-			earliest = earlier(earliest, at)
-		}
+	for _, l := range d.lanes {
+		earliest = earlier(earliest, d.passLane(ctx, l, now, skip))
 	}
 	return earliest
 }
 
-// start leases j's delivery and hands it to one of dest's senders.
-func (d *Dispatcher) start(ctx context.Context, dest *Destination, j job) {
+// passLane starts sends on l for what is due, as far as it has free
+// slots, and returns the earliest due time it did not start (zero: none).
+func (d *Dispatcher) passLane(ctx context.Context, l *lane, now time.Time, skip func(uint64) bool) (earliest time.Time) {
+	dest := l.dest
+	d.mu.Lock()
+	free := dest.Concurrency - l.busy
+	at, backlogged := l.backlog, l.backlogged
+	if !backlogged {
+		// From here on a finishing send wakes us: its slot may be
+		// wanted by work this pass does not read (no slot is free) or
+		// reads too late (it ends during the read). Set in the same
+		// lock as free is read, so no ending send falls in between.
+		l.backlog, l.backlogged = now, true
+	}
+	d.mu.Unlock()
+	if free <= 0 {
+		return time.Time{}
+	}
+	// With more due than slots, wait for a quarter of the slots (or
+	// readWait) before reading again: a read scans past every delivery
+	// in flight, and reading for each slot as it freed cost more than
+	// the sends (87 keys scanned per delivery at 64 slots).
+	if backlogged && free < max(1, dest.Concurrency/4) && now.Sub(at) < readWait {
+		return at.Add(readWait)
+	}
+	work, next, err := d.store.DueDeliveries(dest.Name, now, free, skip)
+	if err != nil {
+		d.Stats.storage().Failure(d.Logger, "read outbox", err, "destination", dest.Name)
+		next = now.Add(5 * time.Second) // try again soon, not in a loop
+	}
+	d.mu.Lock()
+	if len(work) == free && !next.IsZero() && !next.After(now) {
+		l.backlog, l.backlogged = now, true // work left behind
+	} else {
+		l.backlogged = false // new work wakes us when committed
+	}
+	d.mu.Unlock()
+	earliest = next
+	for _, w := range work {
+		d.start(ctx, l, job{w: w})
+	}
+	if err == nil {
+		more, at := d.beyondDue(l, now, free-len(work), next, skip)
+		for _, j := range more {
+			d.start(ctx, l, j)
+		}
+		earliest = earlier(earliest, at)
+	}
+	return earliest
+}
+
+// start leases j's delivery and hands it to one of l's senders.
+func (d *Dispatcher) start(ctx context.Context, l *lane, j job) {
 	d.mu.Lock()
 	d.inflight[j.w.Delivery.ID] = true
-	d.busy[dest.Name]++
+	l.busy++
 	d.mu.Unlock()
 	d.sends.Add(1)
-	d.queue(ctx, dest) <- j // never blocks: busy stays within Concurrency
+	d.queue(ctx, l) <- j // never blocks: busy stays within Concurrency
 }
 
 // earlier returns the earlier of a and b, a zero time meaning none.
@@ -273,20 +295,21 @@ func earlier(a, b time.Time) time.Time {
 	return a
 }
 
-// queue returns dest's work queue, starting its senders on first use.
+// queue returns l's work queue, starting its senders on first use.
 // Only the Run goroutine calls it.
-func (d *Dispatcher) queue(ctx context.Context, dest *Destination) chan job {
-	q := d.queues[dest.Name]
+func (d *Dispatcher) queue(ctx context.Context, l *lane) chan job {
+	q := l.queue
 	if q == nil {
-		q = make(chan job, dest.Concurrency)
-		d.queues[dest.Name] = q
+		n := l.dest.Concurrency
+		q = make(chan job, n)
+		l.queue = q
 		records, senders := d.records, d.senders
-		senders.Add(dest.Concurrency)
-		for range dest.Concurrency {
+		senders.Add(n)
+		for range n {
 			go func() {
 				defer senders.Done()
 				for j := range q {
-					d.send(ctx, dest, j, records)
+					d.send(ctx, l, j, records)
 				}
 			}()
 		}
@@ -304,47 +327,47 @@ func (d *Dispatcher) release(id uint64) {
 // lease. An attempt cut short by shutdown is not recorded, nor one that
 // had not connected when the stop began, nor one the stop kept from
 // starting: the delivery stays due and goes out after the restart.
-func (d *Dispatcher) send(ctx context.Context, dest *Destination, j job, records chan<- finishedAttempt) {
-	w := j.w
+func (d *Dispatcher) send(ctx context.Context, l *lane, j job, records chan<- finishedAttempt) {
+	w, dest := j.w, l.dest
 	a := &Attempt{Start: d.Now()}
-	var res result
-	if !d.conns.stopping() {
-		res = d.post(ctx, dest, w, w.Delivery.Attempts+1)
+	var res Answer
+	if !d.stopping.Load() {
+		res = d.sender.Send(ctx, SendRequest{Dest: dest, Work: w, Attempt: w.Delivery.Attempts + 1, Now: d.Now()})
 	}
 	a.Duration = d.Now().Sub(a.Start)
-	if ctx.Err() != nil || d.conns.stopping() && res.status == 0 {
+	if ctx.Err() != nil || d.stopping.Load() && !res.Answered {
 		d.mu.Lock()
 		d.release(w.Delivery.ID)
-		d.busy[dest.Name]--
+		l.busy--
 		if j.probe {
-			d.healthOf(dest.Name).probing = false
+			l.healthOf(d.ProbeEvery).probing = false
 		}
 		d.mu.Unlock()
 		d.sends.Done()
 		d.Wake()
 		return
 	}
-	a.Status, a.Response = res.status, res.snippet
-	if res.err != nil {
-		a.Error = res.err.Error()
+	a.Status, a.Response = res.Status, res.Snippet
+	if res.Err != nil {
+		a.Error = res.Err.Error()
 	}
-	state, due := d.outcome(dest, w.Delivery, res, a.Start.Add(a.Duration))
+	state, due := outcome(dest, w.Delivery, res, a.Start.Add(a.Duration))
 	if j.early {
 		state, due = earlyOutcome(w, res, state, due)
 	}
 	if state != Delivered && a.Error == "" {
-		a.Error = fmt.Sprintf("HTTP %d", res.status)
+		a.Error = fmt.Sprintf("HTTP %d", res.Status)
 	}
-	if res.note != "" { // the status stands; the record says the answer was cut
-		a.Error = strings.TrimPrefix(a.Error+"; "+res.note, "; ")
+	if res.Note != "" { // the status stands; the record says the answer was cut
+		a.Error = strings.TrimPrefix(a.Error+"; "+res.Note, "; ")
 	}
 	// Waits only when the recorder is a whole batch behind, which holds
 	// the senders back while the disk is slower than the destinations.
-	records <- finishedAttempt{dest: dest, w: w, rec: AttemptRecord{ID: w.Delivery.ID, Attempt: a, State: state, Due: due, Early: j.early},
-		early: j.early, probe: j.probe, retryAfter: res.retryAfter}
+	records <- finishedAttempt{lane: l, w: w, rec: AttemptRecord{ID: w.Delivery.ID, Attempt: a, State: state, Due: due, Early: j.early},
+		early: j.early, probe: j.probe, retryAfter: res.RetryAfter}
 	d.mu.Lock()
-	d.busy[dest.Name]--
-	_, backlogged := d.backlog[dest.Name]
+	l.busy--
+	backlogged := l.backlogged
 	d.mu.Unlock()
 	if backlogged { // else new work wakes us when it is committed
 		d.Wake()
@@ -433,14 +456,17 @@ func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
 			continue
 		}
 		a := f.rec.Attempt
-		d.Stats.Attempt(f.dest.Name, f.rec.State, a.Duration)
+		d.Stats.Attempt(f.lane.dest.Name, f.rec.State, a.Duration)
 		switch f.rec.State {
 		case Dead:
-			d.Logger.Warn("delivery dead", "delivery", f.rec.ID, "destination", f.dest.Name,
+			d.Logger.Warn("delivery dead", "delivery", f.rec.ID, "destination", f.lane.dest.Name,
 				"event", f.w.Event.ID, "attempts", a.N, "last_error", a.Error)
 		case Pending:
-			d.Logger.Debug("delivery will retry", "delivery", f.rec.ID, "destination", f.dest.Name, "due", f.rec.Due, "error", a.Error)
+			d.Logger.Debug("delivery will retry", "delivery", f.rec.ID, "destination", f.lane.dest.Name, "due", f.rec.Due, "error", a.Error)
 		}
 		d.sends.Done()
+	}
+	if d.onRecorded != nil {
+		d.onRecorded()
 	}
 }

@@ -110,11 +110,8 @@ func TestDispatcher_HangingDestination(t *testing.T) {
 	if flowed > 8*time.Second {
 		t.Fatalf("the healthy destination took %v for %d events", flowed, events)
 	}
-	d := h.waitState(t, "hang-0", 0, app.Pending)
-	for d.Attempts == 0 {
-		time.Sleep(5 * time.Millisecond)
-		d = h.deliveries(t, "hang-0")[0]
-	}
+	h.waitState(t, "hang-0", 0, app.Pending)
+	h.waitAttempts(t, "hang-0", 0, 1)
 	as := h.attempts(t, "hang-0", 0)
 	if a := as[0]; a.Status != 0 || a.Error != "no answer within 1s" || a.Duration < time.Second || a.Duration > 5*time.Second {
 		t.Fatalf("attempt to the hanging destination = %+v, want a timeout after 1s", a)

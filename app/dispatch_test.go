@@ -18,6 +18,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/httpsend"
 	"hookbox/storage/bboltstore"
 )
 
@@ -72,6 +73,39 @@ type harness struct {
 	// still in flight, as serve does at the end of its shutdown grace.
 	stopRun, cancelSends func()
 	stop                 func() // Run ended, sends finished, file closed
+	// changed is closed, and replaced, each time the dispatcher recorded
+	// a batch of attempts or a commit opened deliveries: waits re-check then.
+	changedMu sync.Mutex
+	changed   chan struct{}
+}
+
+// signal wakes the waits of waitFor.
+func (h *harness) signal() {
+	h.changedMu.Lock()
+	close(h.changed)
+	h.changed = make(chan struct{})
+	h.changedMu.Unlock()
+}
+
+// waitFor waits until cond holds, checking it again each time the
+// dispatcher recorded attempts or deliveries were opened, for at most
+// within; it reports whether cond held.
+func (h *harness) waitFor(within time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		h.changedMu.Lock()
+		changed := h.changed
+		h.changedMu.Unlock()
+		if cond() {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return cond()
+		}
+	}
 }
 
 func newHarness(t *testing.T, toml string) *harness {
@@ -106,8 +140,10 @@ func startHarness(t *testing.T, toml, dir string, now func() time.Time, over fun
 	if over != nil {
 		store = over(db)
 	}
-	h := &harness{cfg: cfg, db: db, recv: app.NewReceiver(cfg, db), disp: app.NewDispatcher(cfg, store)}
-	h.db.OnOpened(h.disp.Wake)
+	h := &harness{cfg: cfg, db: db, recv: app.NewReceiver(cfg, db), disp: app.NewDispatcher(cfg, store, httpsend.New(cfg, "dev")),
+		changed: make(chan struct{})}
+	h.db.OnOpened(func() { h.disp.Wake(); h.signal() })
+	app.OnRecorded(h.disp, h.signal)
 	h.recv.Now, h.disp.Now = now, now
 	ctx, cancel := context.WithCancel(context.Background())
 	sendCtx, cancelSends := context.WithCancel(context.Background())
@@ -175,17 +211,28 @@ func (h *harness) deliveries(t *testing.T, id string) []*app.Delivery {
 // waitState waits until delivery n of event id is in state.
 func (h *harness) waitState(t *testing.T, id string, n int, state app.DeliveryState) *app.Delivery {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ds := h.deliveries(t, id)
-		if len(ds) > n && ds[n].State == state {
-			return ds[n]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("delivery %d of %s: %+v, want state %v", n, id, ds, state)
-		}
-		time.Sleep(2 * time.Millisecond)
+	var ds []*app.Delivery
+	if !h.waitFor(20*time.Second, func() bool {
+		ds = h.deliveries(t, id)
+		return len(ds) > n && ds[n].State == state
+	}) {
+		t.Fatalf("delivery %d of %s: %+v, want state %v", n, id, ds, state)
 	}
+	return ds[n]
+}
+
+// waitAttempts waits until delivery n of event id has at least attempts
+// attempts recorded, and returns it.
+func (h *harness) waitAttempts(t *testing.T, id string, n, attempts int) *app.Delivery {
+	t.Helper()
+	var ds []*app.Delivery
+	if !h.waitFor(20*time.Second, func() bool {
+		ds = h.deliveries(t, id)
+		return len(ds) > n && ds[n].Attempts >= attempts
+	}) {
+		t.Fatalf("delivery %d of %s: %+v, want %d attempts recorded", n, id, ds, attempts)
+	}
+	return ds[n]
 }
 
 func destsConfig(retry string, dests ...string) string {
@@ -326,19 +373,12 @@ func TestDispatcher_RetryAfter(t *testing.T) {
 	h.send(t, "evt-429", `{}`)
 	<-s.hits
 	// The schedule says ~1ms; Retry-After says 1s (under the 5s cap).
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		d := h.deliveries(t, "evt-429")[0]
-		if d.Attempts == 1 {
-			if wait := d.Due.Sub(start); wait < 900*time.Millisecond || wait > 3*time.Second {
-				t.Fatalf("next attempt due after %v, want about 1s (Retry-After)", wait)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("first attempt not recorded")
-		}
-		time.Sleep(2 * time.Millisecond)
+	var d *app.Delivery
+	if !h.waitFor(5*time.Second, func() bool { d = h.deliveries(t, "evt-429")[0]; return d.Attempts == 1 }) {
+		t.Fatal("first attempt not recorded")
+	}
+	if wait := d.Due.Sub(start); wait < 900*time.Millisecond || wait > 3*time.Second {
+		t.Fatalf("next attempt due after %v, want about 1s (Retry-After)", wait)
 	}
 	h.waitState(t, "evt-429", 0, app.Delivered)
 }
@@ -443,7 +483,7 @@ func benchmarkDispatch(b *testing.B, framing string) {
 		_, err := recv.Receive(context.Background(), "gh", signed(b, "github", "gh-secret", body, "", fmt.Sprint("b-", i), "push", time.Now()))
 		return err
 	})
-	disp := app.NewDispatcher(cfg, db)
+	disp := app.NewDispatcher(cfg, db, httpsend.New(cfg, "dev"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cpu0 := processCPU()
 	b.ResetTimer()
@@ -472,27 +512,29 @@ func TestDispatcher_NoRepeatWithoutFailures(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]int{}
 	var total atomic.Int64
+	const n = 6000
+	all := make(chan struct{}) // closed when every event arrived
 	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		seen[r.Header.Get("X-GitHub-Delivery")]++
+		id := r.Header.Get("X-GitHub-Delivery")
+		seen[id]++
+		if seen[id] == 1 && len(seen) == n {
+			close(all)
+		}
 		mu.Unlock()
 		total.Add(1)
 	}))
 	t.Cleanup(dest.Close)
 	toml := strings.Replace(destsConfig(`["1s"]`, dest.URL), "timeout = \"2s\"", "timeout = \"2s\"\nconcurrency = 64", 1)
 	h := newHarness(t, toml)
-	const n = 6000
 	inParallel(t, 32, n, func(i int) error { return h.accept(t, fmt.Sprint("once-", i), `{"n": 1}`) })
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	select {
+	case <-all:
+	case <-time.After(30 * time.Second):
 		mu.Lock()
 		got := len(seen)
 		mu.Unlock()
-		if got == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d events delivered", got, n)
-		}
+		t.Fatalf("%d of %d events delivered", got, n)
 	}
 	h.stop() // no send in flight any more
 	if extra := total.Load() - n; extra != 0 {

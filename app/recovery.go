@@ -68,21 +68,20 @@ type job struct {
 	early, probe bool
 }
 
-// healthOf returns what is known of dest; d.mu is held.
-func (d *Dispatcher) healthOf(dest string) *destHealth {
-	h := d.health[dest]
-	if h == nil {
-		h = &destHealth{probeWait: d.ProbeEvery}
-		d.health[dest] = h
+// healthOf returns what is known of l's destination, made on first use
+// with every as the wait before its first probe; d.mu is held.
+func (l *lane) healthOf(every time.Duration) *destHealth {
+	if l.health == nil {
+		l.health = &destHealth{probeWait: every}
 	}
-	return h
+	return l.health
 }
 
 // heard learns from a finished attempt (recorded or not), and reports
 // whether its destination's waiting retries are now to go out early; d.mu
 // is held.
 func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
-	h := d.healthOf(f.dest.Name)
+	h := f.lane.healthOf(d.ProbeEvery)
 	if f.probe {
 		h.probing = false
 	}
@@ -97,7 +96,7 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 	if f.rec.State == Delivered {
 		if h.down(end, d.ProbeEvery) && h.walk == nil {
 			h.walk, walk = &position{}, true
-			d.Logger.Info("destination answers again: its waiting retries go out now", "destination", f.dest.Name,
+			d.Logger.Info("destination answers again: its waiting retries go out now", "destination", f.lane.dest.Name,
 				"failed_for", end.Sub(h.failingSince).Round(time.Second), "probe", f.probe)
 		}
 		h.walkFails = 0
@@ -111,13 +110,13 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 		h.others = true
 	}
 	if f.retryAfter > 0 {
-		h.notBefore = end.Add(min(f.retryAfter, maxStep(f.dest)))
+		h.notBefore = end.Add(min(f.retryAfter, maxStep(f.lane.dest)))
 	}
 	if f.probe {
 		h.probeWait = min(2*h.probeWait, d.ProbeMax)
 	}
 	if f.early && h.walk != nil {
-		if h.walkFails++; h.walkFails >= max(4, f.dest.Concurrency) {
+		if h.walkFails++; h.walkFails >= max(4, f.lane.dest.Concurrency) {
 			h.walk = nil // down again: probes take over
 		}
 	}
@@ -133,14 +132,15 @@ func maxStep(dest *Destination) time.Duration {
 	return m
 }
 
-// beyondDue returns the sends to dest beyond what is due, for room free
+// beyondDue returns the sends on l beyond what is due, for room free
 // slots when nothing else is due (next, from the due read, is zero or
 // later than now): early retries while it recovers, or a probe while it
 // looks down. at is when to look again for a probe (zero: at the next
 // wake-up).
-func (d *Dispatcher) beyondDue(dest *Destination, now time.Time, room int, next time.Time, skip func(uint64) bool) (jobs []job, at time.Time) {
+func (d *Dispatcher) beyondDue(l *lane, now time.Time, room int, next time.Time, skip func(uint64) bool) (jobs []job, at time.Time) {
+	dest := l.dest
 	d.mu.Lock()
-	h := d.health[dest.Name]
+	h := l.health
 	if h == nil || h.failingSince.IsZero() && h.walk == nil && h.shownSince.IsZero() { // healthy
 		d.mu.Unlock()
 		return nil, time.Time{}
@@ -172,13 +172,13 @@ func (d *Dispatcher) beyondDue(dest *Destination, now time.Time, room int, next 
 		} else {
 			last := ws[len(ws)-1].Delivery
 			h.walk = &position{last.Due, last.ID}
-			d.backlog[dest.Name] = now // a finishing send wakes us for more
+			l.backlog, l.backlogged = now, true // a finishing send wakes us for more
 		}
 		for _, w := range ws {
 			jobs = append(jobs, job{w: w, early: true})
 		}
 		return jobs, time.Time{}
-	case h.failingSince.IsZero() || h.probing || d.busy[dest.Name] > 0:
+	case h.failingSince.IsZero() || h.probing || l.busy > 0:
 		return nil, time.Time{}
 	case !h.down(now, d.ProbeEvery):
 		return nil, h.failingSince.Add(d.ProbeEvery)
@@ -224,8 +224,8 @@ func (d *Dispatcher) show(dest string, h *destHealth, now, next, probe time.Time
 
 // earlyOutcome is the outcome of an early send: a failure keeps the
 // delivery's step and due time, so an early try never costs it a retry.
-func earlyOutcome(w Work, res result, state DeliveryState, due time.Time) (DeliveryState, time.Time) {
-	if state == Delivered || res.status == http.StatusGone {
+func earlyOutcome(w Work, res Answer, state DeliveryState, due time.Time) (DeliveryState, time.Time) {
+	if state == Delivered || res.Status == http.StatusGone {
 		return state, due
 	}
 	return Pending, w.Delivery.Due

@@ -25,10 +25,12 @@ type gate struct {
 	at                []time.Time
 	delivered         map[string]bool
 	whileClosedBodies []string
+	// answered is closed, and replaced, after each answer it gave.
+	answered chan struct{}
 }
 
 func newGate(t *testing.T) *gate {
-	g := &gate{delivered: map[string]bool{}}
+	g := &gate{delivered: map[string]bool{}, answered: make(chan struct{})}
 	g.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := g.inflight.Add(1)
 		defer g.inflight.Add(-1)
@@ -38,6 +40,7 @@ func newGate(t *testing.T) *gate {
 		time.Sleep(5 * time.Millisecond) // long enough for overlapping requests to show
 		g.mu.Lock()
 		defer g.mu.Unlock()
+		defer func() { close(g.answered); g.answered = make(chan struct{}) }()
 		g.at = append(g.at, time.Now())
 		switch {
 		case strings.Contains(string(body), "reject"):
@@ -55,16 +58,18 @@ func newGate(t *testing.T) *gate {
 
 func (g *gate) requests() int { g.mu.Lock(); defer g.mu.Unlock(); return len(g.at) }
 
-func (g *gate) missing(ids []string) int {
+// missing returns how many of ids were not delivered yet, and a channel
+// closed at the gate's next answer.
+func (g *gate) missing(ids []string) (n int, next <-chan struct{}) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n := 0
+	next = g.answered
 	for _, id := range ids {
 		if !g.delivered[id] {
 			n++
 		}
 	}
-	return n
+	return n, next
 }
 
 // openUntilDelivered opens g and waits until every event of ids is
@@ -73,11 +78,14 @@ func (g *gate) openUntilDelivered(t *testing.T, ids []string) time.Duration {
 	t.Helper()
 	g.open.Store(true)
 	opened := time.Now()
-	for deadline := opened.Add(60 * time.Second); g.missing(ids) > 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := g.missing(ids); n > 0 {
-		t.Fatalf("%d of %d events not delivered 60 s after the destination answered again", n, len(ids))
+	deadline := time.NewTimer(60 * time.Second)
+	defer deadline.Stop()
+	for n, next := g.missing(ids); n > 0; n, next = g.missing(ids) {
+		select {
+		case <-next:
+		case <-deadline.C:
+			t.Fatalf("%d of %d events not delivered 60 s after the destination answered again", n, len(ids))
+		}
 	}
 	return time.Since(opened)
 }
@@ -111,13 +119,8 @@ func sendAll(t *testing.T, h *harness, prefix string, n int) []string {
 func waitAttempted(t *testing.T, h *harness, ids []string) {
 	t.Helper()
 	for _, id := range ids {
-		d := h.waitState(t, id, 0, app.Pending)
-		for deadline := time.Now().Add(20 * time.Second); d.Attempts == 0; d = h.deliveries(t, id)[0] {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never attempted", id)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		h.waitState(t, id, 0, app.Pending)
+		h.waitAttempts(t, id, 0, 1)
 	}
 }
 

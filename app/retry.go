@@ -13,21 +13,21 @@ import (
 	"time"
 )
 
-// outcome decides what follows an attempt: 2xx delivered; 410 dead at once;
+// outcome decides what follows an attempt: delivered (over HTTP, a 2xx); 410 dead at once;
 // otherwise the next step of the schedule (Retry-After honoured on 429 and
 // 503, capped by the longest step), or dead when the schedule is done.
-func (d *Dispatcher) outcome(dest *Destination, dl *Delivery, res result, now time.Time) (DeliveryState, time.Time) {
+func outcome(dest *Destination, dl *Delivery, res Answer, now time.Time) (DeliveryState, time.Time) {
 	switch {
-	case res.err == nil && res.status >= 200 && res.status < 300:
+	case res.Delivered:
 		return Delivered, time.Time{}
-	case res.status == http.StatusGone:
+	case res.Status == http.StatusGone:
 		return Dead, time.Time{}
 	case dl.Tries >= len(dest.Retry):
 		return Dead, time.Time{}
 	}
 	wait := jitter(dest.Retry[dl.Tries])
-	if res.retryAfter > 0 && (res.status == http.StatusTooManyRequests || res.status == http.StatusServiceUnavailable) {
-		wait = min(res.retryAfter, slices.Max(dest.Retry))
+	if res.RetryAfter > 0 && (res.Status == http.StatusTooManyRequests || res.Status == http.StatusServiceUnavailable) {
+		wait = min(res.RetryAfter, slices.Max(dest.Retry))
 	}
 	return Pending, now.Add(wait)
 }
@@ -42,8 +42,8 @@ func jitter(d time.Duration) time.Duration {
 // possible (outcome caps it by the longest step), never a wrapped value.
 const maxRetryAfter = time.Duration(math.MaxInt64)
 
-// retryAfter parses a Retry-After header: seconds or an HTTP date.
-func retryAfter(v string, now time.Time) time.Duration {
+// RetryAfter parses a Retry-After header: seconds or an HTTP date.
+func RetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}

@@ -27,8 +27,8 @@ func TestRetryAfter(t *testing.T) {
 		{"18446744073709551616", maxRetryAfter},
 		{"99999999999999999999999", maxRetryAfter},
 	} {
-		if got := retryAfter(tt.v, retryNow); got != tt.want {
-			t.Errorf("retryAfter(%q) = %v, want %v", tt.v, got, tt.want)
+		if got := RetryAfter(tt.v, retryNow); got != tt.want {
+			t.Errorf("RetryAfter(%q) = %v, want %v", tt.v, got, tt.want)
 		}
 	}
 }
@@ -42,12 +42,12 @@ func FuzzRetryAfter(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		got := retryAfter(v, retryNow)
+		got := RetryAfter(v, retryNow)
 		if got < 0 {
-			t.Fatalf("retryAfter(%q) = %v", v, got)
+			t.Fatalf("RetryAfter(%q) = %v", v, got)
 		}
 		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s > 0 && s < int64(maxRetryAfter/time.Second) && got != time.Duration(s)*time.Second {
-			t.Fatalf("retryAfter(%q) = %v, want %ds", v, got, s)
+			t.Fatalf("RetryAfter(%q) = %v, want %ds", v, got, s)
 		}
 	})
 }

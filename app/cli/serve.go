@@ -19,6 +19,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/httpsend"
 	"hookbox/app/metrics"
 	"hookbox/app/web"
 )
@@ -118,8 +119,7 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 
 	stats := app.NewStats(cfg, db, time.Now)
 	prom := metrics.New(stats, db) // stats reports to it; /metrics serves it
-	dispatcher := app.NewDispatcher(cfg, db)
-	dispatcher.Version = Version
+	dispatcher := app.NewDispatcher(cfg, db, httpsend.New(cfg, Version))
 	dispatcher.Stats = stats
 	stats.Storage.OnRecover = dispatcher.Wake // it holds its sends while commits fail
 	n.describe(stats.Storage)

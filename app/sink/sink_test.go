@@ -15,6 +15,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/httpsend"
 	"hookbox/app/provider"
 	"hookbox/app/sink"
 	"hookbox/storage/bboltstore"
@@ -87,7 +88,7 @@ to = ["good", "wrong"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv, disp := app.NewReceiver(cfg, db), app.NewDispatcher(cfg, db)
+	recv, disp := app.NewReceiver(cfg, db), app.NewDispatcher(cfg, db, httpsend.New(cfg, "dev"))
 	db.OnOpened(disp.Wake)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -1,4 +1,4 @@
-package app
+package httpsend
 
 import (
 	"net"
@@ -6,13 +6,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hookbox/app"
 )
 
 // The send client's connections are dialled with their destination's
 // timeout, found under the address Go's transport dials (host:port, the
 // port from the scheme when the URL has none), whatever the host's case.
 func TestConnSet_TimeoutPerAddress(t *testing.T) {
-	dests := []*Destination{
+	dests := []*app.Destination{
 		{URL: "https://Shop.Example.com/hooks?k=1", Timeout: 7 * time.Second},
 		{URL: "http://127.0.0.1:8081/a", Timeout: 2 * time.Second},
 		{URL: "http://127.0.0.1:8081/b", Timeout: 5 * time.Second}, // same address: the longest

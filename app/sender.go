@@ -1,0 +1,95 @@
+// What the dispatcher asks of a sender: one attempt of a delivery, and
+// what came of it. The HTTP sender is in app/httpsend.
+
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Sender makes attempts of deliveries to their destinations for the
+// Dispatcher. Send is called by many goroutines at once (a destination's
+// Concurrency of them each).
+type Sender interface {
+	// Send makes one attempt of req under ctx, which ends when the sends
+	// in flight are to be cut (shutdown). It never panics on a bad answer:
+	// whatever happened is in the Answer.
+	Send(ctx context.Context, req SendRequest) Answer
+	// Stop is called once no send is to start any more: the connects in
+	// progress are cut (they have sent nothing yet) and new ones refused.
+	Stop()
+	// Close cuts the sends in flight and refuses every later one.
+	Close()
+}
+
+// SendRequest is one attempt handed to a Sender.
+type SendRequest struct {
+	Dest *Destination
+	Work Work
+	// Attempt is the number of this attempt, counting every attempt ever
+	// made of the delivery (1 for the first).
+	Attempt int
+	// Now is the dispatcher's clock as the attempt starts; the sender
+	// stamps and signs with it.
+	Now time.Time
+}
+
+// Answer is what one attempt produced.
+type Answer struct {
+	// Delivered says the destination took the delivery (over HTTP: a 2xx
+	// and no error).
+	Delivered bool
+	// Answered says something of an answer came: an attempt that had not
+	// reached the destination when the stop began is not recorded.
+	Answered bool
+	// Status is the destination's HTTP status, 0 when none came; 410
+	// makes the delivery dead at once.
+	Status int
+	// Snippet is the start of the answer, at most MaxResponseSnippet bytes.
+	Snippet []byte
+	// RetryAfter is what the destination asked for (0: nothing), honoured
+	// on 429 and 503.
+	RetryAfter time.Duration
+	// Err says why the attempt failed, without the URL (it may carry a
+	// credential).
+	Err error
+	// Note says why the answer was not read to its end, when it was not;
+	// the status stands.
+	Note string
+}
+
+// SendError turns a transport error into a short text without the URL,
+// which may carry a credential in its query; timeout is the one the
+// request ran under.
+func SendError(ctx context.Context, err error, timeout time.Duration) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var te interface{ Timeout() bool }
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &te) && te.Timeout() {
+		return fmt.Errorf("no answer within %v", timeout)
+	}
+	var rh tls.RecordHeaderError
+	if errors.As(err, &rh) && string(rh.RecordHeader[:]) == "HTTP/" {
+		return errors.New("server gave HTTP response to HTTPS client")
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("the destination closed the connection without an answer")
+	}
+	if strings.Contains(err.Error(), "server response headers exceeded") { // net/http has no value for it
+		return fmt.Errorf("the answer's header is longer than %d KiB: not read on", MaxAnswerHeader>>10)
+	}
+	return err
+}
+
+// MaxAnswerHeader is the longest response header accepted: a destination
+// that sends more (an endless header) fails the attempt.
+const MaxAnswerHeader = 16 << 10
