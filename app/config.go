@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"hookbox/app/fields"
 	"hookbox/app/provider"
-	"hookbox/app/template"
 )
 
 // Config is hookbox's whole configuration, loaded from one TOML file and
@@ -83,7 +83,7 @@ type Route struct {
 	Topics []string
 	To     []string
 	// Key, when set, debounces per entity: the template names the entity.
-	Key *template.Template
+	Key *fields.Template
 	// Debounce is how long a key's pending delivery gathers updates.
 	Debounce time.Duration
 	// RateLimit caps the sends per key in a sliding window (N 0: none).
@@ -242,8 +242,8 @@ type Source struct {
 	// Settings are what Verify was built from; `hookbox sign` signs with them.
 	Settings provider.Settings
 	// ID and Topic, when set, override the provider's rules.
-	ID    *template.Template
-	Topic *template.Template
+	ID    *fields.Template
+	Topic *fields.Template
 	// URL is the public URL senders post to (public_url + /in/name).
 	URL string
 }

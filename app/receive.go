@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"hookbox/app/fields"
 	"hookbox/app/provider"
-	"hookbox/app/template"
 )
 
 // MaxIDLen bounds an event id; longer ones are refused with 400.
@@ -230,7 +230,7 @@ func (r *Receiver) plan(src *Source, topic string, in *Inbound) *Plan {
 		if h == nil {
 			h = provider.Headers(src.Provider, in)
 		}
-		key, err := rt.Key.Render(template.Input{Body: in.Body, Header: h, Source: src.Name, Topic: topic})
+		key, err := rt.Key.Render(fields.Input{Body: in.Body, Header: h, Source: src.Name, Topic: topic})
 		if err != nil {
 			p.Unkeyed = append(p.Unkeyed, rt.Name)
 			for _, d := range rt.To {
@@ -256,10 +256,10 @@ func (r *Receiver) identify(src *Source, v provider.Verdict, in *Inbound) (id, t
 	h := provider.Headers(src.Provider, in)
 	if src.Topic != nil {
 		// A topic the template cannot build is left empty, not refused.
-		topic, _ = src.Topic.Render(template.Input{Body: in.Body, Header: h, Source: src.Name, Topic: v.Topic})
+		topic, _ = src.Topic.Render(fields.Input{Body: in.Body, Header: h, Source: src.Name, Topic: v.Topic})
 	}
 	if src.ID != nil {
-		id, err = src.ID.Render(template.Input{Body: in.Body, Header: h, Source: src.Name, Topic: topic})
+		id, err = src.ID.Render(fields.Input{Body: in.Body, Header: h, Source: src.Name, Topic: topic})
 		if err != nil {
 			return "", "", Errorf(EINVALID, "no event id: %s", err.Error())
 		}

@@ -174,65 +174,6 @@ func (u *UI) Login(c *fiber.Ctx, status int, msg, next string) error {
 	return u.render(c, status, "login", "Log in", map[string]string{"Error": msg, "Next": request.SafeNext(next)})
 }
 
-// maxRetryingCount bounds the count of deliveries waiting for a retry
-// (a scan of the outbox).
-const maxRetryingCount = 100000
-
-type destRow struct {
-	app.DestInfo
-	Backlog int
-}
-
-func (u *UI) overview(c *fiber.Ctx) error {
-	now := u.d.Now()
-	hours, err := u.d.Stats.Hours()
-	if err != nil {
-		u.d.Logger.Warn("read the hourly counts", "error", err)
-	}
-	hour, day := app.Sum(hours, 1), app.Sum(hours, app.CountHours)
-	type count struct {
-		Name, Label string
-		Hour, Day   uint64
-	}
-	var counts []count
-	for k, name := range app.KindNames {
-		counts = append(counts, count{name, app.KindLabels[k], hour[k], day[k]})
-	}
-	tables, terr := u.d.Stats.Tables()
-	if terr != nil {
-		u.d.Logger.Warn("read the counts by name", "error", terr)
-	}
-	var dests []destRow
-	for _, d := range tables.Destinations {
-		n, _ := u.d.Store.Backlog(d.Name, 100000)
-		dests = append(dests, destRow{d, n})
-	}
-	pending, _ := u.d.Store.CountPending()
-	retrying, _ := u.d.Store.CountRetrying(maxRetryingCount)
-	poison, poisonTotal, _ := u.d.Store.Poisoned(10)
-	var backup map[string]any
-	if u.d.LastBackup != nil {
-		at, size, err := u.d.LastBackup()
-		backup = map[string]any{"At": at, "Size": size, "Err": err}
-	}
-	return u.render(c, 200, "overview", "Overview", map[string]any{
-		"Backup":       backup,
-		"Routes":       tables.Routes,
-		"Counts":       counts,
-		"CountsErr":    err != nil || terr != nil,
-		"Since":        app.HourStart(app.Hour(now)),
-		"Received":     newChart(app.Series(hours, app.KindReceived), now),
-		"Delivered":    newChart(app.Series(hours, app.KindDelivered), now),
-		"Retrying":     retrying,
-		"RetryingMax":  retrying >= maxRetryingCount,
-		"Sources":      tables.Sources,
-		"Destinations": dests,
-		"Pending":      pending,
-		"Poison": map[string]any{"List": poison, "Total": poisonTotal,
-			"Store": u.d.Stats.Storage.Store, "DamageFix": u.d.Stats.Storage.DamageFix},
-	})
-}
-
 func (u *UI) events(c *fiber.Ctx) error {
 	q := app.EventQuery{Source: c.Query("source"), Topic: c.Query("topic"), Status: c.Query("status"),
 		ID: strings.TrimSpace(c.Query("id")), Limit: 50}

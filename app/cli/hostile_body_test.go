@@ -201,7 +201,12 @@ func declaredLengths(t *testing.T, sent int) *hostile {
 			}
 		}()
 	}
-	time.Sleep(3 * time.Second) // all connected
+	// All connected: every dial of the ramp done, as the counters say.
+	for deadline := time.Now().Add(30 * time.Second); dials.Load()+dialFailed.Load() < int64(addrs*perAddr); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d connections dialled after 30 s", dials.Load()+dialFailed.Load(), addrs*perAddr)
+		}
+	}
 	t.Logf("after the ramp: %d slow connections open, peak RSS %.1f MiB", open.Load(), float64(h.peakRSS(t))/(1<<20))
 	done := webhooks(t, h.addr, "127.0.0.17", 2, 20*time.Millisecond, stop)
 	select {

@@ -90,7 +90,7 @@ func TestHostile_SlowConnections(t *testing.T) {
 	h := startHostile(t)
 	const conns, addrs = 3000, 12
 	stop := make(chan struct{})
-	var open, peak, dialFailed atomic.Int64
+	var open, peak, dials, dialFailed atomic.Int64
 	var wg sync.WaitGroup
 	for i := range conns {
 		wg.Add(1)
@@ -103,6 +103,7 @@ func TestHostile_SlowConnections(t *testing.T) {
 					dialFailed.Add(1)
 					return
 				}
+				dials.Add(1)
 				n := open.Add(1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 				}
@@ -124,7 +125,12 @@ func TestHostile_SlowConnections(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(2 * time.Second) // all connected
+	// All connected: every goroutine's first dial done, as the counters say.
+	for deadline := time.Now().Add(30 * time.Second); dials.Load()+dialFailed.Load() < conns; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d connections dialled after 30 s", dials.Load()+dialFailed.Load(), conns)
+		}
+	}
 	done := webhooks(t, h.addr, "127.0.0.2", 2, 20*time.Millisecond, stop)
 	time.Sleep(12 * time.Second) // past the read timeout: hookbox cuts them and they come back
 	close(stop)

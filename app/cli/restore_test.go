@@ -233,7 +233,18 @@ func TestBackup_FailureAlertsIngestGoesOn(t *testing.T) {
 
 	stop := make(chan struct{})
 	wait := loadGH(t, p.addr, "f", 2, stop)
-	time.Sleep(3500 * time.Millisecond) // three failed runs at least
+	// Three failed runs at least, as the log says them, and the alert in.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		n := len(alerts)
+		mu.Unlock()
+		if n >= 1 && strings.Count(p.logText(), "backup failed") >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no three failed backups and an alert within 30 s (%d alerts):\n%s", n, p.logText())
+		}
+	}
 	close(stop)
 	acked := wait()
 	if len(acked) == 0 {

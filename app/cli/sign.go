@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/fields"
 	"hookbox/app/provider"
-	"hookbox/app/template"
 	"hookbox/app/web"
 )
 
@@ -118,8 +118,8 @@ func runSign(_ context.Context, c *command, args []string, stdout, stderr io.Wri
 func signRequest(src *app.Source, body []byte, id, topic string, now time.Time, o provider.SignOptions) (http.Header, error) {
 	idHeaders := src.ID.Headers()
 	topicHeaders := src.Topic.Headers()
-	fields, bodyRules := bodyFields[src.Provider]
-	idInBody := src.ID == nil && bodyRules && fields[0] != ""
+	bodyField, bodyRules := bodyFields[src.Provider]
+	idInBody := src.ID == nil && bodyRules && bodyField[0] != ""
 	if src.ID != nil {
 		idInBody = len(idHeaders) == 0
 	}
@@ -127,14 +127,14 @@ func signRequest(src *app.Source, body []byte, id, topic string, now time.Time, 
 		idInBody = true // the id is the body's SHA-256
 	}
 	if id != "" && idInBody {
-		return nil, fmt.Errorf("-id: source %q (%s) takes the event id from the body%s; put it there", src.Name, src.Provider, fieldNote(src.ID, fields[0]))
+		return nil, fmt.Errorf("-id: source %q (%s) takes the event id from the body%s; put it there", src.Name, src.Provider, fieldNote(src.ID, bodyField[0]))
 	}
 	topicInBody := src.Topic == nil && bodyRules
 	if src.Topic != nil {
 		topicInBody = len(topicHeaders) == 0
 	}
 	if topic != "" && topicInBody {
-		return nil, fmt.Errorf("-topic: source %q (%s) takes the topic from the body%s; put it there", src.Name, src.Provider, fieldNote(src.Topic, fields[1]))
+		return nil, fmt.Errorf("-topic: source %q (%s) takes the topic from the body%s; put it there", src.Name, src.Provider, fieldNote(src.Topic, bodyField[1]))
 	}
 	if id == "" && !idInBody {
 		id = randomEventID()
@@ -172,22 +172,22 @@ func signRequest(src *app.Source, body []byte, id, topic string, now time.Time, 
 	}
 	gotTopic := v.Topic
 	if src.Topic != nil {
-		gotTopic, _ = src.Topic.Render(template.Input{Body: body, Header: view, Source: src.Name, Topic: v.Topic})
+		gotTopic, _ = src.Topic.Render(fields.Input{Body: body, Header: view, Source: src.Name, Topic: v.Topic})
 	}
 	gotID := v.ID
 	if src.ID != nil {
-		if gotID, err = src.ID.Render(template.Input{Body: body, Header: view, Source: src.Name, Topic: gotTopic}); err != nil {
+		if gotID, err = src.ID.Render(fields.Input{Body: body, Header: view, Source: src.Name, Topic: gotTopic}); err != nil {
 			return nil, fmt.Errorf("source %q: the server would answer 400: no event id: %w (id = %q)", src.Name, err, src.ID.String())
 		}
 	}
 	if gotID == "" {
-		return nil, fmt.Errorf("source %q (%s): the server would answer 400: the body has no event id%s", src.Name, src.Provider, fieldNote(nil, fields[0]))
+		return nil, fmt.Errorf("source %q (%s): the server would answer 400: the body has no event id%s", src.Name, src.Provider, fieldNote(nil, bodyField[0]))
 	}
 	return h, nil
 }
 
 // fieldNote names the body field an id or topic comes from, for errors.
-func fieldNote(t *template.Template, field string) string {
+func fieldNote(t *fields.Template, field string) string {
 	switch {
 	case t != nil:
 		return fmt.Sprintf(" (template %q)", t.String())

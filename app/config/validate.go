@@ -14,8 +14,8 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"hookbox/app"
+	"hookbox/app/fields"
 	"hookbox/app/provider"
-	"hookbox/app/template"
 )
 
 // idsOutlastDeliveries refuses a retention.event_ids shorter than the
@@ -314,11 +314,11 @@ func (v *validator) source(key string, r rawSource, publicURL string) *app.Sourc
 	return s
 }
 
-func (v *validator) template(key, s string) *template.Template {
+func (v *validator) template(key, s string) *fields.Template {
 	if s == "" {
 		return nil
 	}
-	t, err := template.Parse(s)
+	t, err := fields.Parse(s)
 	if err != nil {
 		v.fail(key, err.Error())
 	}

@@ -36,6 +36,18 @@ func (a *alerts) alert(topic, text string) {
 	a.got = append(a.got, topic+": "+text)
 }
 
+// has reports whether an alert of topic containing want was told.
+func (a *alerts) has(topic, want string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, g := range a.got {
+		if strings.HasPrefix(g, topic+": ") && strings.Contains(g, want) {
+			return true
+		}
+	}
+	return false
+}
+
 // wait waits until an alert of topic containing want was told.
 func (a *alerts) wait(t *testing.T, topic, want string) string {
 	t.Helper()
@@ -105,7 +117,17 @@ func TestTLS_CertFilesRetryFailedLoad(t *testing.T) {
 		t.Skip("the two keys differ in length")
 	}
 	writeInPlace(t, keyFile, wrongKey, good.ModTime())
-	time.Sleep(50 * time.Millisecond)
+	// The pair is tried again at a handshake once ReloadEvery has passed:
+	// handshake until the alert says it was tried (the signal), checking
+	// that the previous pair is served all along.
+	for deadline := time.Now().Add(5 * time.Second); !al.has(web.AlertCertFiles, "do not load"); time.Sleep(5 * time.Millisecond) {
+		if got := serial(t, tl); got != 1 {
+			t.Fatalf("serial %d after a pair that does not load, want the previous 1", got)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pair that does not load was never tried")
+		}
+	}
 	if got := serial(t, tl); got != 1 {
 		t.Fatalf("serial %d after a pair that does not load, want the previous 1", got)
 	}

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -124,5 +125,88 @@ func TestUI_FailingDestination(t *testing.T) {
 	want := regexp.MustCompile(`failing since [^<]*\(1m3\ds ago\)</span>, 3 waiting, next try in 4m[23]\ds`)
 	if !want.MatchString(page) {
 		t.Fatalf("overview lacks the failing destination's state:\n%s", page)
+	}
+}
+
+// failingReads is the bbolt store with one of the overview's reads failing.
+type failingReads struct {
+	*bboltstore.DB
+	fail string // the method that fails
+}
+
+var errReadFailed = errors.New("injected read failure")
+
+func (f *failingReads) Backlog(dest string, limit int) (int, error) {
+	if f.fail == "Backlog" {
+		return 0, errReadFailed
+	}
+	return f.DB.Backlog(dest, limit)
+}
+
+func (f *failingReads) CountPending() (int, error) {
+	if f.fail == "CountPending" {
+		return 0, errReadFailed
+	}
+	return f.DB.CountPending()
+}
+
+func (f *failingReads) CountRetrying(limit int) (int, error) {
+	if f.fail == "CountRetrying" {
+		return 0, errReadFailed
+	}
+	return f.DB.CountRetrying(limit)
+}
+
+func (f *failingReads) Poisoned(limit int) ([]app.Poison, int, error) {
+	if f.fail == "Poisoned" {
+		return nil, 0, errReadFailed
+	}
+	return f.DB.Poisoned(limit)
+}
+
+// A store read the overview cannot do is named on the page in a line of
+// its own, as the storage banner is, and the page is still served (200):
+// with the database gone the banner that says what to check must show. The
+// cause stays in the log, not on the page.
+func TestUI_OverviewReadFails(t *testing.T) {
+	for _, tc := range []struct{ fail, line string }{
+		{"", ""},
+		{"Backlog", "the backlog of pos"},
+		{"CountPending", "the pending deliveries"},
+		{"CountRetrying", "the deliveries waiting for a retry"},
+		{"Poisoned", "the records set aside as unreadable"},
+	} {
+		name := tc.fail
+		if name == "" {
+			name = "OK"
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg := mustConfig(t, uiSecrets)
+			db, err := bboltstore.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			login, _ := app.StatusLogin(cfg.Status, db, slog.New(slog.DiscardHandler))
+			stats := app.NewStats(cfg, db, time.Now)
+			recv := app.NewReceiver(cfg, db)
+			srv := web.New(cfg, web.Deps{Receiver: recv, Store: &failingReads{db, tc.fail}, Health: db.Ping,
+				Login: login, Stats: stats})
+			c := logIn(t, serve(t, srv.App()))
+			resp, page := c.do("GET", "/", nil)
+			if resp.StatusCode != 200 || !strings.Contains(page, "pos") || strings.Contains(page, errReadFailed.Error()) {
+				t.Fatalf("overview: %d\n%s", resp.StatusCode, page)
+			}
+			const banner = "Cannot be read from storage right now: "
+			if tc.fail == "" {
+				if strings.Contains(page, banner) {
+					t.Fatalf("overview names a failed read with every read working:\n%s", page)
+				}
+				return
+			}
+			if want := banner + tc.line + ". "; !strings.Contains(page, want) {
+				t.Fatalf("overview lacks %q:\n%s", want, page)
+			}
+		})
 	}
 }

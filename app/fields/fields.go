@@ -1,7 +1,7 @@
-// Package template renders the small templates hookbox's config uses to name
+// Package fields renders the small templates hookbox's config uses to name
 // an event's id, topic or entity key: literal text with fields such as
 // {header.X-Shopify-Shop-Domain}, {body.customer.id}, {source} and {topic}.
-package template
+package fields
 
 import (
 	"bytes"

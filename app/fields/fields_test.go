@@ -1,4 +1,4 @@
-package template_test
+package fields_test
 
 import (
 	"errors"
@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"hookbox/app/template"
+	"hookbox/app/fields"
 )
 
 func TestTemplate_Render(t *testing.T) {
 	h := http.Header{}
 	h.Set("X-Shopify-Shop-Domain", "shop1.myshopify.com")
 	body := []byte(`{"id": 820982911946154508, "customer": {"id": "c_1", "tags": ["a", "b"], "vip": true, "none": null}, "s": "<&>"}`)
-	in := template.Input{Body: body, Header: h, Source: "shop", Topic: "customers/update"}
+	in := fields.Input{Body: body, Header: h, Source: "shop", Topic: "customers/update"}
 	for _, tt := range []struct {
 		tmpl, want string
 	}{
@@ -26,7 +26,7 @@ func TestTemplate_Render(t *testing.T) {
 		{"{source}/{topic}", "shop/customers/update"},
 		{"literal", "literal"},
 	} {
-		tm, err := template.Parse(tt.tmpl)
+		tm, err := fields.Parse(tt.tmpl)
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", tt.tmpl, err)
 		}
@@ -38,25 +38,25 @@ func TestTemplate_Render(t *testing.T) {
 }
 
 func TestTemplate_Render_Missing(t *testing.T) {
-	in := template.Input{Body: []byte(`{"a": {"b": 1}, "n": null, "o": {}}`), Header: http.Header{}}
+	in := fields.Input{Body: []byte(`{"a": {"b": 1}, "n": null, "o": {}}`), Header: http.Header{}}
 	for _, s := range []string{"{body.x}", "{body.a.b.c}", "{body.n}", "{body.o}", "{body.a}", "{header.X-None}", "{topic}", "{body.a.5}"} {
-		tm, err := template.Parse(s)
+		tm, err := fields.Parse(s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := tm.Render(in); !errors.Is(err, template.ErrMissing) {
+		if got, err := tm.Render(in); !errors.Is(err, fields.ErrMissing) {
 			t.Errorf("Render(%q) = %q, %v; want ErrMissing", s, got, err)
 		}
 	}
-	tm, _ := template.Parse("{body.id}")
-	if _, err := tm.Render(template.Input{Body: []byte("webhook_id=3")}); !errors.Is(err, template.ErrMissing) {
+	tm, _ := fields.Parse("{body.id}")
+	if _, err := tm.Render(fields.Input{Body: []byte("webhook_id=3")}); !errors.Is(err, fields.ErrMissing) {
 		t.Errorf("non-JSON body: err = %v, want ErrMissing", err)
 	}
 }
 
 func TestParse_Errors(t *testing.T) {
 	for _, s := range []string{"", "{", "}", "a}b", "{body.}", "{body.a..b}", "{header.}", "{nope}", "{header.a b}", "x{source"} {
-		if _, err := template.Parse(s); err == nil {
+		if _, err := fields.Parse(s); err == nil {
 			t.Errorf("Parse(%q): no error", s)
 		}
 	}
@@ -66,13 +66,13 @@ func FuzzTemplate(f *testing.F) {
 	f.Add("{header.X-A}:{body.a.b}", []byte(`{"a":{"b":"c"}}`))
 	f.Add("{body.0}", []byte(`[1,2]`))
 	f.Fuzz(func(t *testing.T, tmpl string, body []byte) {
-		tm, err := template.Parse(tmpl)
+		tm, err := fields.Parse(tmpl)
 		if err != nil {
 			return
 		}
 		h := http.Header{}
 		h.Set("X-A", "v")
-		out, err := tm.Render(template.Input{Body: body, Header: h, Source: "s", Topic: "t"})
+		out, err := tm.Render(fields.Input{Body: body, Header: h, Source: "s", Topic: "t"})
 		if err == nil && len(out) > 512 {
 			t.Fatalf("rendered %d bytes, over the bound", len(out))
 		}
@@ -82,14 +82,14 @@ func FuzzTemplate(f *testing.F) {
 // Headers lists the headers a template reads, in order, as sign and bench
 // fill them; a nil template reads none.
 func TestTemplate_Headers(t *testing.T) {
-	tpl, err := template.Parse("{header.X-Shop}:{body.id}:{header.X-Id}-{source}")
+	tpl, err := fields.Parse("{header.X-Shop}:{body.id}:{header.X-Id}-{source}")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := strings.Join(tpl.Headers(), ","), "X-Shop,X-Id"; got != want {
 		t.Errorf("Headers() = %q, want %q", got, want)
 	}
-	var none *template.Template
+	var none *fields.Template
 	if got := none.Headers(); got != nil {
 		t.Errorf("nil template: Headers() = %v", got)
 	}
