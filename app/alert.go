@@ -112,7 +112,7 @@ func (a *Alerter) CheckCluster(ctx context.Context) {
 		return
 	}
 	a.checkPoison(ctx)
-	n, err := a.store.CountDead()
+	n, err := a.store.CountDead(ctx)
 	if err != nil {
 		a.Logger.Error("count dead deliveries", slog.Any("error", err))
 		return
@@ -157,7 +157,7 @@ func (a *Alerter) checkStorage(ctx context.Context) {
 // checkPoison sends a message when records were set aside since the last
 // one (or since start): they need someone to look, though the rest flows.
 func (a *Alerter) checkPoison(ctx context.Context) {
-	newest, n, err := a.store.Poisoned(1)
+	newest, n, err := a.store.Poisoned(ctx, 1)
 	if err != nil {
 		a.Logger.Error("count records set aside", slog.Any("error", err))
 		return

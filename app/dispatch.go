@@ -200,7 +200,7 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		// the outbox; StorageHealth wakes us when commits work again.
 		return now.Add(probeEvery)
 	}
-	_, earliest, err := d.store.FirePending(now)
+	_, earliest, err := d.store.FirePending(ctx, now)
 	if err != nil {
 		d.Stats.storage().Failure(d.Logger, "fire pending deliveries", err)
 		earliest = now.Add(5 * time.Second)
@@ -228,7 +228,7 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 			earliest = earlier(earliest, at.Add(readWait))
 			continue
 		}
-		work, next, err := d.store.DueDeliveries(dest.Name, now, free, skip)
+		work, next, err := d.store.DueDeliveries(ctx, dest.Name, now, free, skip)
 		if err != nil {
 			d.Stats.storage().Failure(d.Logger, "read outbox", err, "destination", dest.Name)
 			next = now.Add(5 * time.Second) // try again soon, not in a loop
@@ -245,7 +245,7 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 			d.start(ctx, dest, job{w: w})
 		}
 		if err == nil {
-			more, at := d.beyondDue(dest, now, free-len(work), next, skip)
+			more, at := d.beyondDue(ctx, dest, now, free-len(work), next, skip)
 			for _, j := range more {
 				d.start(ctx, dest, j)
 			}
@@ -374,7 +374,7 @@ func (d *Dispatcher) record(records <-chan finishedAttempt) {
 		for _, f := range batch {
 			recs = append(recs, f.rec)
 		}
-		d.recorded(batch, d.store.RecordAttempts(recs))
+		d.recorded(batch, d.store.RecordAttempts(context.Background(), recs)) // not Run's ctx: what was sent is recorded even at shutdown
 	}
 }
 

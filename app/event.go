@@ -42,49 +42,49 @@ type Store interface {
 	// FirePending turns the pending deliveries due by now into deliveries
 	// and frees their keys. It reports how many fired per route, and the due
 	// time of the next pending one (zero if none).
-	FirePending(now time.Time) (fired map[string]int, next time.Time, err error)
+	FirePending(ctx context.Context, now time.Time) (fired map[string]int, next time.Time, err error)
 	// ForgetExpiredIDs forgets at most limit ids that expired at or before
 	// now, and reports how many it forgot.
-	ForgetExpiredIDs(now time.Time, limit int) (int, error)
+	ForgetExpiredIDs(ctx context.Context, now time.Time, limit int) (int, error)
 	// DeleteEventsBefore deletes at most limit events received before t,
 	// and reports how many it deleted.
-	DeleteEventsBefore(t time.Time, limit int) (int, error)
+	DeleteEventsBefore(ctx context.Context, t time.Time, limit int) (int, error)
 
 	// DueDeliveries returns up to limit deliveries to dest due by now, with
 	// their events, skipping ids for which skip is true; next is the due time
 	// of the first pending delivery not returned (zero if none).
-	DueDeliveries(dest string, now time.Time, limit int, skip func(id uint64) bool) (work []Work, next time.Time, err error)
+	DueDeliveries(ctx context.Context, dest string, now time.Time, limit int, skip func(id uint64) bool) (work []Work, next time.Time, err error)
 	// WaitingDeliveries returns up to limit pending deliveries to dest,
 	// due or not, that come after the delivery (afterDue, afterID) in due
 	// order (from the first when afterDue is zero), with their events,
 	// skipping ids for which skip is true: the retries of a destination
 	// that answers again, taken early. A delivery that cannot be sent is
 	// set aside as DueDeliveries does.
-	WaitingDeliveries(dest string, afterDue time.Time, afterID uint64, limit int, skip func(id uint64) bool) ([]Work, error)
+	WaitingDeliveries(ctx context.Context, dest string, afterDue time.Time, afterID uint64, limit int, skip func(id uint64) bool) ([]Work, error)
 	// RecordAttempts records several attempts in one write; errs[i] is
 	// recs[i]'s error, nil when it is stored. A stored record's Attempt.N
 	// is set. Each attempt moves its delivery to the next step of its
 	// schedule (Delivery.Tries) unless it is Early.
-	RecordAttempts(recs []AttemptRecord) (errs []error)
+	RecordAttempts(ctx context.Context, recs []AttemptRecord) (errs []error)
 	// Replay makes a dead or delivered delivery pending again, due at now.
-	Replay(id uint64, now time.Time) error
+	Replay(ctx context.Context, id uint64, now time.Time) error
 	// ReplayDead replays every dead delivery and reports how many.
-	ReplayDead(now time.Time) (int, error)
+	ReplayDead(ctx context.Context, now time.Time) (int, error)
 	// Delivery returns a delivery and its attempts.
-	Delivery(id uint64) (*Delivery, []*Attempt, error)
+	Delivery(ctx context.Context, id uint64) (*Delivery, []*Attempt, error)
 	// DeadLetters pages through dead deliveries by id and counts them all.
-	DeadLetters(after uint64, limit int) ([]*Delivery, int, error)
+	DeadLetters(ctx context.Context, after uint64, limit int) ([]*Delivery, int, error)
 	// CountDead returns the number of dead deliveries.
-	CountDead() (int, error)
+	CountDead(ctx context.Context) (int, error)
 	// CountPending returns the number of deliveries not yet done: due now or
 	// later, and debounced ones waiting for their window.
-	CountPending() (int, error)
+	CountPending(ctx context.Context) (int, error)
 	// PruneWindows forgets at most limit rate-limit windows that emptied
 	// by now, and reports how many.
-	PruneWindows(now time.Time, limit int) (int, error)
+	PruneWindows(ctx context.Context, now time.Time, limit int) (int, error)
 	// Poisoned returns up to limit of the records set aside because they
 	// could not be decoded, newest first, and how many there are in all.
-	Poisoned(limit int) ([]Poison, int, error)
+	Poisoned(ctx context.Context, limit int) ([]Poison, int, error)
 }
 
 // Poison is a stored record that could not be decoded (a bit flip, a

@@ -102,8 +102,8 @@ func TestReceiver_Receive(t *testing.T) {
 		if err != nil || res.Outcome != app.Accepted || res.ID != "wh-1" {
 			t.Fatalf("Receive = %+v, %v", res, err)
 		}
-		_, seq, ok, _ := db.LookupID("shop", "wh-1")
-		e, err := db.Event(seq)
+		_, seq, ok, _ := db.LookupID(context.Background(), "shop", "wh-1")
+		e, err := db.Event(context.Background(), seq)
 		if !ok || err != nil || string(e.Body) != string(body) || e.Topic != "orders/create" {
 			t.Fatalf("stored %+v, %v", e, err)
 		}
@@ -128,7 +128,7 @@ func TestReceiver_Receive(t *testing.T) {
 		if got := r.SourceStats("shop").Rejected.Load(); got != 1 {
 			t.Fatalf("rejected counter = %d, want 1", got)
 		}
-		if _, _, ok, _ := db.LookupID("shop", "wh-3"); ok {
+		if _, _, ok, _ := db.LookupID(context.Background(), "shop", "wh-3"); ok {
 			t.Fatal("a rejected request was stored")
 		}
 	})
@@ -160,7 +160,7 @@ func TestReceiver_Receive(t *testing.T) {
 		if err != nil || res.Outcome != app.Ping {
 			t.Fatalf("Receive = %+v, %v", res, err)
 		}
-		if _, events, _ := db.Counts(); events != 3 {
+		if _, events, _ := db.Counts(context.Background()); events != 3 {
 			t.Fatalf("events = %d, want 3 (the ping is not stored)", events)
 		}
 	})
@@ -172,8 +172,8 @@ func TestReceiver_Receive(t *testing.T) {
 		if err != nil || res.ID != "north:42" {
 			t.Fatalf("Receive = %+v, %v", res, err)
 		}
-		_, seq, _, _ := db.LookupID("erp", "north:42")
-		if e, _ := db.Event(seq); e == nil || e.Topic != "stock.changed" {
+		_, seq, _, _ := db.LookupID(context.Background(), "erp", "north:42")
+		if e, _ := db.Event(context.Background(), seq); e == nil || e.Topic != "stock.changed" {
 			t.Fatalf("stored %+v", e)
 		}
 		// Without the header the id cannot be built: 400, nothing stored.
@@ -188,8 +188,8 @@ func TestReceiver_Receive(t *testing.T) {
 		if _, err := r.Receive(ctx, "gh", in); err != nil {
 			t.Fatal(err)
 		}
-		_, seq, _, _ := db.LookupID("gh", "g1")
-		e, _ := db.Event(seq)
+		_, seq, _, _ := db.LookupID(context.Background(), "gh", "g1")
+		e, _ := db.Event(context.Background(), seq)
 		for _, h := range e.Header {
 			if h.Name == "Authorization" || h.Name == "Cookie" {
 				t.Fatalf("stored header %s", h.Name)
@@ -233,7 +233,7 @@ func TestReceiver_Receive_ConcurrentSameID(t *testing.T) {
 	if accepted.Load() != 1 || dups.Load() != 99 {
 		t.Fatalf("accepted %d, duplicates %d; want 1 and 99", accepted.Load(), dups.Load())
 	}
-	if _, events, _ := db.Counts(); events != 1 {
+	if _, events, _ := db.Counts(context.Background()); events != 1 {
 		t.Fatalf("events = %d, want 1", events)
 	}
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"time"
@@ -138,7 +139,7 @@ func maxStep(dest *Destination) time.Duration {
 // later than now): early retries while it recovers, or a probe while it
 // looks down. at is when to look again for a probe (zero: at the next
 // wake-up).
-func (d *Dispatcher) beyondDue(dest *Destination, now time.Time, room int, next time.Time, skip func(uint64) bool) (jobs []job, at time.Time) {
+func (d *Dispatcher) beyondDue(ctx context.Context, dest *Destination, now time.Time, room int, next time.Time, skip func(uint64) bool) (jobs []job, at time.Time) {
 	d.mu.Lock()
 	h := d.health[dest.Name]
 	if h == nil || h.failingSince.IsZero() && h.walk == nil && h.shownSince.IsZero() { // healthy
@@ -162,7 +163,7 @@ func (d *Dispatcher) beyondDue(dest *Destination, now time.Time, room int, next 
 			from = position{now, math.MaxUint64} // what is due, the due read takes
 		}
 		d.mu.Unlock()
-		ws, err := d.store.WaitingDeliveries(dest.Name, from.due, from.id, room, skip)
+		ws, err := d.store.WaitingDeliveries(ctx, dest.Name, from.due, from.id, room, skip)
 		d.mu.Lock()
 		if err != nil || h.walk == nil {
 			return nil, time.Time{}
@@ -192,9 +193,9 @@ func (d *Dispatcher) beyondDue(dest *Destination, now time.Time, room int, next 
 	}
 	from := h.probeFrom
 	d.mu.Unlock()
-	ws, err := d.store.WaitingDeliveries(dest.Name, from.due, from.id, 1, skip)
+	ws, err := d.store.WaitingDeliveries(ctx, dest.Name, from.due, from.id, 1, skip)
 	if err == nil && len(ws) == 0 && !from.due.IsZero() { // the last one: start again
-		ws, err = d.store.WaitingDeliveries(dest.Name, time.Time{}, 0, 1, skip)
+		ws, err = d.store.WaitingDeliveries(ctx, dest.Name, time.Time{}, 0, 1, skip)
 	}
 	d.mu.Lock()
 	if err != nil || len(ws) == 0 || h.probing {

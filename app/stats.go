@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -165,10 +166,10 @@ func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
 		})
 	}
 	s.Registry.MustRegister(s.requests, s.deliveries, s.ingest, s.sendTime, s.sweeps,
-		gauge("hookbox_dead_deliveries", "Dead deliveries waiting for a replay.", store.CountDead),
-		gauge("hookbox_pending_deliveries", "Deliveries waiting to be sent (due now or later).", store.CountPending),
+		gauge("hookbox_dead_deliveries", "Dead deliveries waiting for a replay.", func() (int, error) { return store.CountDead(context.Background()) }),
+		gauge("hookbox_pending_deliveries", "Deliveries waiting to be sent (due now or later).", func() (int, error) { return store.CountPending(context.Background()) }),
 		gauge("hookbox_poison_records", "Records in the data file that could not be decoded and were set aside (see the overview).",
-			func() (int, error) { _, n, err := store.Poisoned(0); return n, err }),
+			func() (int, error) { _, n, err := store.Poisoned(context.Background(), 0); return n, err }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.Registry.MustRegister(s.Storage.collectors()...)
 	if cc, ok := store.(commitCounter); ok {
@@ -298,11 +299,11 @@ func (s *Stats) Swept(err error) {
 
 // Hours returns the counts of each of the last CountHours hours, oldest
 // first, the current hour last, as the store has them.
-func (s *Stats) Hours() ([CountHours]Counts, error) {
+func (s *Stats) Hours(ctx context.Context) ([CountHours]Counts, error) {
 	var out [CountHours]Counts
 	now := s.now()
 	cur := Hour(now)
-	hs, err := s.store.HourlyCounts(HourStart(cur-CountHours+1), now)
+	hs, err := s.store.HourlyCounts(ctx, HourStart(cur-CountHours+1), now)
 	if err != nil {
 		return out, err
 	}
@@ -336,14 +337,14 @@ func Series(hs [CountHours]Counts, k Kind) [CountHours]uint64 {
 // Counts sums each kind over the last d (whole hours, the current one
 // included); a store that cannot be read gives zeros.
 func (s *Stats) Counts(d time.Duration) Counts {
-	hs, _ := s.Hours()
+	hs, _ := s.Hours(context.Background())
 	return Sum(hs, int(d/time.Hour))
 }
 
 // Hourly returns the counts of kind for each of the last 24 hours, oldest
 // first, the current hour last; a store that cannot be read gives zeros.
 func (s *Stats) Hourly(k Kind) [CountHours]uint64 {
-	hs, _ := s.Hours()
+	hs, _ := s.Hours(context.Background())
 	return Series(hs, k)
 }
 
@@ -352,10 +353,10 @@ func (s *Stats) Hourly(k Kind) [CountHours]uint64 {
 // the current one included, and the last accepted event and failed
 // attempt, from the store, so that a restart changes none of them. A
 // store that cannot be read gives the rows with zeros, and the error.
-func (s *Stats) Tables() (Tables, error) {
+func (s *Stats) Tables(ctx context.Context) (Tables, error) {
 	now := s.now()
-	counts, err := s.store.NamedCounts(HourStart(Hour(now)-CountHours+1), now)
-	lasts, lerr := s.store.Lasts()
+	counts, err := s.store.NamedCounts(ctx, HourStart(Hour(now)-CountHours+1), now)
+	lasts, lerr := s.store.Lasts(ctx)
 	if err == nil {
 		err = lerr
 	}

@@ -64,9 +64,9 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 		count *int
 		fn    func(limit int) (int, error)
 	}{
-		{&res.IDs, func(limit int) (int, error) { return s.Store.ForgetExpiredIDs(now, limit) }},
-		{&res.Events, func(limit int) (int, error) { return s.Store.DeleteEventsBefore(now.Add(-s.Events), limit) }},
-		{&res.Windows, func(limit int) (int, error) { return s.Store.PruneWindows(now, limit) }},
+		{&res.IDs, func(limit int) (int, error) { return s.Store.ForgetExpiredIDs(ctx, now, limit) }},
+		{&res.Events, func(limit int) (int, error) { return s.Store.DeleteEventsBefore(ctx, now.Add(-s.Events), limit) }},
+		{&res.Windows, func(limit int) (int, error) { return s.Store.PruneWindows(ctx, now, limit) }},
 	} {
 		for {
 			if err := ctx.Err(); err != nil {
@@ -89,7 +89,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 		}
 	}
 	// Few keys (one an hour since the last sweep): one transaction.
-	n, err := s.Store.PruneCounts(HourStart(Hour(now) - CountHours + 1))
+	n, err := s.Store.PruneCounts(ctx, HourStart(Hour(now)-CountHours+1))
 	res.Hours = n
 	res.Chunks++
 	return res, err

@@ -38,7 +38,7 @@ func TestUI_ShowsRecordsSetAside(t *testing.T) {
 	if _, err := recv.Receive(context.Background(), "shop", in); err != nil {
 		t.Fatal(err)
 	}
-	_, seq, _, _ := db.LookupID("shop", "evt-garbled")
+	_, seq, _, _ := db.LookupID(context.Background(), "shop", "evt-garbled")
 	db.Close()
 	bdb, err := bolt.Open(filepath.Join(dir, bboltstore.FileName), 0o600, nil)
 	if err != nil {
@@ -55,10 +55,10 @@ func TestUI_ShowsRecordsSetAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, _, err := db.DueDeliveries("pos", time.Now(), 10, func(uint64) bool { return false }); err != nil {
+	if _, _, err := db.DueDeliveries(context.Background(), "pos", time.Now(), 10, func(uint64) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
-	login, _ := app.StatusLogin(cfg.Status, db, slog.Default())
+	login, _ := app.StatusLogin(context.Background(), cfg.Status, db, slog.Default())
 	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login})
 	c := logIn(t, serve(t, srv.App()))
 	resp, page := c.do("GET", "/", nil)
@@ -74,7 +74,7 @@ func TestServer_HealthDegraded(t *testing.T) {
 	since := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
 	failing := &app.StorageError{StorageEpisode: app.StorageEpisode{Since: since, Refused: 42,
 		LastError: "write /var/lib/hookbox/hookbox.db: no space left on device"}}
-	s, _ := newServer(t, func() error { return failing })
+	s, _ := newServer(t, func(context.Context) error { return failing })
 	resp, err := s.App().Test(httptest.NewRequest("GET", "/healthz", nil))
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestUI_FailingDestination(t *testing.T) {
 	since := time.Now().Add(-90 * time.Second)
 	stats.Attempt("pos", app.Pending, time.Millisecond)
 	stats.DestState("pos", since, time.Now().Add(4*time.Minute+30*time.Second))
-	login, _ := app.StatusLogin(cfg.Status, db, slog.Default())
+	login, _ := app.StatusLogin(context.Background(), cfg.Status, db, slog.Default())
 	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats})
 	c := logIn(t, serve(t, srv.App()))
 	_, page := c.do("GET", "/", nil)

@@ -34,7 +34,7 @@ const (
 )
 
 // Health reports whether the store can serve; nil means healthy.
-type Health func() error
+type Health func(ctx context.Context) error
 
 // Store is what the server uses of a store: the domain's (the counts of
 // Stats) and the read model that the admin API and the status pages share.
@@ -273,7 +273,7 @@ type degraded struct {
 }
 
 func (s *Server) handleHealth(c *fiber.Ctx) error {
-	if err := s.deps.Health(); err != nil {
+	if err := s.deps.Health(c.UserContext()); err != nil {
 		var se *app.StorageError
 		if errors.As(err, &se) { // logged where it happens, at most once a second
 			return c.Status(fiber.StatusServiceUnavailable).JSON(degraded{Status: "degraded",

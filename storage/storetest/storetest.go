@@ -84,7 +84,7 @@ func mustAccept(t *testing.T, s storage.Store, e *app.Event, plan *app.Plan) {
 // deliveries returns event seq's deliveries, failing t unless there are n.
 func deliveries(t *testing.T, s storage.Store, seq uint64, n int) []*app.Delivery {
 	t.Helper()
-	ds, err := s.EventDeliveries(seq)
+	ds, err := s.EventDeliveries(ctx, seq)
 	if err != nil || len(ds) != n {
 		t.Fatalf("EventDeliveries(%d) = %d deliveries (%+v), %v; want %d", seq, len(ds), ds, err, n)
 	}
@@ -105,14 +105,14 @@ func acceptRouted(t *testing.T, s storage.Store, id string, dests ...string) (*a
 // record records one attempt and fails t on an error.
 func record(t *testing.T, s storage.Store, id uint64, a *app.Attempt, state app.DeliveryState, due time.Time) {
 	t.Helper()
-	if err := s.RecordAttempts([]app.AttemptRecord{{ID: id, Attempt: a, State: state, Due: due}})[0]; err != nil {
+	if err := s.RecordAttempts(ctx, []app.AttemptRecord{{ID: id, Attempt: a, State: state, Due: due}})[0]; err != nil {
 		t.Fatalf("RecordAttempts(%d): %v", id, err)
 	}
 }
 
 func counts(t *testing.T, s storage.Store) (ids, events int) {
 	t.Helper()
-	ids, events, err := s.Counts()
+	ids, events, err := s.Counts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
