@@ -52,9 +52,6 @@ type CountStore interface {
 	// the one of to, both included, oldest first; hours with nothing
 	// counted may be left out. It includes what AddCounts holds.
 	HourlyCounts(ctx context.Context, from, to time.Time) ([]HourCounts, error)
-	// PruneCounts forgets the hours that end at or before t (their counts
-	// by name too), and reports how many it forgot.
-	PruneCounts(ctx context.Context, before time.Time) (int, error)
 
 	// AddNamed adds n to the count of (k, name) in the hour of at, held
 	// and written as AddCounts does.
@@ -66,6 +63,20 @@ type CountStore interface {
 	// failed and last delivering attempt of each destination, as the
 	// store's commits wrote them.
 	Lasts(ctx context.Context) (map[Named]Last, error)
+}
+
+// StatsStore is what Stats needs of the store: the counts it keeps and
+// shows, and the figures behind the gauges of /metrics.
+type StatsStore interface {
+	CountStore
+	// CountDead returns the number of dead deliveries.
+	CountDead(ctx context.Context) (int, error)
+	// CountPending returns the number of deliveries not yet done: due now or
+	// later, and debounced ones waiting for their window.
+	CountPending(ctx context.Context) (int, error)
+	// Poisoned returns up to limit of the records set aside because they
+	// could not be decoded, newest first, and how many there are in all.
+	Poisoned(ctx context.Context, limit int) ([]Poison, int, error)
 }
 
 // NameKind is a count the overview's tables keep per source, destination

@@ -18,7 +18,7 @@ import (
 // for the next due time (at most every readWait while work waits for
 // slots); it never polls an idle outbox.
 type Dispatcher struct {
-	store  Store
+	store  Outbox
 	dests  []*Destination
 	client *sendClient
 	conns  *connSet // the client's connections, cut at shutdown
@@ -93,7 +93,7 @@ const readWait = time.Millisecond
 const maxRecordBatch = 1024
 
 // NewDispatcher builds the dispatcher for cfg's destinations over store.
-func NewDispatcher(cfg *Config, store Store) *Dispatcher {
+func NewDispatcher(cfg *Config, store Outbox) *Dispatcher {
 	d := &Dispatcher{
 		store:      store,
 		dests:      cfg.Destinations,

@@ -14,9 +14,12 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// MetaStore keeps small settings, such as the generated password's hash.
+// MetaStore is what Login needs of the store: small settings kept by
+// name, such as the generated password's hash.
 type MetaStore interface {
+	// Meta returns the value kept under name, nil when there is none.
 	Meta(ctx context.Context, name string) ([]byte, error)
+	// SetMeta keeps value under name, durably.
 	SetMeta(ctx context.Context, name string, value []byte) error
 }
 

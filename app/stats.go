@@ -131,7 +131,7 @@ func (d DestInfo) SuccessRate() float64 {
 }
 
 // NewStats builds the counters for cfg, with gauges read from store.
-func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
+func NewStats(cfg *Config, store StatsStore, now func() time.Time) *Stats {
 	s := &Stats{now: now, store: store, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{}, Registry: prometheus.NewRegistry(),
 		Storage: newStorageHealth(now)}
 	for _, rt := range cfg.Routes {

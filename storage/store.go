@@ -12,9 +12,12 @@ import (
 	"hookbox/app"
 )
 
-// Store is everything hookbox's server uses of a store: the domain's
-// app.Store and app.MetaStore, the read model of the status page and the
-// admin API (app.ReadModel), and what serve and the tests ask of it.
+// Store is everything hookbox's server uses of a store: the sum of the
+// domain's roles (app.Store: the receiver's, the dispatcher's outbox, the
+// sweeper's, the counts, the read model), the login's app.MetaStore, and
+// what serve and the tests ask of it. Every method that reads or writes
+// takes ctx first and returns ctx's error once it is done (storetest's
+// Cancelled).
 // bboltstore.DB and postgres.DB implement it, and storetest.Run holds the
 // behaviour both must show.
 type Store interface {

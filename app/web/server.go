@@ -36,11 +36,11 @@ const (
 // Health reports whether the store can serve; nil means healthy.
 type Health func(ctx context.Context) error
 
-// Store is what the server uses of a store: the domain's (the counts of
-// Stats) and the read model that the admin API and the status pages share.
+// Store is what the server uses of a store: the read model that the admin
+// API and the status pages share, and what Stats counts into and reads.
 type Store interface {
-	app.Store
 	app.ReadModel
+	app.StatsStore
 }
 
 // Deps are what the server serves from.
