@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/config"
 	"hookbox/app/provider"
 	"hookbox/storage/bboltstore"
@@ -53,21 +54,37 @@ secret = "gh-secret"
 id = "{body.id}"
 `
 
-// newReceiver returns a receiver over a real bbolt file with its clock at *now.
-func newReceiver(t *testing.T, now *time.Time) (*app.Receiver, *bboltstore.DB) {
+// newReceiver returns a receiver over an in-memory store (apptest.Store,
+// checked against bbolt's answers there) with its clock at *now: the
+// receive path and the sweep need no disk.
+func newReceiver(t *testing.T, now *time.Time) (*app.Receiver, *apptest.Store) {
 	t.Helper()
-	cfg, err := config.Parse("test.toml", testConfig, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := apptest.NewStore()
+	return newReceiverOver(t, now, db), db
+}
+
+// newReceiverOnDisk returns a receiver over a real bbolt file with its
+// clock at *now, for a test that needs what only a store keeps (counts).
+func newReceiverOnDisk(t *testing.T, now *time.Time) (*app.Receiver, *bboltstore.DB) {
+	t.Helper()
 	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	r := app.NewReceiver(cfg, db)
+	return newReceiverOver(t, now, db), db
+}
+
+// newReceiverOver returns a receiver of testConfig over store.
+func newReceiverOver(t *testing.T, now *time.Time, store app.IngestStore) *app.Receiver {
+	t.Helper()
+	cfg, err := config.Parse("test.toml", testConfig, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := app.NewReceiver(cfg, store)
 	r.Now = func() time.Time { return *now }
-	return r, db
+	return r
 }
 
 // signed builds an inbound request for a source, signed with secret.
@@ -279,7 +296,7 @@ func TestSweeper_Sweep(t *testing.T) {
 func TestReceiver_LabelsAndUnknownSources(t *testing.T) {
 	ctx := context.Background()
 	now := now0
-	r, db := newReceiver(t, &now)
+	r, db := newReceiverOnDisk(t, &now)
 	cfg, _ := config.Parse("test.toml", testConfig, nil)
 	stats := app.NewStats(cfg, db, func() time.Time { return now })
 	r.Stats = stats
