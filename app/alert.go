@@ -12,11 +12,21 @@ import (
 	"time"
 )
 
+// AlertStore is what the Alerter reads of the store: the dead deliveries
+// it alerts on, and the records set aside it reports.
+type AlertStore interface {
+	// CountDead returns the number of dead deliveries.
+	CountDead(ctx context.Context) (int, error)
+	// Poisoned returns up to limit of the records set aside because they
+	// could not be decoded, newest first, and how many there are in all.
+	Poisoned(ctx context.Context, limit int) ([]Poison, int, error)
+}
+
 // Alerter posts a Slack-compatible message ({"text": …}) when the number of
 // dead deliveries passes the configured threshold, once per crossing, and
 // again when it falls back.
 type Alerter struct {
-	store  Store
+	store  AlertStore
 	cfg    AlertsConfig
 	where  string // where to act, for the message
 	page   string // where the overview is, for the message
@@ -53,7 +63,7 @@ const noticeQueue = 16
 const maxAlertHeader = 16 << 10
 
 // NewAlerter builds the alerter for cfg over store.
-func NewAlerter(cfg *Config, store Store) *Alerter {
+func NewAlerter(cfg *Config, store AlertStore) *Alerter {
 	where, page := "hookbox replay -all", "the status page"
 	if cfg.Server.PublicURL != "" {
 		where = cfg.Server.PublicURL + "/ or " + where
@@ -112,7 +122,7 @@ func (a *Alerter) CheckCluster(ctx context.Context) {
 		return
 	}
 	a.checkPoison(ctx)
-	n, err := a.store.CountDead()
+	n, err := a.store.CountDead(ctx)
 	if err != nil {
 		a.Logger.Error("count dead deliveries", slog.Any("error", err))
 		return
@@ -157,7 +167,7 @@ func (a *Alerter) checkStorage(ctx context.Context) {
 // checkPoison sends a message when records were set aside since the last
 // one (or since start): they need someone to look, though the rest flows.
 func (a *Alerter) checkPoison(ctx context.Context) {
-	newest, n, err := a.store.Poisoned(1)
+	newest, n, err := a.store.Poisoned(ctx, 1)
 	if err != nil {
 		a.Logger.Error("count records set aside", slog.Any("error", err))
 		return

@@ -123,7 +123,7 @@ func TestBackuper_KeepPrunes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ids, events, _ := rdb.Counts(); ids != 5 || events != 5 {
+	if ids, events, _ := rdb.Counts(context.Background()); ids != 5 || events != 5 {
 		t.Errorf("restored copy: %d ids, %d events; want 5, 5", ids, events)
 	}
 	rdb.Close()

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -50,21 +51,32 @@ type CountStore interface {
 	// HourlyCounts returns the counts of the hours from the one of from to
 	// the one of to, both included, oldest first; hours with nothing
 	// counted may be left out. It includes what AddCounts holds.
-	HourlyCounts(from, to time.Time) ([]HourCounts, error)
-	// PruneCounts forgets the hours that end at or before t (their counts
-	// by name too), and reports how many it forgot.
-	PruneCounts(before time.Time) (int, error)
+	HourlyCounts(ctx context.Context, from, to time.Time) ([]HourCounts, error)
 
 	// AddNamed adds n to the count of (k, name) in the hour of at, held
 	// and written as AddCounts does.
 	AddNamed(at time.Time, k NameKind, name string, n uint64)
 	// NamedCounts sums the counts by name of the hours from the one of
 	// from to the one of to, both included, with what AddNamed holds.
-	NamedCounts(from, to time.Time) (map[Named]uint64, error)
+	NamedCounts(ctx context.Context, from, to time.Time) (map[Named]uint64, error)
 	// Lasts returns the last accepted event of each source and the last
 	// failed and last delivering attempt of each destination, as the
 	// store's commits wrote them.
-	Lasts() (map[Named]Last, error)
+	Lasts(ctx context.Context) (map[Named]Last, error)
+}
+
+// StatsStore is what Stats needs of the store: the counts it keeps and
+// shows, and the figures behind the gauges of /metrics.
+type StatsStore interface {
+	CountStore
+	// CountDead returns the number of dead deliveries.
+	CountDead(ctx context.Context) (int, error)
+	// CountPending returns the number of deliveries not yet done: due now or
+	// later, and debounced ones waiting for their window.
+	CountPending(ctx context.Context) (int, error)
+	// Poisoned returns up to limit of the records set aside because they
+	// could not be decoded, newest first, and how many there are in all.
+	Poisoned(ctx context.Context, limit int) ([]Poison, int, error)
 }
 
 // NameKind is a count the overview's tables keep per source, destination

@@ -81,7 +81,7 @@ func TestDebounce_OneCustomerBurst(t *testing.T) {
 		h.send(t, fmt.Sprint("u-", i), update("c1", i))
 		clk.Add(50 * time.Millisecond) // 100 updates within 5s, inside one 10s window
 	}
-	if n, _ := h.db.PendingCount(); n != 1 {
+	if n, _ := h.db.PendingCount(context.Background()); n != 1 {
 		t.Fatalf("pending = %d, want 1", n)
 	}
 	if got := s.requests(); got != 0 {
@@ -97,8 +97,8 @@ func TestDebounce_OneCustomerBurst(t *testing.T) {
 		t.Fatalf("stats received %d debounced %d fired %d", rec, deb, fired)
 	}
 	// The delivered event records the 99 it replaced (up to the kept bound).
-	_, seq, _, _ := h.db.LookupID("gh", "u-99")
-	if merged, _ := h.db.MergedInto(seq); len(merged) != 99 {
+	_, seq, _, _ := h.db.LookupID(context.Background(), "gh", "u-99")
+	if merged, _ := h.db.MergedInto(context.Background(), seq); len(merged) != 99 {
 		t.Fatalf("merged = %d, want 99", len(merged))
 	}
 	// The key is free again: the next update opens a new window.
@@ -179,7 +179,7 @@ func TestDebounce_ConcurrentSameKey(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n, _ := h.db.PendingCount(); n != 1 {
+	if n, _ := h.db.PendingCount(context.Background()); n != 1 {
 		t.Fatalf("pending = %d, want 1", n)
 	}
 	if deb := routeCount(t, h, app.RouteMerged); deb != 49 {
@@ -198,7 +198,7 @@ func TestDebounce_SurvivesRestart(t *testing.T) {
 
 	clk.Add(5 * time.Second)
 	h = newHarnessAt(t, debounceConfig(s.URL, "10s", ""), dir, clk.Now)
-	if n, _ := h.db.PendingCount(); n != 1 {
+	if n, _ := h.db.PendingCount(context.Background()); n != 1 {
 		t.Fatalf("pending after restart = %d, want 1", n)
 	}
 	h.disp.Wake()
@@ -269,7 +269,7 @@ func TestDebounce_BurstTraceReduction(t *testing.T) {
 	clk.Add(time.Minute)
 	h.disp.Wake()
 	deadline := time.Now().Add(10 * time.Second)
-	for n, _ := h.db.PendingCount(); n > 0 && time.Now().Before(deadline); n, _ = h.db.PendingCount() {
+	for n, _ := h.db.PendingCount(context.Background()); n > 0 && time.Now().Before(deadline); n, _ = h.db.PendingCount(context.Background()) {
 		h.disp.Wake()
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -284,7 +284,7 @@ func TestDebounce_BurstTraceReduction(t *testing.T) {
 // hours: what the overview's debounced-routes table shows.
 func routeCount(t *testing.T, h *harness, kind app.NameKind) uint64 {
 	t.Helper()
-	c, err := h.db.NamedCounts(time.Unix(0, 0), time.Now().AddDate(100, 0, 0))
+	c, err := h.db.NamedCounts(context.Background(), time.Unix(0, 0), time.Now().AddDate(100, 0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 // destination's answers, and the probes and early retries that follow,
 // are in recovery.go; the retry schedule in retry.go.
 type Dispatcher struct {
-	store  Store
+	store  Outbox
 	sender Sender
 	// lanes are the destinations' lanes in the config's order, built once.
 	lanes []*lane
@@ -110,7 +110,7 @@ const maxRecordBatch = 1024
 
 // NewDispatcher builds the dispatcher for cfg's destinations over store,
 // sending with sender.
-func NewDispatcher(cfg *Config, store Store, sender Sender) *Dispatcher {
+func NewDispatcher(cfg *Config, store Outbox, sender Sender) *Dispatcher {
 	d := &Dispatcher{
 		store:         store,
 		sender:        sender,
@@ -215,7 +215,7 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		// the outbox; StorageHealth wakes us when commits work again.
 		return now.Add(probeEvery)
 	}
-	_, earliest, err := d.store.FirePending(now)
+	_, earliest, err := d.store.FirePending(ctx, now)
 	if err != nil {
 		d.Stats.storage().Failure(d.Logger, "fire pending deliveries", err)
 		earliest = now.Add(5 * time.Second)
@@ -251,7 +251,7 @@ func (d *Dispatcher) passLane(ctx context.Context, l *lane, now time.Time, skip 
 	if backlogged && free < max(1, dest.Concurrency/4) && now.Sub(at) < readWait {
 		return at.Add(readWait)
 	}
-	work, next, err := d.store.DueDeliveries(dest.Name, now, free, skip)
+	work, next, err := d.store.DueDeliveries(ctx, dest.Name, now, free, skip)
 	if err != nil {
 		d.Stats.storage().Failure(d.Logger, "read outbox", err, "destination", dest.Name)
 		next = now.Add(5 * time.Second) // try again soon, not in a loop
@@ -268,7 +268,7 @@ func (d *Dispatcher) passLane(ctx context.Context, l *lane, now time.Time, skip 
 		d.start(ctx, l, job{w: w})
 	}
 	if err == nil {
-		more, at := d.beyondDue(l, now, free-len(work), next, skip)
+		more, at := d.beyondDue(ctx, l, now, free-len(work), next, skip)
 		for _, j := range more {
 			d.start(ctx, l, j)
 		}
@@ -397,7 +397,7 @@ func (d *Dispatcher) record(records <-chan finishedAttempt) {
 		for _, f := range batch {
 			recs = append(recs, f.rec)
 		}
-		d.recorded(batch, d.store.RecordAttempts(recs))
+		d.recorded(batch, d.store.RecordAttempts(context.Background(), recs)) // recorded even at shutdown: the attempts were sent
 	}
 }
 

@@ -47,7 +47,7 @@ func faultConfig(dests ...faultDest) string {
 // attempts returns the attempts of delivery n of event id.
 func (h *harness) attempts(t *testing.T, id string, n int) []*app.Attempt {
 	t.Helper()
-	_, as, err := h.db.Delivery(h.deliveries(t, id)[n].ID)
+	_, as, err := h.db.Delivery(context.Background(), h.deliveries(t, id)[n].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func proxyChild(t *testing.T) {
 		t.Fatalf("the destination got %d requests, want 1", hooks.Load())
 	}
 	// One dead delivery for the alert to report.
-	if err := h.db.RecordAttempt(h.deliveries(t, "proxy-1")[0].ID, &app.Attempt{Start: time.Now(), Status: 500}, app.Dead, time.Time{}); err != nil {
+	if err := h.db.RecordAttempt(context.Background(), h.deliveries(t, "proxy-1")[0].ID, &app.Attempt{Start: time.Now(), Status: 500}, app.Dead, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	app.NewAlerter(h.cfg, h.db).Check(context.Background())
@@ -376,7 +376,7 @@ type failingRecords struct {
 	failing atomic.Bool
 }
 
-func (f *failingRecords) RecordAttempts(recs []app.AttemptRecord) []error {
+func (f *failingRecords) RecordAttempts(ctx context.Context, recs []app.AttemptRecord) []error {
 	if f.failing.Load() {
 		errs := make([]error, len(recs))
 		for i := range errs {
@@ -384,7 +384,7 @@ func (f *failingRecords) RecordAttempts(recs []app.AttemptRecord) []error {
 		}
 		return errs
 	}
-	return f.Store.RecordAttempts(recs)
+	return f.Store.RecordAttempts(ctx, recs)
 }
 
 // When an attempt cannot be recorded the delivery stays due and goes out
@@ -425,11 +425,11 @@ type slowRecords struct {
 	attempts atomic.Int64
 }
 
-func (s *slowRecords) RecordAttempts(recs []app.AttemptRecord) []error {
+func (s *slowRecords) RecordAttempts(ctx context.Context, recs []app.AttemptRecord) []error {
 	<-s.release
 	s.writes.Add(1)
 	s.attempts.Add(int64(len(recs)))
-	return s.Store.RecordAttempts(recs)
+	return s.Store.RecordAttempts(ctx, recs)
 }
 
 // A destination's concurrency counts requests in flight: its senders go on

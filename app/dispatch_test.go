@@ -197,11 +197,11 @@ func inParallel(tb testing.TB, workers, n int, f func(i int) error) {
 // deliveries returns the deliveries of the event accepted as id.
 func (h *harness) deliveries(t *testing.T, id string) []*app.Delivery {
 	t.Helper()
-	_, seq, ok, err := h.db.LookupID("gh", id)
+	_, seq, ok, err := h.db.LookupID(context.Background(), "gh", id)
 	if !ok || err != nil {
 		t.Fatalf("event %s not stored: %v", id, err)
 	}
-	ds, err := h.db.EventDeliveries(seq)
+	ds, err := h.db.EventDeliveries(context.Background(), seq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestDispatcher_RetryThenDeliver(t *testing.T) {
 	body := `{"ref": "main", "x": "a/b & <c>"}`
 	h.send(t, "evt-1", body)
 	d := h.waitState(t, "evt-1", 0, app.Delivered)
-	_, attempts, err := h.db.Delivery(d.ID)
+	_, attempts, err := h.db.Delivery(context.Background(), d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestDispatcher_DeadAlertReplay(t *testing.T) {
 	if d.Attempts != 4 || s.requests() != 4 {
 		t.Fatalf("dead after %d attempts (%d requests), want 4", d.Attempts, s.requests())
 	}
-	dead, total, err := h.db.DeadLetters(0, 10)
+	dead, total, err := h.db.DeadLetters(context.Background(), 0, 10)
 	if err != nil || total != 1 || len(dead) != 1 || dead[0].ID != d.ID {
 		t.Fatalf("DeadLetters = %+v, %d, %v", dead, total, err)
 	}
@@ -341,7 +341,7 @@ func TestDispatcher_DeadAlertReplay(t *testing.T) {
 
 	// The sink recovers; replay delivers, keeping the history.
 	s.setPlan(200)
-	if err := h.db.Replay(d.ID, time.Now()); err != nil {
+	if err := h.db.Replay(context.Background(), d.ID, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	h.disp.Wake()
@@ -420,7 +420,7 @@ func TestDispatcher_Unrouted(t *testing.T) {
 	if ds := h.deliveries(t, "other-topic"); len(ds) != 0 {
 		t.Fatalf("unrouted event has deliveries %+v", ds)
 	}
-	if rows, _, err := h.db.ListEvents(app.EventQuery{Status: "unrouted", Limit: 10}); err != nil || len(rows) != 1 {
+	if rows, _, err := h.db.ListEvents(context.Background(), app.EventQuery{Status: "unrouted", Limit: 10}); err != nil || len(rows) != 1 {
 		t.Fatalf("unrouted = %d (%v), want 1", len(rows), err)
 	}
 }

@@ -28,63 +28,45 @@ type HeaderField struct {
 	Value string
 }
 
-// Store is the durable state behind hookbox. bboltstore.DB implements it on
-// one bbolt file, postgres.DB on PostgreSQL; storetest checks both alike.
+// Store is the sum of the roles below: the whole durable state behind
+// hookbox. bboltstore.DB implements it on one bbolt file, postgres.DB on
+// PostgreSQL; storetest checks both alike. Every service takes only the
+// role it uses (IngestStore, Outbox, SweepStore, StatsStore, AlertStore,
+// ReadModel, MetaStore, BackupStore); the sum is for wiring and tests.
 type Store interface {
-	CountStore
+	IngestStore
+	Outbox
+	SweepStore
+	StatsStore
+	AlertStore
+	ReadModel
+}
 
-	// Accept records e's id for its source until idExpires, stores e and
-	// carries out plan (deliveries due now, debounced pending deliveries,
-	// setting each DebounceOp's Result), in one durable transaction. It
-	// reports duplicate=true, storing nothing, when the id is already
-	// remembered and unexpired at e.ReceivedAt. plan may be nil (unrouted).
-	Accept(ctx context.Context, e *Event, idExpires time.Time, plan *Plan) (duplicate bool, err error)
+// Outbox is what the Dispatcher needs of the store: the deliveries due,
+// the ones waiting beyond them, where to record attempts, and the
+// debounced deliveries to fire. Every method honours ctx: a done ctx
+// stops a call before it starts work and returns ctx's error.
+type Outbox interface {
 	// FirePending turns the pending deliveries due by now into deliveries
 	// and frees their keys. It reports how many fired per route, and the due
 	// time of the next pending one (zero if none).
-	FirePending(now time.Time) (fired map[string]int, next time.Time, err error)
-	// ForgetExpiredIDs forgets at most limit ids that expired at or before
-	// now, and reports how many it forgot.
-	ForgetExpiredIDs(now time.Time, limit int) (int, error)
-	// DeleteEventsBefore deletes at most limit events received before t,
-	// and reports how many it deleted.
-	DeleteEventsBefore(t time.Time, limit int) (int, error)
-
+	FirePending(ctx context.Context, now time.Time) (fired map[string]int, next time.Time, err error)
 	// DueDeliveries returns up to limit deliveries to dest due by now, with
 	// their events, skipping ids for which skip is true; next is the due time
 	// of the first pending delivery not returned (zero if none).
-	DueDeliveries(dest string, now time.Time, limit int, skip func(id uint64) bool) (work []Work, next time.Time, err error)
+	DueDeliveries(ctx context.Context, dest string, now time.Time, limit int, skip func(id uint64) bool) (work []Work, next time.Time, err error)
 	// WaitingDeliveries returns up to limit pending deliveries to dest,
 	// due or not, that come after the delivery (afterDue, afterID) in due
 	// order (from the first when afterDue is zero), with their events,
 	// skipping ids for which skip is true: the retries of a destination
 	// that answers again, taken early. A delivery that cannot be sent is
 	// set aside as DueDeliveries does.
-	WaitingDeliveries(dest string, afterDue time.Time, afterID uint64, limit int, skip func(id uint64) bool) ([]Work, error)
+	WaitingDeliveries(ctx context.Context, dest string, afterDue time.Time, afterID uint64, limit int, skip func(id uint64) bool) ([]Work, error)
 	// RecordAttempts records several attempts in one write; errs[i] is
 	// recs[i]'s error, nil when it is stored. A stored record's Attempt.N
 	// is set. Each attempt moves its delivery to the next step of its
 	// schedule (Delivery.Tries) unless it is Early.
-	RecordAttempts(recs []AttemptRecord) (errs []error)
-	// Replay makes a dead or delivered delivery pending again, due at now.
-	Replay(id uint64, now time.Time) error
-	// ReplayDead replays every dead delivery and reports how many.
-	ReplayDead(now time.Time) (int, error)
-	// Delivery returns a delivery and its attempts.
-	Delivery(id uint64) (*Delivery, []*Attempt, error)
-	// DeadLetters pages through dead deliveries by id and counts them all.
-	DeadLetters(after uint64, limit int) ([]*Delivery, int, error)
-	// CountDead returns the number of dead deliveries.
-	CountDead() (int, error)
-	// CountPending returns the number of deliveries not yet done: due now or
-	// later, and debounced ones waiting for their window.
-	CountPending() (int, error)
-	// PruneWindows forgets at most limit rate-limit windows that emptied
-	// by now, and reports how many.
-	PruneWindows(now time.Time, limit int) (int, error)
-	// Poisoned returns up to limit of the records set aside because they
-	// could not be decoded, newest first, and how many there are in all.
-	Poisoned(limit int) ([]Poison, int, error)
+	RecordAttempts(ctx context.Context, recs []AttemptRecord) (errs []error)
 }
 
 // Poison is a stored record that could not be decoded (a bit flip, a

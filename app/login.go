@@ -14,10 +14,13 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// MetaStore keeps small settings, such as the generated password's hash.
+// MetaStore is what Login needs of the store: small settings kept by
+// name, such as the generated password's hash.
 type MetaStore interface {
-	Meta(name string) ([]byte, error)
-	SetMeta(name string, value []byte) error
+	// Meta returns the value kept under name, nil when there is none.
+	Meta(ctx context.Context, name string) ([]byte, error)
+	// SetMeta keeps value under name, durably.
+	SetMeta(ctx context.Context, name string, value []byte) error
 }
 
 // PasswordHashKey is the meta name under which the status password's
@@ -41,7 +44,7 @@ type Login struct {
 }
 
 // NewLogin reads the stored hash, if any; it generates nothing.
-func NewLogin(cfg StatusConfig, store MetaStore, logger *slog.Logger) (*Login, error) {
+func NewLogin(ctx context.Context, cfg StatusConfig, store MetaStore, logger *slog.Logger) (*Login, error) {
 	if logger == nil {
 		logger = slog.With("component", "status")
 	}
@@ -49,7 +52,7 @@ func NewLogin(cfg StatusConfig, store MetaStore, logger *slog.Logger) (*Login, e
 	if l.fixed != "" {
 		return l, nil
 	}
-	hash, err := store.Meta(passwordHashKey)
+	hash, err := store.Meta(ctx, passwordHashKey)
 	if err != nil {
 		return nil, fmt.Errorf("read the status password: %w", err)
 	}
@@ -65,7 +68,7 @@ func NewLogin(cfg StatusConfig, store MetaStore, logger *slog.Logger) (*Login, e
 // logged before it is stored: should the store fail, this start stops and
 // the next one generates and shows a new one, so there is never a stored
 // password nobody was shown.
-func (l *Login) Ensure() error {
+func (l *Login) Ensure(ctx context.Context) error {
 	if l.fixed != "" || l.hash.Load() != nil {
 		return nil
 	}
@@ -76,7 +79,7 @@ func (l *Login) Ensure() error {
 	}
 	l.Logger.Warn("generated a status page password; it is shown only this once (hookbox passwd sets another; [status] password_env chooses one)",
 		"user", l.user, "password", pw)
-	if err := l.store.SetMeta(passwordHashKey, hash); err != nil {
+	if err := l.store.SetMeta(ctx, passwordHashKey, hash); err != nil {
 		return fmt.Errorf("store the status password: %w", err)
 	}
 	l.hash.Store(&hash)
@@ -99,14 +102,14 @@ func (l *Login) Check(user, password string) bool {
 }
 
 // Set stores hash as the new status password and uses it from now on.
-func (l *Login) Set(hash []byte) error {
+func (l *Login) Set(ctx context.Context, hash []byte) error {
 	if l.fixed != "" {
 		return ErrPasswordInConfig
 	}
 	if err := ValidPasswordHash(hash); err != nil {
 		return err
 	}
-	if err := l.store.SetMeta(passwordHashKey, hash); err != nil {
+	if err := l.store.SetMeta(ctx, passwordHashKey, hash); err != nil {
 		return fmt.Errorf("store the status password: %w", err)
 	}
 	l.hash.Store(&hash)
@@ -120,8 +123,8 @@ func (l *Login) Generation() uint64 { return l.gen.Load() }
 
 // refresh takes up a hash another process stored (hookbox passwd on a
 // shared PostgreSQL database, or another node).
-func (l *Login) refresh() {
-	hash, err := l.store.Meta(passwordHashKey)
+func (l *Login) refresh(ctx context.Context) {
+	hash, err := l.store.Meta(ctx, passwordHashKey)
 	if err != nil || hash == nil || ValidPasswordHash(hash) != nil {
 		return // a read that fails keeps the hash in use; the storage health reports the store
 	}
@@ -146,9 +149,9 @@ func (l *Login) Watch(ctx context.Context, dataDir string) {
 	defer t.Stop()
 	for {
 		if dataDir != "" {
-			l.takeRequest(dataDir)
+			l.takeRequest(ctx, dataDir)
 		}
-		l.refresh()
+		l.refresh(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -160,13 +163,13 @@ func (l *Login) Watch(ctx context.Context, dataDir string) {
 // TakeRequest stores a pending request of hookbox passwd in dataDir, if
 // any; serve calls it once at start, before Ensure, so a request made
 // while the server was stopping is not lost.
-func (l *Login) TakeRequest(dataDir string) {
+func (l *Login) TakeRequest(ctx context.Context, dataDir string) {
 	if l.fixed == "" {
-		l.takeRequest(dataDir)
+		l.takeRequest(ctx, dataDir)
 	}
 }
 
-func (l *Login) takeRequest(dataDir string) {
+func (l *Login) takeRequest(ctx context.Context, dataDir string) {
 	hash, err := readPasswordRequest(dataDir)
 	switch {
 	case errors.Is(err, errNoRequest):
@@ -176,7 +179,7 @@ func (l *Login) takeRequest(dataDir string) {
 		refusePasswordRequest(dataDir)
 		return
 	}
-	if err := l.Set(hash); err != nil {
+	if err := l.Set(ctx, hash); err != nil {
 		l.Logger.Error("password request not stored; it is tried again", slog.Any("error", err))
 		return
 	}
@@ -186,12 +189,12 @@ func (l *Login) takeRequest(dataDir string) {
 
 // StatusLogin returns the check of the status page's login, generating a
 // password when none exists (NewLogin, then Ensure).
-func StatusLogin(cfg StatusConfig, store MetaStore, logger *slog.Logger) (func(user, password string) bool, error) {
-	l, err := NewLogin(cfg, store, logger)
+func StatusLogin(ctx context.Context, cfg StatusConfig, store MetaStore, logger *slog.Logger) (func(user, password string) bool, error) {
+	l, err := NewLogin(ctx, cfg, store, logger)
 	if err != nil {
 		return nil, err
 	}
-	if err := l.Ensure(); err != nil {
+	if err := l.Ensure(ctx); err != nil {
 		return nil, err
 	}
 	return l.Check, nil

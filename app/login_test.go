@@ -51,19 +51,19 @@ func TestLogin_GeneratedOnce(t *testing.T) {
 	cfg := app.StatusConfig{User: "admin"}
 	db := mustOpenStore(t, dir)
 	var logs logBuffer
-	l, err := app.NewLogin(cfg, db, slog.New(slog.NewTextHandler(&logs, nil)))
+	l, err := app.NewLogin(context.Background(), cfg, db, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Before Ensure (the listener not bound yet) nothing is generated,
 	// logged or stored: a start that fails here leaves no password behind.
-	if hash, _ := db.Meta(app.PasswordHashKey); hash != nil || logs.String() != "" {
+	if hash, _ := db.Meta(context.Background(), app.PasswordHashKey); hash != nil || logs.String() != "" {
 		t.Fatalf("NewLogin generated a password: hash %q, log %q", hash, logs.String())
 	}
 	if l.Check("admin", "") {
 		t.Fatal("an empty password passed before any was set")
 	}
-	if err := l.Ensure(); err != nil {
+	if err := l.Ensure(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	m := shownPassword.FindStringSubmatch(logs.String())
@@ -80,11 +80,11 @@ func TestLogin_GeneratedOnce(t *testing.T) {
 	db = mustOpenStore(t, dir)
 	defer db.Close()
 	var logs2 logBuffer
-	l2, err := app.NewLogin(cfg, db, slog.New(slog.NewTextHandler(&logs2, nil)))
+	l2, err := app.NewLogin(context.Background(), cfg, db, slog.New(slog.NewTextHandler(&logs2, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l2.Ensure(); err != nil {
+	if err := l2.Ensure(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(logs2.String(), "password=") {
@@ -100,11 +100,11 @@ func TestLogin_Request(t *testing.T) {
 	db := mustOpenStore(t, dir)
 	defer db.Close()
 	var logs logBuffer
-	l, err := app.NewLogin(app.StatusConfig{User: "admin"}, db, slog.New(slog.NewTextHandler(&logs, nil)))
+	l, err := app.NewLogin(context.Background(), app.StatusConfig{User: "admin"}, db, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Ensure(); err != nil {
+	if err := l.Ensure(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -127,7 +127,7 @@ func TestLogin_Request(t *testing.T) {
 		if !l.Check("admin", "correct horse battery") {
 			t.Fatal("the new password does not log in")
 		}
-		if stored, _ := db.Meta(app.PasswordHashKey); !bytes.Equal(stored, hash) {
+		if stored, _ := db.Meta(context.Background(), app.PasswordHashKey); !bytes.Equal(stored, hash) {
 			t.Fatal("the new hash is not in the data file")
 		}
 	})
@@ -224,16 +224,16 @@ func TestLogin_SharedStore(t *testing.T) {
 	dir := t.TempDir()
 	db := mustOpenStore(t, dir)
 	defer db.Close()
-	node1, _ := app.NewLogin(app.StatusConfig{User: "admin"}, db, slog.New(slog.NewTextHandler(&logBuffer{}, nil)))
-	if err := node1.Ensure(); err != nil {
+	node1, _ := app.NewLogin(context.Background(), app.StatusConfig{User: "admin"}, db, slog.New(slog.NewTextHandler(&logBuffer{}, nil)))
+	if err := node1.Ensure(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	node2, _ := app.NewLogin(app.StatusConfig{User: "admin"}, db, slog.New(slog.NewTextHandler(&logBuffer{}, nil)))
+	node2, _ := app.NewLogin(context.Background(), app.StatusConfig{User: "admin"}, db, slog.New(slog.NewTextHandler(&logBuffer{}, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go node2.Watch(ctx, "")
 	hash, _ := app.HashPassword("set by hookbox passwd")
-	if err := db.SetMeta(app.PasswordHashKey, hash); err != nil { // what passwd does on PostgreSQL
+	if err := db.SetMeta(context.Background(), app.PasswordHashKey, hash); err != nil { // what passwd does on PostgreSQL
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -248,9 +248,9 @@ func TestLogin_SharedStore(t *testing.T) {
 func TestLogin_PasswordInConfig(t *testing.T) {
 	db := mustOpenStore(t, t.TempDir())
 	defer db.Close()
-	l, _ := app.NewLogin(app.StatusConfig{User: "admin", Password: "from-config"}, db, nil)
+	l, _ := app.NewLogin(context.Background(), app.StatusConfig{User: "admin", Password: "from-config"}, db, nil)
 	hash, _ := app.HashPassword("not this one")
-	if err := l.Set(hash); !errors.Is(err, app.ErrPasswordInConfig) {
+	if err := l.Set(context.Background(), hash); !errors.Is(err, app.ErrPasswordInConfig) {
 		t.Fatalf("Set = %v, want ErrPasswordInConfig", err)
 	}
 	if !l.Check("admin", "from-config") || l.Check("admin", "not this one") {

@@ -40,7 +40,7 @@ func TestDispatcher_PoisonIsolated(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, bad, _, _ := db.LookupID("gh", "bl-7")
+	_, bad, _, _ := db.LookupID(context.Background(), "gh", "bl-7")
 	db.Close()
 	bdb, err := bolt.Open(dir+"/"+bboltstore.FileName, 0o600, nil)
 	if err != nil {
@@ -67,7 +67,7 @@ func TestDispatcher_PoisonIsolated(t *testing.T) {
 	if !strings.Contains(d.LastError, "cannot be read") {
 		t.Fatalf("delivery of the unreadable event: %+v", d)
 	}
-	poison, total, err := h.db.Poisoned(10)
+	poison, total, err := h.db.Poisoned(context.Background(), 10)
 	if err != nil || total != 1 || poison[0].Kind != "event" || poison[0].Key != fmt.Sprint(bad) || !strings.Contains(poison[0].Reason, "version 2") {
 		t.Fatalf("Poisoned = %+v, %d, %v", poison, total, err)
 	}

@@ -1,39 +1,42 @@
 package app
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // ReadModel is what the status page and the admin API read of a store,
 // and the replays they start; both stores implement it.
 type ReadModel interface {
 	// ListEvents returns events matching q, newest first, and the cursor
 	// of the next page (0 when there is none).
-	ListEvents(q EventQuery) ([]EventSummary, uint64, error)
+	ListEvents(ctx context.Context, q EventQuery) ([]EventSummary, uint64, error)
 	// Event returns the event stored under seq, or nil when there is none.
-	Event(seq uint64) (*Event, error)
+	Event(ctx context.Context, seq uint64) (*Event, error)
 	// EventDeliveries returns the deliveries of event seq.
-	EventDeliveries(seq uint64) ([]*Delivery, error)
+	EventDeliveries(ctx context.Context, seq uint64) ([]*Delivery, error)
 	// Delivery returns a delivery and its attempts.
-	Delivery(id uint64) (*Delivery, []*Attempt, error)
+	Delivery(ctx context.Context, id uint64) (*Delivery, []*Attempt, error)
 	// DeadLetters pages through dead deliveries by id and counts them all.
-	DeadLetters(after uint64, limit int) ([]*Delivery, int, error)
+	DeadLetters(ctx context.Context, after uint64, limit int) ([]*Delivery, int, error)
 	// MergedInto returns the seqs of the events merged into event seq's
 	// delivery by debouncing.
-	MergedInto(seq uint64) ([]uint64, error)
+	MergedInto(ctx context.Context, seq uint64) ([]uint64, error)
 	// Backlog returns how many deliveries to dest are pending, counting at
 	// most limit.
-	Backlog(dest string, limit int) (int, error)
+	Backlog(ctx context.Context, dest string, limit int) (int, error)
 	// CountDead returns the number of dead deliveries.
-	CountDead() (int, error)
+	CountDead(ctx context.Context) (int, error)
 	// CountPending returns the number of deliveries not yet done.
-	CountPending() (int, error)
+	CountPending(ctx context.Context) (int, error)
 	// CountRetrying returns how many pending deliveries have had an
 	// attempt (and wait for a retry), counting at most limit.
-	CountRetrying(limit int) (int, error)
+	CountRetrying(ctx context.Context, limit int) (int, error)
 	// Poisoned returns up to limit of the records set aside because they
 	// could not be decoded, newest first, and how many there are in all.
-	Poisoned(limit int) ([]Poison, int, error)
+	Poisoned(ctx context.Context, limit int) ([]Poison, int, error)
 	// Replay makes a dead or delivered delivery pending again, due at now.
-	Replay(id uint64, now time.Time) error
+	Replay(ctx context.Context, id uint64, now time.Time) error
 	// ReplayDead replays every dead delivery and reports how many.
-	ReplayDead(now time.Time) (int, error)
+	ReplayDead(ctx context.Context, now time.Time) (int, error)
 }

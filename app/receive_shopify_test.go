@@ -69,7 +69,7 @@ to = ["erp"]
 	}
 	pending := func(t *testing.T, want int) {
 		t.Helper()
-		if n, err := db.PendingCount(); err != nil || n != want {
+		if n, err := db.PendingCount(context.Background()); err != nil || n != want {
 			t.Fatalf("pending = %d, %v; want %d", n, err, want)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/config"
 	"hookbox/app/metrics"
 	"hookbox/app/provider"
@@ -54,21 +55,37 @@ secret = "gh-secret"
 id = "{body.id}"
 `
 
-// newReceiver returns a receiver over a real bbolt file with its clock at *now.
-func newReceiver(t *testing.T, now *time.Time) (*app.Receiver, *bboltstore.DB) {
+// newReceiver returns a receiver over an in-memory store (apptest.Store,
+// checked against bbolt's answers there) with its clock at *now: the
+// receive path and the sweep need no disk.
+func newReceiver(t *testing.T, now *time.Time) (*app.Receiver, *apptest.Store) {
 	t.Helper()
-	cfg, err := config.Parse("test.toml", testConfig, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := apptest.NewStore()
+	return newReceiverOver(t, now, db), db
+}
+
+// newReceiverOnDisk returns a receiver over a real bbolt file with its
+// clock at *now, for a test that needs what only a store keeps (counts).
+func newReceiverOnDisk(t *testing.T, now *time.Time) (*app.Receiver, *bboltstore.DB) {
+	t.Helper()
 	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	r := app.NewReceiver(cfg, db)
+	return newReceiverOver(t, now, db), db
+}
+
+// newReceiverOver returns a receiver of testConfig over store.
+func newReceiverOver(t *testing.T, now *time.Time, store app.IngestStore) *app.Receiver {
+	t.Helper()
+	cfg, err := config.Parse("test.toml", testConfig, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := app.NewReceiver(cfg, store)
 	r.Now = func() time.Time { return *now }
-	return r, db
+	return r
 }
 
 // signed builds an inbound request for a source, signed with secret.
@@ -103,8 +120,8 @@ func TestReceiver_Receive(t *testing.T) {
 		if err != nil || res.Outcome != app.Accepted || res.ID != "wh-1" {
 			t.Fatalf("Receive = %+v, %v", res, err)
 		}
-		_, seq, ok, _ := db.LookupID("shop", "wh-1")
-		e, err := db.Event(seq)
+		_, seq, ok, _ := db.LookupID(context.Background(), "shop", "wh-1")
+		e, err := db.Event(context.Background(), seq)
 		if !ok || err != nil || string(e.Body) != string(body) || e.Topic != "orders/create" {
 			t.Fatalf("stored %+v, %v", e, err)
 		}
@@ -129,7 +146,7 @@ func TestReceiver_Receive(t *testing.T) {
 		if got := r.SourceStats("shop").Rejected.Load(); got != 1 {
 			t.Fatalf("rejected counter = %d, want 1", got)
 		}
-		if _, _, ok, _ := db.LookupID("shop", "wh-3"); ok {
+		if _, _, ok, _ := db.LookupID(context.Background(), "shop", "wh-3"); ok {
 			t.Fatal("a rejected request was stored")
 		}
 	})
@@ -161,7 +178,7 @@ func TestReceiver_Receive(t *testing.T) {
 		if err != nil || res.Outcome != app.Ping {
 			t.Fatalf("Receive = %+v, %v", res, err)
 		}
-		if _, events, _ := db.Counts(); events != 3 {
+		if _, events, _ := db.Counts(context.Background()); events != 3 {
 			t.Fatalf("events = %d, want 3 (the ping is not stored)", events)
 		}
 	})
@@ -173,8 +190,8 @@ func TestReceiver_Receive(t *testing.T) {
 		if err != nil || res.ID != "north:42" {
 			t.Fatalf("Receive = %+v, %v", res, err)
 		}
-		_, seq, _, _ := db.LookupID("erp", "north:42")
-		if e, _ := db.Event(seq); e == nil || e.Topic != "stock.changed" {
+		_, seq, _, _ := db.LookupID(context.Background(), "erp", "north:42")
+		if e, _ := db.Event(context.Background(), seq); e == nil || e.Topic != "stock.changed" {
 			t.Fatalf("stored %+v", e)
 		}
 		// Without the header the id cannot be built: 400, nothing stored.
@@ -189,8 +206,8 @@ func TestReceiver_Receive(t *testing.T) {
 		if _, err := r.Receive(ctx, "gh", in); err != nil {
 			t.Fatal(err)
 		}
-		_, seq, _, _ := db.LookupID("gh", "g1")
-		e, _ := db.Event(seq)
+		_, seq, _, _ := db.LookupID(context.Background(), "gh", "g1")
+		e, _ := db.Event(context.Background(), seq)
 		for _, h := range e.Header {
 			if h.Name == "Authorization" || h.Name == "Cookie" {
 				t.Fatalf("stored header %s", h.Name)
@@ -234,7 +251,7 @@ func TestReceiver_Receive_ConcurrentSameID(t *testing.T) {
 	if accepted.Load() != 1 || dups.Load() != 99 {
 		t.Fatalf("accepted %d, duplicates %d; want 1 and 99", accepted.Load(), dups.Load())
 	}
-	if _, events, _ := db.Counts(); events != 1 {
+	if _, events, _ := db.Counts(context.Background()); events != 1 {
 		t.Fatalf("events = %d, want 1", events)
 	}
 }
@@ -280,7 +297,7 @@ func TestSweeper_Sweep(t *testing.T) {
 func TestReceiver_LabelsAndUnknownSources(t *testing.T) {
 	ctx := context.Background()
 	now := now0
-	r, db := newReceiver(t, &now)
+	r, db := newReceiverOnDisk(t, &now)
 	cfg, _ := config.Parse("test.toml", testConfig, nil)
 	stats := app.NewStats(cfg, db, func() time.Time { return now })
 	prom := metrics.New(stats, db)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"time"
@@ -137,7 +138,7 @@ func maxStep(dest *Destination) time.Duration {
 // later than now): early retries while it recovers, or a probe while it
 // looks down. at is when to look again for a probe (zero: at the next
 // wake-up).
-func (d *Dispatcher) beyondDue(l *lane, now time.Time, room int, next time.Time, skip func(uint64) bool) (jobs []job, at time.Time) {
+func (d *Dispatcher) beyondDue(ctx context.Context, l *lane, now time.Time, room int, next time.Time, skip func(uint64) bool) (jobs []job, at time.Time) {
 	dest := l.dest
 	d.mu.Lock()
 	h := l.health
@@ -162,7 +163,7 @@ func (d *Dispatcher) beyondDue(l *lane, now time.Time, room int, next time.Time,
 			from = position{now, math.MaxUint64} // what is due, the due read takes
 		}
 		d.mu.Unlock()
-		ws, err := d.store.WaitingDeliveries(dest.Name, from.due, from.id, room, skip)
+		ws, err := d.store.WaitingDeliveries(ctx, dest.Name, from.due, from.id, room, skip)
 		d.mu.Lock()
 		if err != nil || h.walk == nil {
 			return nil, time.Time{}
@@ -192,9 +193,9 @@ func (d *Dispatcher) beyondDue(l *lane, now time.Time, room int, next time.Time,
 	}
 	from := h.probeFrom
 	d.mu.Unlock()
-	ws, err := d.store.WaitingDeliveries(dest.Name, from.due, from.id, 1, skip)
+	ws, err := d.store.WaitingDeliveries(ctx, dest.Name, from.due, from.id, 1, skip)
 	if err == nil && len(ws) == 0 && !from.due.IsZero() { // the last one: start again
-		ws, err = d.store.WaitingDeliveries(dest.Name, time.Time{}, 0, 1, skip)
+		ws, err = d.store.WaitingDeliveries(ctx, dest.Name, time.Time{}, 0, 1, skip)
 	}
 	d.mu.Lock()
 	if err != nil || len(ws) == 0 || h.probing {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -124,7 +125,7 @@ func (d DestInfo) SuccessRate() float64 {
 }
 
 // NewStats builds the counters for cfg, read from store.
-func NewStats(cfg *Config, store Store, now func() time.Time) *Stats {
+func NewStats(cfg *Config, store StatsStore, now func() time.Time) *Stats {
 	s := &Stats{now: now, store: store, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{},
 		Storage: newStorageHealth(now)}
 	s.Storage.failedCommit = func() { s.metrics().CommitFailed() }
@@ -255,11 +256,11 @@ func (s *Stats) Swept(err error) {
 
 // Hours returns the counts of each of the last CountHours hours, oldest
 // first, the current hour last, as the store has them.
-func (s *Stats) Hours() ([CountHours]Counts, error) {
+func (s *Stats) Hours(ctx context.Context) ([CountHours]Counts, error) {
 	var out [CountHours]Counts
 	now := s.now()
 	cur := Hour(now)
-	hs, err := s.store.HourlyCounts(HourStart(cur-CountHours+1), now)
+	hs, err := s.store.HourlyCounts(ctx, HourStart(cur-CountHours+1), now)
 	if err != nil {
 		return out, err
 	}
@@ -293,14 +294,14 @@ func Series(hs [CountHours]Counts, k Kind) [CountHours]uint64 {
 // Counts sums each kind over the last d (whole hours, the current one
 // included); a store that cannot be read gives zeros.
 func (s *Stats) Counts(d time.Duration) Counts {
-	hs, _ := s.Hours()
+	hs, _ := s.Hours(context.Background())
 	return Sum(hs, int(d/time.Hour))
 }
 
 // Hourly returns the counts of kind for each of the last 24 hours, oldest
 // first, the current hour last; a store that cannot be read gives zeros.
 func (s *Stats) Hourly(k Kind) [CountHours]uint64 {
-	hs, _ := s.Hours()
+	hs, _ := s.Hours(context.Background())
 	return Series(hs, k)
 }
 
@@ -309,10 +310,10 @@ func (s *Stats) Hourly(k Kind) [CountHours]uint64 {
 // the current one included, and the last accepted event and failed
 // attempt, from the store, so that a restart changes none of them. A
 // store that cannot be read gives the rows with zeros, and the error.
-func (s *Stats) Tables() (Tables, error) {
+func (s *Stats) Tables(ctx context.Context) (Tables, error) {
 	now := s.now()
-	counts, err := s.store.NamedCounts(HourStart(Hour(now)-CountHours+1), now)
-	lasts, lerr := s.store.Lasts()
+	counts, err := s.store.NamedCounts(ctx, HourStart(Hour(now)-CountHours+1), now)
+	lasts, lerr := s.store.Lasts(ctx)
 	if err == nil {
 		err = lerr
 	}

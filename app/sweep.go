@@ -18,10 +18,27 @@ const DefaultSweepChunk = 500
 // ingest commits get the writer in between.
 const DefaultChunkPause = 5 * time.Millisecond
 
+// SweepStore is what the Sweeper needs of the store: each method forgets
+// or deletes what retention no longer keeps, a bounded chunk at a time.
+type SweepStore interface {
+	// ForgetExpiredIDs forgets at most limit ids that expired at or before
+	// now, and reports how many it forgot.
+	ForgetExpiredIDs(ctx context.Context, now time.Time, limit int) (int, error)
+	// DeleteEventsBefore deletes at most limit events received before t,
+	// and reports how many it deleted.
+	DeleteEventsBefore(ctx context.Context, t time.Time, limit int) (int, error)
+	// PruneWindows forgets at most limit rate-limit windows that emptied
+	// by now, and reports how many.
+	PruneWindows(ctx context.Context, now time.Time, limit int) (int, error)
+	// PruneCounts forgets the hours that end at or before t (their counts
+	// by name too), and reports how many it forgot.
+	PruneCounts(ctx context.Context, before time.Time) (int, error)
+}
+
 // Sweeper forgets expired event ids, deletes old events and forgets the
 // hourly counts older than the status page shows.
 type Sweeper struct {
-	Store Store
+	Store SweepStore
 	// IDs and Events are the retention periods (Config.Retention).
 	IDs, Events time.Duration
 	// Chunk bounds the records deleted per transaction.
@@ -36,7 +53,7 @@ type Sweeper struct {
 }
 
 // NewSweeper builds a sweeper for cfg's retention over store.
-func NewSweeper(cfg *Config, store Store) *Sweeper {
+func NewSweeper(cfg *Config, store SweepStore) *Sweeper {
 	return &Sweeper{
 		Store:  store,
 		IDs:    cfg.Retention.EventIDs,
@@ -64,9 +81,9 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 		count *int
 		fn    func(limit int) (int, error)
 	}{
-		{&res.IDs, func(limit int) (int, error) { return s.Store.ForgetExpiredIDs(now, limit) }},
-		{&res.Events, func(limit int) (int, error) { return s.Store.DeleteEventsBefore(now.Add(-s.Events), limit) }},
-		{&res.Windows, func(limit int) (int, error) { return s.Store.PruneWindows(now, limit) }},
+		{&res.IDs, func(limit int) (int, error) { return s.Store.ForgetExpiredIDs(ctx, now, limit) }},
+		{&res.Events, func(limit int) (int, error) { return s.Store.DeleteEventsBefore(ctx, now.Add(-s.Events), limit) }},
+		{&res.Windows, func(limit int) (int, error) { return s.Store.PruneWindows(ctx, now, limit) }},
 	} {
 		for {
 			if err := ctx.Err(); err != nil {
@@ -89,7 +106,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 		}
 	}
 	// Few keys (one an hour since the last sweep): one transaction.
-	n, err := s.Store.PruneCounts(HourStart(Hour(now) - CountHours + 1))
+	n, err := s.Store.PruneCounts(ctx, HourStart(Hour(now)-CountHours+1))
 	res.Hours = n
 	res.Chunks++
 	return res, err

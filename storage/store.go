@@ -5,15 +5,19 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"time"
 
 	"hookbox/app"
 )
 
-// Store is everything hookbox's server uses of a store: the domain's
-// app.Store and app.MetaStore, the read model of the status page and the
-// admin API (app.ReadModel), and what serve and the tests ask of it.
+// Store is everything hookbox's server uses of a store: the sum of the
+// domain's roles (app.Store: the receiver's, the dispatcher's outbox, the
+// sweeper's, the counts, the read model), the login's app.MetaStore, and
+// what serve and the tests ask of it. Every method that reads or writes
+// takes ctx first and returns ctx's error once it is done (storetest's
+// Cancelled).
 // bboltstore.DB and postgres.DB implement it, and storetest.Run holds the
 // behaviour both must show.
 type Store interface {
@@ -23,12 +27,12 @@ type Store interface {
 
 	// LookupID reports whether source's id is remembered, until when, and
 	// the seq of the event accepted with it.
-	LookupID(source, id string) (expires time.Time, seq uint64, ok bool, err error)
+	LookupID(ctx context.Context, source, id string) (expires time.Time, seq uint64, ok bool, err error)
 	// Counts reports how many ids are remembered and how many events are stored.
-	Counts() (ids, events int, err error)
+	Counts(ctx context.Context) (ids, events int, err error)
 	// PendingCount returns the number of debounced deliveries waiting for
 	// their window.
-	PendingCount() (int, error)
+	PendingCount(ctx context.Context) (int, error)
 	// OnOpened sets f to be called, once per commit, after a commit that
 	// opened deliveries or debounce steps; f must not block.
 	OnOpened(f func())
@@ -37,7 +41,7 @@ type Store interface {
 	// health with it (app.StorageHealth); f must not block.
 	OnCommit(f func(err error))
 	// Ping reports whether the store can serve; it backs /healthz.
-	Ping() error
+	Ping(ctx context.Context) error
 	// Close lets writes in flight finish, then refuses new ones.
 	Close() error
 }

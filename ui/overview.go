@@ -21,8 +21,9 @@ type destRow struct {
 // banner, and never answered with a bare 500: when the database is gone the
 // page must still show the banner that says what to check.
 func (u *UI) overview(c *fiber.Ctx) error {
+	ctx := c.UserContext()
 	now := u.d.Now()
-	hours, herr := u.d.Stats.Hours()
+	hours, herr := u.d.Stats.Hours(ctx)
 	if herr != nil {
 		u.d.Logger.Warn("read the hourly counts", "error", herr)
 	}
@@ -35,7 +36,7 @@ func (u *UI) overview(c *fiber.Ctx) error {
 	for k, name := range app.KindNames {
 		counts = append(counts, count{name, app.KindLabels[k], hour[k], day[k]})
 	}
-	tables, terr := u.d.Stats.Tables()
+	tables, terr := u.d.Stats.Tables(ctx)
 	if terr != nil {
 		u.d.Logger.Warn("read the counts by name", "error", terr)
 	}
@@ -47,21 +48,21 @@ func (u *UI) overview(c *fiber.Ctx) error {
 	}
 	var dests []destRow
 	for _, d := range tables.Destinations {
-		n, err := u.d.Store.Backlog(d.Name, 100000)
+		n, err := u.d.Store.Backlog(ctx, d.Name, 100000)
 		if err != nil {
 			failed("the backlog of "+d.Name, err)
 		}
 		dests = append(dests, destRow{d, n})
 	}
-	pending, err := u.d.Store.CountPending()
+	pending, err := u.d.Store.CountPending(ctx)
 	if err != nil {
 		failed("the pending deliveries", err)
 	}
-	retrying, err := u.d.Store.CountRetrying(maxRetryingCount)
+	retrying, err := u.d.Store.CountRetrying(ctx, maxRetryingCount)
 	if err != nil {
 		failed("the deliveries waiting for a retry", err)
 	}
-	poison, poisonTotal, err := u.d.Store.Poisoned(10)
+	poison, poisonTotal, err := u.d.Store.Poisoned(ctx, 10)
 	if err != nil {
 		failed("the records set aside as unreadable", err)
 	}

@@ -152,8 +152,9 @@ type page struct {
 }
 
 func (u *UI) render(c *fiber.Ctx, status int, name, title string, data any) error {
+	ctx := c.UserContext()
 	csrf, _ := c.Locals("csrf").(string)
-	dead, _ := u.d.Store.CountDead()
+	dead, _ := u.d.Store.CountDead(ctx)
 	p := page{Title: title, CSRF: csrf, Nav: name, Dead: dead, Data: data}
 	if u.d.Stats != nil {
 		if cur, failing, _ := u.d.Stats.Storage.State(); failing {
@@ -175,6 +176,7 @@ func (u *UI) Login(c *fiber.Ctx, status int, msg, next string) error {
 }
 
 func (u *UI) events(c *fiber.Ctx) error {
+	ctx := c.UserContext()
 	q := app.EventQuery{Source: c.Query("source"), Topic: c.Query("topic"), Status: c.Query("status"),
 		ID: strings.TrimSpace(c.Query("id")), Limit: 50}
 	q.Before, _ = strconv.ParseUint(c.Query("before"), 10, 64)
@@ -192,7 +194,7 @@ func (u *UI) events(c *fiber.Ctx) error {
 			*f.to = t
 		}
 	}
-	rows, next, err := u.d.Store.ListEvents(q)
+	rows, next, err := u.d.Store.ListEvents(ctx, q)
 	if err != nil {
 		return err
 	}
@@ -233,24 +235,25 @@ type deliveryRow struct {
 }
 
 func (u *UI) event(c *fiber.Ctx) error {
+	ctx := c.UserContext()
 	seq, err := strconv.ParseUint(c.Params("seq"), 10, 64)
 	if err != nil {
 		return fiber.ErrNotFound
 	}
-	e, err := u.d.Store.Event(seq)
+	e, err := u.d.Store.Event(ctx, seq)
 	if err != nil {
 		return err
 	}
 	if e == nil {
 		return fiber.ErrNotFound
 	}
-	ds, err := u.d.Store.EventDeliveries(seq)
+	ds, err := u.d.Store.EventDeliveries(ctx, seq)
 	if err != nil {
 		return err
 	}
 	var rows []deliveryRow
 	for _, d := range ds {
-		_, hist, err := u.d.Store.Delivery(d.ID)
+		_, hist, err := u.d.Store.Delivery(ctx, d.ID)
 		if err != nil {
 			return err
 		}
@@ -260,7 +263,7 @@ func (u *UI) event(c *fiber.Ctx) error {
 		}
 		rows = append(rows, row)
 	}
-	merged, err := u.d.Store.MergedInto(seq)
+	merged, err := u.d.Store.MergedInto(ctx, seq)
 	if err != nil {
 		return err
 	}
@@ -280,8 +283,9 @@ const (
 )
 
 func (u *UI) dead(c *fiber.Ctx) error {
+	ctx := c.UserContext()
 	after, _ := strconv.ParseUint(c.Query("after"), 10, 64)
-	list, total, err := u.d.Store.DeadLetters(after, 100)
+	list, total, err := u.d.Store.DeadLetters(ctx, after, 100)
 	if err != nil {
 		return err
 	}
@@ -296,12 +300,13 @@ func (u *UI) dead(c *fiber.Ctx) error {
 // replayAll asks for confirmation first (a form that works without
 // JavaScript), then replays every dead delivery.
 func (u *UI) replayAll(c *fiber.Ctx) error {
+	ctx := c.UserContext()
 	if request.PostValue(c, "confirm") != "yes" {
-		n, _ := u.d.Store.CountDead()
+		n, _ := u.d.Store.CountDead(ctx)
 		return u.render(c, 200, "confirm", "Replay all?", map[string]any{"Action": "/dead-letters/replay",
 			"Question": fmt.Sprintf("Send all %d dead deliveries again?", n)})
 	}
-	n, err := u.d.Store.ReplayDead(u.d.Now())
+	n, err := u.d.Store.ReplayDead(ctx, u.d.Now())
 	if err != nil {
 		return err
 	}
@@ -310,6 +315,7 @@ func (u *UI) replayAll(c *fiber.Ctx) error {
 }
 
 func (u *UI) replayOne(c *fiber.Ctx) error {
+	ctx := c.UserContext()
 	id, err := strconv.ParseUint(c.Params("id"), 10, 64)
 	if err != nil {
 		return fiber.ErrNotFound
@@ -318,7 +324,7 @@ func (u *UI) replayOne(c *fiber.Ctx) error {
 		return u.render(c, 200, "confirm", "Replay?", map[string]any{"Action": "/deliveries/" + strconv.FormatUint(id, 10) + "/replay",
 			"Question": fmt.Sprintf("Send delivery %d again?", id), "Back": request.SafeNext(request.PostValue(c, "back"))})
 	}
-	if err := u.d.Store.Replay(id, u.d.Now()); err != nil {
+	if err := u.d.Store.Replay(ctx, id, u.d.Now()); err != nil {
 		if errors.Is(err, app.ErrNotFound) {
 			return fiber.ErrNotFound
 		}

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -243,7 +244,7 @@ func TestSign(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		if _, _, ok, err := db.LookupID("stripe", "evt_stripe-send"); err != nil || !ok {
+		if _, _, ok, err := db.LookupID(context.Background(), "stripe", "evt_stripe-send"); err != nil || !ok {
 			t.Fatalf("the backup lacks an accepted event: %v, %v", ok, err)
 		}
 

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -371,7 +372,7 @@ to = ["sink"]
 		}
 	}
 	for id := range ledger.acked {
-		if _, _, ok, err := db.LookupID("gh", id); !ok || err != nil {
+		if _, _, ok, err := db.LookupID(context.Background(), "gh", id); !ok || err != nil {
 			t.Fatalf("acknowledged id %s is not remembered: %v", id, err)
 		}
 	}

@@ -4,6 +4,7 @@ package cli_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -130,7 +131,7 @@ func TestFault_DiskFull(t *testing.T) {
 		t.Fatalf("bbolt check: %v", err)
 	}
 	for _, id := range append(acked, failed...) {
-		if _, _, ok, err := db.LookupID("gh", id); !ok || err != nil {
+		if _, _, ok, err := db.LookupID(context.Background(), "gh", id); !ok || err != nil {
 			t.Fatalf("%s is not remembered: %v", id, err)
 		}
 	}

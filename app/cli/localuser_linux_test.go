@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -305,7 +306,7 @@ func newRaceBed(t *testing.T) *raceBed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.SetMeta("secret", []byte("root's")); err != nil {
+	if err := db.SetMeta(context.Background(), "secret", []byte("root's")); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

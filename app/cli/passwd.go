@@ -114,7 +114,7 @@ func storePasswordHash(ctx context.Context, cfg *app.Config, hash []byte) (strin
 			return "", fmt.Errorf("%s: storage: %w", cfg.Path, err)
 		}
 		defer db.Close()
-		if err := db.SetMeta(app.PasswordHashKey, hash); err != nil {
+		if err := db.SetMeta(ctx, app.PasswordHashKey, hash); err != nil {
 			return "", fmt.Errorf("store the password in %s: %w", db.Where(), err)
 		}
 		return "set in " + db.Where() + "; running nodes take it up within a second", nil
@@ -137,7 +137,7 @@ func storePasswordHash(ctx context.Context, cfg *app.Config, hash []byte) (strin
 		return "", err
 	}
 	defer db.Close()
-	if err := db.SetMeta(app.PasswordHashKey, hash); err != nil {
+	if err := db.SetMeta(ctx, app.PasswordHashKey, hash); err != nil {
 		return "", fmt.Errorf("store the password in %s: %w", db.Path(), err)
 	}
 	return "set in " + db.Path() + " (hookbox is not running; it uses it from its next start)", nil

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -534,7 +535,7 @@ func restoredSet(t *testing.T, path string, ids [2][]string) (int, string) {
 	var found [2]int
 	for i, set := range ids {
 		for _, id := range set {
-			if _, _, ok, err := db.LookupID("gh", id); ok && err == nil {
+			if _, _, ok, err := db.LookupID(context.Background(), "gh", id); ok && err == nil {
 				found[i]++
 			}
 		}

@@ -124,7 +124,9 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 	stats.Storage.OnRecover = dispatcher.Wake // it holds its sends while commits fail
 	n.describe(stats.Storage)
 	db.OnCommit(stats.Storage.Committed)
-	go stats.Storage.Watch(ctx, func() error { return db.SetMeta("health_probe", []byte(time.Now().UTC().Format(time.RFC3339))) })
+	go stats.Storage.Watch(ctx, func() error {
+		return db.SetMeta(context.WithoutCancel(ctx), "health_probe", []byte(time.Now().UTC().Format(time.RFC3339)))
+	})
 	receiver := app.NewReceiver(cfg, db)
 	receiver.Stats = stats
 	db.OnOpened(dispatcher.Wake) // once per commit that opened deliveries
@@ -178,16 +180,16 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 	// The password is only read here: one is generated once every
 	// listener is bound (below), so that a start that fails to bind shows
 	// none, and the one shown belongs to a server that runs.
-	login, err := app.NewLogin(cfg.Status, db, logger.With("component", "status"))
+	login, err := app.NewLogin(ctx, cfg.Status, db, logger.With("component", "status"))
 	if err != nil {
 		return err
 	}
 	passwdDir := "" // where hookbox passwd leaves requests: the data dir of bbolt (PostgreSQL shares the hash in the database)
 	if cfg.Storage.Backend != app.BackendPostgres {
 		passwdDir = cfg.Server.DataDir
-		login.TakeRequest(passwdDir) // one left while the server was stopped
+		login.TakeRequest(ctx, passwdDir) // one left while the server was stopped
 	}
-	health := func() error { return cmp.Or(stats.Storage.Err(), db.Ping()) }
+	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
 	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
 		Backup: n.backup, Login: login.Check, LoginGeneration: login.Generation, Stats: stats, Metrics: prom, LastBackup: lastBackup})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
@@ -215,7 +217,7 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 			}()
 		}
 	}
-	if err := login.Ensure(); err != nil {
+	if err := login.Ensure(ctx); err != nil {
 		ln.Close()
 		if httpSrv != nil {
 			httpSrv.Close()

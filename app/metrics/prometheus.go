@@ -6,6 +6,7 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -33,9 +34,9 @@ var _ app.Metrics = (*Prometheus)(nil)
 
 // Store is what the gauges read of the store when scraped.
 type Store interface {
-	CountDead() (int, error)
-	CountPending() (int, error)
-	Poisoned(limit int) ([]app.Poison, int, error)
+	CountDead(ctx context.Context) (int, error)
+	CountPending(ctx context.Context) (int, error)
+	Poisoned(ctx context.Context, limit int) ([]app.Poison, int, error)
 }
 
 // commitCounter is a store that counts its group commits (bboltstore.DB).
@@ -77,10 +78,10 @@ func New(stats *app.Stats, store Store) *Prometheus {
 		return 0
 	})
 	p.Registry.MustRegister(p.requests, p.deliveries, p.ingest, p.sendTime, p.sweeps,
-		gauge("hookbox_dead_deliveries", "Dead deliveries waiting for a replay.", store.CountDead),
-		gauge("hookbox_pending_deliveries", "Deliveries waiting to be sent (due now or later).", store.CountPending),
+		gauge("hookbox_dead_deliveries", "Dead deliveries waiting for a replay.", func() (int, error) { return store.CountDead(context.Background()) }),
+		gauge("hookbox_pending_deliveries", "Deliveries waiting to be sent (due now or later).", func() (int, error) { return store.CountPending(context.Background()) }),
 		gauge("hookbox_poison_records", "Records in the data file that could not be decoded and were set aside (see the overview).",
-			func() (int, error) { _, n, err := store.Poisoned(0); return n, err }),
+			func() (int, error) { _, n, err := store.Poisoned(context.Background(), 0); return n, err }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		failing, p.failedCommits)
 	if cc, ok := store.(commitCounter); ok {

@@ -109,13 +109,13 @@ to = ["good", "wrong"]
 	if res, err := recv.Receive(ctx, "gh", in); err != nil || res.Outcome != app.Accepted {
 		t.Fatalf("Receive = %+v, %v", res, err)
 	}
-	_, seq, _, err := db.LookupID("gh", "evt-1")
+	_, seq, _, err := db.LookupID(context.Background(), "gh", "evt-1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		ds, err := db.EventDeliveries(seq)
+		ds, err := db.EventDeliveries(context.Background(), seq)
 		if err != nil {
 			t.Fatal(err)
 		}

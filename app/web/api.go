@@ -146,12 +146,13 @@ func toJSON(d *app.Delivery, attempts ...*app.Attempt) deliveryJSON {
 }
 
 func (s *Server) handleDeadLetters(c *fiber.Ctx) error {
+	ctx := c.UserContext()
 	after, _ := strconv.ParseUint(c.Query("after"), 10, 64)
 	limit := c.QueryInt("limit", 100)
 	if limit < 1 || limit > 1000 {
 		limit = 100
 	}
-	list, total, err := s.deps.Store.DeadLetters(after, limit)
+	list, total, err := s.deps.Store.DeadLetters(ctx, after, limit)
 	if err != nil {
 		return s.storeError(c, err)
 	}
@@ -163,7 +164,8 @@ func (s *Server) handleDeadLetters(c *fiber.Ctx) error {
 }
 
 func (s *Server) handleReplayDead(c *fiber.Ctx) error {
-	n, err := s.deps.Store.ReplayDead(s.deps.Now())
+	ctx := c.UserContext()
+	n, err := s.deps.Store.ReplayDead(ctx, s.deps.Now())
 	if err != nil {
 		return s.storeError(c, err)
 	}
@@ -172,11 +174,12 @@ func (s *Server) handleReplayDead(c *fiber.Ctx) error {
 }
 
 func (s *Server) handleReplay(c *fiber.Ctx) error {
+	ctx := c.UserContext()
 	id, err := strconv.ParseUint(c.Params("id"), 10, 64)
 	if err != nil {
 		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no such delivery"))
 	}
-	if err := s.deps.Store.Replay(id, s.deps.Now()); err != nil {
+	if err := s.deps.Store.Replay(ctx, id, s.deps.Now()); err != nil {
 		return s.storeError(c, err)
 	}
 	s.deps.Wake()
@@ -184,11 +187,12 @@ func (s *Server) handleReplay(c *fiber.Ctx) error {
 }
 
 func (s *Server) handleDelivery(c *fiber.Ctx) error {
+	ctx := c.UserContext()
 	id, err := strconv.ParseUint(c.Params("id"), 10, 64)
 	if err != nil {
 		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no such delivery"))
 	}
-	d, attempts, err := s.deps.Store.Delivery(id)
+	d, attempts, err := s.deps.Store.Delivery(ctx, id)
 	if err != nil {
 		return s.storeError(c, err)
 	}
@@ -234,12 +238,13 @@ type routeJSON struct {
 }
 
 func (s *Server) handleStats(c *fiber.Ctx) error {
+	ctx := c.UserContext()
 	st := s.deps.Stats
-	hours, err := st.Hours()
+	hours, err := st.Hours(ctx)
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	tables, err := st.Tables()
+	tables, err := st.Tables(ctx)
 	if err != nil {
 		return s.storeError(c, err)
 	}
@@ -267,9 +272,9 @@ func (s *Server) handleStats(c *fiber.Ctx) error {
 		out.Routes = append(out.Routes, routeJSON{Name: rt.Name, Received: rt.Received, Debounced: rt.Merged,
 			Deferred: rt.Deferred, Unkeyed: rt.Unkeyed, Delivered: rt.Sent, Reduction: max(rt.Reduction(), 0)})
 	}
-	out.Dead, _ = s.deps.Store.CountDead()
-	out.Pending, _ = s.deps.Store.CountPending()
-	out.Retrying, _ = s.deps.Store.CountRetrying(maxRetrying)
+	out.Dead, _ = s.deps.Store.CountDead(ctx)
+	out.Pending, _ = s.deps.Store.CountPending(ctx)
+	out.Retrying, _ = s.deps.Store.CountRetrying(ctx, maxRetrying)
 	return c.JSON(out)
 }
 
@@ -289,6 +294,7 @@ type eventJSON struct {
 }
 
 func (s *Server) handleEvents(c *fiber.Ctx) error {
+	ctx := c.UserContext()
 	q := app.EventQuery{Source: c.Query("source"), Topic: c.Query("topic"), Status: c.Query("status"),
 		ID: c.Query("id"), Limit: c.QueryInt("limit", 50)}
 	q.Before, _ = strconv.ParseUint(c.Query("before"), 10, 64)
@@ -304,7 +310,7 @@ func (s *Server) handleEvents(c *fiber.Ctx) error {
 			*f.to = t
 		}
 	}
-	rows, next, err := s.deps.Store.ListEvents(q)
+	rows, next, err := s.deps.Store.ListEvents(ctx, q)
 	if err != nil {
 		return s.storeError(c, err)
 	}
@@ -322,11 +328,12 @@ func (s *Server) handleEvents(c *fiber.Ctx) error {
 // eventParam finds the event the route's :seq names; when there is none
 // (or it cannot be read) e is nil and err is the answer already sent.
 func (s *Server) eventParam(c *fiber.Ctx) (seq uint64, e *app.Event, err error) {
+	ctx := c.UserContext()
 	seq, err = strconv.ParseUint(c.Params("seq"), 10, 64)
 	if err != nil {
 		return 0, nil, s.sendError(c, app.Errorf(app.ENOTFOUND, "no such event"))
 	}
-	e, err = s.deps.Store.Event(seq)
+	e, err = s.deps.Store.Event(ctx, seq)
 	if err != nil {
 		return 0, nil, s.storeError(c, err)
 	}
@@ -337,23 +344,24 @@ func (s *Server) eventParam(c *fiber.Ctx) (seq uint64, e *app.Event, err error) 
 }
 
 func (s *Server) handleEvent(c *fiber.Ctx) error {
+	ctx := c.UserContext()
 	seq, e, err := s.eventParam(c)
 	if e == nil {
 		return err
 	}
-	ds, err := s.deps.Store.EventDeliveries(seq)
+	ds, err := s.deps.Store.EventDeliveries(ctx, seq)
 	if err != nil {
 		return s.storeError(c, err)
 	}
 	deliveries := make([]deliveryJSON, 0, len(ds))
 	for _, d := range ds {
-		_, attempts, err := s.deps.Store.Delivery(d.ID)
+		_, attempts, err := s.deps.Store.Delivery(ctx, d.ID)
 		if err != nil {
 			return s.storeError(c, err)
 		}
 		deliveries = append(deliveries, toJSON(d, attempts...))
 	}
-	merged, _ := s.deps.Store.MergedInto(seq)
+	merged, _ := s.deps.Store.MergedInto(ctx, seq)
 	if merged == nil {
 		merged = []uint64{}
 	}

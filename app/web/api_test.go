@@ -58,16 +58,16 @@ func newAPIServer(t *testing.T, toml string) (*web.Server, *bboltstore.DB, uint6
 	if _, err := recv.Receive(context.Background(), "shop", in); err != nil {
 		t.Fatal(err)
 	}
-	_, seq, _, _ := db.LookupID("shop", "w-dead")
-	ds, _ := db.EventDeliveries(seq)
+	_, seq, _, _ := db.LookupID(context.Background(), "shop", "w-dead")
+	ds, _ := db.EventDeliveries(context.Background(), seq)
 	if len(ds) != 1 {
 		t.Fatalf("deliveries = %+v", ds)
 	}
-	err = db.RecordAttempt(ds[0].ID, &app.Attempt{Start: time.Now(), Duration: time.Millisecond, Error: "connection refused"}, app.Dead, time.Time{})
+	err = db.RecordAttempt(context.Background(), ds[0].ID, &app.Attempt{Start: time.Now(), Duration: time.Millisecond, Error: "connection refused"}, app.Dead, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	login, err := app.StatusLogin(cfg.Status, db, slog.Default())
+	login, err := app.StatusLogin(context.Background(), cfg.Status, db, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestAPI_Auth(t *testing.T) {
 				t.Fatalf("password %q: answer = %d %v", pw, code, m)
 			}
 		}
-		if hash, _ := db.Meta("status_password_bcrypt"); !strings.HasPrefix(string(hash), "$2") {
+		if hash, _ := db.Meta(context.Background(), "status_password_bcrypt"); !strings.HasPrefix(string(hash), "$2") {
 			t.Fatalf("stored hash %q is not bcrypt", hash)
 		}
 	})
@@ -159,15 +159,15 @@ func TestAPI_DeadLettersAndReplay(t *testing.T) {
 	if code, m := apiCall(t, s, "POST", "/api/v1/dead-letters/"+strconv.FormatUint(id, 10)+"/replay", auth); code != 200 || m["replayed"] != float64(1) {
 		t.Fatalf("replay = %d %v", code, m)
 	}
-	d, attempts, _ := db.Delivery(id)
+	d, attempts, _ := db.Delivery(context.Background(), id)
 	if d.State != app.Pending || len(attempts) != 1 {
 		t.Fatalf("after replay: %+v with %d attempts; want pending, history kept", d, len(attempts))
 	}
-	if n, _ := db.CountDead(); n != 0 {
+	if n, _ := db.CountDead(context.Background()); n != 0 {
 		t.Fatalf("dead = %d after replay", n)
 	}
 	// Replay all: make it dead again first.
-	db.RecordAttempt(id, &app.Attempt{Start: time.Now(), Status: 500}, app.Dead, time.Time{})
+	db.RecordAttempt(context.Background(), id, &app.Attempt{Start: time.Now(), Status: 500}, app.Dead, time.Time{})
 	if code, m := apiCall(t, s, "POST", "/api/v1/dead-letters/replay", auth); code != 200 || m["replayed"] != float64(1) {
 		t.Fatalf("replay all = %d %v", code, m)
 	}
@@ -203,7 +203,7 @@ func TestAPI_Backup(t *testing.T) {
 	if err := copyDB.Check(); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := copyDB.CountDead(); n != 1 {
+	if n, _ := copyDB.CountDead(context.Background()); n != 1 {
 		t.Fatalf("dead in the copy = %d, want 1", n)
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {

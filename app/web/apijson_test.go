@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -90,7 +91,7 @@ func TestAPI_JSONStyle(t *testing.T) {
 	}
 	for _, seq := range events {
 		calls = append(calls, struct{ method, path, route string }{"GET", fmt.Sprintf("/api/v1/events/%d", seq), "/api/v1/events/:seq"})
-		ds, _ := f.db.EventDeliveries(seq)
+		ds, _ := f.db.EventDeliveries(context.Background(), seq)
 		for _, d := range ds {
 			calls = append(calls, struct{ method, path, route string }{"GET", fmt.Sprintf("/api/v1/deliveries/%d", d.ID), "/api/v1/deliveries/:id"})
 		}

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bytes"
+	"context"
 	"maps"
 
 	"net"
@@ -159,7 +160,7 @@ debounce = "1h"
 			hdr := maps.Clone(hdr)
 			hdr["X-Shopify-Shop-Domain"] = "shop1.myshopify.com"
 			load(b, serve(b, srv.App()), body, hdr)
-			if _, events, _ := db.Counts(); events < b.N {
+			if _, events, _ := db.Counts(context.Background()); events < b.N {
 				b.Fatalf("stored %d events for %d requests", events, b.N)
 			}
 		})

@@ -3,6 +3,7 @@ package web_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -179,11 +180,11 @@ func TestServer_BodyLimits(t *testing.T) {
 				}
 				return
 			}
-			_, seq, ok, err := e.db.LookupID("shop", id)
+			_, seq, ok, err := e.db.LookupID(context.Background(), "shop", id)
 			if !ok || err != nil {
 				t.Fatalf("not stored: %v", err)
 			}
-			ev, err := e.db.Event(seq)
+			ev, err := e.db.Event(context.Background(), seq)
 			if err != nil || !bytes.Equal(ev.Body, b) {
 				t.Fatalf("stored %d bytes, %v; want the %d bytes sent", len(ev.Body), err, len(b))
 			}
@@ -232,11 +233,11 @@ func TestServer_BodyLimits(t *testing.T) {
 			if resp.StatusCode != 200 {
 				t.Fatalf("request %d (%d bytes): %d %s", i, n, resp.StatusCode, raw)
 			}
-			_, seq, ok, err := e.db.LookupID("shop", fmt.Sprint("keepalive-", i))
+			_, seq, ok, err := e.db.LookupID(context.Background(), "shop", fmt.Sprint("keepalive-", i))
 			if !ok || err != nil {
 				t.Fatalf("request %d not stored: %v", i, err)
 			}
-			if ev, err := e.db.Event(seq); err != nil || !bytes.Equal(ev.Body, body(n)) {
+			if ev, err := e.db.Event(context.Background(), seq); err != nil || !bytes.Equal(ev.Body, body(n)) {
 				t.Fatalf("request %d: stored %d bytes, %v; want the %d sent", i, len(ev.Body), err, n)
 			}
 		}

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -117,7 +118,7 @@ func TestOverview_TablesSurviveRestart(t *testing.T) {
 	f := openFixture(t, dir, now, nil)
 	f.fill()
 	f.send("cust-nokey", "customers/update", `{"name": "no id"}`) // its key cannot be built
-	if fired, _, err := f.db.FirePending(now.Add(2 * time.Minute)); err != nil || len(fired) != 1 {
+	if fired, _, err := f.db.FirePending(context.Background(), now.Add(2*time.Minute)); err != nil || len(fired) != 1 {
 		t.Fatalf("FirePending = %v, %v; want the debounced delivery", fired, err)
 	}
 	before, api := overviewPart(t, f), statsTables(t, f)

@@ -58,7 +58,7 @@ secret = "s3cret-shop"
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	login, _ := app.StatusLogin(cfg.Status, db, slog.Default())
+	login, _ := app.StatusLogin(context.Background(), cfg.Status, db, slog.Default())
 	e := &edgeServer{db: db, log: &syncBuffer{}}
 	recv := app.NewReceiver(cfg, db)
 	recv.Logger = slog.New(slog.NewTextHandler(e.log, nil))
@@ -126,11 +126,11 @@ func TestServer_RawBodies(t *testing.T) {
 			if resp, answer := e.do(t, "POST", "/in/shop", tt.body, h); resp.StatusCode != 200 {
 				t.Fatalf("answer %d %s", resp.StatusCode, answer)
 			}
-			_, seq, ok, err := e.db.LookupID("shop", "raw-"+tt.name)
+			_, seq, ok, err := e.db.LookupID(context.Background(), "shop", "raw-"+tt.name)
 			if !ok || err != nil {
 				t.Fatalf("not stored: %v", err)
 			}
-			ev, err := e.db.Event(seq)
+			ev, err := e.db.Event(context.Background(), seq)
 			if err != nil || !bytes.Equal(ev.Body, tt.body) {
 				t.Fatalf("stored %q, %v; want the %d bytes sent", ev.Body, err, len(tt.body))
 			}
@@ -141,7 +141,7 @@ func TestServer_RawBodies(t *testing.T) {
 	if resp, answer := e.do(t, "POST", "/in/shop", gz.Bytes(), h); resp.StatusCode != 415 || !strings.Contains(answer, "uncompressed") {
 		t.Fatalf("Content-Encoding gzip: %d %s; want 415", resp.StatusCode, answer)
 	}
-	if _, _, ok, _ := e.db.LookupID("shop", "raw-encoded"); ok {
+	if _, _, ok, _ := e.db.LookupID(context.Background(), "shop", "raw-encoded"); ok {
 		t.Fatal("a refused request was stored")
 	}
 	if !strings.Contains(e.log.String(), "client=127.0.0.1") {
@@ -285,7 +285,7 @@ func TestServer_MasksSecretHeaders(t *testing.T) {
 	if resp, answer := e.do(t, "POST", "/in/shop", body, h); resp.StatusCode != 200 {
 		t.Fatalf("webhook: %d %s", resp.StatusCode, answer)
 	}
-	_, seq, _, _ := e.db.LookupID("shop", "masked-1")
+	_, seq, _, _ := e.db.LookupID(context.Background(), "shop", "masked-1")
 	basic := http.Header{"Authorization": {"Basic b3BzOnB3LWVkZ2UtMQ=="}}
 	_, api := e.do(t, "GET", fmt.Sprintf("/api/v1/events/%d", seq), nil, basic)
 	_, page := e.do(t, "GET", fmt.Sprintf("/events/%d", seq), nil, basic)

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -41,7 +42,7 @@ func (f *fixture) sendWith(id, body string, extra [][2]string) uint64 {
 	if resp.StatusCode != 200 {
 		f.t.Fatalf("send %s: %d", id, resp.StatusCode)
 	}
-	_, seq, _, _ := f.db.LookupID("shop", id)
+	_, seq, _, _ := f.db.LookupID(context.Background(), "shop", id)
 	return seq
 }
 
@@ -166,14 +167,14 @@ func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 func TestUI_EventPageAttemptsBounded(t *testing.T) {
 	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
 	seq := f.sendWith("many-attempts", `{"id": 7}`, nil)
-	ds, err := f.db.EventDeliveries(seq)
+	ds, err := f.db.EventDeliveries(context.Background(), seq)
 	if err != nil || len(ds) == 0 {
 		t.Fatalf("deliveries: %v %v", ds, err)
 	}
 	for i := range 60 {
 		a := &app.Attempt{Start: f.now.Add(time.Duration(i) * time.Second), Duration: time.Millisecond, Status: 500, Error: "HTTP 500",
 			Response: []byte(fmt.Sprintf("answer-%03d", i))}
-		if err := f.db.RecordAttempt(ds[0].ID, a, app.Pending, f.now.Add(time.Hour)); err != nil {
+		if err := f.db.RecordAttempt(context.Background(), ds[0].ID, a, app.Pending, f.now.Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -39,7 +39,7 @@ func TestUI_ShowsRecordsSetAside(t *testing.T) {
 	if _, err := recv.Receive(context.Background(), "shop", in); err != nil {
 		t.Fatal(err)
 	}
-	_, seq, _, _ := db.LookupID("shop", "evt-garbled")
+	_, seq, _, _ := db.LookupID(context.Background(), "shop", "evt-garbled")
 	db.Close()
 	bdb, err := bolt.Open(filepath.Join(dir, bboltstore.FileName), 0o600, nil)
 	if err != nil {
@@ -56,10 +56,10 @@ func TestUI_ShowsRecordsSetAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, _, err := db.DueDeliveries("pos", time.Now(), 10, func(uint64) bool { return false }); err != nil {
+	if _, _, err := db.DueDeliveries(context.Background(), "pos", time.Now(), 10, func(uint64) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
-	login, _ := app.StatusLogin(cfg.Status, db, slog.Default())
+	login, _ := app.StatusLogin(context.Background(), cfg.Status, db, slog.Default())
 	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login})
 	c := logIn(t, serve(t, srv.App()))
 	resp, page := c.do("GET", "/", nil)
@@ -75,7 +75,7 @@ func TestServer_HealthDegraded(t *testing.T) {
 	since := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
 	failing := &app.StorageError{StorageEpisode: app.StorageEpisode{Since: since, Refused: 42,
 		LastError: "write /var/lib/hookbox/hookbox.db: no space left on device"}}
-	s, _ := newServer(t, func() error { return failing })
+	s, _ := newServer(t, func(context.Context) error { return failing })
 	resp, err := s.App().Test(httptest.NewRequest("GET", "/healthz", nil))
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestUI_FailingDestination(t *testing.T) {
 	since := time.Now().Add(-90 * time.Second)
 	stats.Attempt("pos", app.Pending, time.Millisecond)
 	stats.DestState("pos", since, time.Now().Add(4*time.Minute+30*time.Second))
-	login, _ := app.StatusLogin(cfg.Status, db, slog.Default())
+	login, _ := app.StatusLogin(context.Background(), cfg.Status, db, slog.Default())
 	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats})
 	c := logIn(t, serve(t, srv.App()))
 	_, page := c.do("GET", "/", nil)
@@ -136,32 +136,32 @@ type failingReads struct {
 
 var errReadFailed = errors.New("injected read failure")
 
-func (f *failingReads) Backlog(dest string, limit int) (int, error) {
+func (f *failingReads) Backlog(ctx context.Context, dest string, limit int) (int, error) {
 	if f.fail == "Backlog" {
 		return 0, errReadFailed
 	}
-	return f.DB.Backlog(dest, limit)
+	return f.DB.Backlog(ctx, dest, limit)
 }
 
-func (f *failingReads) CountPending() (int, error) {
+func (f *failingReads) CountPending(ctx context.Context) (int, error) {
 	if f.fail == "CountPending" {
 		return 0, errReadFailed
 	}
-	return f.DB.CountPending()
+	return f.DB.CountPending(ctx)
 }
 
-func (f *failingReads) CountRetrying(limit int) (int, error) {
+func (f *failingReads) CountRetrying(ctx context.Context, limit int) (int, error) {
 	if f.fail == "CountRetrying" {
 		return 0, errReadFailed
 	}
-	return f.DB.CountRetrying(limit)
+	return f.DB.CountRetrying(ctx, limit)
 }
 
-func (f *failingReads) Poisoned(limit int) ([]app.Poison, int, error) {
+func (f *failingReads) Poisoned(ctx context.Context, limit int) ([]app.Poison, int, error) {
 	if f.fail == "Poisoned" {
 		return nil, 0, errReadFailed
 	}
-	return f.DB.Poisoned(limit)
+	return f.DB.Poisoned(ctx, limit)
 }
 
 // A store read the overview cannot do is named on the page in a line of
@@ -187,7 +187,7 @@ func TestUI_OverviewReadFails(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { db.Close() })
-			login, _ := app.StatusLogin(cfg.Status, db, slog.New(slog.DiscardHandler))
+			login, _ := app.StatusLogin(context.Background(), cfg.Status, db, slog.New(slog.DiscardHandler))
 			stats := app.NewStats(cfg, db, time.Now)
 			recv := app.NewReceiver(cfg, db)
 			srv := web.New(cfg, web.Deps{Receiver: recv, Store: &failingReads{db, tc.fail}, Health: db.Ping,

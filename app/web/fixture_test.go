@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -88,7 +89,7 @@ func openFixtureWith(t *testing.T, dir string, now time.Time, logger *slog.Logge
 	var clockMu sync.Mutex
 	cur := now
 	clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return cur }
-	login, err := app.StatusLogin(cfg.Status, db, slog.New(slog.DiscardHandler))
+	login, err := app.StatusLogin(context.Background(), cfg.Status, db, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func (f *fixture) fill() (events []uint64) {
 		if r := f.send(id, "orders/create", fmt.Sprintf(`{"id": %d, "note": "a/b & <c>"}`, i)); r.StatusCode != 200 {
 			f.t.Fatalf("send %s: %d", id, r.StatusCode)
 		}
-		_, seq, _, _ := f.db.LookupID("shop", id)
+		_, seq, _, _ := f.db.LookupID(context.Background(), "shop", id)
 		events = append(events, seq)
 	}
 	f.send("order-0", "orders/create", `{"id": 0, "note": "a/b & <c>"}`) // a duplicate
@@ -167,13 +168,13 @@ func (f *fixture) fill() (events []uint64) {
 	attempt := func(dl *app.Delivery, status int, errText string, state app.DeliveryState, due time.Time) {
 		a := &app.Attempt{Start: f.now.Add(-time.Second), Duration: 120 * time.Millisecond, Status: status, Error: errText,
 			Response: bytes.Repeat([]byte("busy "), 3)}
-		if err := f.db.RecordAttempt(dl.ID, a, state, due); err != nil {
+		if err := f.db.RecordAttempt(context.Background(), dl.ID, a, state, due); err != nil {
 			f.t.Fatal(err)
 		}
 		f.stats.Attempt(dl.Destination, state, a.Duration)
 	}
 	for i, seq := range events {
-		ds, err := f.db.EventDeliveries(seq)
+		ds, err := f.db.EventDeliveries(context.Background(), seq)
 		if err != nil || len(ds) != 3 {
 			f.t.Fatalf("deliveries of %d: %v, %v", seq, ds, err)
 		}

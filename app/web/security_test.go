@@ -3,6 +3,7 @@ package web_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,7 +60,7 @@ func newSecServer(t *testing.T, readTimeout time.Duration) *secServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	login, err := app.StatusLogin(cfg.Status, db, slog.Default())
+	login, err := app.StatusLogin(context.Background(), cfg.Status, db, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestServer_OversizedHeaders(t *testing.T) {
 	if code, answer := send(h); code != 431 {
 		t.Fatalf("many headers: %d %s; want 431", code, answer)
 	}
-	if _, events, _ := s.db.Counts(); events != 0 {
+	if _, events, _ := s.db.Counts(context.Background()); events != 0 {
 		t.Fatalf("%d events stored", events)
 	}
 }
@@ -199,11 +200,11 @@ func TestServer_InvalidUTF8(t *testing.T) {
 		if code != 200 || m["status"] != "accepted" {
 			t.Fatalf("id %q: answer %d %v", id, code, m)
 		}
-		_, seq, ok, err := s.db.LookupID("shop", id)
+		_, seq, ok, err := s.db.LookupID(context.Background(), "shop", id)
 		if !ok || err != nil {
 			t.Fatalf("id %q not stored byte for byte: %v", id, err)
 		}
-		e, err := s.db.Event(seq)
+		e, err := s.db.Event(context.Background(), seq)
 		if err != nil || !bytes.Equal(e.Body, body) || e.ID != id || e.Topic != "orders/\xff" {
 			t.Fatalf("stored event %+v, %v; want the exact bytes", e, err)
 		}
@@ -288,7 +289,7 @@ func TestServer_ManyUnknownSources(t *testing.T) {
 			}
 		}
 	}
-	if ids, events, _ := s.db.Counts(); ids != 0 || events != 0 {
+	if ids, events, _ := s.db.Counts(context.Background()); ids != 0 || events != 0 {
 		t.Fatalf("stored %d ids, %d events for unknown sources", ids, events)
 	}
 }

@@ -34,13 +34,13 @@ const (
 )
 
 // Health reports whether the store can serve; nil means healthy.
-type Health func() error
+type Health func(ctx context.Context) error
 
-// Store is what the server uses of a store: the domain's (the counts of
-// Stats) and the read model that the admin API and the status pages share.
+// Store is what the server uses of a store: the read model that the admin
+// API and the status pages share, and what Stats counts into and reads.
 type Store interface {
-	app.Store
 	app.ReadModel
+	app.StatsStore
 }
 
 // Deps are what the server serves from.
@@ -279,7 +279,7 @@ type degraded struct {
 }
 
 func (s *Server) handleHealth(c *fiber.Ctx) error {
-	if err := s.deps.Health(); err != nil {
+	if err := s.deps.Health(c.UserContext()); err != nil {
 		var se *app.StorageError
 		if errors.As(err, &se) { // logged where it happens, at most once a second
 			return c.Status(fiber.StatusServiceUnavailable).JSON(degraded{Status: "degraded",

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -116,7 +117,7 @@ func TestServer_Health(t *testing.T) {
 	if code, m := request(t, s, "GET", "/healthz", nil, nil); code != 200 || m["status"] != "ok" {
 		t.Fatalf("healthz = %d %v", code, m)
 	}
-	s, _ = newServer(t, func() error { return errors.New("disk on fire") })
+	s, _ = newServer(t, func(context.Context) error { return errors.New("disk on fire") })
 	code, m := request(t, s, "GET", "/healthz", nil, nil)
 	if code != 503 || m["status"] != "unavailable" {
 		t.Fatalf("healthz = %d %v; want 503", code, m)
@@ -138,7 +139,7 @@ func TestServer_TooLarge(t *testing.T) {
 	if resp.StatusCode != 413 || !strings.Contains(string(raw), "body larger than max_body_bytes") {
 		t.Fatalf("answer = %d %s; want 413", resp.StatusCode, raw)
 	}
-	if _, events, _ := db.Counts(); events != 0 {
+	if _, events, _ := db.Counts(context.Background()); events != 0 {
 		t.Fatalf("events = %d, want 0", events)
 	}
 }

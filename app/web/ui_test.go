@@ -54,7 +54,7 @@ func newUIServer(t *testing.T) (addr string, db *bboltstore.DB, eventSeq uint64)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	login, _ := app.StatusLogin(cfg.Status, db, slog.Default())
+	login, _ := app.StatusLogin(context.Background(), cfg.Status, db, slog.Default())
 	stats := app.NewStats(cfg, db, time.Now)
 	prom := metrics.New(stats, db)
 	recv := app.NewReceiver(cfg, db)
@@ -68,9 +68,9 @@ func newUIServer(t *testing.T) (addr string, db *bboltstore.DB, eventSeq uint64)
 	if _, err := recv.Receive(context.Background(), "shop", in); err != nil {
 		t.Fatal(err)
 	}
-	_, seq, _, _ := db.LookupID("shop", "evt-ui")
-	ds, _ := db.EventDeliveries(seq)
-	db.RecordAttempt(ds[0].ID, &app.Attempt{Start: time.Now(), Duration: 3 * time.Millisecond, Status: 500, Error: "HTTP 500", Response: []byte("boom")}, app.Dead, time.Time{})
+	_, seq, _, _ := db.LookupID(context.Background(), "shop", "evt-ui")
+	ds, _ := db.EventDeliveries(context.Background(), seq)
+	db.RecordAttempt(context.Background(), ds[0].ID, &app.Attempt{Start: time.Now(), Duration: 3 * time.Millisecond, Status: 500, Error: "HTTP 500", Response: []byte("boom")}, app.Dead, time.Time{})
 	stats.Attempt("pos", app.Dead, 3*time.Millisecond)
 	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats, Metrics: prom})
 	return serve(t, srv.App()), db, seq
@@ -202,7 +202,7 @@ func TestUI_LoginPagesAndCSRF(t *testing.T) {
 	}
 
 	// A state change without the CSRF token is refused; with it, it works.
-	ds, _ := db.EventDeliveries(seq)
+	ds, _ := db.EventDeliveries(context.Background(), seq)
 	id := strconv.FormatUint(ds[0].ID, 10)
 	if resp, _ := c.do("POST", "/deliveries/"+id+"/replay", url.Values{"confirm": {"yes"}}); resp.StatusCode != 403 {
 		t.Fatalf("replay without CSRF: %d", resp.StatusCode)
@@ -219,7 +219,7 @@ func TestUI_LoginPagesAndCSRF(t *testing.T) {
 	if resp, _ := c.do("POST", "/dead-letters/replay", url.Values{"csrf": {tok}, "confirm": {"yes"}}); resp.StatusCode != 303 {
 		t.Fatalf("replay all: %d", resp.StatusCode)
 	}
-	if n, _ := db.CountDead(); n != 0 {
+	if n, _ := db.CountDead(context.Background()); n != 0 {
 		t.Fatalf("dead after replay = %d", n)
 	}
 	if resp, _ := c.do("POST", "/logout", url.Values{"csrf": {tok}}); resp.StatusCode != 303 {

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func TestEvents_WaitingInDebounceWindow(t *testing.T) {
 	if _, body := f.get("/events?status=waiting"); !strings.Contains(string(body), ">cust-1</a>") {
 		t.Errorf("the status filter 'waiting' does not find cust-1")
 	}
-	if _, _, err := f.db.FirePending(now.Add(2 * time.Minute)); err != nil {
+	if _, _, err := f.db.FirePending(context.Background(), now.Add(2*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	_, page = f.get("/events")

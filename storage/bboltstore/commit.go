@@ -1,6 +1,7 @@
 package bboltstore
 
 import (
+	"context"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -143,12 +144,31 @@ func fillAppendOnly(tx *bolt.Tx) {
 	}
 }
 
+// view runs fn in a read transaction, unless ctx is done already: a read
+// is short and bbolt cannot stop one midway, so ctx is checked before it.
+func (d *DB) view(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return d.db.View(fn)
+}
+
 // update runs fn in a group-committed write transaction and returns after
 // the commit is durable.
-func (d *DB) update(fn func(*bolt.Tx) error) error { return d.updateThen(fn, nil) }
+func (d *DB) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+	return d.updateThen(ctx, fn, nil)
+}
 
-// updateThen is update with a committed hook (see write).
-func (d *DB) updateThen(fn func(*bolt.Tx) error, committed func()) error {
+// updateThen is update with a committed hook (see write). ctx is honoured
+// up to the moment the write is handed to the committer: a write whose ctx
+// is done before, or while it waits for room in the queue, returns ctx's
+// error and is never run. Once handed over it may commit at any moment, so
+// it is waited for whatever ctx says: updateThen never reports success
+// before the commit returns, and never an error for a write that commits.
+func (d *DB) updateThen(ctx context.Context, fn func(*bolt.Tx) error, committed func()) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	d.mu.RLock()
 	if d.closed {
 		d.mu.RUnlock()
@@ -158,7 +178,11 @@ func (d *DB) updateThen(fn func(*bolt.Tx) error, committed func()) error {
 	d.mu.RUnlock()
 	defer d.inflight.Done()
 	w := write{fn: fn, committed: committed, done: make(chan error, 1)}
-	d.queue <- w
+	select {
+	case d.queue <- w:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	return <-w.done
 }
 

@@ -1,6 +1,7 @@
 package bboltstore
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -185,10 +186,10 @@ func (d *DB) settleCounts(committed bool) {
 
 // HourlyCounts returns the counts of the hours from from's to to's, both
 // included, oldest first, with what AddCounts holds added.
-func (d *DB) HourlyCounts(from, to time.Time) ([]app.HourCounts, error) {
+func (d *DB) HourlyCounts(ctx context.Context, from, to time.Time) ([]app.HourCounts, error) {
 	first, last := app.Hour(from), app.Hour(to)
 	byHour := map[int64]*app.Counts{}
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketCounts).Cursor()
 		for k, v := c.Seek(hourKey(first)); k != nil; k, v = c.Next() {
 			if len(k) != 8 || int64(binary.BigEndian.Uint64(k)) > last {
@@ -233,10 +234,10 @@ func (d *DB) HourlyCounts(from, to time.Time) ([]app.HourCounts, error) {
 
 // PruneCounts forgets the hours that end at or before t, written or
 // pending.
-func (d *DB) PruneCounts(t time.Time) (int, error) {
+func (d *DB) PruneCounts(ctx context.Context, t time.Time) (int, error) {
 	end := app.Hour(t) // hours before this one have ended by t
 	var n int
-	err := d.update(func(tx *bolt.Tx) error {
+	err := d.update(ctx, func(tx *bolt.Tx) error {
 		n = 0
 		b := tx.Bucket(bucketCounts)
 		var keys [][]byte

@@ -36,14 +36,14 @@ func TestDB_CountsOldFile(t *testing.T) {
 	db.Close()
 	withBolt(t, dir, func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("counts")) })
 	db = mustOpenDir(t, dir)
-	if hs, err := db.HourlyCounts(t0, t0); err != nil || len(hs) != 0 {
+	if hs, err := db.HourlyCounts(context.Background(), t0, t0); err != nil || len(hs) != 0 {
 		t.Fatalf("HourlyCounts = %v, %v; want none", hs, err)
 	}
 	e := newEvent("shop", "a", t0)
 	if dup, err := db.Accept(context.Background(), e, t0.Add(time.Hour), nil); err != nil || dup {
 		t.Fatalf("Accept = %v, %v", dup, err)
 	}
-	if hs, err := db.HourlyCounts(t0, t0); err != nil || len(hs) != 1 || hs[0].Counts[app.KindAccepted] != 1 {
+	if hs, err := db.HourlyCounts(context.Background(), t0, t0); err != nil || len(hs) != 1 || hs[0].Counts[app.KindAccepted] != 1 {
 		t.Fatalf("HourlyCounts = %v, %v; want one accepted", hs, err)
 	}
 }

@@ -202,7 +202,10 @@ func (d *DB) Close() error {
 // write transaction, group-committed with
 // concurrent calls. It returns only after the commit's fsync, so an
 // acknowledged event survives a crash with its deliveries.
-func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *app.Plan) (bool, error) {
+func (d *DB) Accept(ctx context.Context, e *app.Event, idExpires time.Time, plan *app.Plan) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
 	key := idKey(e.Source, e.ID)
 	// A remembered, unexpired id stays remembered (the sweep only forgets
 	// expired ones), so a read transaction can answer most duplicates
@@ -215,7 +218,7 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 	var dup, over bool
 	var seq uint64
 	// The committer may run this function more than once: it only sets results.
-	err := d.updateThen(func(tx *bolt.Tx) error {
+	err := d.updateThen(ctx, func(tx *bolt.Tx) error {
 		dup, over, seq = false, false, 0
 		expiry := tx.Bucket(bucketExpiry)
 		pending, again := d.txIDs[string(key)]
@@ -315,7 +318,10 @@ func (d *DB) remembered(key []byte, t time.Time) bool {
 // debounced or rate-limited delivery waiting to send them. An event that
 // cannot be read is kept too. Events are keyed by sequence, which follows
 // arrival, so the scan stops at the first event that is young enough.
-func (d *DB) DeleteEventsBefore(t time.Time, limit int) (int, error) {
+func (d *DB) DeleteEventsBefore(ctx context.Context, t time.Time, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	var n int
 	err := d.db.Update(func(tx *bolt.Tx) error {
 		n = 0
@@ -423,9 +429,9 @@ func deleteEvent(tx *bolt.Tx, k []byte) error {
 }
 
 // Event returns the event stored under seq, or nil when there is none.
-func (d *DB) Event(seq uint64) (*app.Event, error) {
+func (d *DB) Event(ctx context.Context, seq uint64) (*app.Event, error) {
 	var e *app.Event
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketEvents).Get(seqKey(seq))
 		if v == nil {
 			return nil
@@ -445,9 +451,9 @@ func (d *DB) Event(seq uint64) (*app.Event, error) {
 
 // LookupID reports whether source's id is remembered, until when, and the
 // sequence number of the event that was accepted with it.
-func (d *DB) LookupID(source, id string) (expires time.Time, seq uint64, ok bool, err error) {
+func (d *DB) LookupID(ctx context.Context, source, id string) (expires time.Time, seq uint64, ok bool, err error) {
 	key := idKey(source, id)
-	err = d.db.View(func(tx *bolt.Tx) error {
+	err = d.view(ctx, func(tx *bolt.Tx) error {
 		exp, entry, found := d.ids.find(tx, key)
 		if ok = found; !ok {
 			return nil
@@ -460,8 +466,8 @@ func (d *DB) LookupID(source, id string) (expires time.Time, seq uint64, ok bool
 }
 
 // Counts reports how many ids are remembered and how many events are stored.
-func (d *DB) Counts() (ids, events int, err error) {
-	err = d.db.View(func(tx *bolt.Tx) error {
+func (d *DB) Counts(ctx context.Context) (ids, events int, err error) {
+	err = d.view(ctx, func(tx *bolt.Tx) error {
 		ids = d.ids.len()
 		events = tx.Bucket(bucketEvents).Stats().KeyN
 		return nil
@@ -470,8 +476,8 @@ func (d *DB) Counts() (ids, events int, err error) {
 }
 
 // Ping reports whether the data file can be read; it backs /healthz.
-func (d *DB) Ping() error {
-	return d.db.View(func(tx *bolt.Tx) error {
+func (d *DB) Ping(ctx context.Context) error {
+	return d.view(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketEvents) == nil {
 			return errors.New("events bucket missing")
 		}
@@ -516,9 +522,9 @@ func (d *DB) Backup(dir string) (*os.File, int64, error) {
 var bucketMeta = []byte("meta") // name → value: small settings hookbox keeps for itself
 
 // Meta returns the value stored under name, or nil.
-func (d *DB) Meta(name string) ([]byte, error) {
+func (d *DB) Meta(ctx context.Context, name string) ([]byte, error) {
 	var v []byte
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketMeta); b != nil {
 			v = append([]byte(nil), b.Get([]byte(name))...)
 		}
@@ -531,8 +537,8 @@ func (d *DB) Meta(name string) ([]byte, error) {
 }
 
 // SetMeta stores value under name, durably.
-func (d *DB) SetMeta(name string, value []byte) error {
-	return d.update(func(tx *bolt.Tx) error {
+func (d *DB) SetMeta(ctx context.Context, name string, value []byte) error {
+	return d.update(ctx, func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
 			return err

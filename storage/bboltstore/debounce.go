@@ -2,6 +2,7 @@ package bboltstore
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"time"
@@ -191,12 +192,12 @@ const firePendingChunk = 1000
 // FirePending turns pending deliveries due by now into deliveries to their
 // destinations, records which events they merged, and frees their keys. A
 // deferred one takes its slot in the window as it fires.
-func (d *DB) FirePending(now time.Time) (map[string]int, time.Time, error) {
+func (d *DB) FirePending(ctx context.Context, now time.Time) (map[string]int, time.Time, error) {
 	// Look first in a read transaction: the dispatcher asks on every pass,
 	// and an empty write transaction would still cost a commit and fsync.
 	var next time.Time
 	var due bool
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		if k, _ := tx.Bucket(bucketPendingDue).Cursor().First(); k != nil {
 			next = time.Unix(0, int64(binary.BigEndian.Uint64(k)))
 			due = !next.After(now)
@@ -207,7 +208,7 @@ func (d *DB) FirePending(now time.Time) (map[string]int, time.Time, error) {
 		return nil, next, err
 	}
 	var fired map[string]int
-	err = d.update(func(tx *bolt.Tx) error {
+	err = d.update(ctx, func(tx *bolt.Tx) error {
 		fired, next = map[string]int{}, time.Time{}
 		var keys [][]byte
 		c := tx.Bucket(bucketPendingDue).Cursor()
@@ -343,7 +344,10 @@ func cutZero(b []byte) (string, string, bool) {
 
 // PruneWindows deletes at most limit rate-limit windows whose every send
 // left the window by now, and reports how many.
-func (d *DB) PruneWindows(now time.Time, limit int) (int, error) {
+func (d *DB) PruneWindows(ctx context.Context, now time.Time, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	var n int
 	err := d.db.Update(func(tx *bolt.Tx) error {
 		n = 0
@@ -369,9 +373,9 @@ func (d *DB) PruneWindows(now time.Time, limit int) (int, error) {
 
 // MergedInto returns the seqs of the events merged into event seq's
 // delivery by debouncing.
-func (d *DB) MergedInto(seq uint64) ([]uint64, error) {
+func (d *DB) MergedInto(ctx context.Context, seq uint64) ([]uint64, error) {
 	var out []uint64
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		prefix := seqKey(seq)
 		c := tx.Bucket(bucketMerged).Cursor()
 		for k, _ := c.Seek(prefix); len(k) == 16 && string(k[:8]) == string(prefix); k, _ = c.Next() {
@@ -383,9 +387,9 @@ func (d *DB) MergedInto(seq uint64) ([]uint64, error) {
 }
 
 // PendingCount returns the number of pending (debounced) deliveries.
-func (d *DB) PendingCount() (int, error) {
+func (d *DB) PendingCount(ctx context.Context) (int, error) {
 	var n int
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		n = tx.Bucket(bucketPending).Stats().KeyN
 		return nil
 	})

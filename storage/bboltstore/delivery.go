@@ -2,6 +2,7 @@ package bboltstore
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -167,8 +168,8 @@ func getDelivery(tx *bolt.Tx, id uint64) (*app.Delivery, error) {
 // that cannot be sent (its record or its event cannot be read, or its
 // event is gone) is set aside (setAsideDue), never returned as an error
 // that would hold back the rest.
-func (d *DB) DueDeliveries(dest string, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
-	return d.readOutbox(dest, time.Time{}, 0, now, now, limit, skip)
+func (d *DB) DueDeliveries(ctx context.Context, dest string, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
+	return d.readOutbox(ctx, dest, time.Time{}, 0, now, now, limit, skip)
 }
 
 // endOfTime is after every due time.
@@ -176,22 +177,22 @@ var endOfTime = time.Unix(0, math.MaxInt64)
 
 // WaitingDeliveries returns up to limit pending deliveries to dest after
 // (afterDue, afterID) in due order, due or not: see app.Store.
-func (d *DB) WaitingDeliveries(dest string, afterDue time.Time, afterID uint64, limit int, skip func(uint64) bool) ([]app.Work, error) {
-	work, _, err := d.readOutbox(dest, afterDue, afterID, endOfTime, time.Now(), limit, skip)
+func (d *DB) WaitingDeliveries(ctx context.Context, dest string, afterDue time.Time, afterID uint64, limit int, skip func(uint64) bool) ([]app.Work, error) {
+	work, _, err := d.readOutbox(ctx, dest, afterDue, afterID, endOfTime, time.Now(), limit, skip)
 	return work, err
 }
 
 // readOutbox reads dest's pending deliveries in due order, after the
 // position (after, afterID) when after is set, up to limit of them due at
 // or before until; see DueDeliveries. now dates what it sets aside.
-func (d *DB) readOutbox(dest string, after time.Time, afterID uint64, until, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
+func (d *DB) readOutbox(ctx context.Context, dest string, after time.Time, afterID uint64, until, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
 	prefix := append([]byte(dest), 0)
 	start := prefix
 	if !after.IsZero() {
 		start = binary.BigEndian.AppendUint64(dueKey(dest, after, afterID), 0) // just past it
 	}
 	var bad []uint64
-	err = d.db.View(func(tx *bolt.Tx) error {
+	err = d.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketDue).Cursor()
 		for k, _ := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			if len(k) != len(prefix)+16 {
@@ -217,7 +218,7 @@ func (d *DB) readOutbox(dest string, after time.Time, afterID uint64, until, now
 	})
 	if err == nil && len(bad) > 0 {
 		// Best effort: what is not set aside now is skipped again next time.
-		d.setAsideDue(bad, now)
+		d.setAsideDue(ctx, bad, now)
 	}
 	return work, next, err
 }
@@ -256,8 +257,8 @@ func readWork(tx *bolt.Tx, id uint64) (app.Work, *unsendable) {
 // is dead-lettered with the reason, one whose own record cannot be read
 // only leaves the index (its bytes stay where they are). Each record that
 // cannot be decoded goes on the poison list.
-func (d *DB) setAsideDue(ids []uint64, now time.Time) error {
-	return d.update(func(tx *bolt.Tx) error {
+func (d *DB) setAsideDue(ctx context.Context, ids []uint64, now time.Time) error {
+	return d.update(ctx, func(tx *bolt.Tx) error {
 		for _, id := range ids {
 			_, u := readWork(tx, id) // again: it may have changed since the read
 			if u == nil {
@@ -313,8 +314,8 @@ var attemptKind = map[app.DeliveryState]app.Kind{app.Delivered: app.KindDelivere
 
 // RecordAttempt stores attempt a of delivery id and moves the delivery to
 // state, due at due when pending: RecordAttempts for one record.
-func (d *DB) RecordAttempt(id uint64, a *app.Attempt, state app.DeliveryState, due time.Time) error {
-	return d.RecordAttempts([]app.AttemptRecord{{ID: id, Attempt: a, State: state, Due: due}})[0]
+func (d *DB) RecordAttempt(ctx context.Context, id uint64, a *app.Attempt, state app.DeliveryState, due time.Time) error {
+	return d.RecordAttempts(ctx, []app.AttemptRecord{{ID: id, Attempt: a, State: state, Due: due}})[0]
 }
 
 // RecordAttempts stores each record's attempt and moves its delivery on, all
@@ -322,13 +323,13 @@ func (d *DB) RecordAttempt(id uint64, a *app.Attempt, state app.DeliveryState, d
 // the last commit was in progress, so attempts cost one queued write and one
 // wakeup per commit rather than per delivery. A record whose delivery is
 // gone fails alone; a failed commit fails them all.
-func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
+func (d *DB) RecordAttempts(ctx context.Context, recs []app.AttemptRecord) []error {
 	encoded := make([][]byte, len(recs))
 	for i, r := range recs {
 		encoded[i] = encodeAttempt(r.Attempt)
 	}
 	errs := make([]error, len(recs))
-	err := d.update(func(tx *bolt.Tx) error {
+	err := d.update(ctx, func(tx *bolt.Tx) error {
 		for i, r := range recs {
 			errs[i] = nil // fn may run again (see write)
 			dl, err := getDelivery(tx, r.ID)
@@ -370,8 +371,8 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 
 // Replay makes delivery id pending again, due at now, keeping its history.
 // It works on dead and on delivered deliveries; a pending one is left as is.
-func (d *DB) Replay(id uint64, now time.Time) error {
-	return d.update(func(tx *bolt.Tx) error {
+func (d *DB) Replay(ctx context.Context, id uint64, now time.Time) error {
+	return d.update(ctx, func(tx *bolt.Tx) error {
 		dl, err := getDelivery(tx, id)
 		if err != nil {
 			return err
@@ -393,7 +394,10 @@ func replay(tx *bolt.Tx, dl *app.Delivery, now time.Time) error {
 
 // ReplayDead makes every dead delivery pending again, due at now, and
 // reports how many.
-func (d *DB) ReplayDead(now time.Time) (int, error) {
+func (d *DB) ReplayDead(ctx context.Context, now time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	var n int
 	err := d.db.Update(func(tx *bolt.Tx) error {
 		n = 0
@@ -418,10 +422,10 @@ func (d *DB) ReplayDead(now time.Time) (int, error) {
 }
 
 // Delivery returns delivery id and its attempts, oldest first.
-func (d *DB) Delivery(id uint64) (*app.Delivery, []*app.Attempt, error) {
+func (d *DB) Delivery(ctx context.Context, id uint64) (*app.Delivery, []*app.Attempt, error) {
 	var dl *app.Delivery
 	var attempts []*app.Attempt
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		var err error
 		if dl, err = getDelivery(tx, id); err != nil {
 			return err
@@ -441,9 +445,9 @@ func (d *DB) Delivery(id uint64) (*app.Delivery, []*app.Attempt, error) {
 }
 
 // EventDeliveries returns the deliveries of event seq.
-func (d *DB) EventDeliveries(seq uint64) ([]*app.Delivery, error) {
+func (d *DB) EventDeliveries(ctx context.Context, seq uint64) ([]*app.Delivery, error) {
 	var out []*app.Delivery
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		prefix := seqKey(seq)
 		c := tx.Bucket(bucketEventDlv).Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -460,10 +464,10 @@ func (d *DB) EventDeliveries(seq uint64) ([]*app.Delivery, error) {
 
 // DeadLetters returns up to limit dead deliveries with ids above after,
 // in id order, and the total number of dead deliveries.
-func (d *DB) DeadLetters(after uint64, limit int) ([]*app.Delivery, int, error) {
+func (d *DB) DeadLetters(ctx context.Context, after uint64, limit int) ([]*app.Delivery, int, error) {
 	var out []*app.Delivery
 	var total int
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		dead := tx.Bucket(bucketDead)
 		total = dead.Stats().KeyN
 		c := dead.Cursor()
@@ -480,9 +484,9 @@ func (d *DB) DeadLetters(after uint64, limit int) ([]*app.Delivery, int, error) 
 }
 
 // CountDead returns the number of dead deliveries.
-func (d *DB) CountDead() (int, error) {
+func (d *DB) CountDead(ctx context.Context) (int, error) {
 	var n int
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		n = tx.Bucket(bucketDead).Stats().KeyN
 		return nil
 	})
@@ -491,9 +495,9 @@ func (d *DB) CountDead() (int, error) {
 
 // CountPending returns the number of pending deliveries, debounced ones
 // included.
-func (d *DB) CountPending() (int, error) {
+func (d *DB) CountPending(ctx context.Context) (int, error) {
 	var n int
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		n = tx.Bucket(bucketDue).Stats().KeyN + tx.Bucket(bucketPending).Stats().KeyN
 		return nil
 	})
@@ -502,9 +506,9 @@ func (d *DB) CountPending() (int, error) {
 
 // CountRetrying returns how many pending deliveries have had an attempt
 // (and wait for a retry), counting at most limit.
-func (d *DB) CountRetrying(limit int) (int, error) {
+func (d *DB) CountRetrying(ctx context.Context, limit int) (int, error) {
 	var n int
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketDue).Cursor()
 		for k, _ := c.First(); k != nil && n < limit; k, _ = c.Next() {
 			if len(k) < 8 {
@@ -522,10 +526,10 @@ func (d *DB) CountRetrying(limit int) (int, error) {
 
 // Backlog returns how many deliveries to dest are pending, counting at
 // most limit.
-func (d *DB) Backlog(dest string, limit int) (int, error) {
+func (d *DB) Backlog(ctx context.Context, dest string, limit int) (int, error) {
 	var n int
 	prefix := append([]byte(dest), 0)
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketDue).Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n < limit; k, _ = c.Next() {
 			n++

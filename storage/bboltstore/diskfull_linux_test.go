@@ -138,9 +138,9 @@ func TestDB_DiskFull(t *testing.T) {
 		t.Fatalf("check after reopening: %v", err)
 	}
 	for _, id := range append(acked, failed...) {
-		if _, seq, ok, err := db.LookupID("shop", id); !ok || err != nil {
+		if _, seq, ok, err := db.LookupID(context.Background(), "shop", id); !ok || err != nil {
 			t.Fatalf("%s not remembered after reopening: %v", id, err)
-		} else if e, err := db.Event(seq); err != nil || e == nil || e.ID != id {
+		} else if e, err := db.Event(context.Background(), seq); err != nil || e == nil || e.ID != id {
 			t.Fatalf("event of %s: %+v, %v", id, e, err)
 		}
 	}

@@ -2,6 +2,7 @@ package bboltstore
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
@@ -310,9 +311,9 @@ func expirySeq(v []byte) (uint64, error) {
 // now. It reads the expiry index from its start, so its cost grows with
 // what expired, not with what is stored. It goes through the committer,
 // which keeps the id index in step.
-func (d *DB) ForgetExpiredIDs(now time.Time, limit int) (int, error) {
+func (d *DB) ForgetExpiredIDs(ctx context.Context, now time.Time, limit int) (int, error) {
 	var keys [][]byte
-	err := d.updateThen(func(tx *bolt.Tx) error {
+	err := d.updateThen(ctx, func(tx *bolt.Tx) error {
 		keys = keys[:0]
 		exp := tx.Bucket(bucketExpiry)
 		end := uint64(now.UnixNano())

@@ -59,7 +59,7 @@ func TestIDIndex_Collisions(t *testing.T) {
 		if !accept(t, db, fmt.Sprint("c-", i), idsT0.Add(time.Minute)) {
 			t.Fatalf("resent id c-%d accepted again", i)
 		}
-		if _, _, ok, err := db.LookupID("shop", fmt.Sprint("c-", i)); !ok || err != nil {
+		if _, _, ok, err := db.LookupID(context.Background(), "shop", fmt.Sprint("c-", i)); !ok || err != nil {
 			t.Fatalf("LookupID(c-%d) = %v, %v", i, ok, err)
 		}
 	}
@@ -77,7 +77,7 @@ func TestIDIndex_Collisions(t *testing.T) {
 			t.Fatalf("expired id c-%d refused", i)
 		}
 	}
-	if forgot, err := db.ForgetExpiredIDs(idsT0.Add(90*time.Minute), 1000); err != nil || forgot != n/2 {
+	if forgot, err := db.ForgetExpiredIDs(context.Background(), idsT0.Add(90*time.Minute), 1000); err != nil || forgot != n/2 {
 		t.Fatalf("ForgetExpiredIDs = %d, %v; want %d", forgot, err, n/2)
 	}
 	for i := range n {
@@ -245,21 +245,21 @@ func testMigratesIDsBucket(t *testing.T, interrupted func(*testing.T, *bolt.Tx))
 	defer db.Close()
 	for _, i := range []int{0, 1, 7, 2_999, 3_000, 9_999, 10_000, 24_999} {
 		id := fmt.Sprint("old-", i)
-		got, seq, ok, err := db.LookupID("shop", id)
+		got, seq, ok, err := db.LookupID(context.Background(), "shop", id)
 		if !ok || err != nil || !got.Equal(exp(i)) {
 			t.Fatalf("LookupID(%s) = %v %d %v %v; want expiry %v", id, got, seq, ok, err, exp(i))
 		}
-		if e, err := db.Event(seq); err != nil || e == nil || e.ID != id {
+		if e, err := db.Event(context.Background(), seq); err != nil || e == nil || e.ID != id {
 			t.Fatalf("event %d of %s: %+v, %v", seq, id, e, err)
 		}
 		if !accept(t, db, id, idsT0.Add(time.Minute)) {
 			t.Fatalf("migrated id %s accepted again", id)
 		}
 	}
-	if _, _, ok, _ := db.LookupID("shop", "orphan"); ok {
+	if _, _, ok, _ := db.LookupID(context.Background(), "shop", "orphan"); ok {
 		t.Error("an expiry entry without an id record is remembered")
 	}
-	if ids, _, _ := db.Counts(); ids != n {
+	if ids, _, _ := db.Counts(context.Background()); ids != n {
 		t.Fatalf("%d ids remembered, want %d", ids, n)
 	}
 	db.db.View(func(tx *bolt.Tx) error {

@@ -1,6 +1,7 @@
 package bboltstore
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -125,10 +126,10 @@ func putLasts(tx *bolt.Tx, m map[app.Named]app.Last) error {
 
 // NamedCounts sums the counts by name of the hours from from's to to's,
 // both included, with what AddNamed holds.
-func (d *DB) NamedCounts(from, to time.Time) (map[app.Named]uint64, error) {
+func (d *DB) NamedCounts(ctx context.Context, from, to time.Time) (map[app.Named]uint64, error) {
 	first, last := app.Hour(from), app.Hour(to)
 	out := map[app.Named]uint64{}
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketNamed).Cursor()
 		for k, v := c.Seek(hourKey(first)); k != nil; k, v = c.Next() {
 			if len(k) < 9 || int64(binary.BigEndian.Uint64(k)) > last {
@@ -165,9 +166,9 @@ func (d *DB) NamedCounts(from, to time.Time) (map[app.Named]uint64, error) {
 
 // Lasts returns the last accepted event of each source and the last
 // failed attempt of each destination.
-func (d *DB) Lasts() (map[app.Named]app.Last, error) {
+func (d *DB) Lasts(ctx context.Context) (map[app.Named]app.Last, error) {
 	out := map[app.Named]app.Last{}
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketLast).ForEach(func(k, v []byte) error {
 			if len(k) < 1 {
 				return nil

@@ -1,6 +1,7 @@
 package bboltstore
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"time"
@@ -92,10 +93,10 @@ func setAsidePending(tx *bolt.Tx, ek, v []byte, err error, now time.Time) error 
 
 // Poisoned returns up to limit of the records set aside, newest first,
 // and how many there are.
-func (d *DB) Poisoned(limit int) ([]app.Poison, int, error) {
+func (d *DB) Poisoned(ctx context.Context, limit int) ([]app.Poison, int, error) {
 	var out []app.Poison
 	var total int
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketPoison)
 		total = b.Stats().KeyN
 		c := b.Cursor()

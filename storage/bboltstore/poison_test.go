@@ -31,7 +31,7 @@ func TestDB_PoisonIsolated(t *testing.T) {
 		}
 		events = append(events, e)
 	}
-	ds, _ := db.EventDeliveries(events[2].Seq)
+	ds, _ := db.EventDeliveries(context.Background(), events[2].Seq)
 	flipped := ds[0].ID
 	db.Close()
 	withBolt(t, dir, func(tx *bolt.Tx) error {
@@ -48,7 +48,7 @@ func TestDB_PoisonIsolated(t *testing.T) {
 	db = mustOpenDir(t, dir)
 
 	for round := range 2 {
-		work, _, err := db.DueDeliveries("pos", t0.Add(time.Minute), 10, never)
+		work, _, err := db.DueDeliveries(context.Background(), "pos", t0.Add(time.Minute), 10, never)
 		if err != nil {
 			t.Fatalf("round %d: DueDeliveries: %v; want the readable ones", round, err)
 		}
@@ -56,7 +56,7 @@ func TestDB_PoisonIsolated(t *testing.T) {
 			t.Fatalf("round %d: due %+v; want p-0 and p-3", round, work)
 		}
 	}
-	poison, total, err := db.Poisoned(10)
+	poison, total, err := db.Poisoned(context.Background(), 10)
 	if err != nil || total != 2 || len(poison) != 2 {
 		t.Fatalf("Poisoned = %+v, %d, %v; want the event and the delivery", poison, total, err)
 	}
@@ -71,16 +71,16 @@ func TestDB_PoisonIsolated(t *testing.T) {
 		t.Errorf("poisoned delivery = %+v", p)
 	}
 	// The delivery of the unreadable event is dead, with the reason.
-	dead, n, err := db.DeadLetters(0, 10)
+	dead, n, err := db.DeadLetters(context.Background(), 0, 10)
 	if err != nil || n != 1 || dead[0].EventSeq != events[1].Seq || !strings.Contains(dead[0].LastError, "cannot be read") {
 		t.Fatalf("dead letters = %+v (%d), %v", dead, n, err)
 	}
 	// The pages still list what can be read.
-	rows, _, err := db.ListEvents(app.EventQuery{})
+	rows, _, err := db.ListEvents(context.Background(), app.EventQuery{})
 	if err != nil || len(rows) != 4 || rows[2].Status != "unreadable" {
 		t.Fatalf("ListEvents = %+v, %v; want four rows, one unreadable", rows, err)
 	}
-	if _, err := db.ReplayDead(t0.Add(time.Hour)); err != nil {
+	if _, err := db.ReplayDead(context.Background(), t0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Check(); err != nil {
@@ -119,14 +119,14 @@ func TestDB_PoisonPending(t *testing.T) {
 	if _, err := db.Accept(ctx, newEvent("shop", "c2-2", t0.Add(time.Second)), t0.Add(time.Hour), debounced("c2", time.Second)); err != nil {
 		t.Fatalf("an event for an entity whose pending delivery is unreadable: %v", err)
 	}
-	fired, _, err := db.FirePending(t0.Add(10 * time.Second))
+	fired, _, err := db.FirePending(context.Background(), t0.Add(10*time.Second))
 	if err != nil {
 		t.Fatalf("FirePending: %v", err)
 	}
 	if fired["r"] != 1 {
 		t.Fatalf("fired = %v; want c2's new pending delivery", fired)
 	}
-	poison, total, err := db.Poisoned(10)
+	poison, total, err := db.Poisoned(context.Background(), 10)
 	if err != nil || total != 2 {
 		t.Fatalf("Poisoned = %+v, %d, %v; want both pending deliveries", poison, total, err)
 	}
@@ -135,7 +135,7 @@ func TestDB_PoisonPending(t *testing.T) {
 			t.Errorf("poisoned pending = %+v", p)
 		}
 	}
-	if n, _ := db.PendingCount(); n != 0 {
+	if n, _ := db.PendingCount(context.Background()); n != 0 {
 		t.Fatalf("pending = %d", n)
 	}
 }

@@ -2,6 +2,7 @@ package bboltstore
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"time"
 
@@ -22,13 +23,13 @@ const maxScan = 20000
 // the next page (0 when there is none). It walks the seq-ordered events
 // backwards from q.Before, starting at q.Until found by binary search, so
 // its cost depends on the page, not on how many events are stored.
-func (d *DB) ListEvents(q app.EventQuery) ([]app.EventSummary, uint64, error) {
+func (d *DB) ListEvents(ctx context.Context, q app.EventQuery) ([]app.EventSummary, uint64, error) {
 	if q.Limit <= 0 || q.Limit > 500 {
 		q.Limit = 50
 	}
 	var out []app.EventSummary
 	var next uint64
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		if q.ID != "" {
 			return d.findByID(tx, q, &out)
 		}

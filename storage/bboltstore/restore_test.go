@@ -60,7 +60,7 @@ func TestDB_WriteBackup_UnderLoad(t *testing.T) {
 		t.Errorf("leftover files next to the copy: %v", ents)
 	}
 	copyDB := mustOpenDir(t, restoreInto(t, out))
-	if exp, _, ok, _ := copyDB.LookupID("shop", "evt_2000"); !ok || exp.IsZero() {
+	if exp, _, ok, _ := copyDB.LookupID(context.Background(), "shop", "evt_2000"); !ok || exp.IsZero() {
 		t.Error("the copy lacks an id accepted before the backup")
 	}
 	t.Logf("%d events accepted while the backup ran", during.Load())
@@ -121,10 +121,10 @@ func TestRestore(t *testing.T) {
 			t.Fatalf("restored file: %v %v", fi, err)
 		}
 		restored := mustOpenDir(t, dir)
-		if ids, events, _ := restored.Counts(); ids != 10 || events != 10 {
+		if ids, events, _ := restored.Counts(context.Background()); ids != 10 || events != 10 {
 			t.Errorf("restored: %d ids, %d events; want 10, 10", ids, events)
 		}
-		if _, _, ok, _ := restored.LookupID("other", "evt_1"); ok {
+		if _, _, ok, _ := restored.LookupID(context.Background(), "other", "evt_1"); ok {
 			t.Error("the restored file still has the replaced file's ids")
 		}
 		if dup, err := restored.Accept(context.Background(), newEvent("shop", "evt_3", t0), t0.Add(time.Hour), nil); err != nil || !dup {
@@ -142,7 +142,7 @@ func TestRestore(t *testing.T) {
 		if ents := dataDirFiles(t, dir); len(ents) != 2 { // the data file and its marker
 			t.Errorf("a refused restore changed the data dir: %v", ents)
 		}
-		if err := running.Ping(); err != nil {
+		if err := running.Ping(context.Background()); err != nil {
 			t.Error(err)
 		}
 	})

@@ -35,20 +35,20 @@ func TestDB_DeleteEventsBefore_PrunesMerged(t *testing.T) {
 		}
 		seqs = append(seqs, e.Seq)
 	}
-	if _, _, err := db.FirePending(t0.Add(20 * time.Second)); err != nil {
+	if _, _, err := db.FirePending(context.Background(), t0.Add(20*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if merged, _ := db.MergedInto(seqs[2]); len(merged) != 2 {
+	if merged, _ := db.MergedInto(context.Background(), seqs[2]); len(merged) != 2 {
 		t.Fatalf("merged = %v, want two", merged)
 	}
-	work, _, _ := db.DueDeliveries("pos", t0.Add(20*time.Second), 10, never)
+	work, _, _ := db.DueDeliveries(context.Background(), "pos", t0.Add(20*time.Second), 10, never)
 	if len(work) != 1 {
 		t.Fatalf("due = %d", len(work))
 	}
-	if err := db.RecordAttempt(work[0].Delivery.ID, &app.Attempt{Start: t0, Status: 200}, app.Delivered, time.Time{}); err != nil {
+	if err := db.RecordAttempt(context.Background(), work[0].Delivery.ID, &app.Attempt{Start: t0, Status: 200}, app.Delivered, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := db.DeleteEventsBefore(t0.Add(time.Hour), 100); err != nil || n != 3 {
+	if n, err := db.DeleteEventsBefore(context.Background(), t0.Add(time.Hour), 100); err != nil || n != 3 {
 		t.Fatalf("DeleteEventsBefore = %d, %v; want 3", n, err)
 	}
 	db.Close()
@@ -98,10 +98,10 @@ func TestOpen_ReindexesPendingEvents(t *testing.T) {
 		return err
 	})
 	db = mustOpenDir(t, dir)
-	if _, err := db.DeleteEventsBefore(t0.Add(time.Minute), 100); err != nil {
+	if _, err := db.DeleteEventsBefore(context.Background(), t0.Add(time.Minute), 100); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := db.Event(e.Seq); got == nil {
+	if got, _ := db.Event(context.Background(), e.Seq); got == nil {
 		t.Fatal("the event of a pending delivery was deleted after a reopen")
 	}
 }

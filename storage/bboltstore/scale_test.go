@@ -98,7 +98,7 @@ func TestScale_MillionIDs(t *testing.T) {
 	sweepStart := time.Now()
 	var forgotten, chunks int
 	for { // as app.Sweeper does
-		k, err := db.ForgetExpiredIDs(t0.Add(2*time.Hour), app.DefaultSweepChunk)
+		k, err := db.ForgetExpiredIDs(context.Background(), t0.Add(2*time.Hour), app.DefaultSweepChunk)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,13 +35,21 @@ type acceptWrite struct {
 // nodes that receive the same id at the same moment cannot both accept it:
 // the second waits for the first's commit and finds the id taken. Accept
 // returns only after the commit has returned, flushed (synchronous_commit).
-func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *app.Plan) (bool, error) {
+func (d *DB) Accept(ctx context.Context, e *app.Event, idExpires time.Time, plan *app.Plan) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
 	if err := d.begin(); err != nil {
 		return false, err
 	}
 	defer d.inflight.Done()
 	w := &acceptWrite{e: e, exp: idExpires, plan: plan, done: make(chan error, 1)}
-	d.queue <- w
+	// ctx is honoured until the write is handed to a committer, never after.
+	select {
+	case d.queue <- w:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
 	// The commit is not abandoned for a caller that leaves: its outcome
 	// must be known before anyone answers.
 	if err := <-w.done; err != nil {
@@ -86,7 +94,8 @@ func (d *DB) committer() {
 // several is tried write by write, so that one bad write (a key too large
 // to index) never fails its neighbours.
 func (d *DB) commitGroup(group []*acceptWrite) {
-	ctx, cancel := opCtx()
+	// A group's commit is no caller's: it runs to its end for all of them.
+	ctx, cancel := opCtx(context.Background())
 	defer cancel()
 	err := d.committed(d.acceptRetrying(ctx, group))
 	if err != nil && len(group) > 1 {

@@ -46,11 +46,11 @@ func TestLease_TwoNodes(t *testing.T) {
 	b := mustOpenURL(t, url, postgres.Options{Lease: time.Minute})
 	routed(t, a, "e", 10)
 
-	wa, next, err := a.DueDeliveries("pos", t0, 4, storetest.Never)
+	wa, next, err := a.DueDeliveries(context.Background(), "pos", t0, 4, storetest.Never)
 	if err != nil || len(wa) != 4 || !next.Equal(t0) {
 		t.Fatalf("node A: %d deliveries, next %v, %v; want 4, next %v", len(wa), next, err, t0)
 	}
-	wb, next, err := b.DueDeliveries("pos", t0, 100, storetest.Never)
+	wb, next, err := b.DueDeliveries(context.Background(), "pos", t0, 100, storetest.Never)
 	if err != nil || len(wb) != 6 || !next.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("node B: %d deliveries, next %v, %v; want 6, next the end of A's lease", len(wb), next, err)
 	}
@@ -59,14 +59,14 @@ func TestLease_TwoNodes(t *testing.T) {
 	}
 	// B records its six; A dies (records nothing).
 	for _, w := range wb {
-		if err := b.RecordAttempts([]app.AttemptRecord{{ID: w.Delivery.ID, Attempt: &app.Attempt{Start: t0, Status: 200}, State: app.Delivered}})[0]; err != nil {
+		if err := b.RecordAttempts(context.Background(), []app.AttemptRecord{{ID: w.Delivery.ID, Attempt: &app.Attempt{Start: t0, Status: 200}, State: app.Delivered}})[0]; err != nil {
 			t.Fatal(err)
 		}
 	}
-	if w, next, _ := b.DueDeliveries("pos", t0.Add(59*time.Second), 100, storetest.Never); len(w) != 0 || !next.Equal(t0.Add(time.Minute)) {
+	if w, next, _ := b.DueDeliveries(context.Background(), "pos", t0.Add(59*time.Second), 100, storetest.Never); len(w) != 0 || !next.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("during A's lease B got %d, next %v; want none until %v", len(w), next, t0.Add(time.Minute))
 	}
-	wb, _, err = b.DueDeliveries("pos", t0.Add(time.Minute), 100, storetest.Never)
+	wb, _, err = b.DueDeliveries(context.Background(), "pos", t0.Add(time.Minute), 100, storetest.Never)
 	if err != nil || !slices.Equal(ids(wb), ids(wa)) {
 		t.Fatalf("after A's lease B got %v, %v; want A's %v", ids(wb), err, ids(wa))
 	}
@@ -74,10 +74,10 @@ func TestLease_TwoNodes(t *testing.T) {
 		t.Fatalf("handed-on delivery %+v", wb[0].Delivery)
 	}
 	// A comes back and records late: the attempt is kept.
-	if err := a.RecordAttempts([]app.AttemptRecord{{ID: wa[0].Delivery.ID, Attempt: &app.Attempt{Start: t0, Status: 500}, State: app.Pending, Due: t0.Add(time.Hour)}})[0]; err != nil {
+	if err := a.RecordAttempts(context.Background(), []app.AttemptRecord{{ID: wa[0].Delivery.ID, Attempt: &app.Attempt{Start: t0, Status: 500}, State: app.Pending, Due: t0.Add(time.Hour)}})[0]; err != nil {
 		t.Fatal(err)
 	}
-	if d, attempts, _ := a.Delivery(wa[0].Delivery.ID); d.Attempts != 1 || len(attempts) != 1 {
+	if d, attempts, _ := a.Delivery(context.Background(), wa[0].Delivery.ID); d.Attempts != 1 || len(attempts) != 1 {
 		t.Fatalf("late record: %+v, %d attempts", d, len(attempts))
 	}
 }
@@ -95,7 +95,7 @@ func TestLease_ConcurrentClaims(t *testing.T) {
 		wg.Go(func() {
 			db := nodes[i%2]
 			for {
-				work, _, err := db.DueDeliveries("pos", t0, 7, storetest.Never)
+				work, _, err := db.DueDeliveries(context.Background(), "pos", t0, 7, storetest.Never)
 				if err != nil {
 					t.Error(err)
 					return
@@ -130,13 +130,13 @@ func TestClose_GivesBackLeases(t *testing.T) {
 	a := mustOpenURL(t, url, postgres.Options{Lease: time.Hour})
 	b := mustOpenURL(t, url, postgres.Options{Lease: time.Hour})
 	routed(t, a, "g", 3)
-	if w, _, _ := a.DueDeliveries("pos", t0, 10, storetest.Never); len(w) != 3 {
+	if w, _, _ := a.DueDeliveries(context.Background(), "pos", t0, 10, storetest.Never); len(w) != 3 {
 		t.Fatalf("A leased %d, want 3", len(w))
 	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if w, _, err := b.DueDeliveries("pos", t0, 10, storetest.Never); len(w) != 3 || err != nil {
+	if w, _, err := b.DueDeliveries(context.Background(), "pos", t0, 10, storetest.Never); len(w) != 3 || err != nil {
 		t.Fatalf("after A stopped, B got %d, %v; want 3 at once", len(w), err)
 	}
 }

@@ -181,9 +181,9 @@ func (d *DB) AddNamed(at time.Time, k app.NameKind, name string, n uint64) {
 
 // NamedCounts sums the counts by name of the hours from from's to to's,
 // both included, over every node, with what this node's AddNamed holds.
-func (d *DB) NamedCounts(from, to time.Time) (map[app.Named]uint64, error) {
+func (d *DB) NamedCounts(ctx context.Context, from, to time.Time) (map[app.Named]uint64, error) {
 	first, last := app.Hour(from), app.Hour(to)
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	d.counts.flushing.Lock()
 	defer d.counts.flushing.Unlock()
@@ -213,8 +213,8 @@ func (d *DB) NamedCounts(from, to time.Time) (map[app.Named]uint64, error) {
 
 // Lasts returns the last accepted event of each source and the last
 // failed attempt of each destination, the newest of every node's.
-func (d *DB) Lasts() (map[app.Named]app.Last, error) {
-	ctx, cancel := opCtx()
+func (d *DB) Lasts(ctx context.Context) (map[app.Named]app.Last, error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	rows, err := d.pool.Query(ctx, `SELECT DISTINCT ON (kind, name) kind, name, at, text FROM hookbox_last ORDER BY kind, name, at DESC`)
 	if err != nil {
@@ -243,7 +243,7 @@ func (d *DB) flusher() {
 		case <-d.stop:
 			return
 		case <-t.C:
-			ctx, cancel := opCtx()
+			ctx, cancel := opCtx(context.Background())
 			if err := d.flushCounts(ctx); err != nil {
 				d.logger.Warn("write the hourly counts (kept for the next try)", "error", err)
 			}
@@ -255,9 +255,9 @@ func (d *DB) flusher() {
 // HourlyCounts returns the counts of the hours from from's to to's, both
 // included, oldest first, summed over every node, with what this node's
 // AddCounts holds added.
-func (d *DB) HourlyCounts(from, to time.Time) ([]app.HourCounts, error) {
+func (d *DB) HourlyCounts(ctx context.Context, from, to time.Time) ([]app.HourCounts, error) {
 	first, last := app.Hour(from), app.Hour(to)
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	d.counts.flushing.Lock()
 	defer d.counts.flushing.Unlock()
@@ -306,9 +306,9 @@ func (d *DB) HourlyCounts(from, to time.Time) ([]app.HourCounts, error) {
 }
 
 // PruneCounts forgets the hours that end at or before t, on every node.
-func (d *DB) PruneCounts(t time.Time) (int, error) {
+func (d *DB) PruneCounts(ctx context.Context, t time.Time) (int, error) {
 	end := app.Hour(t)
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	tag, err := d.pool.Exec(ctx, "DELETE FROM hookbox_counts WHERE hour < $1", end)
 	if err != nil {

@@ -292,8 +292,8 @@ func writesOwnFault(err error) bool {
 func (d *DB) Leader() bool { return d.leader.Load() }
 
 // Ping reports whether the database answers; it backs /healthz.
-func (d *DB) Ping() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (d *DB) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return d.pool.Ping(ctx)
 }
@@ -347,9 +347,11 @@ func (d *DB) begin() error {
 	return nil
 }
 
-// opCtx is the context of an operation without one of its own.
-func opCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), opTimeout)
+// opCtx bounds an operation by opTimeout within its caller's ctx: the
+// caller's cancellation reaches every pgx call, and a caller without a
+// deadline still never waits on a stalled server for ever.
+func opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, opTimeout)
 }
 
 // notify tells the other nodes that new work may be due.

@@ -156,8 +156,8 @@ UNION ALL SELECT '', -1 FROM n`
 // gone), records which events they merged, and frees their keys; several nodes may call it at once (each fires other rows). It
 // reports how many fired per route and the due time of the next pending
 // one (zero if none).
-func (d *DB) FirePending(now time.Time) (map[string]int, time.Time, error) {
-	ctx, cancel := opCtx()
+func (d *DB) FirePending(ctx context.Context, now time.Time) (map[string]int, time.Time, error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	// Look first: the dispatcher asks on every pass, and most find nothing due.
 	next, err := d.nextPending(ctx)
@@ -195,8 +195,8 @@ func (d *DB) nextPending(ctx context.Context) (time.Time, error) {
 // PruneWindows deletes at most limit rate-limit windows whose every send
 // left the window by now and whose key waits for nothing, and reports how
 // many.
-func (d *DB) PruneWindows(now time.Time, limit int) (int, error) {
-	ctx, cancel := opCtx()
+func (d *DB) PruneWindows(ctx context.Context, now time.Time, limit int) (int, error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	tag, err := d.pool.Exec(ctx, `DELETE FROM hookbox_debounce WHERE ctid = ANY(ARRAY(
 	SELECT ctid FROM hookbox_debounce WHERE due IS NULL AND free_at <= $1 ORDER BY free_at LIMIT $2 FOR UPDATE SKIP LOCKED))`, now, limit)
@@ -208,8 +208,8 @@ func (d *DB) PruneWindows(now time.Time, limit int) (int, error) {
 
 // MergedInto returns the seqs of the events merged into event seq's
 // delivery by debouncing.
-func (d *DB) MergedInto(seq uint64) ([]uint64, error) {
-	ctx, cancel := opCtx()
+func (d *DB) MergedInto(ctx context.Context, seq uint64) ([]uint64, error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	rows, err := d.pool.Query(ctx, "SELECT merged_seq FROM hookbox_merged WHERE fired_seq = $1 ORDER BY merged_seq", int64(seq))
 	if err != nil {
@@ -223,13 +223,13 @@ func (d *DB) MergedInto(seq uint64) ([]uint64, error) {
 }
 
 // PendingCount returns the number of pending (debounced) deliveries.
-func (d *DB) PendingCount() (int, error) {
-	return d.count("SELECT count(*) FROM hookbox_debounce WHERE due IS NOT NULL")
+func (d *DB) PendingCount(ctx context.Context) (int, error) {
+	return d.count(ctx, "SELECT count(*) FROM hookbox_debounce WHERE due IS NOT NULL")
 }
 
 // count runs a query that returns one count.
-func (d *DB) count(sql string, args ...any) (int, error) {
-	ctx, cancel := opCtx()
+func (d *DB) count(ctx context.Context, sql string, args ...any) (int, error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	var n int
 	err := d.pool.QueryRow(ctx, sql, args...).Scan(&n)

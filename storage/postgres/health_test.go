@@ -74,10 +74,10 @@ func TestOnCommit_DatabaseFails(t *testing.T) {
 			if err := accept("down-" + tc.name); err == nil {
 				t.Fatal("an accept succeeded on a database that takes no writes")
 			}
-			if err := db.SetMeta("health_probe", []byte("x")); err == nil {
+			if err := db.SetMeta(context.Background(), "health_probe", []byte("x")); err == nil {
 				t.Fatal("the probe's write succeeded")
 			}
-			if _, _, err := db.DueDeliveries("pos", t0, 10, storetest.Never); err == nil {
+			if _, _, err := db.DueDeliveries(context.Background(), "pos", t0, 10, storetest.Never); err == nil {
 				t.Fatal("a lease succeeded")
 			}
 			got := o.since(from)
@@ -98,7 +98,7 @@ func TestOnCommit_DatabaseFails(t *testing.T) {
 			from = o.count()
 			// The pool connects again at the next write.
 			deadline := time.Now().Add(10 * time.Second)
-			for db.SetMeta("health_probe", []byte("y")) != nil && time.Now().Before(deadline) {
+			for db.SetMeta(context.Background(), "health_probe", []byte("y")) != nil && time.Now().Before(deadline) {
 				time.Sleep(50 * time.Millisecond)
 			}
 			if got := o.since(from); len(got) == 0 || got[len(got)-1] != nil {

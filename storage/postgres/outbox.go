@@ -105,8 +105,8 @@ var (
 // this transaction only): a lease lost to a crash of the server only makes
 // the delivery due again at once. Every write that backs an answer or an
 // attempt's record waits for the flush.
-func (d *DB) DueDeliveries(dest string, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
-	return d.claim(claimDueSQL, dest, now, now, limit, skip)
+func (d *DB) DueDeliveries(ctx context.Context, dest string, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
+	return d.claim(ctx, claimDueSQL, dest, now, now, limit, skip)
 }
 
 // WaitingDeliveries leases up to limit pending deliveries to dest that no
@@ -115,18 +115,18 @@ func (d *DB) DueDeliveries(dest string, now time.Time, limit int, skip func(uint
 // retries of a destination that answers again, taken early. They are
 // leased as DueDeliveries leases, so that no other node takes them early
 // too; a delivery that cannot be sent is set aside as there.
-func (d *DB) WaitingDeliveries(dest string, afterDue time.Time, afterID uint64, limit int, skip func(uint64) bool) ([]app.Work, error) {
+func (d *DB) WaitingDeliveries(ctx context.Context, dest string, afterDue time.Time, afterID uint64, limit int, skip func(uint64) bool) ([]app.Work, error) {
 	// A position past every id (the dispatcher's "after whatever is due
 	// at afterDue") still compares as a bigint.
 	id := int64(min(afterID, math.MaxInt64))
-	work, _, err := d.claim(claimWaitingSQL, dest, afterDue, time.Now(), limit, skip, id)
+	work, _, err := d.claim(ctx, claimWaitingSQL, dest, afterDue, time.Now(), limit, skip, id)
 	return work, err
 }
 
 // claim runs a claim statement (claimSQL) for dest with $2 = at and more
 // from $6 on, leasing until now + Lease; see DueDeliveries.
-func (d *DB) claim(sql, dest string, at, now time.Time, limit int, skip func(uint64) bool, more ...any) (work []app.Work, next time.Time, err error) {
-	ctx, cancel := opCtx()
+func (d *DB) claim(ctx context.Context, sql, dest string, at, now time.Time, limit int, skip func(uint64) bool, more ...any) (work []app.Work, next time.Time, err error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	var passed []int64
 	var bad []unsendable
@@ -238,8 +238,8 @@ const maxPoisonCounted = 100_000
 // Poisoned returns up to limit of the records set aside, newest first,
 // and how many there are in the cluster (counting at most
 // maxPoisonCounted).
-func (d *DB) Poisoned(limit int) ([]app.Poison, int, error) {
-	ctx, cancel := opCtx()
+func (d *DB) Poisoned(ctx context.Context, limit int) ([]app.Poison, int, error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	var total int
 	err := d.pool.QueryRow(ctx, "SELECT count(*) FROM (SELECT id FROM hookbox_poison ORDER BY id DESC LIMIT $1) p", maxPoisonCounted).Scan(&total)
@@ -325,7 +325,7 @@ SELECT id, attempts FROM u`
 // in one transaction: the dispatcher hands over what its senders finished
 // while the last write committed. A record whose delivery is gone fails
 // alone (app.ErrNotFound); a failed commit fails them all.
-func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
+func (d *DB) RecordAttempts(ctx context.Context, recs []app.AttemptRecord) []error {
 	errs := make([]error, len(recs))
 	if err := d.begin(); err != nil {
 		for i := range errs {
@@ -334,7 +334,7 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 		return errs
 	}
 	defer d.inflight.Done()
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	shard := d.takeShard()
 	defer d.giveShard(shard)
@@ -410,8 +410,8 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 
 // Replay makes delivery id pending again, due at now, keeping its history.
 // It works on dead and on delivered deliveries; a pending one is left as is.
-func (d *DB) Replay(id uint64, now time.Time) error {
-	n, err := d.replay(`AND id = $4 AND state <> 1`, now, int64(id))
+func (d *DB) Replay(ctx context.Context, id uint64, now time.Time) error {
+	n, err := d.replay(ctx, `AND id = $4 AND state <> 1`, now, int64(id))
 	if err != nil {
 		return fmt.Errorf("replay %d: %w", id, err)
 	}
@@ -420,7 +420,7 @@ func (d *DB) Replay(id uint64, now time.Time) error {
 	}
 	// Pending already, or gone (perhaps swept while this waited for its
 	// event): asked in a statement of its own, which sees the sweep's commit.
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	var one int
 	return appErr(d.pool.QueryRow(ctx, "SELECT 1 FROM hookbox_deliveries WHERE id = $1", int64(id)).Scan(&one))
@@ -428,8 +428,8 @@ func (d *DB) Replay(id uint64, now time.Time) error {
 
 // ReplayDead makes every dead delivery pending again, due at now, and
 // reports how many.
-func (d *DB) ReplayDead(now time.Time) (int, error) {
-	n, err := d.replay(`AND state = 3`, now)
+func (d *DB) ReplayDead(ctx context.Context, now time.Time) (int, error) {
+	n, err := d.replay(ctx, `AND state = 3`, now)
 	if err != nil {
 		return 0, fmt.Errorf("replay dead deliveries: %w", err)
 	}
@@ -440,12 +440,12 @@ func (d *DB) ReplayDead(now time.Time) (int, error) {
 // ($1), tells the other nodes, and reports how many. cond may use $4
 // onwards (args). It replays only a delivery whose event it can lock (FOR
 // KEY SHARE) against the sweep (see DeleteEventsBefore).
-func (d *DB) replay(cond string, now time.Time, args ...any) (int, error) {
+func (d *DB) replay(ctx context.Context, cond string, now time.Time, args ...any) (int, error) {
 	if err := d.begin(); err != nil {
 		return 0, err
 	}
 	defer d.inflight.Done()
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	var n, notified int
 	err := d.pool.QueryRow(ctx, `WITH u AS (
@@ -459,8 +459,8 @@ func (d *DB) replay(cond string, now time.Time, args ...any) (int, error) {
 }
 
 // Delivery returns delivery id and its attempts, oldest first.
-func (d *DB) Delivery(id uint64) (*app.Delivery, []*app.Attempt, error) {
-	ctx, cancel := opCtx()
+func (d *DB) Delivery(ctx context.Context, id uint64) (*app.Delivery, []*app.Attempt, error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	dl, err := scanDelivery(d.pool.QueryRow(ctx, "SELECT "+deliveryCols+" FROM hookbox_deliveries d WHERE d.id = $1", int64(id)))
 	if err != nil {
@@ -490,44 +490,44 @@ func (d *DB) deliveries(ctx context.Context, sql string, args ...any) ([]*app.De
 }
 
 // EventDeliveries returns the deliveries of event seq.
-func (d *DB) EventDeliveries(seq uint64) ([]*app.Delivery, error) {
-	ctx, cancel := opCtx()
+func (d *DB) EventDeliveries(ctx context.Context, seq uint64) ([]*app.Delivery, error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	return d.deliveries(ctx, "SELECT "+deliveryCols+" FROM hookbox_deliveries d WHERE d.event_seq = $1 ORDER BY d.id", int64(seq))
 }
 
 // DeadLetters returns up to limit dead deliveries with ids above after,
 // in id order, and the total number of dead deliveries.
-func (d *DB) DeadLetters(after uint64, limit int) ([]*app.Delivery, int, error) {
-	ctx, cancel := opCtx()
+func (d *DB) DeadLetters(ctx context.Context, after uint64, limit int) ([]*app.Delivery, int, error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	out, err := d.deliveries(ctx, "SELECT "+deliveryCols+" FROM hookbox_deliveries d WHERE d.state = 3 AND d.id > $1 ORDER BY d.id LIMIT $2", int64(after), limit)
 	if err != nil {
 		return nil, 0, err
 	}
-	total, err := d.CountDead()
+	total, err := d.CountDead(ctx)
 	return out, total, err
 }
 
 // CountDead returns the number of dead deliveries in the cluster.
-func (d *DB) CountDead() (int, error) {
-	return d.count("SELECT count(*) FROM hookbox_deliveries WHERE state = 3")
+func (d *DB) CountDead(ctx context.Context) (int, error) {
+	return d.count(ctx, "SELECT count(*) FROM hookbox_deliveries WHERE state = 3")
 }
 
 // CountPending returns the number of pending deliveries in the cluster,
 // debounced ones included.
-func (d *DB) CountPending() (int, error) {
-	return d.count("SELECT (SELECT count(*) FROM hookbox_deliveries WHERE state = 1) + (SELECT count(*) FROM hookbox_debounce WHERE due IS NOT NULL)")
+func (d *DB) CountPending(ctx context.Context) (int, error) {
+	return d.count(ctx, "SELECT (SELECT count(*) FROM hookbox_deliveries WHERE state = 1) + (SELECT count(*) FROM hookbox_debounce WHERE due IS NOT NULL)")
 }
 
 // CountRetrying returns how many pending deliveries have had an attempt
 // (and wait for a retry), counting at most limit.
-func (d *DB) CountRetrying(limit int) (int, error) {
-	return d.count("SELECT count(*) FROM (SELECT 1 FROM hookbox_deliveries WHERE state = 1 AND attempts > 0 LIMIT $1) b", limit)
+func (d *DB) CountRetrying(ctx context.Context, limit int) (int, error) {
+	return d.count(ctx, "SELECT count(*) FROM (SELECT 1 FROM hookbox_deliveries WHERE state = 1 AND attempts > 0 LIMIT $1) b", limit)
 }
 
 // Backlog returns how many deliveries to dest are pending, counting at
 // most limit.
-func (d *DB) Backlog(dest string, limit int) (int, error) {
-	return d.count("SELECT count(*) FROM (SELECT 1 FROM hookbox_deliveries WHERE destination = $1 AND state = 1 LIMIT $2) b", dest, limit)
+func (d *DB) Backlog(ctx context.Context, dest string, limit int) (int, error) {
+	return d.count(ctx, "SELECT count(*) FROM (SELECT 1 FROM hookbox_deliveries WHERE destination = $1 AND state = 1 LIMIT $2) b", dest, limit)
 }

@@ -38,11 +38,11 @@ const statusSQL = `(SELECT CASE max(CASE d.state WHEN 3 THEN 3 WHEN 1 THEN 2 ELS
 // the cursor by the primary key (or, for one source, by
 // hookbox_events_source_seq), at most maxScan of them per page, so a page
 // costs the same however many events are stored.
-func (d *DB) ListEvents(q app.EventQuery) ([]app.EventSummary, uint64, error) {
+func (d *DB) ListEvents(ctx context.Context, q app.EventQuery) ([]app.EventSummary, uint64, error) {
 	if q.Limit <= 0 || q.Limit > 500 {
 		q.Limit = 50
 	}
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	if q.ID != "" {
 		return d.findByID(ctx, q)
@@ -194,8 +194,8 @@ func (d *DB) findByID(ctx context.Context, q app.EventQuery) ([]app.EventSummary
 }
 
 // Event returns the event stored under seq, or nil when there is none.
-func (d *DB) Event(seq uint64) (*app.Event, error) {
-	ctx, cancel := opCtx()
+func (d *DB) Event(ctx context.Context, seq uint64) (*app.Event, error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	e := &app.Event{}
 	dest, finish := eventDest(e)
@@ -214,8 +214,8 @@ func (d *DB) Event(seq uint64) (*app.Event, error) {
 
 // LookupID reports whether source's id is remembered, until when, and the
 // sequence number of the event that was accepted with it.
-func (d *DB) LookupID(source, id string) (expires time.Time, seq uint64, ok bool, err error) {
-	ctx, cancel := opCtx()
+func (d *DB) LookupID(ctx context.Context, source, id string) (expires time.Time, seq uint64, ok bool, err error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	var s int64
 	err = d.pool.QueryRow(ctx, "SELECT expires, seq FROM hookbox_event_ids WHERE source = $1 AND id = $2", source, []byte(id)).Scan(&expires, &s)
@@ -227,16 +227,16 @@ func (d *DB) LookupID(source, id string) (expires time.Time, seq uint64, ok bool
 
 // Counts reports how many ids are remembered and how many events are
 // stored (each a count of its table).
-func (d *DB) Counts() (ids, events int, err error) {
-	ctx, cancel := opCtx()
+func (d *DB) Counts(ctx context.Context) (ids, events int, err error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	err = d.pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM hookbox_event_ids), (SELECT count(*) FROM hookbox_events)").Scan(&ids, &events)
 	return ids, events, err
 }
 
 // Meta returns the value stored under name, or nil.
-func (d *DB) Meta(name string) ([]byte, error) {
-	ctx, cancel := opCtx()
+func (d *DB) Meta(ctx context.Context, name string) ([]byte, error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	var v []byte
 	err := d.pool.QueryRow(ctx, "SELECT value FROM hookbox_meta WHERE name = $1", name).Scan(&v)
@@ -247,8 +247,8 @@ func (d *DB) Meta(name string) ([]byte, error) {
 }
 
 // SetMeta stores value under name, durably.
-func (d *DB) SetMeta(name string, value []byte) error {
-	ctx, cancel := opCtx()
+func (d *DB) SetMeta(ctx context.Context, name string, value []byte) error {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	_, err := d.pool.Exec(ctx, "INSERT INTO hookbox_meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value", name, nonNil(value))
 	return d.committed(err)
@@ -256,8 +256,8 @@ func (d *DB) SetMeta(name string, value []byte) error {
 
 // ForgetExpiredIDs forgets at most limit ids whose expiry is at or before
 // now, oldest expiry first (hookbox_event_ids_expires), and reports how many.
-func (d *DB) ForgetExpiredIDs(now time.Time, limit int) (int, error) {
-	ctx, cancel := opCtx()
+func (d *DB) ForgetExpiredIDs(ctx context.Context, now time.Time, limit int) (int, error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	tag, err := d.pool.Exec(ctx, `WITH x AS (
 	SELECT source, id FROM hookbox_event_ids WHERE expires <= $1 ORDER BY expires LIMIT $2 FOR UPDATE SKIP LOCKED
@@ -284,8 +284,8 @@ func (d *DB) ForgetExpiredIDs(now time.Time, limit int) (int, error) {
 // at its event until the fire that opens its deliveries, so the recheck
 // sees one or the other. No delivery is left without its event, and none
 // is lost.
-func (d *DB) DeleteEventsBefore(t time.Time, limit int) (int, error) {
-	ctx, cancel := opCtx()
+func (d *DB) DeleteEventsBefore(ctx context.Context, t time.Time, limit int) (int, error) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	var n int
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {

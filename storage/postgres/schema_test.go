@@ -99,7 +99,7 @@ func TestSchema_IndexScans(t *testing.T) {
 		{Limit: 50, Topic: "orders/*"}, {Limit: 50, ID: "evt_77"}, {Limit: 50, ID: "evt_77", Source: "stripe"},
 		{Limit: 50, Until: t0.Add(5000 * time.Second)}, {Limit: 50, Since: t0.Add(19000 * time.Second)},
 	} {
-		if _, _, err := db.ListEvents(q); err != nil {
+		if _, _, err := db.ListEvents(context.Background(), q); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,38 +109,38 @@ func TestSchema_IndexScans(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, _, err := db.DeadLetters(0, 50)
+	_, _, err := db.DeadLetters(context.Background(), 0, 50)
 	must(err)
-	_, err = db.Event(777)
+	_, err = db.Event(context.Background(), 777)
 	must(err)
-	_, err = db.EventDeliveries(777)
+	_, err = db.EventDeliveries(context.Background(), 777)
 	must(err)
-	_, _, err = db.Delivery(777)
+	_, _, err = db.Delivery(context.Background(), 777)
 	must(err)
-	_, err = db.MergedInto(778)
+	_, err = db.MergedInto(context.Background(), 778)
 	must(err)
-	_, err = db.Backlog("pos", 10000)
+	_, err = db.Backlog(context.Background(), "pos", 10000)
 	must(err)
-	_, err = db.CountDead()
+	_, err = db.CountDead(context.Background())
 	must(err)
-	_, err = db.CountPending()
+	_, err = db.CountPending(context.Background())
 	must(err)
-	_, _, _, err = db.LookupID("shop", "evt_3")
+	_, _, _, err = db.LookupID(context.Background(), "shop", "evt_3")
 	must(err)
-	_, _, err = db.Poisoned(10)
+	_, _, err = db.Poisoned(context.Background(), 10)
 	must(err)
 	// What the dispatcher and the sweep run (EXPLAIN does not run them).
-	_, _, err = db.DueDeliveries("pos", t0.Add(time.Hour), 64, storetest.Never)
+	_, _, err = db.DueDeliveries(context.Background(), "pos", t0.Add(time.Hour), 64, storetest.Never)
 	must(err)
-	_, err = db.WaitingDeliveries("pos", t0.Add(time.Hour), 0, 64, storetest.Never)
+	_, err = db.WaitingDeliveries(context.Background(), "pos", t0.Add(time.Hour), 0, 64, storetest.Never)
 	must(err)
-	_, _, err = db.FirePending(t0.Add(time.Hour))
+	_, _, err = db.FirePending(context.Background(), t0.Add(time.Hour))
 	must(err)
-	_, err = db.ForgetExpiredIDs(t0, 500)
+	_, err = db.ForgetExpiredIDs(context.Background(), t0, 500)
 	must(err)
-	_, err = db.DeleteEventsBefore(t0.Add(time.Hour), 500)
+	_, err = db.DeleteEventsBefore(context.Background(), t0.Add(time.Hour), 500)
 	must(err)
-	_, err = db.PruneWindows(t0.Add(time.Hour), 500)
+	_, err = db.PruneWindows(context.Background(), t0.Add(time.Hour), 500)
 	must(err)
 	rec.mu.Lock()
 	rec.on = false

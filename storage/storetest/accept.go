@@ -18,7 +18,7 @@ func testAccept(t *testing.T, open Opener) {
 		s := open(t)
 		e := NewEvent("shop", "evt_1", T0)
 		mustAccept(t, s, e, nil)
-		got, err := s.Event(e.Seq)
+		got, err := s.Event(ctx, e.Seq)
 		if err != nil || got == nil {
 			t.Fatalf("Event(%d) = %v, %v", e.Seq, got, err)
 		}
@@ -28,17 +28,17 @@ func testAccept(t *testing.T, open Opener) {
 		if !got.ReceivedAt.Equal(T0) || !slices.Equal(got.Header, e.Header) {
 			t.Fatalf("stored event = %+v, want %+v", got, e)
 		}
-		exp, seq, ok, err := s.LookupID("shop", "evt_1")
+		exp, seq, ok, err := s.LookupID(ctx, "shop", "evt_1")
 		if err != nil || !ok || seq != e.Seq || !exp.Equal(T0.Add(time.Hour)) {
 			t.Fatalf("LookupID = %v %d %v %v", exp, seq, ok, err)
 		}
-		if _, _, ok, err := s.LookupID("shop", "evt_2"); ok || err != nil {
+		if _, _, ok, err := s.LookupID(ctx, "shop", "evt_2"); ok || err != nil {
 			t.Fatalf("LookupID of an unknown id = %v, %v", ok, err)
 		}
-		if e, err := s.Event(e.Seq + 1000); e != nil || err != nil {
+		if e, err := s.Event(ctx, e.Seq+1000); e != nil || err != nil {
 			t.Fatalf("Event of an unknown seq = %+v, %v; want nil, nil", e, err)
 		}
-		if err := s.Ping(); err != nil {
+		if err := s.Ping(ctx); err != nil {
 			t.Fatalf("Ping: %v", err)
 		}
 	})
@@ -48,10 +48,10 @@ func testAccept(t *testing.T, open Opener) {
 		mustAccept(t, s, e, nil)
 		empty := &app.Event{Source: "shop", ID: "evt_empty", ReceivedAt: T0}
 		mustAccept(t, s, empty, nil)
-		if got, _ := s.Event(e.Seq); got == nil || string(got.Body) != string(e.Body) || len(got.Header) != 0 || got.Topic != "" {
+		if got, _ := s.Event(ctx, e.Seq); got == nil || string(got.Body) != string(e.Body) || len(got.Header) != 0 || got.Topic != "" {
 			t.Fatalf("binary body stored as %+v", got)
 		}
-		if got, _ := s.Event(empty.Seq); got == nil || len(got.Body) != 0 {
+		if got, _ := s.Event(ctx, empty.Seq); got == nil || len(got.Body) != 0 {
 			t.Fatalf("empty body stored as %+v", got)
 		}
 	})
@@ -66,11 +66,11 @@ func testAccept(t *testing.T, open Opener) {
 		if _, events := counts(t, s); events != 1 {
 			t.Fatalf("events = %d, want 1", events)
 		}
-		if n, _ := s.CountPending(); n != 0 {
+		if n, _ := s.CountPending(ctx); n != 0 {
 			t.Fatalf("a duplicate opened %d deliveries", n)
 		}
 		// The first acceptance's expiry stands.
-		if exp, _, _, _ := s.LookupID("shop", "evt_1"); !exp.Equal(T0.Add(time.Hour)) {
+		if exp, _, _, _ := s.LookupID(ctx, "shop", "evt_1"); !exp.Equal(T0.Add(time.Hour)) {
 			t.Fatalf("expiry = %v, want %v", exp, T0.Add(time.Hour))
 		}
 	})
@@ -86,10 +86,10 @@ func testAccept(t *testing.T, open Opener) {
 		later := NewEvent("shop", "evt_1", T0.Add(2*time.Hour))
 		mustAccept(t, s, later, nil)
 		// The old expiry went with it: sweeping at the old expiry keeps the id.
-		if n, err := s.ForgetExpiredIDs(T0.Add(90*time.Minute), 100); err != nil || n != 0 {
+		if n, err := s.ForgetExpiredIDs(ctx, T0.Add(90*time.Minute), 100); err != nil || n != 0 {
 			t.Fatalf("ForgetExpiredIDs = %d, %v; want 0", n, err)
 		}
-		exp, seq, ok, _ := s.LookupID("shop", "evt_1")
+		exp, seq, ok, _ := s.LookupID(ctx, "shop", "evt_1")
 		if !ok || seq != later.Seq || !exp.Equal(T0.Add(3*time.Hour)) {
 			t.Fatalf("LookupID = %v, %d, %v; want the second acceptance (seq %d)", exp, seq, ok, later.Seq)
 		}
@@ -136,7 +136,7 @@ func testAcceptConcurrent(t *testing.T, open Opener) {
 	if ids, events := counts(t, s); events != 1 || ids != 1 {
 		t.Fatalf("stored %d ids, %d events; want 1, 1", ids, events)
 	}
-	if n, _ := s.CountPending(); n != 1 {
+	if n, _ := s.CountPending(ctx); n != 1 {
 		t.Fatalf("pending deliveries = %d, want 1", n)
 	}
 }
@@ -164,13 +164,13 @@ func testAcceptAtomic(t *testing.T, open Opener) {
 	if ids, events := counts(t, s); ids != 0 || events != 0 {
 		t.Fatalf("after a failed accept: %d ids, %d events; want none", ids, events)
 	}
-	if _, _, ok, _ := s.LookupID("shop", "evt_atomic"); ok {
+	if _, _, ok, _ := s.LookupID(ctx, "shop", "evt_atomic"); ok {
 		t.Fatal("the id of a failed accept is remembered")
 	}
-	if n, _ := s.CountPending(); n != 0 {
+	if n, _ := s.CountPending(ctx); n != 0 {
 		t.Fatalf("a failed accept left %d pending deliveries", n)
 	}
-	if n, _ := s.PendingCount(); n != 0 {
+	if n, _ := s.PendingCount(ctx); n != 0 {
 		t.Fatalf("a failed accept left %d debounced deliveries", n)
 	}
 	e2 := NewEvent("shop", "evt_atomic", T0.Add(time.Second))

@@ -39,7 +39,7 @@ func testCountRetrying(t *testing.T, open Reopener) {
 	record(t, s, ds[2].ID, &app.Attempt{Start: T0, Status: 200}, app.Delivered, time.Time{})
 	record(t, s, ds[3].ID, &app.Attempt{Start: T0, Status: 410}, app.Dead, time.Time{})
 	for _, tc := range []struct{ limit, want int }{{100, 2}, {1, 1}} {
-		if n, err := s.CountRetrying(tc.limit); err != nil || n != tc.want {
+		if n, err := s.CountRetrying(ctx, tc.limit); err != nil || n != tc.want {
 			t.Errorf("CountRetrying(%d) = %d, %v; want %d", tc.limit, n, err, tc.want)
 		}
 	}
@@ -58,7 +58,7 @@ func kinds(kv ...any) app.Counts {
 // an error.
 func hours(t *testing.T, s storage.Store) []app.HourCounts {
 	t.Helper()
-	hs, err := s.HourlyCounts(T0.Add(-24*time.Hour), T0.Add(24*time.Hour))
+	hs, err := s.HourlyCounts(ctx, T0.Add(-24*time.Hour), T0.Add(24*time.Hour))
 	if err != nil {
 		t.Fatalf("HourlyCounts: %v", err)
 	}
@@ -130,7 +130,7 @@ func testCountsHours(t *testing.T, open Reopener) {
 		app.HourCounts{Hour: T0.Add(-time.Hour), Counts: one},
 		app.HourCounts{Hour: T0, Counts: two},
 		app.HourCounts{Hour: T0.Add(2 * time.Hour), Counts: one})
-	hs, err := s.HourlyCounts(T0.Add(-time.Hour), T0.Add(30*time.Minute))
+	hs, err := s.HourlyCounts(ctx, T0.Add(-time.Hour), T0.Add(30*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,11 +175,11 @@ func testCountsPrune(t *testing.T, open Reopener) {
 	mustAccept(t, s, NewEvent("shop", "now", T0), nil)
 	s.AddCounts(T0.Add(-time.Hour), kinds(app.KindRejected, 1))
 	s.AddCounts(T0, kinds(app.KindRejected, 1))
-	if _, err := s.PruneCounts(T0); err != nil {
+	if _, err := s.PruneCounts(ctx, T0); err != nil {
 		t.Fatal(err)
 	}
 	wantHours(t, hours(t, s), app.HourCounts{Hour: T0, Counts: kinds(app.KindReceived, 1, app.KindAccepted, 1, app.KindRejected, 1)})
-	if _, err := s.PruneCounts(T0.Add(time.Hour)); err != nil {
+	if _, err := s.PruneCounts(ctx, T0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	wantHours(t, hours(t, s))

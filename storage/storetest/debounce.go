@@ -30,7 +30,7 @@ func acceptDebounced(t *testing.T, s storage.Store, id, key string, at time.Time
 // fire runs FirePending at now and checks how many fired and the next due time.
 func fire(t *testing.T, s storage.Store, now time.Time, want int, wantNext time.Time) {
 	t.Helper()
-	fired, next, err := s.FirePending(now)
+	fired, next, err := s.FirePending(ctx, now)
 	if err != nil || fired["customers"] != want || !next.Equal(wantNext) {
 		t.Fatalf("FirePending(%v) = %v, next %v, %v; want %d fired, next %v", now.Sub(T0), fired, next.Sub(T0), err, want, wantNext.Sub(T0))
 	}
@@ -52,10 +52,10 @@ func testDebounce(t *testing.T, open Opener) {
 	if _, r := acceptDebounced(t, s, "o1", "c2", T0.Add(2*time.Second)); r != app.Opened {
 		t.Fatalf("another key: %d, want Opened", r)
 	}
-	if n, _ := s.PendingCount(); n != 2 {
+	if n, _ := s.PendingCount(ctx); n != 2 {
 		t.Fatalf("PendingCount = %d, want 2", n)
 	}
-	if n, _ := s.CountPending(); n != 2 {
+	if n, _ := s.CountPending(ctx); n != 2 {
 		t.Fatalf("CountPending = %d, want 2 (debounced ones count)", n)
 	}
 	fire(t, s, T0.Add(9*time.Second), 0, T0.Add(10*time.Second))
@@ -65,10 +65,10 @@ func testDebounce(t *testing.T, open Opener) {
 		t.Fatalf("fired deliveries = %+v", ds[0])
 	}
 	deliveries(t, s, seq1, 0)
-	if merged, err := s.MergedInto(seq2); err != nil || !slices.Equal(merged, []uint64{seq1}) {
+	if merged, err := s.MergedInto(ctx, seq2); err != nil || !slices.Equal(merged, []uint64{seq1}) {
 		t.Fatalf("MergedInto = %v, %v; want [%d]", merged, err, seq1)
 	}
-	work, _, _ := s.DueDeliveries("pos", T0.Add(10*time.Second), 10, Never)
+	work, _, _ := s.DueDeliveries(ctx, "pos", T0.Add(10*time.Second), 10, Never)
 	if len(work) != 1 || string(work[0].Event.Body) != `{"n":"u2"}` {
 		t.Fatalf("the fired delivery carries %+v, want the latest body", work)
 	}
@@ -90,7 +90,7 @@ func testDebounce(t *testing.T, open Opener) {
 	}
 	fire(t, s, T0.Add(59*time.Second), 0, T0.Add(time.Minute))
 	fire(t, s, T0.Add(time.Minute), 1, time.Time{})
-	if merged, _ := s.MergedInto(seq5); len(merged) != 1 || merged[0] != seq4 {
+	if merged, _ := s.MergedInto(ctx, seq5); len(merged) != 1 || merged[0] != seq4 {
 		t.Fatalf("MergedInto(u5) = %v, want [u4 %d]", merged, seq4)
 	}
 	// The deferred send took a slot at T0+1m: the window holds 0:11 and
@@ -99,7 +99,7 @@ func testDebounce(t *testing.T, open Opener) {
 		t.Fatalf("after the deferred send: %d, want Deferred", r)
 	}
 	fire(t, s, T0.Add(70*time.Second), 0, T0.Add(71*time.Second))
-	if n, _ := s.PendingCount(); n != 1 {
+	if n, _ := s.PendingCount(ctx); n != 1 {
 		t.Fatalf("PendingCount = %d, want 1", n)
 	}
 }
@@ -122,11 +122,11 @@ func testDebounceConcurrent(t *testing.T, open Opener) {
 	if results[app.Opened] != 1 || results[app.Merged] != 99 {
 		t.Fatalf("results %v; want 1 opened, 99 merged", results)
 	}
-	if n, _ := s.PendingCount(); n != 1 {
+	if n, _ := s.PendingCount(ctx); n != 1 {
 		t.Fatalf("PendingCount = %d, want 1", n)
 	}
 	fire(t, s, T0.Add(10*time.Second), 1, time.Time{})
-	if n, _ := s.CountPending(); n != 2 {
+	if n, _ := s.CountPending(ctx); n != 2 {
 		t.Fatalf("CountPending = %d, want 2 (one per destination)", n)
 	}
 }
@@ -141,13 +141,13 @@ func testPruneWindows(t *testing.T, open Opener) {
 	fire(t, s, T0.Add(5*time.Minute), 5, time.Time{})
 	// At 5:30 the windows of the sends at 0:00 … 4:00 hold nothing
 	// (each lasts a minute) but the one of 4:00.
-	if n, err := s.PruneWindows(T0.Add(4*time.Minute+30*time.Second), 3); err != nil || n != 3 {
+	if n, err := s.PruneWindows(ctx, T0.Add(4*time.Minute+30*time.Second), 3); err != nil || n != 3 {
 		t.Fatalf("PruneWindows = %d, %v; want 3 (the limit)", n, err)
 	}
-	if n, err := s.PruneWindows(T0.Add(4*time.Minute+30*time.Second), 100); err != nil || n != 1 {
+	if n, err := s.PruneWindows(ctx, T0.Add(4*time.Minute+30*time.Second), 100); err != nil || n != 1 {
 		t.Fatalf("PruneWindows = %d, %v; want 1", n, err)
 	}
-	if n, err := s.PruneWindows(T0.Add(10*time.Minute), 100); err != nil || n != 1 {
+	if n, err := s.PruneWindows(ctx, T0.Add(10*time.Minute), 100); err != nil || n != 1 {
 		t.Fatalf("PruneWindows = %d, %v; want the last one", n, err)
 	}
 	// A pruned key starts a fresh window.

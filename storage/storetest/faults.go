@@ -50,36 +50,36 @@ func testWaitingDeliveries(t *testing.T, open Opener) {
 		record(t, s, ds[0].ID, &app.Attempt{Start: T0, Status: 503}, app.Pending, T0.Add(time.Duration(3-i)*time.Hour))
 		ids = append(ids, ds[0].ID)
 	}
-	work, err := s.WaitingDeliveries("pos", time.Time{}, 0, 2, Never)
+	work, err := s.WaitingDeliveries(ctx, "pos", time.Time{}, 0, 2, Never)
 	if err != nil || len(work) != 2 || work[0].Delivery.ID != ids[2] || work[1].Delivery.ID != ids[1] || work[0].Event.ID != "c" ||
 		!work[0].Delivery.Due.Equal(T0.Add(time.Hour)) || string(work[0].Event.Body) != string(NewEvent("", "", T0).Body) {
 		t.Fatalf("first two waiting = %+v, %v; want c's and b's", work, err)
 	}
 	last := work[1].Delivery
-	work, err = s.WaitingDeliveries("pos", last.Due, last.ID, 2, Never)
+	work, err = s.WaitingDeliveries(ctx, "pos", last.Due, last.ID, 2, Never)
 	if err != nil || len(work) != 1 || work[0].Delivery.ID != ids[0] {
 		t.Fatalf("after the second = %+v, %v; want a's", work, err)
 	}
-	if work, err := s.WaitingDeliveries("erp", time.Time{}, 0, 2, Never); len(work) != 0 || err != nil {
+	if work, err := s.WaitingDeliveries(ctx, "erp", time.Time{}, 0, 2, Never); len(work) != 0 || err != nil {
 		t.Fatalf("another destination's: %+v, %v", work, err)
 	}
-	if work, err := s.WaitingDeliveries("pos", T0.Add(3*time.Hour), ids[0], 2, Never); len(work) != 0 || err != nil {
+	if work, err := s.WaitingDeliveries(ctx, "pos", T0.Add(3*time.Hour), ids[0], 2, Never); len(work) != 0 || err != nil {
 		t.Fatalf("after the last: %+v, %v", work, err)
 	}
 	early := app.AttemptRecord{ID: ids[0], Attempt: &app.Attempt{Start: T0.Add(time.Minute), Status: 503}, State: app.Pending, Due: T0.Add(3 * time.Hour), Early: true}
-	if errs := s.RecordAttempts([]app.AttemptRecord{early}); errs[0] != nil {
+	if errs := s.RecordAttempts(ctx, []app.AttemptRecord{early}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
-	if d, _, _ := s.Delivery(ids[0]); d.Tries != 1 || d.Attempts != 2 || !d.Due.Equal(T0.Add(3*time.Hour)) {
+	if d, _, _ := s.Delivery(ctx, ids[0]); d.Tries != 1 || d.Attempts != 2 || !d.Due.Equal(T0.Add(3*time.Hour)) {
 		t.Fatalf("after an early attempt: %+v; want 2 attempts, still at step 1", d)
 	}
 	// Its record ended its lease: it is due at its due time (b and c are
 	// still in flight).
 	inFlight := func(id uint64) bool { return id != ids[0] }
-	if work, _, err := s.DueDeliveries("pos", T0.Add(3*time.Hour-time.Second), 10, inFlight); err != nil || len(work) != 0 {
+	if work, _, err := s.DueDeliveries(ctx, "pos", T0.Add(3*time.Hour-time.Second), 10, inFlight); err != nil || len(work) != 0 {
 		t.Fatalf("due before 3h: %+v, %v; want none", work, err)
 	}
-	if work, _, err := s.DueDeliveries("pos", T0.Add(3*time.Hour), 10, inFlight); err != nil || len(work) != 1 || work[0].Delivery.ID != ids[0] {
+	if work, _, err := s.DueDeliveries(ctx, "pos", T0.Add(3*time.Hour), 10, inFlight); err != nil || len(work) != 1 || work[0].Delivery.ID != ids[0] {
 		t.Fatalf("due at 3h: %+v, %v; want a's", work, err)
 	}
 }
@@ -99,7 +99,7 @@ func testDeleteKeepsDebounced(t *testing.T, open Opener) {
 		return &app.Plan{Debounce: []*app.DebounceOp{{Route: "rl", Key: "c2", Delay: time.Second, Limit: 1, Window: time.Hour, To: []string{"pos"}}}}
 	}
 	mustAccept(t, s, NewEvent("shop", "l-1", T0), limited())
-	if fired, _, err := s.FirePending(T0.Add(time.Second)); err != nil || fired["rl"] != 1 {
+	if fired, _, err := s.FirePending(ctx, T0.Add(time.Second)); err != nil || fired["rl"] != 1 {
 		t.Fatalf("FirePending = %v, %v; want l-1's delivery", fired, err)
 	}
 	l2 := NewEvent("shop", "l-2", T0.Add(time.Second))
@@ -111,29 +111,29 @@ func testDeleteKeepsDebounced(t *testing.T, open Opener) {
 	lseq := l2.Seq
 	// Everything is older than the retention's cutoff; only d-1, merged
 	// into d-2's delivery, has nothing left to send.
-	if n, err := s.DeleteEventsBefore(T0.Add(5*time.Second), 100); err != nil || n != 1 {
+	if n, err := s.DeleteEventsBefore(ctx, T0.Add(5*time.Second), 100); err != nil || n != 1 {
 		t.Fatalf("DeleteEventsBefore = %d, %v; want 1 (d-1)", n, err)
 	}
 	for _, seq := range []uint64{last.Seq, lseq} {
-		if e, err := s.Event(seq); err != nil || e == nil {
+		if e, err := s.Event(ctx, seq); err != nil || e == nil {
 			t.Fatalf("event %d, which a pending delivery will send, was deleted (%v)", seq, err)
 		}
 	}
-	fired, _, err := s.FirePending(T0.Add(11 * time.Second))
+	fired, _, err := s.FirePending(ctx, T0.Add(11*time.Second))
 	if err != nil || fired["r"] != 1 {
 		t.Fatalf("FirePending = %v, %v; want the debounced delivery fired", fired, err)
 	}
-	work, _, err := s.DueDeliveries("pos", T0.Add(11*time.Second), 10, Never)
+	work, _, err := s.DueDeliveries(ctx, "pos", T0.Add(11*time.Second), 10, Never)
 	if err != nil || len(work) != 2 || work[1].Event.ID != "d-2" {
 		t.Fatalf("due after the window: %+v, %v; want l-1's and d-2's deliveries", work, err)
 	}
 	// The rate-limited one goes out when its window frees a slot.
-	if fired, _, err := s.FirePending(T0.Add(time.Hour)); err != nil || fired["rl"] != 1 {
+	if fired, _, err := s.FirePending(ctx, T0.Add(time.Hour)); err != nil || fired["rl"] != 1 {
 		t.Fatalf("FirePending at 1h = %v, %v; want l-2's delivery", fired, err)
 	}
 	sent := work
 	inFlight := func(id uint64) bool { return id == sent[0].Delivery.ID || id == sent[1].Delivery.ID }
-	if work, _, err := s.DueDeliveries("pos", T0.Add(time.Hour), 10, inFlight); err != nil || len(work) != 1 || work[0].Event.ID != "l-2" {
+	if work, _, err := s.DueDeliveries(ctx, "pos", T0.Add(time.Hour), 10, inFlight); err != nil || len(work) != 1 || work[0].Event.ID != "l-2" {
 		t.Fatalf("due at 1h: %+v, %v; want l-2's delivery", work, err)
 	}
 }
@@ -149,22 +149,22 @@ func testDeleteMergedLinks(t *testing.T, open Opener) {
 		mustAccept(t, s, e, debounced("c1", 10*time.Second))
 		seqs = append(seqs, e.Seq)
 	}
-	if fired, _, err := s.FirePending(T0.Add(20 * time.Second)); err != nil || fired["r"] != 1 {
+	if fired, _, err := s.FirePending(ctx, T0.Add(20*time.Second)); err != nil || fired["r"] != 1 {
 		t.Fatalf("FirePending = %v, %v", fired, err)
 	}
-	if merged, _ := s.MergedInto(seqs[2]); !slices.Equal(merged, seqs[:2]) {
+	if merged, _ := s.MergedInto(ctx, seqs[2]); !slices.Equal(merged, seqs[:2]) {
 		t.Fatalf("merged = %v, want %v", merged, seqs[:2])
 	}
 	// a and b have nothing to send; c's delivery is pending.
-	if n, err := s.DeleteEventsBefore(T0.Add(time.Hour), 100); err != nil || n != 2 {
+	if n, err := s.DeleteEventsBefore(ctx, T0.Add(time.Hour), 100); err != nil || n != 2 {
 		t.Fatalf("DeleteEventsBefore = %d, %v; want 2 (the merged ones)", n, err)
 	}
-	if merged, err := s.MergedInto(seqs[2]); len(merged) != 0 || err != nil {
+	if merged, err := s.MergedInto(ctx, seqs[2]); len(merged) != 0 || err != nil {
 		t.Fatalf("MergedInto after the merged events were swept = %v, %v; want none", merged, err)
 	}
 	d := deliveries(t, s, seqs[2], 1)[0]
 	record(t, s, d.ID, &app.Attempt{Start: T0, Status: 200}, app.Delivered, time.Time{})
-	if n, err := s.DeleteEventsBefore(T0.Add(time.Hour), 100); err != nil || n != 1 {
+	if n, err := s.DeleteEventsBefore(ctx, T0.Add(time.Hour), 100); err != nil || n != 1 {
 		t.Fatalf("DeleteEventsBefore = %d, %v; want 1", n, err)
 	}
 	if ids, events := counts(t, s); events != 0 || ids != 3 {
@@ -182,21 +182,21 @@ func testFireEventMissing(t *testing.T, open Opener, damage Damage) {
 	mustAccept(t, s, kept, debounced("c2", 10*time.Second))
 	s = damage.DropEvent(t, s, e.Seq)
 
-	fired, _, err := s.FirePending(T0.Add(11 * time.Second))
+	fired, _, err := s.FirePending(ctx, T0.Add(11*time.Second))
 	if err != nil || fired["r"] != 1 {
 		t.Fatalf("FirePending = %v, %v; want c2's delivery alone", fired, err)
 	}
-	dead, total, err := s.DeadLetters(0, 10)
+	dead, total, err := s.DeadLetters(ctx, 0, 10)
 	if err != nil || total != 1 || len(dead) != 1 {
 		t.Fatalf("dead letters = %+v (%d), %v; want the pending delivery", dead, total, err)
 	}
 	if d := dead[0]; d.Destination != "pos" || d.EventSeq != e.Seq || !strings.Contains(d.LastError, "was gone") || !strings.Contains(d.LastError, "c1") {
 		t.Fatalf("dead letter = %+v; want pos, event %d, the reason with the key", d, e.Seq)
 	}
-	if n, _ := s.PendingCount(); n != 0 {
+	if n, _ := s.PendingCount(ctx); n != 0 {
 		t.Fatalf("pending = %d after firing", n)
 	}
-	if work, _, err := s.DueDeliveries("pos", T0.Add(11*time.Second), 10, Never); err != nil || len(work) != 1 || work[0].Event.ID != "kept-1" {
+	if work, _, err := s.DueDeliveries(ctx, "pos", T0.Add(11*time.Second), 10, Never); err != nil || len(work) != 1 || work[0].Event.ID != "kept-1" {
 		t.Fatalf("due = %+v, %v; want kept-1's delivery", work, err)
 	}
 	// The key is free: the entity's next event opens a new pending delivery.
@@ -217,19 +217,19 @@ func testDueEventMissing(t *testing.T, open Opener, damage Damage) {
 		events = append(events, e)
 	}
 	s = damage.DropEvent(t, s, events[1].Seq)
-	work, _, err := s.DueDeliveries("pos", T0.Add(time.Minute), 10, Never)
+	work, _, err := s.DueDeliveries(ctx, "pos", T0.Add(time.Minute), 10, Never)
 	if err != nil || len(work) != 2 || work[0].Event.ID != "m-0" || work[1].Event.ID != "m-2" {
 		t.Fatalf("DueDeliveries = %+v, %v; want m-0 and m-2", work, err)
 	}
-	dead, total, err := s.DeadLetters(0, 10)
+	dead, total, err := s.DeadLetters(ctx, 0, 10)
 	if err != nil || total != 1 || dead[0].EventSeq != events[1].Seq || !strings.Contains(dead[0].LastError, "gone") {
 		t.Fatalf("dead letters = %+v (%d), %v; want m-1's delivery with the reason", dead, total, err)
 	}
-	if _, n, err := s.Poisoned(10); n != 0 || err != nil {
+	if _, n, err := s.Poisoned(ctx, 10); n != 0 || err != nil {
 		t.Fatalf("Poisoned = %d, %v; nothing was undecodable", n, err)
 	}
 	inFlight := func(id uint64) bool { return id == work[0].Delivery.ID || id == work[1].Delivery.ID }
-	if work, next, err := s.DueDeliveries("pos", T0.Add(time.Hour), 10, inFlight); len(work) != 0 || err != nil {
+	if work, next, err := s.DueDeliveries(ctx, "pos", T0.Add(time.Hour), 10, inFlight); len(work) != 0 || err != nil {
 		t.Fatalf("read again: %+v, next %v, %v; the dead one came back", work, next, err)
 	}
 }
@@ -252,11 +252,11 @@ func testPoisonEvent(t *testing.T, open Opener, damage Damage) {
 	s = damage.SpoilEvent(t, s, events[1].Seq)
 	s = damage.SpoilEvent(t, s, events[3].Seq)
 
-	work, _, err := s.DueDeliveries("pos", T0.Add(time.Minute), 10, Never)
+	work, _, err := s.DueDeliveries(ctx, "pos", T0.Add(time.Minute), 10, Never)
 	if err != nil || len(work) != 2 || work[0].Event.ID != "p-0" || work[1].Event.ID != "p-2" {
 		t.Fatalf("DueDeliveries = %+v, %v; want p-0 and p-2", work, err)
 	}
-	poison, total, err := s.Poisoned(10)
+	poison, total, err := s.Poisoned(ctx, 10)
 	if err != nil || total != 1 || len(poison) != 1 {
 		t.Fatalf("Poisoned = %+v, %d, %v; want p-1's event", poison, total, err)
 	}
@@ -266,17 +266,17 @@ func testPoisonEvent(t *testing.T, open Opener, damage Damage) {
 	}
 	// Read early (a destination that answers again): p-3 is set aside too.
 	inFlight := func(id uint64) bool { return id == ids[0] || id == ids[2] }
-	if work, err := s.WaitingDeliveries("pos", time.Time{}, 0, 10, inFlight); err != nil || len(work) != 0 {
+	if work, err := s.WaitingDeliveries(ctx, "pos", time.Time{}, 0, 10, inFlight); err != nil || len(work) != 0 {
 		t.Fatalf("WaitingDeliveries = %+v, %v; want none (p-3 cannot be read)", work, err)
 	}
-	poison, total, err = s.Poisoned(10)
+	poison, total, err = s.Poisoned(ctx, 10)
 	if err != nil || total != 2 || len(poison) != 2 || poison[0].Key != fmt.Sprint(events[3].Seq) || poison[1].Key != fmt.Sprint(events[1].Seq) {
 		t.Fatalf("Poisoned = %+v, %d, %v; want p-3's then p-1's, newest first", poison, total, err)
 	}
-	if short, total, err := s.Poisoned(1); len(short) != 1 || total != 2 || err != nil {
+	if short, total, err := s.Poisoned(ctx, 1); len(short) != 1 || total != 2 || err != nil {
 		t.Fatalf("Poisoned(1) = %d records, %d in all, %v", len(short), total, err)
 	}
-	dead, n, err := s.DeadLetters(0, 10)
+	dead, n, err := s.DeadLetters(ctx, 0, 10)
 	if err != nil || n != 2 || dead[0].ID != ids[1] || dead[1].ID != ids[3] {
 		t.Fatalf("dead letters = %+v (%d), %v; want p-1's and p-3's deliveries", dead, n, err)
 	}
@@ -286,11 +286,11 @@ func testPoisonEvent(t *testing.T, open Opener, damage Damage) {
 		}
 	}
 	// The pages still list every event.
-	rows, _, err := s.ListEvents(app.EventQuery{})
+	rows, _, err := s.ListEvents(ctx, app.EventQuery{})
 	if err != nil || len(rows) != 4 {
 		t.Fatalf("ListEvents = %+v, %v; want four rows", rows, err)
 	}
-	if _, err := s.ReplayDead(T0.Add(time.Hour)); err != nil {
+	if _, err := s.ReplayDead(ctx, T0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 }

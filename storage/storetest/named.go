@@ -43,7 +43,7 @@ func showNamed(m map[app.Named]uint64) string {
 // namedAround reads the counts by name of T0's day, failing t on an error.
 func namedAround(t *testing.T, s storage.Store) map[app.Named]uint64 {
 	t.Helper()
-	m, err := s.NamedCounts(T0.Add(-23*time.Hour), T0.Add(time.Hour))
+	m, err := s.NamedCounts(ctx, T0.Add(-23*time.Hour), T0.Add(time.Hour))
 	if err != nil {
 		t.Fatalf("NamedCounts: %v", err)
 	}
@@ -59,7 +59,7 @@ func wantNamed(t *testing.T, got, want map[app.Named]uint64) {
 
 func lasts(t *testing.T, s storage.Store) map[app.Named]app.Last {
 	t.Helper()
-	m, err := s.Lasts()
+	m, err := s.Lasts(ctx)
 	if err != nil {
 		t.Fatalf("Lasts: %v", err)
 	}
@@ -78,11 +78,11 @@ func fillNamed(t *testing.T, s storage.Store) (map[app.Named]uint64, map[app.Nam
 		return &app.Plan{Debounce: []*app.DebounceOp{{Route: "rl", Key: "c", Delay: time.Second, Limit: 1, Window: time.Hour, To: []string{"pos"}}}}
 	}
 	mustAccept(t, s, NewEvent("gh", "l1", at), limited())
-	if fired, _, err := s.FirePending(at.Add(2 * time.Second)); err != nil || fired["rl"] != 1 {
+	if fired, _, err := s.FirePending(ctx, at.Add(2*time.Second)); err != nil || fired["rl"] != 1 {
 		t.Fatalf("FirePending = %v, %v; want rl's", fired, err)
 	}
 	mustAccept(t, s, NewEvent("gh", "l2", at.Add(3*time.Second)), limited())
-	if fired, _, err := s.FirePending(at.Add(2 * time.Minute)); err != nil || fired["r"] != 1 {
+	if fired, _, err := s.FirePending(ctx, at.Add(2*time.Minute)); err != nil || fired["r"] != 1 {
 		t.Fatalf("FirePending = %v, %v; want r's", fired, err)
 	}
 	e := NewEvent("shop", "p1", at.Add(5*time.Second))
@@ -133,7 +133,7 @@ func testNamedInCommits(t *testing.T, open Reopener) {
 	wantNamed(t, namedAround(t, s), want)
 	wantLasts(t, lasts(t, s), wl)
 	// Only the hours asked for.
-	if m, err := s.NamedCounts(T0.Add(time.Hour), T0.Add(2*time.Hour)); err != nil || len(m) != 0 {
+	if m, err := s.NamedCounts(ctx, T0.Add(time.Hour), T0.Add(2*time.Hour)); err != nil || len(m) != 0 {
 		t.Fatalf("NamedCounts of the next hours = %v, %v; want none", m, err)
 	}
 }
@@ -162,11 +162,11 @@ func testNamedPrune(t *testing.T, open Reopener) {
 	s.AddNamed(T0.Add(-time.Hour), app.SourceRejected, "shop", 1)
 	s.AddNamed(T0, app.SourceRejected, "shop", 1)
 	wantNamed(t, namedAround(t, s), named(app.SourceAccepted, "shop", 2, app.SourceRejected, "shop", 2))
-	if _, err := s.PruneCounts(T0); err != nil {
+	if _, err := s.PruneCounts(ctx, T0); err != nil {
 		t.Fatal(err)
 	}
 	wantNamed(t, namedAround(t, s), named(app.SourceAccepted, "shop", 1, app.SourceRejected, "shop", 1))
-	if _, err := s.PruneCounts(T0.Add(time.Hour)); err != nil {
+	if _, err := s.PruneCounts(ctx, T0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	wantNamed(t, namedAround(t, s), map[app.Named]uint64{})

@@ -34,7 +34,7 @@ func testListEvents(t *testing.T, open Opener) {
 	var pages int
 	q := app.EventQuery{Limit: 7}
 	for {
-		rows, next, err := s.ListEvents(q)
+		rows, next, err := s.ListEvents(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func testListEvents(t *testing.T, open Opener) {
 	if !slices.Equal(got, want) || pages != 5 {
 		t.Fatalf("paged %v in %d pages; want %v in 5", got, pages, want)
 	}
-	rows, _, _ := s.ListEvents(app.EventQuery{Limit: 1})
+	rows, _, _ := s.ListEvents(ctx, app.EventQuery{Limit: 1})
 	if r := rows[0]; r.Seq != all[29].Seq || r.Source != "gh" || r.Topic != "push" || r.Size != 29 || !r.ReceivedAt.Equal(all[29].ReceivedAt) || r.Status != "unrouted" {
 		t.Fatalf("newest row = %+v", r)
 	}
@@ -77,7 +77,7 @@ func testListEvents(t *testing.T, open Opener) {
 		{"Before", app.EventQuery{Before: all[3].Seq, Limit: 50}, []string{"evt_2", "evt_1", "evt_0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rows, _, err := s.ListEvents(tc.q)
+			rows, _, err := s.ListEvents(ctx, tc.q)
 			if err != nil || !slices.Equal(ids(rows), tc.want) {
 				t.Fatalf("ListEvents(%+v) = %v, %v; want %v", tc.q, ids(rows), err, tc.want)
 			}
@@ -85,7 +85,7 @@ func testListEvents(t *testing.T, open Opener) {
 	}
 	// An id that several sources use is found in each.
 	mustAccept(t, s, NewEvent("stripe", "evt_0", T0.Add(time.Hour)), nil)
-	if rows, _, _ := s.ListEvents(app.EventQuery{ID: "evt_0", Limit: 50}); len(rows) != 2 {
+	if rows, _, _ := s.ListEvents(ctx, app.EventQuery{ID: "evt_0", Limit: 50}); len(rows) != 2 {
 		t.Fatalf("id in two sources: %+v", rows)
 	}
 }
@@ -120,7 +120,7 @@ func testListEventsStatus(t *testing.T, open Opener) {
 	ds = deliveries(t, s, dead.Seq, 2)
 	record(t, s, ds[0].ID, &app.Attempt{Start: T0, Status: 410}, app.Dead, time.Time{})
 
-	rows, _, err := s.ListEvents(app.EventQuery{Limit: 50})
+	rows, _, err := s.ListEvents(ctx, app.EventQuery{Limit: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func testListEventsStatus(t *testing.T, open Opener) {
 	}
 	for st, ids := range map[string][]string{"delivered": {"delivered"}, "dead": {"dead"}, "unrouted": {"unrouted"},
 		"merged": {"merged-open", "merged"}, "waiting": {"waiting-2", "waiting"}} {
-		rows, _, err := s.ListEvents(app.EventQuery{Status: st, Limit: 50})
+		rows, _, err := s.ListEvents(ctx, app.EventQuery{Status: st, Limit: 50})
 		var gotIDs []string
 		for _, r := range rows {
 			gotIDs = append(gotIDs, r.ID)
@@ -151,24 +151,24 @@ func testListEventsStatus(t *testing.T, open Opener) {
 			t.Errorf("ListEvents(status %s) = %v, %v; want %v (newest first)", st, gotIDs, err, ids)
 		}
 	}
-	if rows, _, _ := s.ListEvents(app.EventQuery{Status: "pending", Limit: 50}); len(rows) != 2 {
+	if rows, _, _ := s.ListEvents(ctx, app.EventQuery{Status: "pending", Limit: 50}); len(rows) != 2 {
 		t.Errorf("ListEvents(status pending) = %+v; want pending and fired", rows)
 	}
-	if rows, _, _ := s.ListEvents(app.EventQuery{ID: "dead", Status: "pending", Limit: 50}); len(rows) != 0 {
+	if rows, _, _ := s.ListEvents(ctx, app.EventQuery{ID: "dead", Status: "pending", Limit: 50}); len(rows) != 0 {
 		t.Errorf("ListEvents(id dead, status pending) = %+v; want none", rows)
 	}
 }
 
 func testMeta(t *testing.T, open Opener) {
 	s := open(t)
-	if v, err := s.Meta("status_password_bcrypt"); v != nil || err != nil {
+	if v, err := s.Meta(ctx, "status_password_bcrypt"); v != nil || err != nil {
 		t.Fatalf("Meta of an unset name = %q, %v; want nil", v, err)
 	}
 	for _, val := range [][]byte{[]byte("$2a$10$hash"), []byte("second\x00value")} {
-		if err := s.SetMeta("status_password_bcrypt", val); err != nil {
+		if err := s.SetMeta(ctx, "status_password_bcrypt", val); err != nil {
 			t.Fatal(err)
 		}
-		if v, err := s.Meta("status_password_bcrypt"); string(v) != string(val) || err != nil {
+		if v, err := s.Meta(ctx, "status_password_bcrypt"); string(v) != string(val) || err != nil {
 			t.Fatalf("Meta = %q, %v; want %q", v, err, val)
 		}
 	}

@@ -64,6 +64,7 @@ func Run(t *testing.T, open Opener, damage Damage) {
 	t.Run("ListEventsStatus", func(t *testing.T) { testListEventsStatus(t, open) })
 	t.Run("DeadLetters", func(t *testing.T) { testDeadLetters(t, open) })
 	t.Run("Meta", func(t *testing.T) { testMeta(t, open) })
+	t.Run("Cancelled", func(t *testing.T) { testCancelled(t, open) })
 	runFaults(t, open, damage)
 }
 
@@ -84,7 +85,7 @@ func mustAccept(t *testing.T, s storage.Store, e *app.Event, plan *app.Plan) {
 // deliveries returns event seq's deliveries, failing t unless there are n.
 func deliveries(t *testing.T, s storage.Store, seq uint64, n int) []*app.Delivery {
 	t.Helper()
-	ds, err := s.EventDeliveries(seq)
+	ds, err := s.EventDeliveries(ctx, seq)
 	if err != nil || len(ds) != n {
 		t.Fatalf("EventDeliveries(%d) = %d deliveries (%+v), %v; want %d", seq, len(ds), ds, err, n)
 	}
@@ -105,14 +106,14 @@ func acceptRouted(t *testing.T, s storage.Store, id string, dests ...string) (*a
 // record records one attempt and fails t on an error.
 func record(t *testing.T, s storage.Store, id uint64, a *app.Attempt, state app.DeliveryState, due time.Time) {
 	t.Helper()
-	if err := s.RecordAttempts([]app.AttemptRecord{{ID: id, Attempt: a, State: state, Due: due}})[0]; err != nil {
+	if err := s.RecordAttempts(ctx, []app.AttemptRecord{{ID: id, Attempt: a, State: state, Due: due}})[0]; err != nil {
 		t.Fatalf("RecordAttempts(%d): %v", id, err)
 	}
 }
 
 func counts(t *testing.T, s storage.Store) (ids, events int) {
 	t.Helper()
-	ids, events, err := s.Counts()
+	ids, events, err := s.Counts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,18 +16,18 @@ func testDeleteEventsBefore(t *testing.T, open Opener) {
 		at := T0.Add(time.Duration(i) * time.Minute)
 		mustAccept(t, s, NewEvent("shop", fmt.Sprint(i), at), nil)
 	}
-	n, err := s.DeleteEventsBefore(T0.Add(5*time.Minute), 3)
+	n, err := s.DeleteEventsBefore(ctx, T0.Add(5*time.Minute), 3)
 	if err != nil || n != 3 {
 		t.Fatalf("DeleteEventsBefore = %d, %v; want 3 (the limit)", n, err)
 	}
-	n, err = s.DeleteEventsBefore(T0.Add(5*time.Minute), 100)
+	n, err = s.DeleteEventsBefore(ctx, T0.Add(5*time.Minute), 100)
 	if err != nil || n != 2 {
 		t.Fatalf("DeleteEventsBefore = %d, %v; want 2", n, err)
 	}
 	if _, events := counts(t, s); events != 5 {
 		t.Fatalf("events left = %d, want 5", events)
 	}
-	rows, _, _ := s.ListEvents(app.EventQuery{Limit: 100})
+	rows, _, _ := s.ListEvents(ctx, app.EventQuery{Limit: 100})
 	if len(rows) != 5 || rows[len(rows)-1].ID != "5" {
 		t.Fatalf("events left: %+v; want 9 down to 5", rows)
 	}
@@ -53,24 +53,24 @@ func testDeleteKeepsUndelivered(t *testing.T, open Opener) {
 			record(t, s, d.ID, &app.Attempt{Start: T0}, state, time.Time{})
 		}
 	}
-	n, err := s.DeleteEventsBefore(T0.Add(time.Minute), 100)
+	n, err := s.DeleteEventsBefore(ctx, T0.Add(time.Minute), 100)
 	if err != nil || n != 2 {
 		t.Fatalf("DeleteEventsBefore = %d, %v; want 2 (the delivered ones)", n, err)
 	}
 	for i, want := range []bool{false, true, true, false} {
-		e, _ := s.Event(seqs[i])
+		e, _ := s.Event(ctx, seqs[i])
 		if (e != nil) != want {
 			t.Errorf("event %d kept = %v, want %v", i, e != nil, want)
 		}
-		ds, _ := s.EventDeliveries(seqs[i])
+		ds, _ := s.EventDeliveries(ctx, seqs[i])
 		if (len(ds) > 0) != want {
 			t.Errorf("event %d deliveries %+v", i, ds)
 		}
-		if _, _, err := s.Delivery(ids[i]); (err == nil) != want || !want && !errors.Is(err, app.ErrNotFound) {
+		if _, _, err := s.Delivery(ctx, ids[i]); (err == nil) != want || !want && !errors.Is(err, app.ErrNotFound) {
 			t.Errorf("delivery of event %d: %v", i, err)
 		}
 	}
-	if n, _ := s.CountDead(); n != 1 {
+	if n, _ := s.CountDead(ctx); n != 1 {
 		t.Fatalf("CountDead = %d", n)
 	}
 }
@@ -94,19 +94,19 @@ func testSweepRaces(t *testing.T, open Opener) {
 		mustAccept(t, s, f, &app.Plan{Debounce: []*app.DebounceOp{{Route: "r", Key: fmt.Sprint("k", i), Delay: time.Millisecond, To: []string{"erp"}}}})
 		var replayErr error
 		start := make(chan struct{})
-		wg.Go(func() { <-start; replayErr = s.Replay(d.ID, T0.Add(time.Hour)) })
-		wg.Go(func() { <-start; s.FirePending(T0.Add(time.Hour)) })
+		wg.Go(func() { <-start; replayErr = s.Replay(ctx, d.ID, T0.Add(time.Hour)) })
+		wg.Go(func() { <-start; s.FirePending(ctx, T0.Add(time.Hour)) })
 		wg.Go(func() {
 			<-start
-			if _, err := s.DeleteEventsBefore(T0.Add(time.Minute), 10); err != nil {
+			if _, err := s.DeleteEventsBefore(ctx, T0.Add(time.Minute), 10); err != nil {
 				t.Error(err)
 			}
 		})
 		close(start)
 		wg.Wait()
-		s.FirePending(T0.Add(time.Hour)) // whatever did not fire in the race
-		ev, _ := s.Event(e.Seq)
-		_, _, derr := s.Delivery(d.ID)
+		s.FirePending(ctx, T0.Add(time.Hour)) // whatever did not fire in the race
+		ev, _ := s.Event(ctx, e.Seq)
+		_, _, derr := s.Delivery(ctx, d.ID)
 		switch {
 		case replayErr == nil && (ev == nil || derr != nil):
 			t.Fatalf("round %d: the replay succeeded, but the event (%v) or the delivery (%v) is gone", i, ev != nil, derr)
@@ -115,8 +115,8 @@ func testSweepRaces(t *testing.T, open Opener) {
 		case (ev == nil) != (derr != nil):
 			t.Fatalf("round %d: event kept %v, delivery: %v", i, ev != nil, derr)
 		}
-		fv, _ := s.Event(f.Seq)
-		if ds, _ := s.EventDeliveries(f.Seq); fv == nil || len(ds) != 1 || ds[0].State != app.Pending {
+		fv, _ := s.Event(ctx, f.Seq)
+		if ds, _ := s.EventDeliveries(ctx, f.Seq); fv == nil || len(ds) != 1 || ds[0].State != app.Pending {
 			t.Fatalf("round %d: the debounced event kept %v, its deliveries %+v; want it kept and one pending delivery", i, fv != nil, ds)
 		}
 	}
@@ -139,7 +139,7 @@ func testForgetExpiredIDs(t *testing.T, open Opener) {
 	now := T0.Add(2 * time.Hour)
 	var chunks, total int
 	for {
-		n, err := s.ForgetExpiredIDs(now, chunk)
+		n, err := s.ForgetExpiredIDs(ctx, now, chunk)
 		if err != nil {
 			t.Fatal(err)
 		}
