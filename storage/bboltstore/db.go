@@ -60,14 +60,7 @@ type DB struct {
 	commits   atomic.Uint64 // see CommitCounts
 	writes    atomic.Uint64
 
-	ids *idIndex // remembered ids by name (ids.go)
-	// Ids added by the transaction the committer is running, for the
-	// writes after them in it; its committed hooks move them to ids.
-	txIDs  map[string]txID // key → its entry
-	txMain map[uint64]bool // hashes of those that take a slot in ids.main
-	// opened is set by the committed hooks of a commit in which Accept
-	// opened work for the dispatcher; onOpened is then told (OnOpened).
-	opened   bool
+	ids      *idIndex // remembered ids by name (ids.go)
 	onOpened atomic.Pointer[func()]
 	onCommit atomic.Pointer[func(error)] // see OnCommit
 	counts   *counter                    // hourly counts not written yet (counts.go)
@@ -157,8 +150,6 @@ func Open(dir string) (*DB, error) {
 	d := &DB{
 		unlock:    unlock,
 		ids:       ids,
-		txIDs:     map[string]txID{},
-		txMain:    map[uint64]bool{},
 		db:        bdb,
 		path:      path,
 		queue:     make(chan write, maxGroup),
@@ -215,10 +206,10 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 	var dup, over bool
 	var seq uint64
 	// The committer may run this function more than once: it only sets results.
-	err := d.updateThen(func(tx *bolt.Tx) error {
+	err := d.updateTx(func(tx *bolt.Tx, st *txState) error {
 		dup, over, seq = false, false, 0
 		expiry := tx.Bucket(bucketExpiry)
-		pending, again := d.txIDs[string(key)]
+		pending, again := st.ids[string(key)]
 		old, ok := pending.exp, again
 		if !again {
 			old, _, ok = d.ids.find(tx, key)
@@ -232,9 +223,9 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 		if again { // accepted earlier in this transaction: same place
 			over = pending.over
 		} else {
-			over = d.ids.placeOver(tx, key, d.txMain)
+			over = d.ids.placeOver(tx, key, st.main)
 			if !over {
-				d.txMain[d.ids.hash(key)] = true
+				st.main[d.ids.hash(key)] = true
 			}
 		}
 		if ok { // expired but not swept yet: it may be accepted again
@@ -261,27 +252,16 @@ func (d *DB) Accept(_ context.Context, e *app.Event, idExpires time.Time, plan *
 				if err := applyDebounce(tx, op, s, e.ReceivedAt); err != nil {
 					return err
 				}
-				if op.Result == app.Merged {
-					d.count(e.ReceivedAt, app.KindDebounced, 1)
-				}
-				d.countRoute(e.ReceivedAt, op)
-			}
-			for _, r := range plan.Unkeyed {
-				d.countName(e.ReceivedAt, app.RouteReceived, r, 1)
-				d.countName(e.ReceivedAt, app.RouteUnkeyed, r, 1)
 			}
 		}
-		d.count(e.ReceivedAt, app.KindReceived, 1)
-		d.count(e.ReceivedAt, app.KindAccepted, 1)
-		d.countName(e.ReceivedAt, app.SourceAccepted, e.Source, 1)
-		d.noteLast(app.SourceAccepted, e.Source, app.Last{At: e.ReceivedAt})
-		d.txIDs[string(key)] = txID{exp: exp, over: over}
+		st.counts.Accepted(e, plan)
+		st.ids[string(key)] = txID{exp: exp, over: over}
 		seq = s
 		return nil
-	}, func() {
+	}, func(st *txState) {
 		if !dup {
 			d.ids.add(key, exp, over)
-			d.opened = d.opened || !plan.Empty()
+			st.opened = st.opened || !plan.Empty()
 		}
 	})
 	if err != nil {

@@ -191,7 +191,7 @@ func (d *DB) FirePending(now time.Time) (map[string]int, time.Time, error) {
 		return nil, next, err
 	}
 	var fired map[string]int
-	err = d.update(func(tx *bolt.Tx) error {
+	err = d.updateTx(func(tx *bolt.Tx, st *txState) error {
 		fired, next = map[string]int{}, time.Time{}
 		var keys [][]byte
 		c := tx.Bucket(bucketPendingDue).Cursor()
@@ -208,11 +208,9 @@ func (d *DB) FirePending(now time.Time) (map[string]int, time.Time, error) {
 				return err
 			}
 		}
-		for route, n := range fired {
-			d.countName(now, app.RouteSent, route, uint64(n))
-		}
+		st.counts.Fired(now, fired)
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("fire pending deliveries: %w", err)
 	}

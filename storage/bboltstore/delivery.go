@@ -308,9 +308,6 @@ func dropDueKeys(tx *bolt.Tx, id uint64) error {
 	return nil
 }
 
-// attemptKind is what an attempt that leads to a state counts as.
-var attemptKind = map[app.DeliveryState]app.Kind{app.Delivered: app.KindDelivered, app.Pending: app.KindRetrying, app.Dead: app.KindDead}
-
 // RecordAttempt stores attempt a of delivery id and moves the delivery to
 // state, due at due when pending: RecordAttempts for one record.
 func (d *DB) RecordAttempt(id uint64, a *app.Attempt, state app.DeliveryState, due time.Time) error {
@@ -328,7 +325,7 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 		encoded[i] = encodeAttempt(r.Attempt)
 	}
 	errs := make([]error, len(recs))
-	err := d.update(func(tx *bolt.Tx) error {
+	err := d.updateTx(func(tx *bolt.Tx, st *txState) error {
 		for i, r := range recs {
 			errs[i] = nil // fn may run again (see write)
 			dl, err := getDelivery(tx, r.ID)
@@ -353,13 +350,10 @@ func (d *DB) RecordAttempts(recs []app.AttemptRecord) []error {
 			if err := putDelivery(tx, dl); err != nil {
 				return err
 			}
-			if k, ok := attemptKind[r.State]; ok {
-				d.count(dl.Updated, k, 1)
-			}
-			d.countAttempt(dl.Destination, a, r.State, dl.Updated)
+			st.counts.Attempt(dl.Destination, a, r.State, dl.Updated)
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		for i := range errs {
 			errs[i] = err

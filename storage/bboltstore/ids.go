@@ -312,7 +312,7 @@ func expirySeq(v []byte) (uint64, error) {
 // which keeps the id index in step.
 func (d *DB) ForgetExpiredIDs(now time.Time, limit int) (int, error) {
 	var keys [][]byte
-	err := d.updateThen(func(tx *bolt.Tx) error {
+	err := d.updateTx(func(tx *bolt.Tx, _ *txState) error {
 		keys = keys[:0]
 		exp := tx.Bucket(bucketExpiry)
 		end := uint64(now.UnixNano())
@@ -330,7 +330,7 @@ func (d *DB) ForgetExpiredIDs(now time.Time, limit int) (int, error) {
 			}
 		}
 		return nil
-	}, func() {
+	}, func(*txState) {
 		for _, k := range keys {
 			d.ids.remove(k[8:], int64(binary.BigEndian.Uint64(k)))
 		}
