@@ -6,6 +6,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"hookbox/app"
 	"hookbox/storage"
 )
 
@@ -20,12 +21,40 @@ const maxGroup = 1024
 // write in its group fails and the group is retried without it), so it must
 // only set results, never act on the world.
 type write struct {
-	fn func(*bolt.Tx) error
+	fn func(*bolt.Tx, *txState) error
 	// committed, when set, runs in the committer once the commit is
 	// durable, before the answer and before the next transaction: it
 	// applies the write's results to in-memory state (the id index).
-	committed func()
+	committed func(*txState)
 	done      chan error
+}
+
+// txState is what the writes of one transaction share, handed to each of
+// them and to their committed hooks. The committer resets it as each
+// transaction starts, so nothing in it outlives the transaction.
+type txState struct {
+	// Ids added by the transaction, for the writes after them in it; the
+	// committed hooks move them to the id index.
+	ids  map[string]txID // key → its entry
+	main map[uint64]bool // hashes of those that take a slot in ids.main
+	// opened is set by the committed hooks of a commit in which Accept
+	// opened work for the dispatcher; onOpened is then told (OnOpened).
+	opened bool
+	// counts are what the transaction's writes change in the counts, as
+	// the domain says (app.CountDelta); writeCounts adds them.
+	counts app.CountDelta
+}
+
+func newTxState() *txState {
+	return &txState{ids: map[string]txID{}, main: map[uint64]bool{}}
+}
+
+// reset empties st for the next transaction, keeping its room.
+func (st *txState) reset() {
+	clear(st.ids)
+	clear(st.main)
+	st.opened = false
+	st.counts.Reset()
 }
 
 // committer is hookbox's group commit. One goroutine runs every write
@@ -37,6 +66,7 @@ type write struct {
 func (d *DB) committer() {
 	defer close(d.stopped)
 	group := make([]write, 0, maxGroup)
+	st := newTxState()
 	for {
 		var w write
 		select {
@@ -45,7 +75,7 @@ func (d *DB) committer() {
 			return
 		}
 		group = d.gather(append(group[:0], w))
-		d.commitGroup(group)
+		d.commitGroup(group, st)
 	}
 }
 
@@ -82,21 +112,19 @@ func (d *DB) gather(group []write) []write {
 // commitGroup runs the group's functions in one transaction. A function that
 // fails is answered with its error and the rest are retried without it, so
 // one bad write never fails its neighbours.
-func (d *DB) commitGroup(group []write) {
+func (d *DB) commitGroup(group []write, st *txState) {
 	for len(group) > 0 {
 		failed := -1
 		err := d.db.Update(func(tx *bolt.Tx) error {
 			fillAppendOnly(tx)
-			clear(d.txIDs)
-			clear(d.txMain)
-			d.counts.clearTx()
+			st.reset()
 			for i, w := range group {
-				if err := w.fn(tx); err != nil {
+				if err := w.fn(tx, st); err != nil {
 					failed = i
 					return err
 				}
 			}
-			return d.writeCounts(tx)
+			return d.writeCounts(tx, &st.counts)
 		})
 		d.settleCounts(err == nil)
 		if failed < 0 {
@@ -108,13 +136,12 @@ func (d *DB) commitGroup(group []write) {
 				d.writes.Add(uint64(len(group)))
 				for _, w := range group {
 					if w.committed != nil {
-						w.committed()
+						w.committed(st)
 					}
 				}
-				if f := d.onOpened.Load(); d.opened && f != nil {
+				if f := d.onOpened.Load(); st.opened && f != nil {
 					(*f)()
 				}
-				d.opened = false
 			}
 			for _, w := range group {
 				w.done <- err // nil, or the commit's error for all of them
@@ -156,16 +183,17 @@ func (d *DB) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 // update runs fn in a group-committed write transaction and returns after
 // the commit is durable.
 func (d *DB) update(ctx context.Context, fn func(*bolt.Tx) error) error {
-	return d.updateThen(ctx, fn, nil)
+	return d.updateTx(ctx, func(tx *bolt.Tx, _ *txState) error { return fn(tx) }, nil)
 }
 
-// updateThen is update with a committed hook (see write). ctx is honoured
-// up to the moment the write is handed to the committer: a write whose ctx
-// is done before, or while it waits for room in the queue, returns ctx's
-// error and is never run. Once handed over it may commit at any moment, so
-// it is waited for whatever ctx says: updateThen never reports success
-// before the commit returns, and never an error for a write that commits.
-func (d *DB) updateThen(ctx context.Context, fn func(*bolt.Tx) error, committed func()) error {
+// updateTx is update for a write that shares its transaction's state, with
+// a committed hook (see write). ctx is honoured up to the moment the write
+// is handed to the committer: a write whose ctx is done before, or while it
+// waits for room in the queue, returns ctx's error and is never run. Once
+// handed over it may commit at any moment, so it is waited for whatever ctx
+// says: updateTx never reports success before the commit returns, and never
+// an error for a write that commits.
+func (d *DB) updateTx(ctx context.Context, fn func(*bolt.Tx, *txState) error, committed func(*txState)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -55,17 +55,12 @@ func decodeCounts(b []byte) (app.Counts, error) {
 // hourKey is the key of unix hour h.
 func hourKey(h int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(h)) }
 
-// counter holds the counts that are not written yet: those of the writes
-// in the transaction the committer runs (tx), those AddCounts took
-// (pending) and, while a commit carries them, those (flight, written by
-// the write transaction flightTx).
-// The same goes for the counts by name (named.go); the last times
-// (txLast) are all the transaction's own.
+// counter holds the counts that are not written yet and that no write
+// carries: those AddCounts took (pending) and, while a commit carries
+// them, those (flight, written by the write transaction flightTx). The
+// same goes for the counts by name (named.go). A write's own counts are
+// its transaction's (txState.counts).
 type counter struct {
-	tx      map[int64]*app.Counts // committer only
-	txNamed map[hourName]uint64   // committer only
-	txLast  map[app.Named]app.Last
-
 	mu           sync.Mutex
 	pending      map[int64]*app.Counts
 	pendingNamed map[hourName]uint64
@@ -75,15 +70,7 @@ type counter struct {
 }
 
 func newCounter() *counter {
-	return &counter{tx: map[int64]*app.Counts{}, txNamed: map[hourName]uint64{}, txLast: map[app.Named]app.Last{},
-		pending: map[int64]*app.Counts{}, pendingNamed: map[hourName]uint64{}}
-}
-
-// clearTx forgets the running transaction's counts, at its start.
-func (c *counter) clearTx() {
-	clear(c.tx)
-	clear(c.txNamed)
-	clear(c.txLast)
+	return &counter{pending: map[int64]*app.Counts{}, pendingNamed: map[hourName]uint64{}}
 }
 
 // add adds c to hour h of m.
@@ -95,17 +82,6 @@ func add(m map[int64]*app.Counts, h int64, c app.Counts) {
 	m[h] = &c
 }
 
-// count adds n of kind k at t to the running transaction's counts.
-func (d *DB) count(t time.Time, k app.Kind, n uint64) {
-	h := app.Hour(t)
-	c := d.counts.tx[h]
-	if c == nil {
-		c = new(app.Counts)
-		d.counts.tx[h] = c
-	}
-	c[k] += n
-}
-
 // AddCounts adds c to the hour of at; the next commit writes it.
 func (d *DB) AddCounts(at time.Time, c app.Counts) {
 	d.counts.mu.Lock()
@@ -113,12 +89,13 @@ func (d *DB) AddCounts(at time.Time, c app.Counts) {
 	d.counts.mu.Unlock()
 }
 
-// writeCounts adds the transaction's counts and what AddCounts holds to
-// the counts bucket, at the end of the committer's transaction tx: one
-// Put per hour touched, usually one. What it takes from pending is in
-// flight until takeBack or landed says how the commit went.
-func (d *DB) writeCounts(tx *bolt.Tx) error {
-	all, named := d.counts.tx, d.counts.txNamed
+// writeCounts adds the transaction's count changes (delta, as the domain
+// computed them for its writes) and what AddCounts holds to the counts
+// buckets, at the end of the committer's transaction tx: one Put per hour
+// touched, usually one. What it takes from pending is in flight until
+// settleCounts says how the commit went.
+func (d *DB) writeCounts(tx *bolt.Tx, delta *app.CountDelta) error {
+	all, named, lasts := foldCounts(delta)
 	d.counts.mu.Lock()
 	if len(d.counts.pending) > 0 || len(d.counts.pendingNamed) > 0 {
 		d.counts.flight, d.counts.pending = d.counts.pending, map[int64]*app.Counts{}
@@ -142,10 +119,37 @@ func (d *DB) writeCounts(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	if len(d.counts.txLast) > 0 {
-		return putLasts(tx, d.counts.txLast)
+	if len(lasts) > 0 {
+		return putLasts(tx, lasts)
 	}
 	return nil
+}
+
+// foldCounts sums delta by hour, and by hour and name, and keeps the
+// latest of each last (on a tie, the one noted later).
+func foldCounts(delta *app.CountDelta) (map[int64]*app.Counts, map[hourName]uint64, map[app.Named]app.Last) {
+	all := make(map[int64]*app.Counts, 1)
+	for _, k := range delta.Kinds {
+		h := app.Hour(k.At)
+		c := all[h]
+		if c == nil {
+			c = new(app.Counts)
+			all[h] = c
+		}
+		c[k.Kind] += k.N
+	}
+	named := make(map[hourName]uint64, len(delta.Named))
+	for _, n := range delta.Named {
+		named[hourName{app.Hour(n.At), app.Named{Kind: n.Kind, Name: n.Name}}] += n.N
+	}
+	lasts := make(map[app.Named]app.Last, len(delta.Lasts))
+	for _, l := range delta.Lasts {
+		key := app.Named{Kind: l.Kind, Name: l.Name}
+		if cur, ok := lasts[key]; !ok || !l.Last.At.Before(cur.At) {
+			lasts[key] = l.Last
+		}
+	}
+	return all, named, lasts
 }
 
 // putCounts adds each hour's counts of m to the bucket.
@@ -166,11 +170,10 @@ func putCounts(tx *bolt.Tx, m map[int64]*app.Counts) error {
 	return nil
 }
 
-// settleCounts ends the commit that ran writeCounts: the transaction's
-// counts are dropped (written, or rolled back with their writes), and
-// what was in flight is given back to pending when the commit failed.
+// settleCounts ends the commit that ran writeCounts: what was in flight
+// is given back to pending when the commit failed (the transaction's own
+// counts are rolled back with their writes).
 func (d *DB) settleCounts(committed bool) {
-	d.counts.clearTx()
 	d.counts.mu.Lock()
 	if !committed {
 		for h, c := range d.counts.flight {

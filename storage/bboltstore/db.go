@@ -6,9 +6,7 @@
 package bboltstore
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -60,14 +58,7 @@ type DB struct {
 	commits   atomic.Uint64 // see CommitCounts
 	writes    atomic.Uint64
 
-	ids *idIndex // remembered ids by name (ids.go)
-	// Ids added by the transaction the committer is running, for the
-	// writes after them in it; its committed hooks move them to ids.
-	txIDs  map[string]txID // key → its entry
-	txMain map[uint64]bool // hashes of those that take a slot in ids.main
-	// opened is set by the committed hooks of a commit in which Accept
-	// opened work for the dispatcher; onOpened is then told (OnOpened).
-	opened   bool
+	ids      *idIndex // remembered ids by name (ids.go)
 	onOpened atomic.Pointer[func()]
 	onCommit atomic.Pointer[func(error)] // see OnCommit
 	counts   *counter                    // hourly counts not written yet (counts.go)
@@ -157,8 +148,6 @@ func Open(dir string) (*DB, error) {
 	d := &DB{
 		unlock:    unlock,
 		ids:       ids,
-		txIDs:     map[string]txID{},
-		txMain:    map[uint64]bool{},
 		db:        bdb,
 		path:      path,
 		queue:     make(chan write, maxGroup),
@@ -195,237 +184,6 @@ func (d *DB) Close() error {
 	}
 	d.unlock()
 	return err
-}
-
-// Accept checks and records e's id, stores e, opens one delivery per
-// direct destination of plan and applies its debounced routes, all in one
-// write transaction, group-committed with
-// concurrent calls. It returns only after the commit's fsync, so an
-// acknowledged event survives a crash with its deliveries.
-func (d *DB) Accept(ctx context.Context, e *app.Event, idExpires time.Time, plan *app.Plan) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	key := idKey(e.Source, e.ID)
-	// A remembered, unexpired id stays remembered (the sweep only forgets
-	// expired ones), so a read transaction can answer most duplicates
-	// without queueing for a commit; a miss is decided in the write below.
-	if d.remembered(key, e.ReceivedAt) {
-		return true, nil
-	}
-	rec := encodeEvent(e)
-	exp := idExpires.UnixNano()
-	var dup, over bool
-	var seq uint64
-	// The committer may run this function more than once: it only sets results.
-	err := d.updateThen(ctx, func(tx *bolt.Tx) error {
-		dup, over, seq = false, false, 0
-		expiry := tx.Bucket(bucketExpiry)
-		pending, again := d.txIDs[string(key)]
-		old, ok := pending.exp, again
-		if !again {
-			old, _, ok = d.ids.find(tx, key)
-		}
-		if ok && old > e.ReceivedAt.UnixNano() {
-			dup = true
-			return nil
-		}
-		// Where the index will keep the key, decided before the expired
-		// entry of the same key (if any) is deleted: its slot is the key's.
-		if again { // accepted earlier in this transaction: same place
-			over = pending.over
-		} else {
-			over = d.ids.placeOver(tx, key, d.txMain)
-			if !over {
-				d.txMain[d.ids.hash(key)] = true
-			}
-		}
-		if ok { // expired but not swept yet: it may be accepted again
-			if err := expiry.Delete(nanoKey(old, key)); err != nil {
-				return err
-			}
-		}
-		events := tx.Bucket(bucketEvents)
-		s, err := events.NextSequence()
-		if err != nil {
-			return err
-		}
-		if err := events.Put(seqKey(s), rec); err != nil {
-			return err
-		}
-		if err := expiry.Put(nanoKey(exp, key), seqKey(s)); err != nil {
-			return err
-		}
-		if plan != nil {
-			if err := addDeliveries(tx, s, plan.Direct, e.ReceivedAt); err != nil {
-				return err
-			}
-			for _, op := range plan.Debounce {
-				if err := applyDebounce(tx, op, s, e.ReceivedAt); err != nil {
-					return err
-				}
-				if op.Result == app.Merged {
-					d.count(e.ReceivedAt, app.KindDebounced, 1)
-				}
-				d.countRoute(e.ReceivedAt, op)
-			}
-			for _, r := range plan.Unkeyed {
-				d.countName(e.ReceivedAt, app.RouteReceived, r, 1)
-				d.countName(e.ReceivedAt, app.RouteUnkeyed, r, 1)
-			}
-		}
-		d.count(e.ReceivedAt, app.KindReceived, 1)
-		d.count(e.ReceivedAt, app.KindAccepted, 1)
-		d.countName(e.ReceivedAt, app.SourceAccepted, e.Source, 1)
-		d.noteLast(app.SourceAccepted, e.Source, app.Last{At: e.ReceivedAt})
-		d.txIDs[string(key)] = txID{exp: exp, over: over}
-		seq = s
-		return nil
-	}, func() {
-		if !dup {
-			d.ids.add(key, exp, over)
-			d.opened = d.opened || !plan.Empty()
-		}
-	})
-	if err != nil {
-		return false, fmt.Errorf("accept %s/%s: %w", e.Source, e.ID, err)
-	}
-	if !dup {
-		e.Seq = seq
-	}
-	return dup, nil
-}
-
-// remembered reports whether key is remembered and unexpired at t. Only
-// an index hit costs a read transaction (to confirm it).
-func (d *DB) remembered(key []byte, t time.Time) bool {
-	if exp, ok := d.ids.lookup(key); !ok || exp <= t.UnixNano() {
-		return false
-	}
-	var ok bool
-	d.db.View(func(tx *bolt.Tx) error {
-		exp, _, found := d.ids.find(tx, key)
-		ok = found && exp > t.UnixNano()
-		return nil
-	})
-	return ok
-}
-
-// DeleteEventsBefore deletes at most limit of the oldest events received
-// before t whose deliveries are all delivered, with those deliveries, their
-// attempts and their merged links. Events with work not yet done are kept
-// whatever their age: a pending (due, retrying) or dead delivery, or a
-// debounced or rate-limited delivery waiting to send them. An event that
-// cannot be read is kept too. Events are keyed by sequence, which follows
-// arrival, so the scan stops at the first event that is young enough.
-func (d *DB) DeleteEventsBefore(ctx context.Context, t time.Time, limit int) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	var n int
-	err := d.db.Update(func(tx *bolt.Tx) error {
-		n = 0
-		events := tx.Bucket(bucketEvents)
-		waiting := tx.Bucket(bucketPendingEvent)
-		var keys [][]byte
-		c := events.Cursor()
-		for k, v := c.First(); k != nil && len(keys) < limit; k, v = c.Next() {
-			at, err := receivedAt(v)
-			if err != nil {
-				continue
-			}
-			if !at.Before(t) {
-				break
-			}
-			if waiting.Get(k) != nil {
-				continue
-			}
-			if allDelivered(tx, k) {
-				keys = append(keys, append([]byte(nil), k...))
-			}
-		}
-		for _, k := range keys {
-			if err := deleteEvent(tx, k); err != nil {
-				return err
-			}
-		}
-		n = len(keys)
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("delete old events: %w", err)
-	}
-	return n, nil
-}
-
-// allDelivered reports whether every delivery of the event keyed k is
-// delivered; one that cannot be read counts as not delivered.
-func allDelivered(tx *bolt.Tx, k []byte) bool {
-	c := tx.Bucket(bucketEventDlv).Cursor()
-	for dk, _ := c.Seek(k); dk != nil && bytes.HasPrefix(dk, k); dk, _ = c.Next() {
-		dl, err := getDelivery(tx, binary.BigEndian.Uint64(dk[8:]))
-		if err != nil || dl.State != app.Delivered {
-			return false
-		}
-	}
-	return true
-}
-
-// deleteMerged deletes the merged links of the event keyed k, both ways:
-// the events merged into it, and the event it was merged into.
-func deleteMerged(tx *bolt.Tx, k []byte) error {
-	mb := tx.Bucket(bucketMerged)
-	var links [][]byte
-	if into := mb.Get(k); len(into) == 8 {
-		links = append(links, k, append(append([]byte(nil), into...), k...))
-	}
-	c := mb.Cursor()
-	for mk, _ := c.Seek(k); mk != nil && bytes.HasPrefix(mk, k); mk, _ = c.Next() {
-		if len(mk) != 16 {
-			continue
-		}
-		links = append(links, append([]byte(nil), mk...))
-		if bytes.Equal(mb.Get(mk[8:]), k) {
-			links = append(links, append([]byte(nil), mk[8:]...))
-		}
-	}
-	for _, l := range links {
-		if err := mb.Delete(l); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// deleteEvent deletes the event keyed k, its deliveries and their
-// attempts, and its merged links.
-func deleteEvent(tx *bolt.Tx, k []byte) error {
-	if err := deleteMerged(tx, k); err != nil {
-		return err
-	}
-	var links, attempts [][]byte
-	c := tx.Bucket(bucketEventDlv).Cursor()
-	for dk, _ := c.Seek(k); dk != nil && bytes.HasPrefix(dk, k); dk, _ = c.Next() {
-		links = append(links, append([]byte(nil), dk...))
-		ac := tx.Bucket(bucketAttempts).Cursor()
-		for ak, _ := ac.Seek(dk[8:]); ak != nil && bytes.HasPrefix(ak, dk[8:]); ak, _ = ac.Next() {
-			attempts = append(attempts, append([]byte(nil), ak...))
-		}
-	}
-	for _, ak := range attempts {
-		if err := tx.Bucket(bucketAttempts).Delete(ak); err != nil {
-			return err
-		}
-	}
-	for _, dk := range links {
-		if err := tx.Bucket(bucketDeliveries).Delete(dk[8:]); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketEventDlv).Delete(dk); err != nil {
-			return err
-		}
-	}
-	return tx.Bucket(bucketEvents).Delete(k)
 }
 
 // Event returns the event stored under seq, or nil when there is none.

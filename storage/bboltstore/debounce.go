@@ -23,9 +23,6 @@ var (
 	bucketPendingEvent = []byte("pending_event") // eventSeq(8) → entity
 )
 
-// maxMergedKept bounds the merged event seqs a pending delivery records.
-const maxMergedKept = 100
-
 // pending is a debounced delivery waiting for its key's window to pass.
 type pending struct {
 	Due      time.Time
@@ -104,15 +101,6 @@ func (w window) encode() []byte {
 	return b
 }
 
-// prune drops the times that left the window by now.
-func (w *window) prune(now time.Time) {
-	i := 0
-	for i < len(w.Times) && !w.Times[i].After(now.Add(-w.Length)) {
-		i++
-	}
-	w.Times = w.Times[i:]
-}
-
 func putWindow(tx *bolt.Tx, ek []byte, w window) error {
 	if len(w.Times) == 0 {
 		return tx.Bucket(bucketWindow).Delete(ek)
@@ -120,40 +108,39 @@ func putWindow(tx *bolt.Tx, ek []byte, w window) error {
 	return tx.Bucket(bucketWindow).Put(ek, w.encode())
 }
 
-// applyDebounce carries out one debounced route for event seq at now, in
-// the order the design fixes: merge into a pending delivery; else defer
-// behind the rate limit; else take a slot and open one after the delay.
+// applyDebounce carries out one debounced route for event seq at now: it
+// loads the key's pending delivery and rate-limit window, asks the domain
+// (app.DecideDebounce) and saves what it says.
 func applyDebounce(tx *bolt.Tx, op *app.DebounceOp, seq uint64, now time.Time) error {
 	ek := entityKey(op.Route, op.Key)
 	pb := tx.Bucket(bucketPending)
+	var p *pending
 	if v := pb.Get(ek); v != nil {
-		p, err := decodePending(v)
-		if err == nil {
-			return mergePending(tx, op, ek, p, seq)
-		}
-		// Set aside, or every event of this entity would fail; this one
-		// opens a new pending delivery below.
-		if err := setAsidePending(tx, ek, v, err, now); err != nil {
-			return err
+		var err error
+		if p, err = decodePending(v); err != nil {
+			// Set aside, or every event of this entity would fail; this one
+			// opens a new pending delivery below.
+			if err := setAsidePending(tx, ek, v, err, now); err != nil {
+				return err
+			}
+			p = nil
 		}
 	}
-	p := &pending{EventSeq: seq, To: op.To, Due: now.Add(op.Delay)}
-	op.Result = app.Opened
+	var w window
 	if op.Limit > 0 {
-		w := decodeWindow(tx.Bucket(bucketWindow).Get(ek))
-		w.Length = op.Window
-		w.prune(now)
-		if len(w.Times) >= op.Limit {
-			// Deferred until the oldest send leaves the window.
-			p.Due, p.Deferred = w.Times[len(w.Times)-op.Limit].Add(op.Window), true
-			op.Result = app.Deferred
-		} else {
-			w.Times = append(w.Times, now)
-		}
-		if err := putWindow(tx, ek, w); err != nil {
+		w = decodeWindow(tx.Bucket(bucketWindow).Get(ek))
+	}
+	dec := app.DecideDebounce(op, p != nil, w.Times, now)
+	op.Result = dec.Result
+	if dec.Result == app.Merged {
+		return mergePending(tx, ek, p, seq)
+	}
+	if dec.Limited {
+		if err := putWindow(tx, ek, window{Length: op.Window, Times: dec.Sends}); err != nil {
 			return err
 		}
 	}
+	p = &pending{EventSeq: seq, To: op.To, Due: dec.Due, Deferred: dec.Result == app.Deferred}
 	if err := pb.Put(ek, encodePending(p)); err != nil {
 		return err
 	}
@@ -165,10 +152,8 @@ func applyDebounce(tx *bolt.Tx, op *app.DebounceOp, seq uint64, now time.Time) e
 
 // mergePending merges event seq into entity ek's pending delivery p: the
 // latest event wins, the one it replaces is remembered.
-func mergePending(tx *bolt.Tx, op *app.DebounceOp, ek []byte, p *pending, seq uint64) error {
-	if len(p.Merged) < maxMergedKept {
-		p.Merged = append(p.Merged, p.EventSeq)
-	}
+func mergePending(tx *bolt.Tx, ek []byte, p *pending, seq uint64) error {
+	p.Merged = app.KeepMerged(p.Merged, p.EventSeq)
 	if err := tx.Bucket(bucketPendingEvent).Delete(seqKey(p.EventSeq)); err != nil {
 		return err
 	}
@@ -179,7 +164,6 @@ func mergePending(tx *bolt.Tx, op *app.DebounceOp, ek []byte, p *pending, seq ui
 		return err
 	}
 	p.EventSeq = seq
-	op.Result = app.Merged
 	if err := tx.Bucket(bucketPendingEvent).Put(seqKey(seq), ek); err != nil {
 		return err
 	}
@@ -208,7 +192,7 @@ func (d *DB) FirePending(ctx context.Context, now time.Time) (map[string]int, ti
 		return nil, next, err
 	}
 	var fired map[string]int
-	err = d.update(ctx, func(tx *bolt.Tx) error {
+	err = d.updateTx(ctx, func(tx *bolt.Tx, st *txState) error {
 		fired, next = map[string]int{}, time.Time{}
 		var keys [][]byte
 		c := tx.Bucket(bucketPendingDue).Cursor()
@@ -225,11 +209,9 @@ func (d *DB) FirePending(ctx context.Context, now time.Time) (map[string]int, ti
 				return err
 			}
 		}
-		for route, n := range fired {
-			d.countName(now, app.RouteSent, route, uint64(n))
-		}
+		st.counts.Fired(now, fired)
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("fire pending deliveries: %w", err)
 	}
@@ -258,8 +240,7 @@ func firePending(tx *bolt.Tx, dueKey []byte, now time.Time, fired map[string]int
 	if p.Deferred {
 		w := decodeWindow(tx.Bucket(bucketWindow).Get(ek))
 		if w.Length > 0 {
-			w.prune(now)
-			w.Times = append(w.Times, now)
+			w.Times = app.TakeSlot(w.Times, w.Length, now)
 			if err := putWindow(tx, ek, w); err != nil {
 				return err
 			}
@@ -355,8 +336,7 @@ func (d *DB) PruneWindows(ctx context.Context, now time.Time, limit int) (int, e
 		c := tx.Bucket(bucketWindow).Cursor()
 		for k, v := c.First(); k != nil && len(keys) < limit; k, v = c.Next() {
 			w := decodeWindow(v)
-			w.prune(now)
-			if len(w.Times) == 0 {
+			if len(app.PruneSends(w.Times, w.Length, now)) == 0 {
 				keys = append(keys, append([]byte(nil), k...))
 			}
 		}

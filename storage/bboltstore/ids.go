@@ -313,7 +313,7 @@ func expirySeq(v []byte) (uint64, error) {
 // which keeps the id index in step.
 func (d *DB) ForgetExpiredIDs(ctx context.Context, now time.Time, limit int) (int, error) {
 	var keys [][]byte
-	err := d.updateThen(ctx, func(tx *bolt.Tx) error {
+	err := d.updateTx(ctx, func(tx *bolt.Tx, _ *txState) error {
 		keys = keys[:0]
 		exp := tx.Bucket(bucketExpiry)
 		end := uint64(now.UnixNano())
@@ -331,7 +331,7 @@ func (d *DB) ForgetExpiredIDs(ctx context.Context, now time.Time, limit int) (in
 			}
 		}
 		return nil
-	}, func() {
+	}, func(*txState) {
 		for _, k := range keys {
 			d.ids.remove(k[8:], int64(binary.BigEndian.Uint64(k)))
 		}

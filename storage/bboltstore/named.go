@@ -69,20 +69,6 @@ func decodeLast(v []byte) (app.Last, error) {
 	return app.Last{At: time.Unix(0, ns).UTC(), Text: string(v[1+w:])}, nil
 }
 
-// countName adds n of (k, name) at t to the running transaction's counts.
-func (d *DB) countName(t time.Time, k app.NameKind, name string, n uint64) {
-	d.counts.txNamed[hourName{app.Hour(t), app.Named{Kind: k, Name: name}}] += n
-}
-
-// noteLast keeps l as the last of (k, name) if it is the latest the
-// running transaction saw.
-func (d *DB) noteLast(k app.NameKind, name string, l app.Last) {
-	key := app.Named{Kind: k, Name: name}
-	if cur, ok := d.counts.txLast[key]; !ok || !l.At.Before(cur.At) { // a tie: the later recorded
-		d.counts.txLast[key] = l
-	}
-}
-
 // AddNamed adds n to (k, name) in the hour of at; the next commit writes it.
 func (d *DB) AddNamed(at time.Time, k app.NameKind, name string, n uint64) {
 	d.counts.mu.Lock()
@@ -202,28 +188,4 @@ func pruneNamed(tx *bolt.Tx, end int64) error {
 		}
 	}
 	return nil
-}
-
-// countRoute counts an accepted event's step on a debounced route.
-func (d *DB) countRoute(at time.Time, op *app.DebounceOp) {
-	d.countName(at, app.RouteReceived, op.Route, 1)
-	switch op.Result {
-	case app.Merged:
-		d.countName(at, app.RouteMerged, op.Route, 1)
-	case app.Deferred:
-		d.countName(at, app.RouteDeferred, op.Route, 1)
-	}
-}
-
-// countAttempt counts an attempt of a delivery to dest that ended at end
-// and left the delivery in state, keeping it as dest's last delivery or
-// last failure.
-func (d *DB) countAttempt(dest string, a *app.Attempt, state app.DeliveryState, end time.Time) {
-	if state == app.Delivered {
-		d.countName(end, app.DestDelivered, dest, 1)
-		d.noteLast(app.DestDelivered, dest, app.Last{At: end})
-		return
-	}
-	d.countName(end, app.DestFailed, dest, 1)
-	d.noteLast(app.DestFailed, dest, app.Last{At: end, Text: app.AttemptError(a)})
 }

@@ -321,54 +321,15 @@ func applyDebounces(ctx context.Context, tx pgx.Tx, accepted []*acceptWrite) err
 	return nil
 }
 
-// countRoutes adds the accepted writes' debounce steps to their hours'
-// counts (merged) and to their routes' counts, in tx.
+// countRoutes adds what the accepted writes' debounced routes count (as
+// the domain says: app.CountDelta.Routed) in tx; acceptSQL counted the
+// rest of each accept.
 func countRoutes(ctx context.Context, tx pgx.Tx, accepted []*acceptWrite, node string, shard int32) error {
-	merged := map[int64]int64{}
-	type key struct {
-		h     int64
-		kind  app.NameKind
-		route string
-	}
-	named := map[key]int64{}
+	var delta app.CountDelta
 	for _, w := range accepted {
-		if w.plan == nil {
-			continue
-		}
-		h := app.Hour(w.e.ReceivedAt)
-		for _, op := range w.plan.Debounce {
-			named[key{h, app.RouteReceived, op.Route}]++
-			switch op.Result {
-			case app.Merged:
-				merged[h]++
-				named[key{h, app.RouteMerged, op.Route}]++
-			case app.Deferred:
-				named[key{h, app.RouteDeferred, op.Route}]++
-			}
-		}
-		for _, r := range w.plan.Unkeyed {
-			named[key{h, app.RouteReceived, r}]++
-			named[key{h, app.RouteUnkeyed, r}]++
-		}
+		delta.Routed(w.e.ReceivedAt, w.plan)
 	}
-	for h, n := range merged {
-		if _, err := tx.Exec(ctx, `INSERT INTO hookbox_counts AS c (hour, node, shard, debounced) VALUES ($1, $2, $3, $4)`+countsUpsert,
-			h, node, shard, n); err != nil {
-			return fmt.Errorf("count merged: %w", err)
-		}
-	}
-	if len(named) == 0 {
-		return nil
-	}
-	var hours, ns []int64
-	var kinds []int16
-	var routes []string
-	for k, n := range named {
-		hours, kinds, routes, ns = append(hours, k.h), append(kinds, int16(k.kind)), append(routes, k.route), append(ns, n)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO hookbox_name_counts AS c (hour, kind, name, node, shard, n)
-	SELECT h, k, r, $5, $6, n FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::bigint[]) AS t(h, k, r, n)`+nameUpsert,
-		hours, kinds, routes, ns, node, shard); err != nil {
+	if err := addDelta(ctx, tx, &delta, node, shard); err != nil {
 		return fmt.Errorf("count routes: %w", err)
 	}
 	return nil

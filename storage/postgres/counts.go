@@ -331,3 +331,58 @@ func (d *DB) PruneCounts(ctx context.Context, t time.Time) (int, error) {
 	d.counts.mu.Unlock()
 	return int(tag.RowsAffected()), nil
 }
+
+// addDelta adds the count changes delta (as the domain computed them) to
+// shard's rows of node, in tx: a plain upsert of the sums per hour, per
+// hour and name, and the latest of each last.
+func addDelta(ctx context.Context, tx pgx.Tx, delta *app.CountDelta, node string, shard int32) error {
+	hours := map[int64]*app.Counts{}
+	for _, k := range delta.Kinds {
+		h := app.Hour(k.At)
+		if hours[h] == nil {
+			hours[h] = new(app.Counts)
+		}
+		hours[h][k.Kind] += k.N
+	}
+	for h, c := range hours {
+		args := []any{h, node, shard}
+		for _, n := range c {
+			args = append(args, int64(n))
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO hookbox_counts AS c (hour, node, shard, `+countColumns+`)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`+countsUpsert, args...); err != nil {
+			return err
+		}
+	}
+	named := map[hourName]uint64{}
+	for _, n := range delta.Named {
+		named[hourName{app.Hour(n.At), app.Named{Kind: n.Kind, Name: n.Name}}] += n.N
+	}
+	if len(named) > 0 {
+		var hs, ns []int64
+		var kinds []int16
+		var names []string
+		for hn, n := range named {
+			hs, kinds, names, ns = append(hs, hn.h), append(kinds, int16(hn.n.Kind)), append(names, pgText(hn.n.Name)), append(ns, int64(n))
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO hookbox_name_counts AS c (hour, kind, name, node, shard, n)
+	SELECT h, k, r, $5, $6, n FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::bigint[]) AS t(h, k, r, n)`+nameUpsert,
+			hs, kinds, names, ns, node, shard); err != nil {
+			return err
+		}
+	}
+	lasts := map[app.Named]app.Last{}
+	for _, l := range delta.Lasts {
+		key := app.Named{Kind: l.Kind, Name: l.Name}
+		if cur, ok := lasts[key]; !ok || !l.Last.At.Before(cur.At) {
+			lasts[key] = l.Last
+		}
+	}
+	for k, l := range lasts {
+		if _, err := tx.Exec(ctx, `INSERT INTO hookbox_last AS l (kind, name, node, shard, at, text) VALUES ($1, $2, $3, $4, $5, $6)`+lastUpsert,
+			int16(k.Kind), pgText(k.Name), node, shard, l.At, pgText(l.Text)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -12,18 +12,13 @@ import (
 	"hookbox/app"
 )
 
-// maxMergedKept bounds the merged event seqs a pending delivery records
-// (as the bbolt store does).
-const maxMergedKept = 100
-
 // firePendingChunk bounds one FirePending statement.
 const firePendingChunk = 1000
 
-// applyDebounce carries out one debounced route for event seq at now, in
-// the order the design fixes: merge into the key's pending delivery; else
-// defer behind the rate limit; else take a slot and open one after the
-// delay. The key's row is locked (FOR UPDATE) until tx ends, so concurrent
-// accepts of one key, on any node, take turns.
+// applyDebounce carries out one debounced route for event seq at now: it
+// loads the key's row, asks the domain (app.DecideDebounce) and saves what
+// it says. The key's row is locked (FOR UPDATE) until tx ends, so
+// concurrent accepts of one key, on any node, take turns.
 func applyDebounce(ctx context.Context, tx pgx.Tx, op *app.DebounceOp, seq uint64, now time.Time) error {
 	key := []byte(op.Key)
 	for try := 0; try < 3; try++ {
@@ -37,50 +32,39 @@ func applyDebounce(ctx context.Context, tx pgx.Tx, op *app.DebounceOp, seq uint6
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		if found && due.Valid {
-			if len(merged) < maxMergedKept {
-				merged = append(merged, ev.Int64)
-			}
-			op.Result = app.Merged
+		dec := app.DecideDebounce(op, found && due.Valid, times, now)
+		op.Result = dec.Result
+		if dec.Result == app.Merged {
 			_, err := tx.Exec(ctx, `UPDATE hookbox_debounce SET event_seq = $3, merged = $4 WHERE route = $1 AND key = $2`,
-				op.Route, key, int64(seq), merged)
+				op.Route, key, int64(seq), app.KeepMerged(merged, ev.Int64))
 			return err
 		}
-		pdue, deferred := now.Add(op.Delay), false
-		op.Result = app.Opened
+		deferred := dec.Result == app.Deferred
 		var freeAt pgtype.Timestamptz
-		if op.Limit > 0 {
-			times = prune(times, op.Window, now)
-			if len(times) >= op.Limit {
-				// Deferred until the oldest send of the limit leaves the window.
-				pdue, deferred = times[len(times)-op.Limit].Add(op.Window), true
-				op.Result = app.Deferred
-			} else {
-				times = append(times, now)
-			}
+		if dec.Limited {
+			times = dec.Sends
 			freeAt = pgtype.Timestamptz{Time: times[len(times)-1].Add(op.Window), Valid: true}
 		}
 		if found {
-			if op.Limit > 0 {
+			if dec.Limited {
 				_, err = tx.Exec(ctx, `UPDATE hookbox_debounce SET due = $3, event_seq = $4, deferred = $5, merged = '{}', dests = $6,
 					window_ns = $7, window_times = $8, free_at = $9 WHERE route = $1 AND key = $2`,
-					op.Route, key, pdue, int64(seq), deferred, op.To, int64(op.Window), times, freeAt)
+					op.Route, key, dec.Due, int64(seq), deferred, op.To, int64(op.Window), times, freeAt)
 			} else { // no rate limit: a window kept from an older config stays as it is
 				_, err = tx.Exec(ctx, `UPDATE hookbox_debounce SET due = $3, event_seq = $4, deferred = false, merged = '{}', dests = $5
-					WHERE route = $1 AND key = $2`, op.Route, key, pdue, int64(seq), op.To)
+					WHERE route = $1 AND key = $2`, op.Route, key, dec.Due, int64(seq), op.To)
 			}
 			return err
 		}
-		if times == nil {
-			times = []time.Time{}
-		}
 		var window int64
-		if op.Limit > 0 {
+		if dec.Limited {
 			window = int64(op.Window)
+		} else {
+			times = []time.Time{}
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO hookbox_debounce (route, key, due, event_seq, deferred, dests, window_ns, window_times, free_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (route, key) DO NOTHING`,
-			op.Route, key, pdue, int64(seq), deferred, op.To, window, times, freeAt)
+			op.Route, key, dec.Due, int64(seq), deferred, op.To, window, times, freeAt)
 		if err != nil || tag.RowsAffected() == 1 {
 			return err
 		}
@@ -88,15 +72,6 @@ func applyDebounce(ctx context.Context, tx pgx.Tx, op *app.DebounceOp, seq uint6
 		// decide again.
 	}
 	return fmt.Errorf("key %q: the row kept changing", op.Key)
-}
-
-// prune drops the send times that left a window of length w by now.
-func prune(times []time.Time, w time.Duration, now time.Time) []time.Time {
-	i := 0
-	for i < len(times) && !times[i].After(now.Add(-w)) {
-		i++
-	}
-	return times[i:]
 }
 
 // fireSQL turns up to $2 pending deliveries due by $1 into deliveries, in
