@@ -56,9 +56,7 @@ func listDeps(t *testing.T) []pkgDeps {
 			t.Fatalf("go list: unexpected line %q", line)
 		}
 		p := pkgDeps{path: strip(f[0]), test: f[1] != "" || strings.HasSuffix(f[0], ".test")}
-		if strings.HasSuffix(p.path, ".test") {
-			p.path = strings.TrimSuffix(p.path, ".test")
-		}
+		p.path = strings.TrimSuffix(p.path, ".test")
 		for _, d := range strings.Fields(f[2]) {
 			if d = strip(d); strings.Contains(strings.SplitN(d, "/", 2)[0], ".") || strings.HasPrefix(d, "hookbox") {
 				p.deps = append(p.deps, d)

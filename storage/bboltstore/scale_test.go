@@ -70,6 +70,10 @@ func TestScale_MillionIDs(t *testing.T) {
 	var samples []sample
 	var mu sync.Mutex
 	var ingest sync.WaitGroup
+	// The sweep starts once every caller's accepts are going: each says so
+	// after its first one commits.
+	var started sync.WaitGroup
+	started.Add(64)
 	for w := range 64 {
 		ingest.Add(1)
 		go func() {
@@ -88,13 +92,19 @@ func TestScale_MillionIDs(t *testing.T) {
 				start := time.Now()
 				if _, err := db.Accept(context.Background(), e, time.Now().Add(48*time.Hour), nil); err != nil {
 					t.Error(err)
+					if i == 0 {
+						started.Done()
+					}
 					return
 				}
 				mine = append(mine, sample{start, time.Since(start)})
+				if i == 0 {
+					started.Done()
+				}
 			}
 		}()
 	}
-	time.Sleep(time.Second) // ingest alone first
+	started.Wait() // ingest alone first
 	sweepStart := time.Now()
 	var forgotten, chunks int
 	for { // as app.Sweeper does
