@@ -66,17 +66,13 @@ func NewStore() *Store {
 // the id is remembered and unexpired at e.ReceivedAt (duplicate). It sets
 // e.Seq. A plan with debounced routes is refused (ErrDebounce).
 func (s *Store) Accept(ctx context.Context, e *app.Event, idExpires time.Time, plan *app.Plan) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
 	if plan != nil && len(plan.Debounce) > 0 {
 		return false, ErrDebounce
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false, ErrClosed
+	if err := s.lockWrite(ctx); err != nil {
+		return false, err
 	}
+	defer s.mu.Unlock()
 	k := idKey{e.Source, e.ID}
 	if r, ok := s.ids[k]; ok && r.exp.After(e.ReceivedAt) {
 		return true, nil
@@ -99,14 +95,10 @@ func (s *Store) Accept(ctx context.Context, e *app.Event, idExpires time.Time, p
 // ForgetExpiredIDs forgets at most limit ids that expired at or before
 // now, the earliest expiry first.
 func (s *Store) ForgetExpiredIDs(ctx context.Context, now time.Time, limit int) (int, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.lockWrite(ctx); err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return 0, ErrClosed
-	}
 	var expired []idKey
 	for k, r := range s.ids {
 		if !r.exp.After(now) {
@@ -133,14 +125,10 @@ func (s *Store) ForgetExpiredIDs(ctx context.Context, now time.Time, limit int) 
 // seq order, stopping at the first one received at t or later; an event
 // with a delivery is kept (Store never delivers one).
 func (s *Store) DeleteEventsBefore(ctx context.Context, t time.Time, limit int) (int, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.lockWrite(ctx); err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return 0, ErrClosed
-	}
 	seqs := make([]uint64, 0, len(s.events))
 	for seq := range s.events {
 		seqs = append(seqs, seq)
@@ -213,6 +201,20 @@ func (s *Store) Counts(ctx context.Context) (ids, events int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.ids), len(s.events), nil
+}
+
+// lockWrite locks s for a write, unless ctx is done or s is closed: then
+// it returns their error with s unlocked. The caller unlocks s.
+func (s *Store) lockWrite(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	return nil
 }
 
 // Close makes later writes fail with ErrClosed, as a closed store's do.
