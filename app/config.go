@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"strings"
 	"time"
 
@@ -88,6 +87,13 @@ type Route struct {
 	Debounce time.Duration
 	// RateLimit caps the sends per key in a sliding window (N 0: none).
 	RateLimit RateLimit
+	// Filter, when set, decides whether the route takes an event.
+	Filter Filter
+	// Transform, when set, makes the body its destinations receive.
+	Transform Transform
+	// OrderKey, when set, names the group whose deliveries go to each
+	// destination one at a time, in accept order.
+	OrderKey *fields.Template
 }
 
 // Matches reports whether an event of source with topic takes this route.
@@ -106,21 +112,30 @@ func (r *Route) Matches(source, topic string) bool {
 	return false
 }
 
-// DestinationsFor returns the names of the destinations the routes without
-// a key send an event of source with topic to, each once, in config order.
-func (c *Config) DestinationsFor(source, topic string) []string {
-	var out []string
+// DestinationsFor returns the deliveries the routes without a key open
+// for an event of source with topic: each destination once, for the first
+// route in config order that names it.
+func (c *Config) DestinationsFor(source, topic string) []Direct {
+	var out []Direct
 	for _, r := range c.Routes {
 		if r.Key != nil || !r.Matches(source, topic) {
 			continue
 		}
 		for _, d := range r.To {
-			if !slices.Contains(out, d) {
-				out = append(out, d)
-			}
+			out = AddDirect(out, Direct{Dest: d, Route: r.Name})
 		}
 	}
 	return out
+}
+
+// AddDirect appends d to ds unless ds already goes to d.Dest.
+func AddDirect(ds []Direct, d Direct) []Direct {
+	for _, x := range ds {
+		if x.Dest == d.Dest {
+			return ds
+		}
+	}
+	return append(ds, d)
 }
 
 // DestinationByName returns the destination called name, or nil.

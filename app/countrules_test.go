@@ -41,7 +41,7 @@ func TestCountDelta(t *testing.T) {
 			kinds: map[app.Kind]uint64{app.KindReceived: 1, app.KindAccepted: 1},
 			named: map[app.Named]uint64{nd(app.SourceAccepted, "gh"): 1},
 			lasts: map[app.Named]app.Last{nd(app.SourceAccepted, "gh"): {At: at}}},
-		{name: "AcceptedDirect", do: func(d *app.CountDelta) { d.Accepted(ev, &app.Plan{Direct: []string{"a", "b"}}) },
+		{name: "AcceptedDirect", do: func(d *app.CountDelta) { d.Accepted(ev, &app.Plan{Direct: app.DirectTo("a", "b")}) },
 			kinds: map[app.Kind]uint64{app.KindReceived: 1, app.KindAccepted: 1},
 			named: map[app.Named]uint64{nd(app.SourceAccepted, "gh"): 1},
 			lasts: map[app.Named]app.Last{nd(app.SourceAccepted, "gh"): {At: at}}},

@@ -10,7 +10,7 @@ import (
 // Plan says where an accepted event goes: deliveries opened at once, and
 // per-entity pending deliveries of debounced routes.
 type Plan struct {
-	Direct   []string
+	Direct   []Direct
 	Debounce []*DebounceOp
 	// Unkeyed names the debounced routes whose key could not be built:
 	// their destinations are in Direct; the store counts them per route.
@@ -30,6 +30,10 @@ type DebounceOp struct {
 	Limit  int           // sends per Window; 0 means no rate limit
 	Window time.Duration
 	To     []string
+	// OrderKey is the route's order group of the event ("": none): the
+	// pending delivery, once fired, keeps the place of the event that
+	// opened it.
+	OrderKey string
 
 	Result DebounceResult
 }

@@ -33,14 +33,20 @@ type Delivery struct {
 	ID          uint64
 	EventSeq    uint64
 	Destination string
-	State       DeliveryState
-	Attempts    int       // all attempts ever
-	Tries       int       // attempts since it was opened or last replayed: the step in the retry schedule
-	Due         time.Time // next attempt, for a pending delivery
-	Created     time.Time
-	Updated     time.Time
-	LastStatus  int    // HTTP status of the last attempt, 0 if none answered
-	LastError   string // short error of the last failed attempt
+	// Route is the route the delivery was opened for ("" for one opened
+	// before routes were recorded): its transform makes the body sent.
+	Route string
+	// OrderKey is its order group on that route ("": none): deliveries of
+	// a group go to the destination one at a time, in id order.
+	OrderKey   string
+	State      DeliveryState
+	Attempts   int       // all attempts ever
+	Tries      int       // attempts since it was opened or last replayed: the step in the retry schedule
+	Due        time.Time // next attempt, for a pending delivery
+	Created    time.Time
+	Updated    time.Time
+	LastStatus int    // HTTP status of the last attempt, 0 if none answered
+	LastError  string // short error of the last failed attempt
 }
 
 // Attempt is the record of one try to deliver.

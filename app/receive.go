@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -248,9 +247,7 @@ func (r *Receiver) plan(src *Source, topic string, in *Inbound) *Plan {
 		if err != nil {
 			p.Unkeyed = append(p.Unkeyed, rt.Name)
 			for _, d := range rt.To {
-				if !slices.Contains(p.Direct, d) {
-					p.Direct = append(p.Direct, d)
-				}
+				p.Direct = AddDirect(p.Direct, Direct{Dest: d, Route: rt.Name})
 			}
 			continue
 		}

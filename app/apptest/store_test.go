@@ -33,7 +33,7 @@ func accept(source, id string, at time.Time, keep time.Duration, dests ...string
 		e := &app.Event{Source: source, ID: id, Topic: "t", ReceivedAt: at, Body: []byte(id)}
 		var plan *app.Plan
 		if len(dests) > 0 {
-			plan = &app.Plan{Direct: dests}
+			plan = &app.Plan{Direct: app.DirectTo(dests...)}
 		}
 		dup, err := s.Accept(context.Background(), e, at.Add(keep), plan)
 		return fmt.Sprint(dup, err)

@@ -385,7 +385,7 @@ func preloadBacklog(ctx context.Context, dataDir string, o Options, sg *signer, 
 				body, _, err := sg.request(id, o.Size, now)
 				if err == nil {
 					e := &app.Event{Source: sg.src.Name, ID: id, Topic: "bench/event", ReceivedAt: now, Body: body}
-					_, err = db.Accept(ctx, e, now.Add(time.Hour), &app.Plan{Direct: []string{"sink"}})
+					_, err = db.Accept(ctx, e, now.Add(time.Hour), &app.Plan{Direct: app.DirectTo("sink")})
 				}
 				if err != nil {
 					errs <- err

@@ -99,6 +99,15 @@ func attemptKey(id uint64, n int) []byte {
 	return binary.BigEndian.AppendUint32(seqKey(id), uint32(n))
 }
 
+// destNames returns the destinations of ds.
+func destNames(ds []app.Direct) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Dest
+	}
+	return out
+}
+
 // addDeliveries opens one pending delivery, due at once, per destination.
 func addDeliveries(tx *bolt.Tx, eventSeq uint64, dests []string, now time.Time) error {
 	return openDeliveries(tx, eventSeq, dests, now, app.Pending, "")

@@ -26,7 +26,7 @@ func TestDB_PoisonIsolated(t *testing.T) {
 	var events []*app.Event
 	for i := range 4 {
 		e := newEvent("shop", fmt.Sprint("p-", i), t0.Add(time.Duration(i)*time.Millisecond))
-		if _, err := db.Accept(ctx, e, t0.Add(time.Hour), &app.Plan{Direct: []string{"pos"}}); err != nil {
+		if _, err := db.Accept(ctx, e, t0.Add(time.Hour), &app.Plan{Direct: app.DirectTo("pos")}); err != nil {
 			t.Fatal(err)
 		}
 		events = append(events, e)

@@ -210,7 +210,7 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 		if w.plan != nil {
 			for _, dest := range w.plan.Direct {
 				dlIndex = append(dlIndex, int32(i))
-				dlDest = append(dlDest, dest)
+				dlDest = append(dlDest, dest.Dest)
 			}
 		}
 	}

@@ -46,7 +46,7 @@ func BenchmarkAccept(b *testing.B) {
 					e := storetest.NewEvent("shop", fmt.Sprintf("evt_%016x", uint64(n.Add(1))*0x9e3779b97f4a7c15), time.Now())
 					e.Body = body
 					start := time.Now()
-					if _, err := db.Accept(context.Background(), e, time.Now().Add(time.Hour), &app.Plan{Direct: []string{"pos"}}); err != nil {
+					if _, err := db.Accept(context.Background(), e, time.Now().Add(time.Hour), &app.Plan{Direct: app.DirectTo("pos")}); err != nil {
 						b.Error(err)
 						return
 					}

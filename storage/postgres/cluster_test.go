@@ -24,7 +24,7 @@ func routed(t *testing.T, db *postgres.DB, prefix string, n int) {
 	t.Helper()
 	storetest.InParallel(t, n, func(i int) error {
 		e := storetest.NewEvent("shop", fmt.Sprint(prefix, i), t0)
-		_, err := db.Accept(context.Background(), e, t0.Add(time.Hour), &app.Plan{Direct: []string{"pos"}})
+		_, err := db.Accept(context.Background(), e, t0.Add(time.Hour), &app.Plan{Direct: app.DirectTo("pos")})
 		return err
 	})
 }
@@ -158,7 +158,7 @@ func TestNotify_WakesOtherNodes(t *testing.T) {
 		// commit may go unheard: warm up until one is heard.
 		for try := 0; ; try++ {
 			e := storetest.NewEvent("shop", fmt.Sprint(b.Node(), "-warm-", try), t0)
-			if _, err := a.Accept(context.Background(), e, t0.Add(time.Hour), &app.Plan{Direct: []string{"pos"}}); err != nil {
+			if _, err := a.Accept(context.Background(), e, t0.Add(time.Hour), &app.Plan{Direct: app.DirectTo("pos")}); err != nil {
 				t.Fatal(err)
 			}
 			warm++
@@ -178,7 +178,7 @@ func TestNotify_WakesOtherNodes(t *testing.T) {
 		for i := range n {
 			e := storetest.NewEvent("shop", fmt.Sprint(b.Node(), i), t0)
 			start := time.Now()
-			if _, err := a.Accept(context.Background(), e, t0.Add(time.Hour), &app.Plan{Direct: []string{"pos"}}); err != nil {
+			if _, err := a.Accept(context.Background(), e, t0.Add(time.Hour), &app.Plan{Direct: app.DirectTo("pos")}); err != nil {
 				t.Fatal(err)
 			}
 			commit = append(commit, time.Since(start))
@@ -338,7 +338,7 @@ func TestLongSchemaName(t *testing.T) {
 	u.RawQuery = q.Encode()
 	db := mustOpenURL(t, u.String(), postgres.Options{})
 	e := storetest.NewEvent("shop", "long", t0)
-	if _, err := db.Accept(context.Background(), e, t0.Add(time.Hour), &app.Plan{Direct: []string{"pos"}}); err != nil {
+	if _, err := db.Accept(context.Background(), e, t0.Add(time.Hour), &app.Plan{Direct: app.DirectTo("pos")}); err != nil {
 		t.Fatalf("accept in schema %s: %v", schema, err)
 	}
 }

@@ -44,7 +44,7 @@ func TestOnCommit_DatabaseFails(t *testing.T) {
 	var o outcomes
 	db.OnCommit(o.add)
 	accept := func(id string) error {
-		_, err := db.Accept(context.Background(), storetest.NewEvent("shop", id, t0), t0.Add(time.Hour), &app.Plan{Direct: []string{"pos"}})
+		_, err := db.Accept(context.Background(), storetest.NewEvent("shop", id, t0), t0.Add(time.Hour), &app.Plan{Direct: app.DirectTo("pos")})
 		return err
 	}
 	if err := accept("ok-1"); err != nil {

@@ -59,7 +59,7 @@ func testAccept(t *testing.T, open Opener) {
 		s := open(t)
 		mustAccept(t, s, NewEvent("shop", "evt_1", T0), nil)
 		e := NewEvent("shop", "evt_1", T0.Add(time.Minute))
-		dup, err := s.Accept(ctx, e, T0.Add(time.Hour+time.Minute), &app.Plan{Direct: []string{"pos"}})
+		dup, err := s.Accept(ctx, e, T0.Add(time.Hour+time.Minute), &app.Plan{Direct: app.DirectTo("pos")})
 		if err != nil || !dup {
 			t.Fatalf("Accept = %v, %v; want duplicate", dup, err)
 		}
@@ -118,7 +118,7 @@ func testAcceptConcurrent(t *testing.T, open Opener) {
 	for i := range 100 {
 		wg.Go(func() {
 			e := NewEvent("shop", "evt_same", T0.Add(time.Duration(i)*time.Millisecond))
-			dup, err := s.Accept(ctx, e, T0.Add(time.Hour), &app.Plan{Direct: []string{"pos"}})
+			dup, err := s.Accept(ctx, e, T0.Add(time.Hour), &app.Plan{Direct: app.DirectTo("pos")})
 			switch {
 			case err != nil:
 				t.Error(err)
@@ -154,7 +154,7 @@ func hugeKey() string {
 func testAcceptAtomic(t *testing.T, open Opener) {
 	s := open(t)
 	e := NewEvent("shop", "evt_atomic", T0)
-	plan := &app.Plan{Direct: []string{"pos"}, Debounce: []*app.DebounceOp{
+	plan := &app.Plan{Direct: app.DirectTo("pos"), Debounce: []*app.DebounceOp{
 		{Route: "r", Key: "fine", Delay: time.Second, To: []string{"erp"}},
 		{Route: "r", Key: hugeKey(), Delay: time.Second, To: []string{"erp"}},
 	}}
@@ -214,7 +214,7 @@ func testOnOpened(t *testing.T, open Opener) {
 	opened := make(chan struct{}, 100)
 	s.OnOpened(func() { opened <- struct{}{} })
 	mustAccept(t, s, NewEvent("shop", "unrouted", T0), nil)
-	mustAccept(t, s, NewEvent("shop", "routed", T0), &app.Plan{Direct: []string{"pos"}})
+	mustAccept(t, s, NewEvent("shop", "routed", T0), &app.Plan{Direct: app.DirectTo("pos")})
 	select {
 	case <-opened:
 	case <-time.After(10 * time.Second):

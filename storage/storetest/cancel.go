@@ -15,7 +15,7 @@ import (
 func testCancelled(t *testing.T, open Opener) {
 	s := open(t)
 	e := NewEvent("shop", "kept", T0)
-	mustAccept(t, s, e, &app.Plan{Direct: []string{"erp"}})
+	mustAccept(t, s, e, &app.Plan{Direct: app.DirectTo("erp")})
 	id := ds(t, s, e.Seq)
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -28,7 +28,7 @@ func testCancelled(t *testing.T, open Opener) {
 	}
 	t.Run("Writes", func(t *testing.T) {
 		gone := NewEvent("shop", "never", T0)
-		dup, err := s.Accept(done, gone, T0.Add(time.Hour), &app.Plan{Direct: []string{"erp"}})
+		dup, err := s.Accept(done, gone, T0.Add(time.Hour), &app.Plan{Direct: app.DirectTo("erp")})
 		cancelled(t, "Accept", err)
 		if dup {
 			t.Error("Accept with a cancelled ctx reported a duplicate")

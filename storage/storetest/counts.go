@@ -93,7 +93,7 @@ func fillHour(t *testing.T, s storage.Store) app.Counts {
 	mustAccept(t, s, NewEvent("shop", "d1", at), debounced("k", time.Minute))
 	mustAccept(t, s, NewEvent("shop", "d2", at.Add(time.Second)), debounced("k", time.Minute))
 	e := NewEvent("shop", "p1", at)
-	mustAccept(t, s, e, &app.Plan{Direct: []string{"pos", "erp"}})
+	mustAccept(t, s, e, &app.Plan{Direct: app.DirectTo("pos", "erp")})
 	if dup, err := s.Accept(ctx, NewEvent("shop", "p1", at), at.Add(time.Hour), nil); err != nil || !dup {
 		t.Fatalf("Accept again = %v, %v; want a duplicate", dup, err)
 	}
@@ -144,7 +144,7 @@ func testCountsConcurrent(t *testing.T, open Reopener) {
 	const n = 200
 	InParallel(t, n, func(i int) error {
 		s.AddCounts(T0, kinds(app.KindReceived, 1, app.KindRejected, 1))
-		_, err := s.Accept(ctx, NewEvent("shop", fmt.Sprint("c", i), T0), T0.Add(time.Hour), &app.Plan{Direct: []string{"pos"}})
+		_, err := s.Accept(ctx, NewEvent("shop", fmt.Sprint("c", i), T0), T0.Add(time.Hour), &app.Plan{Direct: app.DirectTo("pos")})
 		return err
 	})
 	wantHours(t, hours(t, s), app.HourCounts{Hour: T0, Counts: kinds(app.KindReceived, 2*n, app.KindAccepted, n, app.KindRejected, n)})

@@ -86,13 +86,13 @@ func fillNamed(t *testing.T, s storage.Store) (map[app.Named]uint64, map[app.Nam
 		t.Fatalf("FirePending = %v, %v; want r's", fired, err)
 	}
 	e := NewEvent("shop", "p1", at.Add(5*time.Second))
-	mustAccept(t, s, e, &app.Plan{Direct: []string{"pos", "erp"}, Unkeyed: []string{"u"}})
+	mustAccept(t, s, e, &app.Plan{Direct: app.DirectTo("pos", "erp"), Unkeyed: []string{"u"}})
 	ds := deliveries(t, s, e.Seq, 2)
 	record(t, s, ds[0].ID, &app.Attempt{Start: at, Duration: time.Second, Status: 200}, app.Delivered, time.Time{})
 	record(t, s, ds[1].ID, &app.Attempt{Start: at.Add(2 * time.Minute), Duration: time.Second, Status: 500}, app.Pending, at.Add(time.Hour))
 	// An older failure recorded later does not replace the newer one.
 	e2 := NewEvent("shop", "p2", at)
-	mustAccept(t, s, e2, &app.Plan{Direct: []string{"erp"}})
+	mustAccept(t, s, e2, &app.Plan{Direct: app.DirectTo("erp")})
 	ds2 := deliveries(t, s, e2.Seq, 1)
 	record(t, s, ds2[0].ID, &app.Attempt{Start: at, Error: "connection refused"}, app.Pending, at.Add(time.Hour))
 	s.AddNamed(at, app.SourceDuplicate, "shop", 2)

@@ -107,7 +107,7 @@ func testDueOrder(t *testing.T, open Opener) {
 	for i := range 5 {
 		at := T0.Add(time.Duration(4-i) * time.Second) // accepted newest first
 		e := NewEvent("shop", fmt.Sprint("evt_", i), at)
-		mustAccept(t, s, e, &app.Plan{Direct: []string{"pos"}})
+		mustAccept(t, s, e, &app.Plan{Direct: app.DirectTo("pos")})
 		want = append([]string{e.ID}, want...)
 	}
 	work, next, err := s.DueDeliveries(ctx, "pos", T0.Add(time.Minute), 3, Never)
@@ -192,7 +192,7 @@ func testAttemptAnyBytes(t *testing.T, open Opener) {
 func testReplayDelivered(t *testing.T, open Opener) {
 	s := open(t)
 	e := NewEvent("shop", "evt_1", T0)
-	mustAccept(t, s, e, &app.Plan{Direct: []string{"pos"}})
+	mustAccept(t, s, e, &app.Plan{Direct: app.DirectTo("pos")})
 	d := deliveries(t, s, e.Seq, 1)[0]
 	record(t, s, d.ID, &app.Attempt{Start: T0, Status: 200}, app.Delivered, time.Time{})
 	if err := s.Replay(ctx, d.ID, T0.Add(time.Hour)); err != nil {
@@ -210,7 +210,7 @@ func testDeadLetters(t *testing.T, open Opener) {
 	var dead []uint64
 	for i := range 12 {
 		e := NewEvent("shop", fmt.Sprint("d", i), T0)
-		mustAccept(t, s, e, &app.Plan{Direct: []string{"pos"}})
+		mustAccept(t, s, e, &app.Plan{Direct: app.DirectTo("pos")})
 		d := deliveries(t, s, e.Seq, 1)[0]
 		if i%4 != 3 { // 9 dead, 3 left pending
 			record(t, s, d.ID, &app.Attempt{Start: T0, Status: 500, Error: "HTTP 500"}, app.Dead, time.Time{})

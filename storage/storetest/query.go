@@ -95,7 +95,7 @@ func testListEvents(t *testing.T, open Opener) {
 // event, "unrouted" without deliveries.
 func testListEventsStatus(t *testing.T, open Opener) {
 	s := open(t)
-	plan := func() *app.Plan { return &app.Plan{Direct: []string{"pos", "erp"}} }
+	plan := func() *app.Plan { return &app.Plan{Direct: app.DirectTo("pos", "erp")} }
 	dlv := NewEvent("shop", "delivered", T0)
 	mustAccept(t, s, dlv, plan())
 	pend := NewEvent("shop", "pending", T0.Add(time.Second))

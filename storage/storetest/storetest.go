@@ -97,7 +97,7 @@ func deliveries(t *testing.T, s storage.Store, seq uint64, n int) []*app.Deliver
 func acceptRouted(t *testing.T, s storage.Store, id string, dests ...string) (*app.Event, []*app.Delivery) {
 	t.Helper()
 	e := NewEvent("shop", id, T0)
-	mustAccept(t, s, e, &app.Plan{Direct: dests})
+	mustAccept(t, s, e, &app.Plan{Direct: app.DirectTo(dests...)})
 	ds := deliveries(t, s, e.Seq, len(dests))
 	slices.SortFunc(ds, func(a, b *app.Delivery) int { return cmp.Compare(a.ID, b.ID) })
 	return e, ds

@@ -45,7 +45,7 @@ func testDeleteKeepsUndelivered(t *testing.T, open Opener) {
 	var ids []uint64
 	for i, state := range []app.DeliveryState{app.Delivered, app.Pending, app.Dead, app.Delivered} {
 		e := NewEvent("shop", string(rune('a'+i)), T0.Add(time.Duration(i)*time.Second))
-		mustAccept(t, s, e, &app.Plan{Direct: []string{"pos"}})
+		mustAccept(t, s, e, &app.Plan{Direct: app.DirectTo("pos")})
 		seqs = append(seqs, e.Seq)
 		d := deliveries(t, s, e.Seq, 1)[0]
 		ids = append(ids, d.ID)
@@ -87,7 +87,7 @@ func testSweepRaces(t *testing.T, open Opener) {
 	for i := range n {
 		old := T0.Add(time.Duration(i) * time.Millisecond)
 		e := NewEvent("shop", fmt.Sprint("race-", i), old)
-		mustAccept(t, s, e, &app.Plan{Direct: []string{"pos"}})
+		mustAccept(t, s, e, &app.Plan{Direct: app.DirectTo("pos")})
 		d := deliveries(t, s, e.Seq, 1)[0]
 		record(t, s, d.ID, &app.Attempt{Start: old, Status: 200}, app.Delivered, time.Time{})
 		f := NewEvent("shop", fmt.Sprint("deb-", i), old)
