@@ -26,6 +26,29 @@ func (c *fakeClock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// passAt wakes h's dispatcher and waits until a pass that began at now or
+// later has ended: what that pass fired and started, it did at now (a pass
+// already under way when the clock moved may have read an earlier time).
+// A delivery it fired would no longer be pending, so a test that finds the
+// pending delivery still there knows nothing went out.
+func passAt(t *testing.T, h *harness, now time.Time) {
+	t.Helper()
+	passed := make(chan struct{})
+	var once sync.Once
+	app.OnPass(h.disp, func(began time.Time) {
+		if !began.Before(now) {
+			once.Do(func() { close(passed) })
+		}
+	})
+	defer app.OnPass(h.disp, nil)
+	h.disp.Wake()
+	select {
+	case <-passed:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no dispatcher pass at %v within 10s", now)
+	}
+}
+
 // debounceConfig routes gh push events to one sink, debounced per customer.
 func debounceConfig(url, debounce, rateLimit string) string {
 	c := fmt.Sprintf(`
@@ -152,8 +175,10 @@ func TestDebounce_RateLimitDefers(t *testing.T) {
 		t.Fatalf("deferred %d, debounced %d; want 1, 1", def, deb)
 	}
 	clk.Add(30 * time.Second) // t=41s: still inside the window
-	h.disp.Wake()
-	time.Sleep(50 * time.Millisecond)
+	passAt(t, h, clk.Now())
+	if n, _ := h.db.PendingCount(context.Background()); n != 1 {
+		t.Fatalf("pending = %d after a pass while the window was full, want 1", n)
+	}
 	if got := s.requests(); got != 5 {
 		t.Fatalf("sent %d while the window was full, want 5", got)
 	}
@@ -201,10 +226,9 @@ func TestDebounce_SurvivesRestart(t *testing.T) {
 	if n, _ := h.db.PendingCount(context.Background()); n != 1 {
 		t.Fatalf("pending after restart = %d, want 1", n)
 	}
-	h.disp.Wake()
-	time.Sleep(20 * time.Millisecond)
-	if s.requests() != 0 {
-		t.Fatal("fired before its due time")
+	passAt(t, h, clk.Now())
+	if n, _ := h.db.PendingCount(context.Background()); n != 1 || s.requests() != 0 {
+		t.Fatalf("fired before its due time: pending %d, sent %d", n, s.requests())
 	}
 	clk.Add(6 * time.Second)
 	h.disp.Wake()

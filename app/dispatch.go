@@ -71,6 +71,9 @@ type Dispatcher struct {
 	// onRecorded, when set before Run, is called after each batch of
 	// attempts was written (or failed to be): a signal tests wait on.
 	onRecorded func()
+	// onPass, when set, is told each finished pass with the clock's time
+	// just before it began: a signal tests wait on.
+	onPass atomic.Pointer[func(began time.Time)]
 }
 
 // lane is one destination's part of the dispatcher. d.mu guards its
@@ -171,7 +174,11 @@ func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
 		}()
 	}()
 	for {
+		began := d.Now()
 		next := d.dispatch(sendCtx)
+		if f := d.onPass.Load(); f != nil {
+			(*f)(began)
+		}
 		wait := time.Hour
 		if !next.IsZero() {
 			wait = max(next.Sub(d.Now()), 0)
