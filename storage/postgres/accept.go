@@ -129,9 +129,10 @@ func transient(err error) bool {
 // acceptSQL is the whole accept of a group in one statement: the ids
 // (ordered, so that two groups lock them in the same order), the events of
 // the ids that were new or expired, their deliveries, and the NOTIFY that
-// tells the other nodes, delivered at commit, and the hour's counts (in
-// the committer's own shard). It returns (i, seq) per
-// accepted write, and (-1, 0) when it notified.
+// tells the other nodes, delivered at commit, and the count changes the
+// domain gave for each write ($15 on, deltaArgs tagged with i), of the
+// accepted writes only (in the committer's own shard). It returns (i, seq)
+// per accepted write, and (-1, 0) when it notified.
 var acceptSQL = `
 WITH input AS (
 	SELECT * FROM unnest($1::int[], $2::text[], $3::bytea[], $4::timestamptz[], $5::timestamptz[], $6::bytea[], $7::bytea[], $8::bytea[], $9::bool[])
@@ -154,16 +155,7 @@ WITH input AS (
 	ORDER BY d.ord
 ), n AS (
 	SELECT pg_notify($12, $13) FROM (SELECT 1 FROM acc WHERE opens LIMIT 1) o
-), cnt AS (
-	INSERT INTO hookbox_counts AS c (hour, node, shard, received, accepted)
-	SELECT ` + hourOf + `received` + hourEnd + `, $13, $14, count(*), count(*) FROM acc GROUP BY 1` + countsUpsert + `
-), ncnt AS (
-	INSERT INTO hookbox_name_counts AS c (hour, kind, name, node, shard, n)
-	SELECT ` + hourOf + `received` + hourEnd + `, ` + kindSQL(app.SourceAccepted) + `, source, $13, $14, count(*) FROM acc GROUP BY 1, 3` + nameUpsert + `
-), lst AS (
-	INSERT INTO hookbox_last AS l (kind, name, node, shard, at)
-	SELECT ` + kindSQL(app.SourceAccepted) + `, source, $13, $14, max(received) FROM acc GROUP BY 2` + lastUpsert + `
-)
+), ` + deltaCTEs(`SELECT i::bigint AS i, NULL::text AS name FROM acc`, "$13", "$14", 15) + `
 SELECT i, seq FROM acc
 UNION ALL SELECT -1, 0 FROM n`
 
@@ -196,8 +188,17 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 		dlIndex           []int32
 		dlDest            []string
 	)
+	// The count changes go in the statement when nothing is debounced;
+	// else after the debounce steps, whose results they count.
+	var counts deltaArgs
+	var delta app.CountDelta
 	for i, w := range todo {
 		e := w.e
+		if !debounce {
+			delta.Reset()
+			countAccepted(&delta, e, w.plan)
+			counts.add(int64(i), &delta)
+		}
 		is = append(is, int32(i))
 		sources = append(sources, e.Source)
 		ids = append(ids, []byte(e.ID))
@@ -217,6 +218,7 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 	shard := d.takeShard()
 	defer d.giveShard(shard)
 	args := []any{is, sources, ids, received, expires, topics, hdrs, bodies, opens, dlIndex, dlDest, d.channel, d.node, shard}
+	args = append(args, counts.args()...)
 	var accepted []*acceptWrite
 	opened := false
 	run := func(q querier) error {
@@ -262,7 +264,7 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 			if err := applyDebounces(ctx, tx, accepted); err != nil {
 				return err
 			}
-			return countRoutes(ctx, tx, accepted, d.node, shard)
+			return countAccepts(ctx, tx, accepted, d.node, shard)
 		})
 	}
 	if err != nil {
@@ -321,16 +323,16 @@ func applyDebounces(ctx context.Context, tx pgx.Tx, accepted []*acceptWrite) err
 	return nil
 }
 
-// countRoutes adds what the accepted writes' debounced routes count (as
-// the domain says: app.CountDelta.Routed) in tx; acceptSQL counted the
-// rest of each accept.
-func countRoutes(ctx context.Context, tx pgx.Tx, accepted []*acceptWrite, node string, shard int32) error {
+// countAccepts adds what the accepted writes count (as the domain says:
+// countAccepted) in tx, once their debounce steps are applied; acceptSQL
+// counted nothing of them.
+func countAccepts(ctx context.Context, tx pgx.Tx, accepted []*acceptWrite, node string, shard int32) error {
 	var delta app.CountDelta
 	for _, w := range accepted {
-		delta.Routed(w.e.ReceivedAt, w.plan)
+		countAccepted(&delta, w.e, w.plan)
 	}
 	if err := addDelta(ctx, tx, &delta, node, shard); err != nil {
-		return fmt.Errorf("count routes: %w", err)
+		return fmt.Errorf("count accepts: %w", err)
 	}
 	return nil
 }

@@ -15,12 +15,14 @@ import (
 
 // recordSQL stores a round of attempts (one per delivery) and moves each
 // delivery on (to the next step of its schedule unless the attempt was
-// early), ending this node's lease; it returns (id, attempt number)
-// per delivery that exists.
+// early), ending this node's lease, and adds the count changes the domain
+// gave for each attempt ($12 on, deltaArgs tagged with the delivery id;
+// ownName is the delivery's destination), of the deliveries that exist
+// only; it returns (id, attempt number) per delivery that exists.
 var recordSQL = `
 WITH r AS (
-	SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::timestamptz[], $4::timestamptz[], $5::bigint[], $6::int[], $7::text[], $8::bytea[], $9::bool[], $12::text[])
-		AS r(id, state, due, started, duration_ns, status, error, response, early, last)
+	SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::timestamptz[], $4::timestamptz[], $5::bigint[], $6::int[], $7::text[], $8::bytea[], $9::bool[])
+		AS r(id, state, due, started, duration_ns, status, error, response, early)
 ), u AS (
 	UPDATE hookbox_deliveries d SET attempts = d.attempts + 1, tries = d.tries + CASE WHEN r.early THEN 0 ELSE 1 END, state = r.state, due = r.due,
 		run_at = CASE WHEN r.state = 1 THEN r.due END, leased_by = NULL,
@@ -30,23 +32,7 @@ WITH r AS (
 ), a AS (
 	INSERT INTO hookbox_attempts (delivery_id, n, started, duration_ns, status, error, response)
 	SELECT r.id, u.attempts, r.started, r.duration_ns, r.status, r.error, r.response FROM r JOIN u USING (id)
-), c AS (
-	INSERT INTO hookbox_counts AS c (hour, node, shard, delivered, retrying, dead)
-	SELECT ` + hourOf + `r.started + r.duration_ns / 1000 * interval '1 microsecond'` + hourEnd + `, $10, $11,
-		count(*) FILTER (WHERE r.state = 2), count(*) FILTER (WHERE r.state = 1), count(*) FILTER (WHERE r.state = 3)
-	FROM r JOIN u USING (id) GROUP BY 1` + countsUpsert + `
-), nc AS (
-	INSERT INTO hookbox_name_counts AS c (hour, kind, name, node, shard, n)
-	SELECT ` + hourOf + `r.started + r.duration_ns / 1000 * interval '1 microsecond'` + hourEnd + `,
-		CASE WHEN r.state = 2 THEN ` + kindSQL(app.DestDelivered) + ` ELSE ` + kindSQL(app.DestFailed) + ` END, u.destination, $10, $11, count(*)
-	FROM r JOIN u USING (id) GROUP BY 1, 2, 3` + nameUpsert + `
-), le AS (
-	INSERT INTO hookbox_last AS l (kind, name, node, shard, at, text)
-	SELECT DISTINCT ON (u.destination, r.state = 2)
-		CASE WHEN r.state = 2 THEN ` + kindSQL(app.DestDelivered) + ` ELSE ` + kindSQL(app.DestFailed) + ` END, u.destination, $10, $11,
-		r.started + r.duration_ns / 1000 * interval '1 microsecond', CASE WHEN r.state = 2 THEN '' ELSE r.last END
-	FROM r JOIN u USING (id) ORDER BY u.destination, r.state = 2, r.started + r.duration_ns / 1000 * interval '1 microsecond' DESC` + lastUpsert + `
-)
+), ` + deltaCTEs(`SELECT id AS i, destination AS name FROM u`, "$10", "$11", 12) + `
 SELECT id, attempts FROM u`
 
 // RecordAttempts stores each record's attempt and moves its delivery on,
@@ -77,6 +63,7 @@ func (d *DB) RecordAttempts(ctx context.Context, recs []app.AttemptRecord) []err
 		}
 		rounds[n] = append(rounds[n], i)
 	}
+	var delta app.CountDelta
 	run := func(q querier) error {
 		for _, round := range rounds {
 			var (
@@ -84,10 +71,11 @@ func (d *DB) RecordAttempts(ctx context.Context, recs []app.AttemptRecord) []err
 				states       []int16
 				dues, starts []time.Time
 				statuses     []int32
-				texts, lasts []string
+				texts        []string
 				responses    [][]byte
 				early        []bool
 				byID         = map[int64]int{}
+				counts       deltaArgs
 			)
 			for _, i := range round {
 				r := recs[i]
@@ -99,13 +87,16 @@ func (d *DB) RecordAttempts(ctx context.Context, recs []app.AttemptRecord) []err
 				durs = append(durs, int64(a.Duration))
 				statuses = append(statuses, int32(a.Status))
 				texts = append(texts, pgText(a.Error))
-				lasts = append(lasts, pgText(app.AttemptError(a)))
 				responses = append(responses, nonNil(a.Response))
 				early = append(early, r.Early)
 				byID[int64(r.ID)] = i
+				delta.Reset()
+				countAttempt(&delta, ownName, a, r.State, a.Start.Add(a.Duration))
+				counts.add(int64(r.ID), &delta)
 				errs[i] = fmt.Errorf("delivery %d: %w", r.ID, app.ErrNotFound)
 			}
-			rows, err := q.Query(ctx, recordSQL, ids, states, dues, starts, durs, statuses, texts, responses, early, d.node, shard, lasts)
+			args := append([]any{ids, states, dues, starts, durs, statuses, texts, responses, early, d.node, shard}, counts.args()...)
+			rows, err := q.Query(ctx, recordSQL, args...)
 			if err != nil {
 				return err
 			}

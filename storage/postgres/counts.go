@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"hookbox/app"
 )
@@ -332,57 +334,113 @@ func (d *DB) PruneCounts(ctx context.Context, t time.Time) (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
+// The domain's counting rules, as the store applies them: what an
+// accepted event and a recorded attempt change in the counts. They are
+// app.CountDelta's; a test replaces them (export_test.go) to show that
+// the store counts what they say and nothing else.
+var (
+	countAccepted = (*app.CountDelta).Accepted
+	countAttempt  = (*app.CountDelta).Attempt
+)
+
 // addDelta adds the count changes delta (as the domain computed them) to
-// shard's rows of node, in tx: a plain upsert of the sums per hour, per
-// hour and name, and the latest of each last.
+// shard's rows of node, in tx: deltaCTEs' upserts, in one statement.
 func addDelta(ctx context.Context, tx pgx.Tx, delta *app.CountDelta, node string, shard int32) error {
-	hours := map[int64]*app.Counts{}
+	if delta.Empty() {
+		return nil
+	}
+	var args deltaArgs
+	args.add(0, delta)
+	_, err := tx.Exec(ctx, addDeltaSQL, append([]any{node, shard}, args.args()...)...)
+	return err
+}
+
+// addDeltaSQL is addDelta's statement: every change is the one write's (0).
+var addDeltaSQL = `WITH ` + deltaCTEs(`SELECT 0::bigint AS i, NULL::text AS name`, "$1", "$2", 3) + `
+SELECT 1`
+
+// ownName is the name a count rule is given for a write's destination
+// where the store reads it in the same statement as it counts (a recorded
+// attempt's delivery, RecordAttempts): deltaArgs passes it as NULL, which
+// deltaCTEs replaces by the written row's name. It cannot be a real name:
+// PostgreSQL's text holds no NUL (pgText).
+const ownName = "\x00own"
+
+// deltaArgs is what some writes change in the counts (app.CountDelta, one
+// per write) as the arrays deltaCTEs reads, each change tagged with its
+// write (i), so that a statement counts only the writes it made.
+type deltaArgs struct {
+	kI, kH, kN []int64 // kinds: write, unix hour, n
+	kK         []int16 // kind (app.Kind)
+	nI, nH, nN []int64 // by name: write, unix hour, n
+	nK         []int16 // kind (app.NameKind)
+	nName      []pgtype.Text
+	lI         []int64 // lasts: write
+	lK         []int16
+	lName      []pgtype.Text
+	lAt        []time.Time
+	lText      []string
+}
+
+// add appends write i's changes, delta.
+func (a *deltaArgs) add(i int64, delta *app.CountDelta) {
 	for _, k := range delta.Kinds {
-		h := app.Hour(k.At)
-		if hours[h] == nil {
-			hours[h] = new(app.Counts)
-		}
-		hours[h][k.Kind] += k.N
+		a.kI, a.kH, a.kK, a.kN = append(a.kI, i), append(a.kH, app.Hour(k.At)), append(a.kK, int16(k.Kind)), append(a.kN, int64(k.N))
 	}
-	for h, c := range hours {
-		args := []any{h, node, shard}
-		for _, n := range c {
-			args = append(args, int64(n))
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO hookbox_counts AS c (hour, node, shard, `+countColumns+`)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`+countsUpsert, args...); err != nil {
-			return err
-		}
-	}
-	named := map[hourName]uint64{}
 	for _, n := range delta.Named {
-		named[hourName{app.Hour(n.At), app.Named{Kind: n.Kind, Name: n.Name}}] += n.N
+		a.nI, a.nH, a.nK, a.nN = append(a.nI, i), append(a.nH, app.Hour(n.At)), append(a.nK, int16(n.Kind)), append(a.nN, int64(n.N))
+		a.nName = append(a.nName, nameArg(n.Name))
 	}
-	if len(named) > 0 {
-		var hs, ns []int64
-		var kinds []int16
-		var names []string
-		for hn, n := range named {
-			hs, kinds, names, ns = append(hs, hn.h), append(kinds, int16(hn.n.Kind)), append(names, pgText(hn.n.Name)), append(ns, int64(n))
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO hookbox_name_counts AS c (hour, kind, name, node, shard, n)
-	SELECT h, k, r, $5, $6, n FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::bigint[]) AS t(h, k, r, n)`+nameUpsert,
-			hs, kinds, names, ns, node, shard); err != nil {
-			return err
-		}
-	}
-	lasts := map[app.Named]app.Last{}
 	for _, l := range delta.Lasts {
-		key := app.Named{Kind: l.Kind, Name: l.Name}
-		if cur, ok := lasts[key]; !ok || !l.Last.At.Before(cur.At) {
-			lasts[key] = l.Last
-		}
+		a.lI, a.lK, a.lAt, a.lText = append(a.lI, i), append(a.lK, int16(l.Kind)), append(a.lAt, l.Last.At), append(a.lText, pgText(l.Last.Text))
+		a.lName = append(a.lName, nameArg(l.Name))
 	}
-	for k, l := range lasts {
-		if _, err := tx.Exec(ctx, `INSERT INTO hookbox_last AS l (kind, name, node, shard, at, text) VALUES ($1, $2, $3, $4, $5, $6)`+lastUpsert,
-			int16(k.Kind), pgText(k.Name), node, shard, l.At, pgText(l.Text)); err != nil {
-			return err
-		}
+}
+
+// nameArg is name as deltaCTEs reads it: NULL for ownName.
+func nameArg(name string) pgtype.Text {
+	return pgtype.Text{String: pgText(name), Valid: name != ownName}
+}
+
+// args are a's arrays in the order of deltaCTEs' parameters.
+func (a *deltaArgs) args() []any {
+	return []any{a.kI, a.kH, a.kK, a.kN, a.nI, a.nH, a.nK, a.nName, a.nN, a.lI, a.lK, a.lName, a.lAt, a.lText}
+}
+
+// deltaCTEs is the SQL, written once, that adds the count changes of
+// deltaArgs (its 14 arrays from parameter $first on) to the counts of
+// shard's row of node (SQL expressions), as three CTEs (count_kinds,
+// count_names, count_lasts) for a WITH clause. Only the changes of the
+// writes that written lists count: a query of (i bigint, name text), the
+// writes the statement made and the name a NULL name stands for
+// (ownName). The kinds are pivoted into hookbox_counts' columns, the
+// counts by name summed, and of the lasts of each name the latest kept
+// (on a tie, the one noted later), as bbolt's foldCounts does. It decides
+// nothing: what counts is app.CountDelta's.
+func deltaCTEs(written, node, shard string, first int) string {
+	p := func(n int) string { return "$" + strconv.Itoa(first+n) }
+	var kinds strings.Builder
+	for k := range app.NumKinds {
+		fmt.Fprintf(&kinds, ", coalesce(sum(t.n) FILTER (WHERE t.k = %d), 0)", k)
 	}
-	return nil
+	return `count_kinds AS (
+	INSERT INTO hookbox_counts AS c (hour, node, shard, ` + countColumns + `)
+	SELECT t.h, ` + node + `, ` + shard + kinds.String() + `
+	FROM unnest(` + p(0) + `::bigint[], ` + p(1) + `::bigint[], ` + p(2) + `::smallint[], ` + p(3) + `::bigint[]) AS t(i, h, k, n)
+		JOIN (` + written + `) w USING (i)
+	GROUP BY t.h` + countsUpsert + `
+), count_names AS (
+	INSERT INTO hookbox_name_counts AS c (hour, kind, name, node, shard, n)
+	SELECT t.h, t.k, coalesce(t.name, w.name), ` + node + `, ` + shard + `, sum(t.n)
+	FROM unnest(` + p(4) + `::bigint[], ` + p(5) + `::bigint[], ` + p(6) + `::smallint[], ` + p(7) + `::text[], ` + p(8) + `::bigint[]) AS t(i, h, k, name, n)
+		JOIN (` + written + `) w USING (i)
+	GROUP BY 1, 2, 3` + nameUpsert + `
+), count_lasts AS (
+	INSERT INTO hookbox_last AS l (kind, name, node, shard, at, text)
+	SELECT DISTINCT ON (t.k, coalesce(t.name, w.name)) t.k, coalesce(t.name, w.name), ` + node + `, ` + shard + `, t.at, t.text
+	FROM unnest(` + p(9) + `::bigint[], ` + p(10) + `::smallint[], ` + p(11) + `::text[], ` + p(12) + `::timestamptz[], ` + p(13) + `::text[])
+		WITH ORDINALITY AS t(i, k, name, at, text, ord)
+		JOIN (` + written + `) w USING (i)
+	ORDER BY t.k, coalesce(t.name, w.name), t.at DESC, t.ord DESC` + lastUpsert + `
+)`
 }
