@@ -2,8 +2,12 @@ package postgres
 
 import (
 	"context"
+	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"hookbox/app"
 )
 
 // SetTestTracer makes every store opened afterwards send its queries
@@ -36,4 +40,15 @@ func (d *DB) Query(sql string, args []any, f func(string)) error {
 	var line string
 	_, err = pgx.ForEachRow(rows, []any{&line}, func() error { f(line); return nil })
 	return err
+}
+
+// SetCountRules makes the stores opened afterwards, until t ends, count an
+// accepted event and a recorded attempt by accepted and attempt instead of
+// app.CountDelta's rules. Call it before Open, and close the stores
+// before t ends (mustOpenURL's cleanup runs before this one's).
+func SetCountRules(t testing.TB, accepted func(*app.CountDelta, *app.Event, *app.Plan),
+	attempt func(*app.CountDelta, string, *app.Attempt, app.DeliveryState, time.Time)) {
+	oldAccepted, oldAttempt := countAccepted, countAttempt
+	countAccepted, countAttempt = accepted, attempt
+	t.Cleanup(func() { countAccepted, countAttempt = oldAccepted, oldAttempt })
 }
