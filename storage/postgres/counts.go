@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"hookbox/app"
@@ -129,43 +130,20 @@ func (d *DB) flushCounts(ctx context.Context) error {
 		}
 		d.counts.mu.Unlock()
 	}
-	cols := make([][]int64, app.NumKinds)
-	var hours []int64
+	var delta app.CountDelta
 	for h, c := range taken {
-		hours = append(hours, h)
-		for k := range cols {
-			cols[k] = append(cols[k], int64(c[k]))
+		for k, n := range c {
+			if n > 0 {
+				delta.Kinds = append(delta.Kinds, app.KindDelta{At: app.HourStart(h), Kind: app.Kind(k), N: n})
+			}
 		}
+	}
+	for hn, n := range named {
+		delta.Named = append(delta.Named, app.NamedDelta{At: app.HourStart(hn.h), Kind: hn.n.Kind, Name: hn.n.Name, N: n})
 	}
 	shard := d.takeShard()
 	defer d.giveShard(shard)
-	args := []any{d.node, shard, hours}
-	for _, c := range cols {
-		args = append(args, c)
-	}
-	var nHours, nCounts []int64
-	var nKinds []int16
-	var nNames []string
-	for hn, n := range named {
-		nHours, nKinds, nNames, nCounts = append(nHours, hn.h), append(nKinds, int16(hn.n.Kind)), append(nNames, pgText(hn.n.Name)), append(nCounts, int64(n))
-	}
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		if len(hours) > 0 {
-			if _, err := tx.Exec(ctx, `INSERT INTO hookbox_counts AS c (hour, node, shard, `+countColumns+`)
-	SELECT h, $1, $2, k0, k1, k2, k3, k4, k5, k6, k7 FROM unnest($3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])
-		AS t(h, k0, k1, k2, k3, k4, k5, k6, k7)`+countsUpsert, args...); err != nil {
-				return err
-			}
-		}
-		if len(nHours) > 0 {
-			if _, err := tx.Exec(ctx, `INSERT INTO hookbox_name_counts AS c (hour, kind, name, node, shard, n)
-	SELECT h, k, r, $5, $6, n FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::bigint[]) AS t(h, k, r, n)`+nameUpsert,
-				nHours, nKinds, nNames, nCounts, d.node, shard); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := addDelta(ctx, d.pool, &delta, d.node, shard)
 	if err != nil {
 		giveBack()
 		return fmt.Errorf("write counts: %w", err)
@@ -344,8 +322,9 @@ var (
 )
 
 // addDelta adds the count changes delta (as the domain computed them) to
-// shard's rows of node, in tx: deltaCTEs' upserts, in one statement.
-func addDelta(ctx context.Context, tx pgx.Tx, delta *app.CountDelta, node string, shard int32) error {
+// shard's rows of node, in tx (a transaction, or the pool: the statement
+// is its own): deltaCTEs' upserts, in one statement.
+func addDelta(ctx context.Context, tx execer, delta *app.CountDelta, node string, shard int32) error {
 	if delta.Empty() {
 		return nil
 	}
@@ -353,6 +332,11 @@ func addDelta(ctx context.Context, tx pgx.Tx, delta *app.CountDelta, node string
 	args.add(0, delta)
 	_, err := tx.Exec(ctx, addDeltaSQL, append([]any{node, shard}, args.args()...)...)
 	return err
+}
+
+// execer is a pool or a transaction.
+type execer interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 }
 
 // addDeltaSQL is addDelta's statement: every change is the one write's (0).
