@@ -41,12 +41,14 @@ type txState struct {
 	// opened work for the dispatcher; onOpened is then told (OnOpened).
 	opened bool
 	// counts are what the transaction's writes change in the counts, as
-	// the domain says (app.CountDelta); writeCounts adds them.
+	// the domain says (app.CountDelta); writeCounts adds them, summed in
+	// fold (which it empties itself).
 	counts app.CountDelta
+	fold   *countFold
 }
 
 func newTxState() *txState {
-	return &txState{ids: map[string]txID{}, main: map[uint64]bool{}}
+	return &txState{ids: map[string]txID{}, main: map[uint64]bool{}, fold: newCountFold()}
 }
 
 // reset empties st for the next transaction, keeping its room.
@@ -124,7 +126,7 @@ func (d *DB) commitGroup(group []write, st *txState) {
 					return err
 				}
 			}
-			return d.writeCounts(tx, &st.counts)
+			return d.writeCounts(tx, &st.counts, st.fold)
 		})
 		d.settleCounts(err == nil)
 		if failed < 0 {

@@ -92,10 +92,12 @@ func (d *DB) AddCounts(at time.Time, c app.Counts) {
 // writeCounts adds the transaction's count changes (delta, as the domain
 // computed them for its writes) and what AddCounts holds to the counts
 // buckets, at the end of the committer's transaction tx: one Put per hour
-// touched, usually one. What it takes from pending is in flight until
-// settleCounts says how the commit went.
-func (d *DB) writeCounts(tx *bolt.Tx, delta *app.CountDelta) error {
-	all, named, lasts := foldCounts(delta)
+// touched, usually one. fold is the committer's, emptied here. What it
+// takes from pending is in flight until settleCounts says how the commit
+// went.
+func (d *DB) writeCounts(tx *bolt.Tx, delta *app.CountDelta, fold *countFold) error {
+	fold.fold(delta)
+	all, named, lasts := fold.all, fold.named, fold.lasts
 	d.counts.mu.Lock()
 	if len(d.counts.pending) > 0 || len(d.counts.pendingNamed) > 0 {
 		d.counts.flight, d.counts.pending = d.counts.pending, map[int64]*app.Counts{}
@@ -125,31 +127,53 @@ func (d *DB) writeCounts(tx *bolt.Tx, delta *app.CountDelta) error {
 	return nil
 }
 
-// foldCounts sums delta by hour, and by hour and name, and keeps the
-// latest of each last (on a tie, the one noted later).
-func foldCounts(delta *app.CountDelta) (map[int64]*app.Counts, map[hourName]uint64, map[app.Named]app.Last) {
-	all := make(map[int64]*app.Counts, 1)
+// countFold is a transaction's count changes summed by hour, and by hour
+// and name, with the latest of each last: what writeCounts writes. The
+// committer keeps one and empties it for each commit, so that a commit
+// does not build three maps.
+type countFold struct {
+	all   map[int64]*app.Counts
+	named map[hourName]uint64
+	lasts map[app.Named]app.Last
+	spare []*app.Counts // the hours' counts of the last commit, for reuse
+}
+
+func newCountFold() *countFold {
+	return &countFold{all: map[int64]*app.Counts{}, named: map[hourName]uint64{}, lasts: map[app.Named]app.Last{}}
+}
+
+// fold empties f, then sums delta into it and keeps the latest of each
+// last (on a tie, the one noted later).
+func (f *countFold) fold(delta *app.CountDelta) {
+	for _, c := range f.all {
+		f.spare = append(f.spare, c)
+	}
+	clear(f.all)
+	clear(f.named)
+	clear(f.lasts)
 	for _, k := range delta.Kinds {
 		h := app.Hour(k.At)
-		c := all[h]
+		c := f.all[h]
 		if c == nil {
-			c = new(app.Counts)
-			all[h] = c
+			if n := len(f.spare); n > 0 {
+				c, f.spare = f.spare[n-1], f.spare[:n-1]
+				*c = app.Counts{}
+			} else {
+				c = new(app.Counts)
+			}
+			f.all[h] = c
 		}
 		c[k.Kind] += k.N
 	}
-	named := make(map[hourName]uint64, len(delta.Named))
 	for _, n := range delta.Named {
-		named[hourName{app.Hour(n.At), app.Named{Kind: n.Kind, Name: n.Name}}] += n.N
+		f.named[hourName{app.Hour(n.At), app.Named{Kind: n.Kind, Name: n.Name}}] += n.N
 	}
-	lasts := make(map[app.Named]app.Last, len(delta.Lasts))
 	for _, l := range delta.Lasts {
 		key := app.Named{Kind: l.Kind, Name: l.Name}
-		if cur, ok := lasts[key]; !ok || !l.Last.At.Before(cur.At) {
-			lasts[key] = l.Last
+		if cur, ok := f.lasts[key]; !ok || !l.Last.At.Before(cur.At) {
+			f.lasts[key] = l.Last
 		}
 	}
-	return all, named, lasts
 }
 
 // putCounts adds each hour's counts of m to the bucket.
