@@ -215,6 +215,7 @@ func (v *validator) route(key string, r rawRoute, cfg *app.Config) *app.Route {
 	if route.Key != nil && r.Debounce == "" && r.RateLimit == "" {
 		v.fail(key+".key", "a key needs debounce or rate_limit")
 	}
+	v.rules(key, r, route) // rules.go
 	return route
 }
 

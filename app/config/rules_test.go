@@ -1,0 +1,75 @@
+package config_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"hookbox/app"
+	"hookbox/app/config"
+)
+
+const rulesBase = `[[source]]
+name = "shop"
+provider = "shopify"
+secret = "x"
+[[destination]]
+name = "erp"
+url = "https://erp.example.com"
+`
+
+func TestParseConfig_Rules(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		cfg, err := config.Parse("c.toml", rulesBase+`[[route]]
+name = "paid"
+source = "shop"
+to = ["erp"]
+filter = 'body.financial_status == "paid" && double(body.total_price) >= 100.0'
+transform = '{"text": "Order " + string(body.id)}'
+order_key = "{body.customer.id}"
+[[route]]
+source = "shop"
+to = ["erp"]
+`, env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := cfg.Routes[0]
+		if r.Filter == nil || r.Transform == nil || r.OrderKey == nil {
+			t.Fatalf("route = %+v", r)
+		}
+		if got := r.Filter.String(); !strings.HasPrefix(got, `body.financial_status == "paid"`) {
+			t.Errorf("filter = %q", got)
+		}
+		if got := r.OrderKey.String(); got != "{body.customer.id}" {
+			t.Errorf("order_key = %q", got)
+		}
+		ok, err := r.Filter.Match(&app.RuleInput{Body: []byte(`{"financial_status": "paid", "total_price": "199.00"}`)})
+		if !ok || err != nil {
+			t.Errorf("Match = %v, %v", ok, err)
+		}
+		if r := cfg.Routes[1]; r.Filter != nil || r.Transform != nil || r.OrderKey != nil {
+			t.Errorf("a route without rules has some: %+v", r)
+		}
+	})
+	for _, tt := range []struct{ name, route, key, reason string }{
+		{"FilterSyntax", "name = \"paid\"\nfilter = 'body.total >'", "route[0] (paid).filter", "1:13: Syntax error"},
+		{"FilterUndeclared", "filter = 'bdy.total > 1'", "route[0].filter", "1:1: undeclared reference to 'bdy'"},
+		{"FilterNotBool", "name = \"paid\"\nfilter = 'body.total'", "route[0] (paid).filter", "a filter must give a bool; this expression gives dyn"},
+		{"FilterEmpty", "filter = ' '", "route[0].filter", "is empty"},
+		{"TransformNotBody", "transform = '1 + 1'", "route[0].transform", "a transform must give a map or a list"},
+		{"TransformSyntax", "transform = '{\"a\": }'", "route[0].transform", "1:7: Syntax error"},
+		{"OrderKeyTemplate", "order_key = \"{body.}\"", "route[0].order_key", "empty path element"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Parse("hookbox.toml", rulesBase+"[[route]]\nsource = \"shop\"\nto = [\"erp\"]\n"+tt.route+"\n", env(nil))
+			var ce *app.ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want a ConfigError", err)
+			}
+			if ce.File != "hookbox.toml" || ce.Key != tt.key || !strings.Contains(ce.Reason, tt.reason) {
+				t.Fatalf("err = %q (key %q); want key %q and reason containing %q", err, ce.Key, tt.key, tt.reason)
+			}
+		})
+	}
+}
