@@ -321,11 +321,9 @@ func (o *object) uniqueKeys() []string {
 	return o.keys
 }
 
-// Size implements traits.Sizer.
+// Size implements traits.Sizer. Objects are indexed when made, so a
+// broken one never gets here; it would be empty.
 func (o *object) Size() ref.Val {
-	if err := o.index(); err != nil {
-		return bodyErr(err)
-	}
 	return types.Int(len(o.uniqueKeys()))
 }
 
@@ -445,7 +443,14 @@ func decodeValue(b []byte, i, depth int) (ref.Val, int, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		return &object{raw: b[i:e], depth: depth}, e, nil
+		// Indexed now, not on first read: a broken object is an error
+		// where it is read, never a map whose size is an error (CEL's cost
+		// tracker takes every size as an int).
+		o := &object{raw: b[i:e], depth: depth}
+		if err := o.index(); err != nil {
+			return nil, 0, err
+		}
+		return o, e, nil
 	case c == '[':
 		return decodeArray(b, i, depth)
 	case c == '"':

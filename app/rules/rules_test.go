@@ -50,7 +50,7 @@ func TestFilter_Match(t *testing.T) {
 		{`double(body.total_price) >= 200.0`, false},
 		{`headers["x-shopify-shop-domain"] == "a.myshopify.com"`, true},
 		{`headers["X-Shopify-Shop-Domain"] == "a.myshopify.com"`, true}, // lookups ignore case
-		{`"authorization" in headers`, false},                             // credentials are hidden
+		{`"authorization" in headers`, false},                           // credentials are hidden
 		{`topic == "orders/paid" && source == "shop" && id == "evt-1"`, true},
 		{`body.id == 820982911946154508`, true},
 		{`string(body.id) == "820982911946154508"`, true},
