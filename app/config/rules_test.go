@@ -2,6 +2,8 @@ package config_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -71,5 +73,39 @@ to = ["erp"]
 				t.Fatalf("err = %q (key %q); want key %q and reason containing %q", err, ce.Key, tt.key, tt.reason)
 			}
 		})
+	}
+}
+
+// The README's routing rules example loads, and its filters decide as it
+// says.
+func TestParseConfig_RulesReadme(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(readme), "### Routing rules")
+	_, block, ok2 := strings.Cut(sec, "```toml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README has no toml example under ### Routing rules")
+	}
+	dests := ""
+	for _, d := range []string{"erp", "agency-a", "slack"} {
+		dests += "[[destination]]\nname = \"" + d + "\"\nurl = \"https://" + d + ".example.com\"\n"
+	}
+	cfg, err := config.Parse("readme.toml", "[[source]]\nname = \"shop\"\nprovider = \"shopify\"\nsecret = \"x\"\n"+dests+block, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &app.RuleInput{Body: []byte(`{"financial_status": "paid", "total_price": "100.00", "customer": {"id": 1}}`),
+		Header: []app.HeaderField{{Name: "X-Shopify-Shop-Domain", Value: "a.myshopify.com"}}}
+	for i, want := range []bool{true, true} {
+		if ok, err := cfg.Routes[i].Filter.Match(in); ok != want || err != nil {
+			t.Errorf("route %d: Match = %v, %v", i, ok, err)
+		}
+	}
+	body, _, err := cfg.Routes[2].Transform.Apply(&app.RuleInput{Body: []byte(`{"id": 9, "order_id": 8, "transactions": [{"amount": "5.00", "currency": "EUR"}]}`)}, 1000)
+	if err != nil || string(body) != `{"text":"Refund 9 of order 8: 5.00 EUR"}` {
+		t.Errorf("Slack transform = %s, %v", body, err)
 	}
 }
