@@ -3,6 +3,7 @@ package rules_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"hookbox/app"
 	"hookbox/app/rules"
@@ -34,6 +35,7 @@ func BenchmarkFilters10(b *testing.B) {
 	}
 	tmpl := *shopifyInput(b)
 	b.ReportAllocs()
+	defer reportCPU(b, cpuTime())
 	b.SetBytes(int64(len(tmpl.Body)))
 	for b.Loop() {
 		in := tmpl // a new event: nothing parsed yet
@@ -53,6 +55,7 @@ func BenchmarkFilters10_HeadersOnly(b *testing.B) {
 	}
 	tmpl := *shopifyInput(b)
 	b.ReportAllocs()
+	defer reportCPU(b, cpuTime())
 	for b.Loop() {
 		in := tmpl
 		for _, f := range fs {
@@ -68,6 +71,7 @@ func BenchmarkFilters10_HeadersOnly(b *testing.B) {
 func BenchmarkDecodeFull(b *testing.B) {
 	body := shopifyOrder(b)
 	b.ReportAllocs()
+	defer reportCPU(b, cpuTime())
 	for b.Loop() {
 		var v map[string]any
 		if err := json.Unmarshal(body, &v); err != nil {
@@ -84,10 +88,19 @@ func BenchmarkTransform(b *testing.B) {
 	}
 	tmpl := *shopifyInput(b)
 	b.ReportAllocs()
+	defer reportCPU(b, cpuTime())
 	for b.Loop() {
 		in := tmpl
 		if _, _, err := tr.Apply(&in, 1<<20); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// reportCPU adds the CPU time per op since start (cpu-ns/op), which a
+// loaded machine distorts less than ns/op.
+func reportCPU(b *testing.B, start time.Duration) {
+	if end := cpuTime(); end > start && b.N > 0 {
+		b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 	}
 }

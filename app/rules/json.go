@@ -88,6 +88,14 @@ func skipValue(b []byte, i int) (int, error) {
 	}
 	depth := 0
 	for j := i; j < len(b); {
+		// Most bytes of a nested value are none of "{}[]: skip them in
+		// a tight loop.
+		for j < len(b) && !structural[b[j]] {
+			j++
+		}
+		if j >= len(b) {
+			break
+		}
 		switch b[j] {
 		case '"':
 			e, err := skipString(b, j)
@@ -109,12 +117,17 @@ func skipValue(b []byte, i int) (int, error) {
 	return 0, errJSON
 }
 
+// structural marks the bytes skipValue stops at inside a container.
+var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
+
 // member is one key of an object and the span of its value.
+// It is kept small (40 bytes): a Shopify order has fifty of them, made
+// for every event.
 type member struct {
 	hash   uint32
-	ks, ke int    // the key's bytes in raw, without quotes
-	key    string // the decoded key when it has escapes
-	vs, ve int
+	ks, ke uint32 // the key's bytes in raw, without quotes
+	vs, ve uint32
+	esc    bool    // the key has escapes or non-ASCII: its decoded form is in object.escaped
 	val    ref.Val // decoded on first read
 }
 
@@ -125,19 +138,25 @@ type object struct {
 	indexed bool
 	err     error
 	members []member
-	keys    []string // unique keys in order, for iteration, made on demand
+	escaped map[int]string // decoded keys of members with esc, by index
+	keys    []string       // unique keys in order, for iteration, made on demand
 }
 
 var (
 	_ traits.Mapper = (*object)(nil)
 )
 
-func fnv(s []byte) uint32 {
+// fnvPlain hashes a key's raw bytes and reports whether they are plain
+// (ASCII, no escape, no control byte): the key is then its bytes.
+func fnvPlain(s []byte) (uint32, bool) {
 	h := uint32(2166136261)
 	for _, c := range s {
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			return 0, false
+		}
 		h = (h ^ uint32(c)) * 16777619
 	}
-	return h
+	return h, true
 }
 
 func fnvString(s string) uint32 {
@@ -171,7 +190,9 @@ func (o *object) scan() error {
 	if i < len(b) && b[i] == '}' {
 		return o.end(i + 1)
 	}
-	o.members = make([]member, 0, 16)
+	// About one member per 40 bytes in the bodies webhooks carry: one
+	// allocation for most objects instead of a slice grown four times.
+	o.members = make([]member, 0, min(len(b)/40, 512)+4)
 	for {
 		if i >= len(b) || b[i] != '"' {
 			return errJSON
@@ -180,28 +201,34 @@ func (o *object) scan() error {
 		if err != nil {
 			return err
 		}
-		m := member{ks: i + 1, ke: ke - 1}
-		if k := b[m.ks:m.ke]; bytes.IndexByte(k, '\\') >= 0 || !utf8.Valid(k) {
+		m := member{ks: uint32(i + 1), ke: uint32(ke - 1)}
+		h, plain := fnvPlain(b[i+1 : ke-1])
+		if !plain {
 			s, err := decodeString(b[i:ke])
 			if err != nil {
 				return err
 			}
-			m.key = s
-			m.hash = fnvString(s)
-		} else {
-			m.hash = fnv(k)
+			if o.escaped == nil {
+				o.escaped = map[int]string{}
+			}
+			o.escaped[len(o.members)] = s
+			m.esc = true
+			h = fnvString(s)
 		}
+		m.hash = h
 		i = skipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
 			return errJSON
 		}
 		i = skipSpace(b, i+1)
-		m.vs = i
-		if m.ve, err = skipValue(b, i); err != nil {
+		m.vs = uint32(i)
+		ve, err := skipValue(b, i)
+		if err != nil {
 			return err
 		}
+		m.ve = uint32(ve)
 		o.members = append(o.members, m)
-		i = skipSpace(b, m.ve)
+		i = skipSpace(b, ve)
 		if i >= len(b) {
 			return errJSON
 		}
@@ -223,11 +250,11 @@ func (o *object) end(i int) error {
 	return nil
 }
 
-func (o *object) keyOf(m *member) string {
-	if m.key != "" || m.ke == m.ks {
-		return m.key
+func (o *object) keyOf(i int) string {
+	if m := &o.members[i]; !m.esc {
+		return string(o.raw[m.ks:m.ke])
 	}
-	return string(o.raw[m.ks:m.ke])
+	return o.escaped[i]
 }
 
 // lookup returns the member called k: the last one, as encoding/json
@@ -239,8 +266,8 @@ func (o *object) lookup(k string) *member {
 		if m.hash != h {
 			continue
 		}
-		if m.key != "" || m.ks == m.ke {
-			if m.key == k {
+		if m.esc {
+			if o.escaped[i] == k {
 				return m
 			}
 		} else if string(o.raw[m.ks:m.ke]) == k {
@@ -252,7 +279,7 @@ func (o *object) lookup(k string) *member {
 
 func (o *object) value(m *member) ref.Val {
 	if m.val == nil {
-		v, _, err := decodeValue(o.raw[:m.ve], m.vs, o.depth+1)
+		v, _, err := decodeValue(o.raw[:m.ve], int(m.vs), o.depth+1)
 		if err != nil {
 			v = bodyErr(err)
 		}
@@ -312,7 +339,7 @@ func (o *object) uniqueKeys() []string {
 	seen := make(map[string]bool, len(o.members))
 	o.keys = make([]string, 0, len(o.members))
 	for i := range o.members {
-		k := o.keyOf(&o.members[i])
+		k := o.keyOf(i)
 		if !seen[k] {
 			seen[k] = true
 			o.keys = append(o.keys, k)
