@@ -40,6 +40,9 @@ const CostLimit = 100_000
 const (
 	maxExprLen   = 16 << 10
 	maxRecursion = 64
+	// maxRegexProgram bounds a compiled regular expression (RE2 program
+	// instructions): ample for any pattern a person writes.
+	maxRegexProgram = 4096
 )
 
 var (
@@ -62,6 +65,10 @@ func environment() (*cel.Env, error) {
 			cel.CrossTypeNumericComparisons(true),
 			cel.ParserExpressionSizeLimit(maxExprLen),
 			cel.ParserRecursionLimit(maxRecursion),
+			// A pattern from the body (body.a.matches(body.re)) is compiled
+			// per event: RE2 runs in linear time, but a 1 MB pattern would
+			// still cost its compile; this bounds it.
+			cel.RegexProgramSizeLimit(maxRegexProgram),
 		)
 	})
 	return env, envErr

@@ -96,6 +96,7 @@ func TestFilter_ErrEval(t *testing.T) {
 		{`body.items.all(x, body.items.all(y, body.items.all(z, x + y + z >= 0)))`,
 			`{"items":[` + strings.Repeat("1,", 999) + `1]}`, "cost limit exceeded"},
 		{`headers["authorization"] != ""`, `{}`, "no such key: authorization"},
+		{`body.s.matches(body.re)`, `{"s": "x", "re": "` + strings.Repeat("(a|b)*c{1,100}", 300) + `"}`, "exceeds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
