@@ -46,7 +46,7 @@ func runRoute(_ context.Context, c *command, args []string, stdout, stderr io.Wr
 	fs := c.flags()
 	opts := configFlags(fs)
 	sourceName := fs.String("source", "", "the [[source]] the event comes from (required)")
-	topic := fs.String("topic", "", "the event's topic (default: what the source's topic template makes of the body and headers)")
+	topic := fs.String("topic", "", "the event's topic (default: where the provider reads it, e.g. the X-Shopify-Topic header or Stripe's body.type; a topic template of the source applies after)")
 	id := fs.String("id", "test-event", "the event id the expressions see as id")
 	var headers headerFlags
 	fs.Var(&headers, "header", "a request header, 'Name: value' (repeat it)")
@@ -105,8 +105,11 @@ func readBounded(file string, max int) ([]byte, error) {
 // then the filter.
 func routeTest(w io.Writer, cfg *app.Config, src *app.Source, in *app.Inbound, topic, id string) {
 	h := provider.Headers(src.Provider, in)
-	if topic == "" && src.Topic != nil {
-		topic, _ = src.Topic.Render(fields.Input{Body: in.Body, Header: h, Source: src.Name})
+	if topic == "" {
+		topic = providerTopic(src.Provider, in, h)
+	}
+	if src.Topic != nil {
+		topic, _ = src.Topic.Render(fields.Input{Body: in.Body, Header: h, Source: src.Name, Topic: topic})
 	}
 	fmt.Fprintf(w, "event of source %s, topic %q, id %q, %d bytes\n", src.Name, topic, id, len(in.Body))
 	ri := &app.RuleInput{Source: src.Name, Topic: topic, ID: id, Header: in.Header, Body: in.Body}
@@ -183,4 +186,25 @@ func renderKey(t *fields.Template, in fields.Input, none, fallback string) strin
 		return fmt.Sprintf("cannot be built from %s (%v), %s", t.String(), err, fallback)
 	}
 	return fmt.Sprintf("%q", k)
+}
+
+// topicHeaders names the header each provider that reads its topic from
+// a header reads it from (the body providers are in bodyFields).
+var topicHeaders = map[string]string{
+	"shopify": "X-Shopify-Topic", "github": "X-GitHub-Event", "woocommerce": "X-WC-Webhook-Topic", "token": "X-Event-Type",
+}
+
+// providerTopic is the topic the provider would find in the request
+// without -topic: a header, or a field of the body.
+func providerTopic(prov string, in *app.Inbound, h provider.Header) string {
+	if name, ok := topicHeaders[prov]; ok {
+		return h.Get(name)
+	}
+	if f := bodyFields[prov][1]; f != "" {
+		if t, err := fields.Parse("{body." + f + "}"); err == nil {
+			topic, _ := t.Render(fields.Input{Body: in.Body, Header: h})
+			return topic
+		}
+	}
+	return ""
 }

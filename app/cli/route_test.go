@@ -106,6 +106,12 @@ func TestRouteTest(t *testing.T) {
 			}
 		}
 	})
+	t.Run("TopicFromHeader", func(t *testing.T) {
+		code, out := runCmd("route", "test", "-config", config, "-source", "shop", "-header", "X-Shopify-Topic: refunds/create", body)
+		if code != 0 || !strings.Contains(out, `topic "refunds/create"`) || !strings.Contains(out, "route refunds\n  taken") {
+			t.Fatalf("route test: %d\n%s", code, out)
+		}
+	})
 	t.Run("ErrBadConfig", func(t *testing.T) {
 		bad := filepath.Join(dir, "bad.toml")
 		os.WriteFile(bad, []byte(strings.Replace(routeTestConfig, `body.amount > 1`, `body.amount >`, 1)), 0o600)
