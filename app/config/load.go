@@ -209,8 +209,8 @@ func Parse(file, data string, lookupEnv func(string) (string, bool)) (*app.Confi
 	}
 	v.storage(cfg, raw.Storage, raw.Backup.Schedule)
 	v.idsOutlastDeliveries(cfg)
-	if v.err != nil {
-		return nil, v.err
+	if err := v.result(); err != nil { // rules.go
+		return nil, err
 	}
 	return cfg, nil
 }

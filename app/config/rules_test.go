@@ -109,3 +109,41 @@ func TestParseConfig_RulesReadme(t *testing.T) {
 		t.Errorf("Slack transform = %s, %v", body, err)
 	}
 }
+
+// Every rule's mistake is reported at once, each naming its route and key.
+func TestParseConfig_RulesAllMistakes(t *testing.T) {
+	_, err := config.Parse("hookbox.toml", rulesBase+`[[route]]
+name = "a"
+source = "shop"
+to = ["erp"]
+filter = 'bdy.x == 1'
+transform = '1'
+[[route]]
+name = "b"
+source = "nowhere"
+to = ["erp"]
+filter = 'body.x >'
+`, env(nil))
+	if err == nil {
+		t.Fatal("loaded")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	want := []string{
+		`hookbox.toml: route[1] (b).source: no [[source]] named "nowhere"`,
+		"hookbox.toml: route[0] (a).filter: 1:1: undeclared reference to 'bdy'",
+		"hookbox.toml: route[0] (a).transform: a transform must give",
+		"hookbox.toml: route[1] (b).filter: 1:9: Syntax error",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("err =\n%v\nwant %d lines", err, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d = %q, want %q…", i, lines[i], w)
+		}
+	}
+	var ce *app.ConfigError
+	if !errors.As(err, &ce) || ce.Key != "route[1] (b).source" {
+		t.Fatalf("errors.As: %v", ce)
+	}
+}

@@ -219,11 +219,13 @@ func (v *validator) route(key string, r rawRoute, cfg *app.Config) *app.Route {
 	return route
 }
 
-// validator collects the first error; later checks become no-ops.
+// validator collects the first error; later checks become no-ops. The
+// routing rules' errors are all kept (ruleErrs, rules.go).
 type validator struct {
-	file string
-	env  func(string) (string, bool)
-	err  error
+	file     string
+	env      func(string) (string, bool)
+	err      error
+	ruleErrs []error
 }
 
 func (v *validator) fail(key, reason string) {
