@@ -27,7 +27,11 @@ var tenFilters = []string{
 
 // BenchmarkFilters10 is the cost of the ten filters on one event (a
 // 2.4 KiB Shopify order), the body parsed once for all of them: ns/op is
-// ns per event.
+// ns per event. On the 2-core dev machine at load ~1 (2026-12-02): 19-25
+// µs per event, against 53-60 µs for one encoding/json decode of the body
+// (BenchmarkDecodeFull) and 3 µs for ten filters that read only headers
+// and the topic; about 5 µs of it is the top-level scan of the body. Issue
+// 27's target, 5 µs, is not met on this machine.
 func BenchmarkFilters10(b *testing.B) {
 	fs := make([]app.Filter, len(tenFilters))
 	for i, e := range tenFilters {
