@@ -189,7 +189,7 @@ func (o *object) scan() error {
 	}
 	// About one member per 40 bytes in the bodies webhooks carry: one
 	// allocation for most objects instead of a slice grown four times.
-	o.members = make([]member, 0, min(len(b)/40, 512)+4)
+	o.members = make([]member, 0, len(b)/40+1)
 	for {
 		if i >= len(b) || b[i] != '"' {
 			return errJSON
