@@ -18,7 +18,7 @@ import (
 
 // decodeValue decodes the value at b[i] (objects lazily) and returns the
 // index after it. depth counts the containers around it.
-func decodeValue(b []byte, i, depth int) (ref.Val, int, error) {
+func decodeValue(b []byte, i, depth int, bud *budget) (ref.Val, int, error) {
 	if depth > maxDepth {
 		return nil, 0, fmt.Errorf("nested deeper than %d", maxDepth)
 	}
@@ -35,13 +35,13 @@ func decodeValue(b []byte, i, depth int) (ref.Val, int, error) {
 		// Indexed now, not on first read: a broken object is an error
 		// where it is read, never a map whose size is an error (CEL's cost
 		// tracker takes every size as an int).
-		o := &object{raw: b[i:e], depth: depth}
+		o := &object{raw: b[i:e], depth: depth, bud: bud}
 		if err := o.index(); err != nil {
 			return nil, 0, err
 		}
 		return o, e, nil
 	case c == '[':
-		return decodeArray(b, i, depth)
+		return decodeArray(b, i, depth, bud)
 	case c == '"':
 		e, err := skipString(b, i)
 		if err != nil {
@@ -64,14 +64,17 @@ func decodeValue(b []byte, i, depth int) (ref.Val, int, error) {
 	return nil, 0, errJSON
 }
 
-func decodeArray(b []byte, i, depth int) (ref.Val, int, error) {
+func decodeArray(b []byte, i, depth int, bud *budget) (ref.Val, int, error) {
 	var elems []ref.Val
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return types.NewRefValList(types.DefaultTypeAdapter, []ref.Val{}), i + 1, nil
 	}
 	for {
-		v, e, err := decodeValue(b, i, depth+1)
+		if err := bud.take(); err != nil {
+			return nil, 0, err
+		}
+		v, e, err := decodeValue(b, i, depth+1, bud)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -222,22 +225,53 @@ func hex4(b []byte) (rune, bool) {
 }
 
 // parseJSON makes a body CEL's value: an object lazily, anything else in
-// full; null when it is not JSON.
+// full; null when it is not JSON. A body with more values than one event
+// may decode is an error where it is read, not null: it is JSON.
 func parseJSON(b []byte) ref.Val {
+	bud := &budget{left: maxValues}
 	i := skipSpace(b, 0)
 	if i >= len(b) {
 		return types.NullValue
 	}
 	if b[i] == '{' {
-		o := &object{raw: b}
-		if o.index() != nil {
+		o := &object{raw: b, bud: bud}
+		if err := o.index(); err != nil {
+			if errors.Is(err, errBudget) {
+				return bodyErr(err)
+			}
 			return types.NullValue
 		}
 		return o
 	}
-	v, e, err := decodeValue(b, i, 0)
+	v, e, err := decodeValue(b, i, 0, bud)
+	if errors.Is(err, errBudget) {
+		return bodyErr(err)
+	}
 	if err != nil || skipSpace(b, e) != len(b) {
 		return types.NullValue
 	}
 	return v
+}
+
+// maxValues bounds the members and elements one event's body is
+// decoded into, however it is read: each costs 40-200 bytes, so a body
+// of a million one-byte values cannot make a hundred megabytes. A
+// Shopify order has a few hundred; a product with a hundred variants a
+// few thousand.
+const maxValues = 1 << 16
+
+var errBudget = fmt.Errorf("more than %d values to decode", maxValues)
+
+// budget counts what is left of maxValues for one event.
+type budget struct{ left int }
+
+func (b *budget) take() error {
+	if b == nil {
+		return nil
+	}
+	if b.left <= 0 {
+		return errBudget
+	}
+	b.left--
+	return nil
 }

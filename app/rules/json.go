@@ -131,6 +131,7 @@ type member struct {
 // object is a JSON object over its raw bytes, indexed on first use.
 type object struct {
 	raw     []byte
+	bud     *budget // the event's, shared by every value of its body
 	depth   int
 	indexed bool
 	err     error
@@ -193,6 +194,9 @@ func (o *object) scan() error {
 	for {
 		if i >= len(b) || b[i] != '"' {
 			return errJSON
+		}
+		if err := o.bud.take(); err != nil {
+			return err
 		}
 		ke, err := skipString(b, i)
 		if err != nil {
@@ -276,7 +280,7 @@ func (o *object) lookup(k string) *member {
 
 func (o *object) value(m *member) ref.Val {
 	if m.val == nil {
-		v, _, err := decodeValue(o.raw[:m.ve], int(m.vs), o.depth+1)
+		v, _, err := decodeValue(o.raw[:m.ve], int(m.vs), o.depth+1, o.bud)
 		if err != nil {
 			v = bodyErr(err)
 		}
