@@ -22,6 +22,7 @@ var tech = []struct{ path, why string }{
 	{"github.com/BurntSushi/toml", "TOML is read in hookbox/app/config, which returns *app.Config"},
 	{"github.com/robfig/cron", "the scheduler is built in hookbox/app/cli"},
 	{"github.com/prometheus", "metrics go through a small domain interface; the Prometheus adapter is outside the domain"},
+	{"cel.dev/cel-go", "CEL is compiled in hookbox/app/rules; the domain sees only app.Filter and app.Transform"},
 }
 
 // stores are the packages that each hold one storage technology.
@@ -183,6 +184,28 @@ func TestLayers(t *testing.T) {
 			if i == 0 || bad[i-1] != p {
 				t.Errorf("forbidden arrow %s → hookbox/app/cli: the command line is the outermost ring; only main (and its own tests) import it", p)
 			}
+		}
+	})
+
+	t.Run("CELOnlyThroughRules", func(t *testing.T) {
+		// app/rules holds CEL; app/config (and what wires it) reaches CEL
+		// only through it. app/rules itself knows only the domain.
+		find(t, pkgs, "hookbox/app/rules", false)
+		for _, p := range pkgs {
+			if under(p.path, "hookbox/app/rules") || p.path == "hookbox/app/rules_test" {
+				continue
+			}
+			cel, rules := false, false
+			for _, d := range p.deps {
+				cel = cel || under(d, "cel.dev/cel-go")
+				rules = rules || d == "hookbox/app/rules"
+			}
+			if cel && !rules {
+				t.Errorf("forbidden arrow %s → cel.dev/cel-go: expressions are compiled by hookbox/app/rules", p.path)
+			}
+		}
+		for _, bad := range []string{"hookbox/app/config", "hookbox/app/web", "hookbox/ui", "hookbox/storage"} {
+			forbid(t, pkgs, "hookbox/app/rules", false, bad, "the rules engine is a ring of the domain: it imports the domain, and config imports it")
 		}
 	})
 

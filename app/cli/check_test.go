@@ -53,3 +53,18 @@ func TestCheck_Preflight(t *testing.T) {
 		}
 	})
 }
+
+// check compiles every rule: a transform that cannot make a body stops it
+// with the route, the key and CEL's reason, as serve would stop.
+func TestCheck_Rules(t *testing.T) {
+	rules := "[[destination]]\nname = \"d\"\nurl = \"https://d.example.com\"\n[[route]]\nname = \"r\"\nsource = \"gh\"\nto = [\"d\"]\n"
+	config := writeTestConfig(t, "", rules+"filter = 'topic == \"push\"'\ntransform = 'size(body)'\n")
+	code, out := runCmd("check", "-config", config)
+	if code != 1 || !strings.Contains(out, "route[0] (r).transform: a transform must give a map or a list (sent as JSON) or a string (sent as is); this expression gives int") {
+		t.Fatalf("check: %d\n%s", code, out)
+	}
+	config = writeTestConfig(t, "", rules+"filter = 'topic == \"push\"'\ntransform = '{\"text\": topic}'\norder_key = \"{body.repository.id}\"\n")
+	if code, out := runCmd("check", "-config", config); code != 0 {
+		t.Fatalf("check: %d\n%s", code, out)
+	}
+}

@@ -1,5 +1,5 @@
 // Package cli is hookbox's command line: the subcommands (serve, check,
-// sign, replay, backup, restore, bench, version), one file each, and the
+// sign, route, replay, backup, restore, bench, version), one file each, and the
 // table that dispatches to them (this file). main hands it the arguments.
 package cli
 
@@ -107,6 +107,9 @@ var commands = []*command{
 			"-compare runs, in this process, a verify-only Fiber server (the ceiling), a stateless\n" +
 			"relay (verify, forward to a local sink, store nothing) and a real hookbox with a route\n" +
 			"to that sink, loads each the same way and prints the ratios.", run: runBench},
+	{name: "route", synopsis: "test [-config FILE] -source NAME [-topic T] [-id ID] [-header 'Name: value']... FILE|-",
+		summary: "show what the routes do with a body: taken or not, keys, transformed body",
+		help:    routeHelp, run: runRoute},
 	{name: "passwd", synopsis: "[-config FILE] [-data-dir DIR] [-generate]", summary: "set a new status page password (server running or stopped)",
 		help: "Reads a new password for the status page and the admin API, twice without echo from a\n" +
 			"terminal or one line from stdin (-generate: makes one and prints it), and stores its\n" +

@@ -70,6 +70,10 @@ type rawRoute struct {
 	Key       string   `toml:"key"`
 	Debounce  string   `toml:"debounce"`
 	RateLimit string   `toml:"rate_limit"`
+	// Filter, Transform (CEL) and OrderKey (a template): see rules.go.
+	Filter    string `toml:"filter"`
+	Transform string `toml:"transform"`
+	OrderKey  string `toml:"order_key"`
 }
 
 type rawServer struct {
@@ -189,7 +193,11 @@ func Parse(file, data string, lookupEnv func(string) (string, bool)) (*app.Confi
 	}
 	rseen := map[string]bool{}
 	for i, rr := range raw.Route {
-		r := v.route(fmt.Sprintf("route[%d]", i), rr, cfg)
+		key := fmt.Sprintf("route[%d]", i)
+		if rr.Name != "" {
+			key = fmt.Sprintf("route[%d] (%s)", i, rr.Name)
+		}
+		r := v.route(key, rr, cfg)
 		if r.Name == "" {
 			r.Name = fmt.Sprintf("route-%d", i+1)
 		}
@@ -201,8 +209,8 @@ func Parse(file, data string, lookupEnv func(string) (string, bool)) (*app.Confi
 	}
 	v.storage(cfg, raw.Storage, raw.Backup.Schedule)
 	v.idsOutlastDeliveries(cfg)
-	if v.err != nil {
-		return nil, v.err
+	if err := v.result(); err != nil { // rules.go
+		return nil, err
 	}
 	return cfg, nil
 }

@@ -215,14 +215,17 @@ func (v *validator) route(key string, r rawRoute, cfg *app.Config) *app.Route {
 	if route.Key != nil && r.Debounce == "" && r.RateLimit == "" {
 		v.fail(key+".key", "a key needs debounce or rate_limit")
 	}
+	v.rules(key, r, route) // rules.go
 	return route
 }
 
-// validator collects the first error; later checks become no-ops.
+// validator collects the first error; later checks become no-ops. The
+// routing rules' errors are all kept (ruleErrs, rules.go).
 type validator struct {
-	file string
-	env  func(string) (string, bool)
-	err  error
+	file     string
+	env      func(string) (string, bool)
+	err      error
+	ruleErrs []error
 }
 
 func (v *validator) fail(key, reason string) {
