@@ -451,7 +451,7 @@ func BenchmarkTransformSendPath(b *testing.B) {
 	// CPU time per op beside ns/op: on a loaded machine the wall time of
 	// a few µs is mostly waiting for a CPU.
 	cpuPerOp := func(b *testing.B, from time.Duration) {
-		b.ReportMetric(float64((processCPU() - from).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64((processCPU()-from).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 	b.Run("AsReceived", func(b *testing.B) {
 		b.ReportAllocs()
