@@ -341,6 +341,29 @@ func TestTransform_FailureIsDeadAtOnceReplayAfterFix(t *testing.T) {
 	}
 }
 
+// A transform that fails sent nothing: its destination is not taken to
+// be failing (so it is neither probed nor shown as failing for it), as
+// it is once an attempt that reached it fails.
+func TestTransform_FailureLeavesDestinationHealthy(t *testing.T) {
+	slack, appSink := newSink(t, 500), newSink(t, 200)
+	h := startRouted(t, transformConfig(slack.URL, appSink.URL, ""), t.TempDir(), withTransform("refunds-slack", slackRefund), nil)
+	h.receiveShopify(t, "refund-bad-1", "refunds/create", `{"id": 1}`)
+	h.receiveShopify(t, "refund-bad-2", "refunds/create", `{"id": 2}`)
+	h.waitDest(t, "refund-bad-1", "slack", app.Dead)
+	h.waitDest(t, "refund-bad-2", "slack", app.Dead)
+	h.disp.Wait() // both attempts recorded and heard: nothing else is in flight
+	if app.DestFailing(h.disp, "slack") || slack.requests() != 0 {
+		t.Fatalf("after two failed transforms slack is failing: %v (%d requests); want healthy, nothing sent",
+			app.DestFailing(h.disp, "slack"), slack.requests())
+	}
+	h.receiveShopify(t, "refund-ok", "refunds/create", `{"id": 3, "amount": "1.00", "currency": "EUR"}`)
+	h.waitDest(t, "refund-ok", "slack", app.Dead) // answered 500 three times
+	h.disp.Wait()
+	if !app.DestFailing(h.disp, "slack") {
+		t.Fatalf("slack answered 500 and is not failing")
+	}
+}
+
 // A delivery whose route is not recorded (""), or is no longer in the
 // config, goes out with the event's body as received: no transform.
 func TestTransform_RouteUnknownSendsEventAsReceived(t *testing.T) {
