@@ -74,6 +74,8 @@ type Dispatcher struct {
 	// onPass, when set, is told each finished pass with the clock's time
 	// just before it began: a signal tests wait on.
 	onPass atomic.Pointer[func(began time.Time)]
+	// transforms make the bodies of the routes that have a transform.
+	transforms sendTransforms
 }
 
 // lane is one destination's part of the dispatcher. d.mu guards its
@@ -102,6 +104,9 @@ type finishedAttempt struct {
 	rec          AttemptRecord
 	early, probe bool
 	retryAfter   time.Duration
+	// unsent says nothing was sent (the route's transform failed): the
+	// destination's health learns nothing from it.
+	unsent bool
 }
 
 // readWait is the longest a destination with work waiting goes without a
@@ -127,6 +132,7 @@ func NewDispatcher(cfg *Config, store Outbox, sender Sender) *Dispatcher {
 		inflight:      map[uint64]bool{},
 		finished:      map[uint64]uint64{},
 		unrecorded:    map[uint64]int{},
+		transforms:    newSendTransforms(cfg),
 	}
 	for _, dest := range cfg.Destinations {
 		d.lanes = append(d.lanes, &lane{dest: dest})
@@ -333,16 +339,26 @@ func (d *Dispatcher) release(id uint64) {
 // send makes one attempt and hands it to the recorder, which ends the
 // lease. An attempt cut short by shutdown is not recorded, nor one that
 // had not connected when the stop began, nor one the stop kept from
-// starting: the delivery stays due and goes out after the restart.
+// starting: the delivery stays due and goes out after the restart. When
+// the delivery's route has a transform, the attempt sends the body it
+// makes now; when it fails, nothing is sent and the delivery is dead at
+// once with the reason (the same event through the same transform fails
+// the same way at every retry), to be replayed once the config is fixed.
 func (d *Dispatcher) send(ctx context.Context, l *lane, j job, records chan<- finishedAttempt) {
 	w, dest := j.w, l.dest
 	a := &Attempt{Start: d.Now()}
 	var res Answer
+	var failed error // the transform's
 	if !d.stopping.Load() {
-		res = d.sender.Send(ctx, SendRequest{Dest: dest, Work: w, Attempt: w.Delivery.Attempts + 1, Now: d.Now()})
+		req := SendRequest{Dest: dest, Work: w, Attempt: w.Delivery.Attempts + 1, Now: d.Now()}
+		if req.Transformed, failed = d.transforms.of(w); failed == nil {
+			res = d.sender.Send(ctx, req)
+		} else {
+			res.Err = failed
+		}
 	}
 	a.Duration = d.Now().Sub(a.Start)
-	if ctx.Err() != nil || d.stopping.Load() && !res.Answered {
+	if failed == nil && (ctx.Err() != nil || d.stopping.Load() && !res.Answered) {
 		d.mu.Lock()
 		d.release(w.Delivery.ID)
 		l.busy--
@@ -362,6 +378,9 @@ func (d *Dispatcher) send(ctx context.Context, l *lane, j job, records chan<- fi
 	if j.early {
 		state, due = earlyOutcome(w, res, state, due)
 	}
+	if failed != nil {
+		state, due = Dead, time.Time{}
+	}
 	if state != Delivered && a.Error == "" {
 		a.Error = fmt.Sprintf("HTTP %d", res.Status)
 	}
@@ -371,7 +390,7 @@ func (d *Dispatcher) send(ctx context.Context, l *lane, j job, records chan<- fi
 	// Waits only when the recorder is a whole batch behind, which holds
 	// the senders back while the disk is slower than the destinations.
 	records <- finishedAttempt{lane: l, w: w, rec: AttemptRecord{ID: w.Delivery.ID, Attempt: a, State: state, Due: due, Early: j.early},
-		early: j.early, probe: j.probe, retryAfter: res.RetryAfter}
+		early: j.early, probe: j.probe, retryAfter: res.RetryAfter, unsent: failed != nil}
 	d.mu.Lock()
 	l.busy--
 	backlogged := l.backlogged
@@ -421,7 +440,7 @@ func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
 	d.mu.Lock()
 	for i, f := range batch {
 		id := f.rec.ID
-		if d.heard(f, errs[i] == nil) {
+		if d.heard(f, errs[i] == nil && !f.unsent) {
 			retry = true // wake: the walk begins
 		}
 		if errs[i] != nil {

@@ -39,6 +39,10 @@ type SendRequest struct {
 	// Now is the dispatcher's clock as the attempt starts; the sender
 	// stamps and signs with it.
 	Now time.Time
+	// Transformed is the body the delivery's route's transform made for
+	// this attempt, sent and signed in place of the event's (nil: the
+	// event's body and the sender's headers, as received).
+	Transformed *Transformed
 }
 
 // Answer is what one attempt produced.

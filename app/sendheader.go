@@ -80,19 +80,23 @@ func ownHeader(name string) bool {
 // withheld reports whether a sender's header named name (canonical) is
 // kept from dest: a name hookbox sets, one of dest's configured headers
 // (their values replace the sender's), or a provider's signature for a
-// destination with forward_signatures = false. A name with underscores
-// where such a name has dashes is withheld too: Rack, WSGI and CGI servers
-// read X_Hookbox_Source and X-Hookbox-Source as one variable
+// destination with forward_signatures = false. With a body a transform
+// made (transformed), the provider's signatures are withheld whatever
+// forward_signatures says (they would be false), and so are the headers
+// that described the sender's body. A name with underscores where such a
+// name has dashes is withheld too: Rack, WSGI and CGI servers read
+// X_Hookbox_Source and X-Hookbox-Source as one variable
 // (HTTP_X_HOOKBOX_SOURCE), so the sender's could stand in for hookbox's.
-func (o *Outbound) withheld(dest *Destination, source, name string) bool {
-	if ownHeader(name) || !dest.ForwardSignatures && o.signatureHeader(source, name) {
+func (o *Outbound) withheld(dest *Destination, source, name string, transformed bool) bool {
+	sigs := transformed || !dest.ForwardSignatures
+	if ownHeader(name) || sigs && o.signatureHeader(source, name) || transformed && bodyHeader(name) {
 		return true
 	}
 	if strings.IndexByte(name, '_') < 0 {
 		return false
 	}
 	dashed := textproto.CanonicalMIMEHeaderKey(strings.ReplaceAll(name, "_", "-"))
-	if ownHeader(dashed) || !dest.ForwardSignatures && o.signatureHeader(source, dashed) {
+	if ownHeader(dashed) || sigs && o.signatureHeader(source, dashed) || transformed && bodyHeader(dashed) {
 		return true
 	}
 	for k := range dest.Headers {
@@ -106,9 +110,16 @@ func (o *Outbound) withheld(dest *Destination, source, name string) bool {
 // Header is the header of attempt number attempt of e to dest at now: the sender's
 // headers but those hookbox sets (and, unless the destination wants them,
 // the provider's signatures), the destination's configured headers, then
-// hookbox's own.
-func (o *Outbound) Header(dest *Destination, e *Event, attempt int, now time.Time) (http.Header, error) {
+// hookbox's own, signed over e's body. With t, the body a route's
+// transform made, it is signed over t's body instead and carries t's
+// Content-Type when it has one (over a destination's configured one: it
+// describes the body that goes), none of the provider's signatures and none of the
+// sender's headers that described its body; the sender's others still go.
+func (o *Outbound) Header(dest *Destination, e *Event, t *Transformed, attempt int, now time.Time) (http.Header, error) {
 	n := len(e.Header) + len(dest.Headers) + 12
+	if t != nil {
+		n++ // its Content-Type
+	}
 	h := make(http.Header, n)
 	// One array holds the values, rather than a slice for each.
 	vals := make([]string, 0, n)
@@ -119,7 +130,7 @@ func (o *Outbound) Header(dest *Destination, e *Event, attempt int, now time.Tim
 	for _, f := range e.Header {
 		// The names come canonical from the edge: no copy is made then.
 		name := textproto.CanonicalMIMEHeaderKey(f.Name)
-		if o.withheld(dest, e.Source, name) ||
+		if o.withheld(dest, e.Source, name, t != nil) ||
 			!httpguts.ValidHeaderFieldName(f.Name) || !httpguts.ValidHeaderFieldValue(f.Value) {
 			continue // a header the transport would refuse to send fails every attempt
 		}
@@ -132,6 +143,13 @@ func (o *Outbound) Header(dest *Destination, e *Event, attempt int, now time.Tim
 	for k, v := range dest.Headers {
 		set(textproto.CanonicalMIMEHeaderKey(k), v) // every copy a sender sent under this name goes
 	}
+	body := e.Body
+	if t != nil {
+		body = t.Body
+		if t.ContentType != "" {
+			set("Content-Type", t.ContentType)
+		}
+	}
 	msgID := MessageID(e.Source, e.ID, dest.Name)
 	ts := strconv.FormatInt(now.Unix(), 10)
 	set("User-Agent", "hookbox/"+o.version)
@@ -140,7 +158,7 @@ func (o *Outbound) Header(dest *Destination, e *Event, attempt int, now time.Tim
 	set("Webhook-Timestamp", ts)
 	var sig string
 	if dest.Secret != nil {
-		s, err := provider.Sign("standard", provider.Settings{Secrets: [][]byte{dest.Secret}}, e.Body, "", msgID, "", now)
+		s, err := provider.Sign("standard", provider.Settings{Secrets: [][]byte{dest.Secret}}, body, "", msgID, "", now)
 		if err != nil {
 			return nil, errors.New("cannot sign with the destination secret")
 		}

@@ -232,6 +232,46 @@ type deliveryRow struct {
 	History []*app.Attempt
 	// Hidden counts the earlier attempts the page leaves out.
 	Hidden int
+	// Sent is the body its route's transform makes (nil: it goes out
+	// with the event's body).
+	Sent *sentBody
+}
+
+// sentBody is what a route's transform, as configured now, makes of an
+// event: the body its deliveries go out with (or why none can be made).
+// An attempt made before the config changed may have sent another.
+type sentBody struct {
+	Route       string
+	ContentType string
+	Body        bodyView
+	Error       string
+}
+
+// sentBodies makes, once per route, the bodies the routes of ds with a
+// transform make of e, for the event page; one RuleInput serves them all,
+// so the engine parses e's body once. Values of e's secret-looking
+// headers a transform copied are masked, as in the header table.
+func (u *UI) sentBodies(e *app.Event, ds []*app.Delivery) map[string]*sentBody {
+	var in *app.RuleInput
+	var out map[string]*sentBody
+	for _, d := range ds {
+		t := u.d.Config.RouteTransform(d.Route)
+		if t == nil || out[d.Route] != nil {
+			continue
+		}
+		if in == nil {
+			in, out = e.RuleInput(), map[string]*sentBody{}
+		}
+		sb := &sentBody{Route: d.Route}
+		if tr, err := app.ApplyTransform(t, in, u.d.Config.Server.MaxBodyBytes); err != nil {
+			sb.Error = err.Error()
+		} else {
+			sb.ContentType = tr.ContentType
+			sb.Body = viewBody([]byte(app.MaskSecretValues(string(tr.Body), e.Header)))
+		}
+		out[d.Route] = sb
+	}
+	return out
 }
 
 func (u *UI) event(c *fiber.Ctx) error {
@@ -251,13 +291,14 @@ func (u *UI) event(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	sent := u.sentBodies(e, ds)
 	var rows []deliveryRow
 	for _, d := range ds {
 		_, hist, err := u.d.Store.Delivery(ctx, d.ID)
 		if err != nil {
 			return err
 		}
-		row := deliveryRow{Delivery: d, History: hist}
+		row := deliveryRow{Delivery: d, History: hist, Sent: sent[d.Route]}
 		if len(hist) > maxAttemptsShown { // the latest ones; replays add attempts without end
 			row.History, row.Hidden = hist[len(hist)-maxAttemptsShown:], len(hist)-maxAttemptsShown
 		}
@@ -273,7 +314,7 @@ func (u *UI) event(c *fiber.Ctx) error {
 	}
 	return u.render(c, 200, "event", "Event "+e.ID, map[string]any{"E": e, "Headers": app.MaskHeaders(e.Header),
 		"Body": viewBody(e.Body), "Download": "/api/v1/events/" + strconv.FormatUint(seq, 10) + "/body",
-		"Deliveries": rows, "Merged": merged, "MergedTotal": mergedTotal, "MergedMore": mergedTotal - len(merged)})
+		"Deliveries": rows, "Transformed": len(sent) > 0, "Merged": merged, "MergedTotal": mergedTotal, "MergedMore": mergedTotal - len(merged)})
 }
 
 // Bounds of the event page's lists, beside those of the body (indent.go).

@@ -81,9 +81,9 @@ func (t *attemptTrace) gotFirstByte()                      { t.answered.Store(tr
 
 // Send posts req's event to its destination once (twice when a reused
 // connection dropped it before any answer came) and keeps the start of
-// the answer.
+// the answer. The body is the one req's transform made, when it has one.
 func (s *Sender) Send(ctx context.Context, req app.SendRequest) app.Answer {
-	res := s.post(ctx, req.Dest, req.Work.Event, req.Attempt, req.Now)
+	res := s.post(ctx, req.Dest, req.Work.Event, req.Transformed, req.Attempt, req.Now)
 	res.Answered = res.Status != 0
 	res.Delivered = res.Err == nil && res.Status >= 200 && res.Status < 300
 	return res
@@ -95,13 +95,17 @@ func (s *Sender) Stop() { s.conns.stopDials() }
 // Close closes every open connection and every later one.
 func (s *Sender) Close() { s.conns.closeAll() }
 
-func (s *Sender) post(ctx context.Context, dest *app.Destination, e *app.Event, attempt int, now time.Time) app.Answer {
+func (s *Sender) post(ctx context.Context, dest *app.Destination, e *app.Event, t *app.Transformed, attempt int, now time.Time) app.Answer {
 	if ctx.Err() != nil { // shutting down
 		return app.Answer{Err: context.Cause(ctx)}
 	}
-	header, err := s.out.Header(dest, e, attempt, now)
+	header, err := s.out.Header(dest, e, t, attempt, now)
 	if err != nil {
 		return app.Answer{Err: err}
+	}
+	body := e.Body
+	if t != nil {
+		body = t.Body
 	}
 	// The deadline covers connect, write, the answer's header and as much
 	// of its body as is read below.
@@ -109,7 +113,7 @@ func (s *Sender) post(ctx context.Context, dest *app.Destination, e *app.Event, 
 	defer cancel()
 	var tr attemptTrace
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: tr.gotConn, GotFirstResponseByte: tr.gotFirstByte})
-	req, err := newPost(ctx, dest.URL, header, e.Body)
+	req, err := newPost(ctx, dest.URL, header, body)
 	if err != nil {
 		return app.Answer{Err: errors.New("the destination URL is not valid")}
 	}
@@ -122,7 +126,7 @@ func (s *Sender) post(ctx context.Context, dest *app.Destination, e *app.Event, 
 		// fresh connection; only what that gives is the attempt. Go's
 		// transport does this itself for most such cases, not for a
 		// write cut short on a large body.
-		if req, err = newPost(ctx, dest.URL, header, e.Body); err == nil {
+		if req, err = newPost(ctx, dest.URL, header, body); err == nil {
 			resp, err = s.fresh.RoundTrip(req)
 		}
 	}

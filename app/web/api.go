@@ -99,9 +99,14 @@ func basicAuth(h string) (user, pass string, ok bool) {
 
 // deliveryJSON is a delivery as the API shows it.
 type deliveryJSON struct {
-	ID          uint64        `json:"id"`
-	EventSeq    uint64        `json:"event_seq"`
-	Destination string        `json:"destination"`
+	ID          uint64 `json:"id"`
+	EventSeq    uint64 `json:"event_seq"`
+	Destination string `json:"destination"`
+	// Route is the route it was opened for ("" when that was not recorded).
+	Route string `json:"route"`
+	// Transformed says that route has a transform now: the delivery goes
+	// out with the body it makes, not the event's.
+	Transformed bool          `json:"transformed,omitempty"`
 	State       string        `json:"state"`
 	Attempts    int           `json:"attempts"`
 	Due         *time.Time    `json:"due,omitempty"`
@@ -130,9 +135,10 @@ func utc(t time.Time) time.Time {
 	return t.UTC()
 }
 
-// toJSON renders a delivery, with its attempts when given.
-func toJSON(d *app.Delivery, attempts ...*app.Attempt) deliveryJSON {
+// toJSON renders a delivery of cfg, with its attempts when given.
+func toJSON(cfg *app.Config, d *app.Delivery, attempts ...*app.Attempt) deliveryJSON {
 	j := deliveryJSON{ID: d.ID, EventSeq: d.EventSeq, Destination: d.Destination, State: d.State.String(),
+		Route: d.Route, Transformed: cfg.RouteTransform(d.Route) != nil,
 		Attempts: d.Attempts, Created: utc(d.Created), Updated: utc(d.Updated), LastStatus: d.LastStatus, LastError: d.LastError}
 	if d.State == app.Pending && !d.Due.IsZero() {
 		due := d.Due.UTC()
@@ -158,7 +164,7 @@ func (s *Server) handleDeadLetters(c *fiber.Ctx) error {
 	}
 	items := make([]deliveryJSON, 0, len(list))
 	for _, d := range list {
-		items = append(items, toJSON(d))
+		items = append(items, toJSON(s.cfg, d))
 	}
 	return c.JSON(fiber.Map{"total": total, "items": items})
 }
@@ -196,7 +202,7 @@ func (s *Server) handleDelivery(c *fiber.Ctx) error {
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	return c.JSON(toJSON(d, attempts...))
+	return c.JSON(toJSON(s.cfg, d, attempts...))
 }
 
 // storeError answers a store failure: not found is 404, anything else is
@@ -359,7 +365,7 @@ func (s *Server) handleEvent(c *fiber.Ctx) error {
 		if err != nil {
 			return s.storeError(c, err)
 		}
-		deliveries = append(deliveries, toJSON(d, attempts...))
+		deliveries = append(deliveries, toJSON(s.cfg, d, attempts...))
 	}
 	merged, _ := s.deps.Store.MergedInto(ctx, seq)
 	if merged == nil {
