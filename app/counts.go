@@ -97,6 +97,8 @@ const (
 	RouteDeferred                   // held back by the rate limit
 	RouteUnkeyed                    // key could not be built: sent at once
 	RouteSent                       // pending deliveries that went out
+	RouteFiltered                   // events of the route's source and topics its filter turned away
+	RouteFilterErrors               // events whose filter failed (a missing field, a wrong type): turned away
 	NumNameKinds                    // the number of kinds by name
 )
 
