@@ -134,8 +134,8 @@ func transient(err error) bool {
 // accepted write, and (-1, 0) when it notified.
 var acceptSQL = `
 WITH input AS (
-	SELECT * FROM unnest($1::int[], $2::text[], $3::bytea[], $4::timestamptz[], $5::timestamptz[], $6::bytea[], $7::bytea[], $8::bytea[], $9::bool[])
-		AS t(i, source, id, received, expires, topic, headers, body, opens)
+	SELECT * FROM unnest($1::int[], $2::text[], $3::bytea[], $4::timestamptz[], $5::timestamptz[], $6::bytea[], $7::bytea[], $8::bytea[], $9::bool[], $15::text[])
+		AS t(i, source, id, received, expires, topic, headers, body, opens, unrouted)
 ), ids AS (
 	INSERT INTO hookbox_event_ids AS x (source, id, received, expires, seq)
 	SELECT source, id, received, expires, nextval('hookbox_event_seq') FROM input ORDER BY source, id
@@ -145,8 +145,8 @@ WITH input AS (
 ), acc AS MATERIALIZED (
 	SELECT input.*, ids.seq FROM input JOIN ids USING (source, id)
 ), ev AS (
-	INSERT INTO hookbox_events (seq, source, id, topic, received_at, headers, body)
-	SELECT seq, source, id, topic, received, headers, body FROM acc
+	INSERT INTO hookbox_events (seq, source, id, topic, received_at, headers, body, unrouted)
+	SELECT seq, source, id, topic, received, headers, body, unrouted FROM acc
 ), dl AS (
 	INSERT INTO hookbox_deliveries (event_seq, destination, state, due, run_at, created, updated)
 	SELECT acc.seq, d.dest, 1, acc.received, acc.received, acc.received, acc.received
@@ -184,7 +184,8 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 		}
 		first[k] = true
 		todo = append(todo, w)
-		debounce = debounce || w.plan != nil && len(w.plan.Debounce)+len(w.plan.Unkeyed) > 0
+		// Route counts (countRoutes) need the transaction too.
+		debounce = debounce || w.plan != nil && len(w.plan.Debounce)+len(w.plan.Unkeyed)+len(w.plan.Filtered) > 0
 	}
 	var (
 		is                []int32
@@ -193,6 +194,7 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 		bodies            [][]byte
 		received, expires []time.Time
 		opens             []bool
+		unrouted          []string
 		dlIndex           []int32
 		dlDest            []string
 	)
@@ -207,6 +209,7 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 		hdrs = append(hdrs, encodeHeaders(e.Header))
 		bodies = append(bodies, nonNil(e.Body))
 		opens = append(opens, !w.plan.Empty())
+		unrouted = append(unrouted, e.Unrouted)
 		if w.plan != nil {
 			for _, dest := range w.plan.Direct {
 				dlIndex = append(dlIndex, int32(i))
@@ -216,7 +219,7 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 	}
 	shard := d.takeShard()
 	defer d.giveShard(shard)
-	args := []any{is, sources, ids, received, expires, topics, hdrs, bodies, opens, dlIndex, dlDest, d.channel, d.node, shard}
+	args := []any{is, sources, ids, received, expires, topics, hdrs, bodies, opens, dlIndex, dlDest, d.channel, d.node, shard, unrouted}
 	var accepted []*acceptWrite
 	opened := false
 	run := func(q querier) error {
