@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +28,7 @@ func (f filterFunc) String() string                        { return "test filter
 
 // contains is a filter that says yes when the body contains s.
 func contains(s string) filterFunc {
-	return func(in *app.RuleInput) (bool, error) { return strings.Contains(string(in.Body), s), nil }
+	return func(in *app.RuleInput) (bool, error) { return bytes.Contains(in.Body, []byte(s)), nil }
 }
 
 // failing is a filter that always fails with msg.
