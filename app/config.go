@@ -113,8 +113,11 @@ func (r *Route) Matches(source, topic string) bool {
 }
 
 // DestinationsFor returns the deliveries the routes without a key open
-// for an event of source with topic: each destination once, for the first
-// route in config order that names it.
+// for an event of source with topic that every filter takes: each
+// destination once, for the first route in config order that names it,
+// without order keys (they need the event). The receiver plans with the
+// event itself (Receiver.plan: filters, keys, order keys); this is the
+// most an event of that topic can be sent to at once.
 func (c *Config) DestinationsFor(source, topic string) []Direct {
 	var out []Direct
 	for _, r := range c.Routes {

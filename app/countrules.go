@@ -67,10 +67,11 @@ func (c *CountDelta) Accepted(e *Event, plan *Plan) {
 	c.Lasts = append(c.Lasts, LastNote{Kind: SourceAccepted, Name: e.Source, Last: Last{At: at}})
 }
 
-// Routed adds what the debounced routes of an event accepted at at count:
-// each step as DebounceStep says (call it once the store applied them,
-// with their Result set), and one received and one unkeyed (sent at once)
-// for each route whose key could not be built.
+// Routed adds what the routes of an event accepted at at count: each
+// debounce step as DebounceStep says (call it once the store applied them,
+// with their Result set), one received and one unkeyed (sent at once) for
+// each route whose key could not be built, and one filtered or one filter
+// error for each route its filter turned away.
 func (c *CountDelta) Routed(at time.Time, plan *Plan) {
 	if plan == nil {
 		return
@@ -81,6 +82,13 @@ func (c *CountDelta) Routed(at time.Time, plan *Plan) {
 	for _, r := range plan.Unkeyed {
 		c.named(at, RouteReceived, r, 1)
 		c.named(at, RouteUnkeyed, r, 1)
+	}
+	for _, f := range plan.Filtered {
+		if f.Err != "" {
+			c.named(at, RouteFilterErrors, f.Route, 1)
+		} else {
+			c.named(at, RouteFiltered, f.Route, 1)
+		}
 	}
 }
 

@@ -57,6 +57,16 @@ func TestCountDelta(t *testing.T) {
 				nd(app.RouteReceived, "o"): 1,
 				nd(app.RouteReceived, "u"): 1, nd(app.RouteUnkeyed, "u"): 1},
 			lasts: map[app.Named]app.Last{nd(app.SourceAccepted, "gh"): {At: at}}},
+		// What the filters did counts per route, whether or not another
+		// route took the event.
+		{name: "AcceptedFiltered", do: func(d *app.CountDelta) {
+			d.Accepted(ev, &app.Plan{Direct: app.DirectTo("pos"), Filtered: []app.FilterNote{
+				{Route: "paid"}, {Route: "slack", Err: "no such key: amount"}, {Route: "paid2"}}})
+		},
+			kinds: map[app.Kind]uint64{app.KindReceived: 1, app.KindAccepted: 1},
+			named: map[app.Named]uint64{nd(app.SourceAccepted, "gh"): 1,
+				nd(app.RouteFiltered, "paid"): 1, nd(app.RouteFilterErrors, "slack"): 1, nd(app.RouteFiltered, "paid2"): 1},
+			lasts: map[app.Named]app.Last{nd(app.SourceAccepted, "gh"): {At: at}}},
 		{name: "AttemptDelivered", do: func(d *app.CountDelta) { d.Attempt("pos", &app.Attempt{Status: 200}, app.Delivered, at) },
 			kinds: map[app.Kind]uint64{app.KindDelivered: 1},
 			named: map[app.Named]uint64{nd(app.DestDelivered, "pos"): 1},

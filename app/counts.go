@@ -86,18 +86,20 @@ type NameKind uint8
 // The counts by name. A store counts each in the commit that does it,
 // but for SourceDuplicate, SourceRejected and SourceInvalid (AddNamed).
 const (
-	SourceAccepted  NameKind = iota // events accepted from the source
-	SourceDuplicate                 // requests answered as duplicates
-	SourceRejected                  // bad or missing signatures
-	SourceInvalid                   // genuine but unusable (no event id)
-	DestDelivered                   // attempts that delivered
-	DestFailed                      // attempts that failed (to be retried, or dead)
-	RouteReceived                   // accepted events that took the debounced route
-	RouteMerged                     // merged into a pending delivery
-	RouteDeferred                   // held back by the rate limit
-	RouteUnkeyed                    // key could not be built: sent at once
-	RouteSent                       // pending deliveries that went out
-	NumNameKinds                    // the number of kinds by name
+	SourceAccepted    NameKind = iota // events accepted from the source
+	SourceDuplicate                   // requests answered as duplicates
+	SourceRejected                    // bad or missing signatures
+	SourceInvalid                     // genuine but unusable (no event id)
+	DestDelivered                     // attempts that delivered
+	DestFailed                        // attempts that failed (to be retried, or dead)
+	RouteReceived                     // accepted events that took the debounced route
+	RouteMerged                       // merged into a pending delivery
+	RouteDeferred                     // held back by the rate limit
+	RouteUnkeyed                      // key could not be built: sent at once
+	RouteSent                         // pending deliveries that went out
+	RouteFiltered                     // events of the route's source and topics its filter turned away
+	RouteFilterErrors                 // events whose filter failed (a missing field, a wrong type): turned away
+	NumNameKinds                      // the number of kinds by name
 )
 
 // Named is a count or a last time of one source, destination or route.

@@ -15,6 +15,10 @@ type Plan struct {
 	// Unkeyed names the debounced routes whose key could not be built:
 	// their destinations are in Direct; the store counts them per route.
 	Unkeyed []string
+	// Filtered names the routes of the event's source and topic that their
+	// filter turned away (false, or an error): the store counts them per
+	// route (CountDelta.Routed).
+	Filtered []FilterNote
 }
 
 // Empty reports whether the plan sends the event nowhere (unrouted).

@@ -20,6 +20,10 @@ type Event struct {
 	ReceivedAt time.Time
 	Header     []HeaderField
 	Body       []byte
+	// Unrouted says why no route took the event when a filter turned it
+	// away ("" otherwise): which routes' filters, and their errors, at most
+	// MaxUnroutedLen bytes of valid UTF-8 without control characters.
+	Unrouted string
 }
 
 // HeaderField is one request header kept with an event.

@@ -20,6 +20,9 @@ type Metrics interface {
 	Sweep(result string)
 	// CommitFailed counts one commit of the store that failed.
 	CommitFailed()
+	// RouteFilter counts one accepted event that route's filter turned
+	// away, by outcome: "filtered" (it said no) or "error" (it failed).
+	RouteFilter(route, outcome string)
 }
 
 // noMetrics is the Metrics of a Stats that has none: it hears nothing.
@@ -30,5 +33,6 @@ func (noMetrics) Ingest(time.Duration)                  {}
 func (noMetrics) Attempt(string, string, time.Duration) {}
 func (noMetrics) Sweep(string)                          {}
 func (noMetrics) CommitFailed()                         {}
+func (noMetrics) RouteFilter(string, string)            {}
 
 var _ Metrics = noMetrics{}

@@ -2,10 +2,13 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"hookbox/app/fields"
 	"hookbox/app/provider"
@@ -111,6 +114,7 @@ type Receiver struct {
 	cfg       *Config
 	sources   map[string]*Source
 	stats     map[string]*SourceStats
+	rules     map[string]*routeRules // of the routes with a filter or an order key
 	retention time.Duration
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -122,6 +126,9 @@ type Receiver struct {
 
 	unknown Throttle // of the log lines about unknown sources
 	accepts Throttle // of the log lines about accepted events
+	// ruleWarn throttles the log lines about the rules of routes not in
+	// rules (none in a config NewReceiver saw).
+	ruleWarn Throttle
 }
 
 // Log lines about bad requests are throttled: at most one a minute per
@@ -140,6 +147,7 @@ func NewReceiver(cfg *Config, store IngestStore) *Receiver {
 		cfg:       cfg,
 		sources:   make(map[string]*Source, len(cfg.Sources)),
 		stats:     make(map[string]*SourceStats, len(cfg.Sources)),
+		rules:     map[string]*routeRules{},
 		retention: cfg.Retention.EventIDs,
 		Now:       time.Now,
 		Logger:    slog.With("component", "receive"),
@@ -147,6 +155,11 @@ func NewReceiver(cfg *Config, store IngestStore) *Receiver {
 	for _, s := range cfg.Sources {
 		r.sources[s.Name] = s
 		r.stats[s.Name] = &SourceStats{}
+	}
+	for _, rt := range cfg.Routes {
+		if rt.Filter != nil || rt.OrderKey != nil {
+			r.rules[rt.Name] = &routeRules{}
+		}
 	}
 	return r
 }
@@ -217,7 +230,10 @@ func (r *Receiver) receive(ctx context.Context, src *Source, in *Inbound) (Resul
 		Header:     keptHeaders(in.Header),
 		Body:       in.Body,
 	}
-	plan := r.plan(src, topic, in)
+	plan := r.plan(src, id, topic, in)
+	if plan.Empty() && len(plan.Filtered) > 0 {
+		e.Unrouted = UnroutedReason(plan.Filtered)
+	}
 	dup, err := r.store.Accept(ctx, e, now.Add(r.retention), plan)
 	if err != nil {
 		r.Stats.storage().Refused(r.Logger, err, "source", source)
@@ -226,35 +242,169 @@ func (r *Receiver) receive(ctx context.Context, src *Source, in *Inbound) (Resul
 	if dup {
 		return Result{Outcome: Duplicate, ID: id}, nil
 	}
+	r.Stats.Filtered(plan.Filtered)
 	r.logAccepted(now, source, id, topic, e.Seq)
 	return Result{Outcome: Accepted, ID: id}, nil
 }
 
-// plan decides where an event goes: deliveries now for the routes without
-// a key, and a debounce step per keyed route. An event whose key cannot be
-// built goes out at once on that route, never dropped.
-func (r *Receiver) plan(src *Source, topic string, in *Inbound) *Plan {
-	p := &Plan{Direct: r.cfg.DestinationsFor(src.Name, topic)}
+// plan decides where an event goes, route by route in config order: a
+// route takes the event when its source and topics match and its filter
+// (if any) says yes; then deliveries now for a route without a key (each
+// destination once, for the first route that takes the event and names
+// it), and a debounce step for a keyed route. An event whose key cannot be
+// built goes out at once on that route, never dropped. A filter's error is
+// a no, noted in the plan (the store counts it) and logged, throttled.
+//
+// Costs: the filters' RuleInput is made at the first route with a filter,
+// once per event, so the rules engine parses the body once however many
+// routes have rules, and an event no filtered route matches allocates
+// nothing for them (BenchmarkPlan); the headers the templates read are
+// made at the first route with a key or an order key.
+func (r *Receiver) plan(src *Source, id, topic string, in *Inbound) *Plan {
+	p := &Plan{}
 	var h provider.Header // how the templates see the headers, made on first use
+	var rin *RuleInput    // what the filters see, made on first use
 	for _, rt := range r.cfg.Routes {
-		if rt.Key == nil || !rt.Matches(src.Name, topic) {
+		if !rt.Matches(src.Name, topic) {
 			continue
 		}
-		if h == nil {
+		if rt.Filter != nil {
+			if rin == nil {
+				rin = &RuleInput{Source: src.Name, Topic: topic, ID: id, Header: in.Header, Body: in.Body}
+			}
+			if ok, err := r.match(rt, rin); !ok {
+				note := FilterNote{Route: rt.Name}
+				if err != nil {
+					note.Err = err.Error()
+				}
+				p.Filtered = append(p.Filtered, note)
+				continue
+			}
+		}
+		if h == nil && (rt.Key != nil || rt.OrderKey != nil) {
 			h = provider.Headers(src.Provider, in)
 		}
-		key, err := rt.Key.Render(fields.Input{Body: in.Body, Header: h, Source: src.Name, Topic: topic})
+		fin := fields.Input{Body: in.Body, Header: h, Source: src.Name, Topic: topic}
+		order := r.orderKey(rt, fin)
+		if rt.Key == nil {
+			for _, d := range rt.To {
+				p.Direct = AddDirect(p.Direct, Direct{Dest: d, Route: rt.Name, OrderKey: order})
+			}
+			continue
+		}
+		key, err := rt.Key.Render(fin)
 		if err != nil {
 			p.Unkeyed = append(p.Unkeyed, rt.Name)
 			for _, d := range rt.To {
-				p.Direct = AddDirect(p.Direct, Direct{Dest: d, Route: rt.Name})
+				p.Direct = AddDirect(p.Direct, Direct{Dest: d, Route: rt.Name, OrderKey: order})
 			}
 			continue
 		}
 		p.Debounce = append(p.Debounce, &DebounceOp{Route: rt.Name, Key: key, Delay: rt.Debounce,
-			Limit: rt.RateLimit.N, Window: rt.RateLimit.Window, To: rt.To})
+			Limit: rt.RateLimit.N, Window: rt.RateLimit.Window, To: rt.To, OrderKey: order})
 	}
 	return p
+}
+
+// FilterNote is what a route's filter did to an event it turned away: Err
+// is its error ("" when it said no).
+type FilterNote struct {
+	Route string
+	Err   string
+}
+
+// routeRules is what the receiver keeps of one route with rules.
+type routeRules struct {
+	filterWarn Throttle // of the log lines about its filter's errors
+	orderWarn  Throttle // of the log lines about order keys it could not build
+}
+
+// Log lines about a route's rules are throttled per route: at most one a
+// minute for filter errors, and one for order keys that cannot be built.
+const ruleLogEvery = time.Minute
+
+// match asks rt's filter about in. A panic of the filter is its error,
+// never the request's: the event is still accepted (promise 5).
+func (r *Receiver) match(rt *Route, in *RuleInput) (ok bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			ok, err = false, fmt.Errorf("filter failed: %v", v)
+		}
+		if err != nil {
+			ok = false
+			r.warnRule(rt, false, "route filter failed: the route does not take the event",
+				"source", in.Source, "topic", in.Topic, "error", LastText(err.Error()))
+		}
+	}()
+	return rt.Filter.Match(in)
+}
+
+// orderKey renders rt's order key for in; one that cannot be built is ""
+// (the deliveries go out without an order), logged, throttled.
+func (r *Receiver) orderKey(rt *Route, in fields.Input) string {
+	if rt.OrderKey == nil {
+		return ""
+	}
+	k, err := rt.OrderKey.Render(in)
+	if err != nil {
+		r.warnRule(rt, true, "order key cannot be built: the route's deliveries go out unordered",
+			"source", in.Source, "topic", in.Topic, "error", LastText(err.Error()))
+		return ""
+	}
+	return k
+}
+
+// warnRule writes one throttled warning about rt's filter, or its order
+// key. A route that came after NewReceiver shares one throttle.
+func (r *Receiver) warnRule(rt *Route, order bool, msg string, args ...any) {
+	t := &r.ruleWarn
+	if rr := r.rules[rt.Name]; rr != nil && order {
+		t = &rr.orderWarn
+	} else if rr != nil {
+		t = &rr.filterWarn
+	}
+	if ok, held := t.Allow(r.Now(), ruleLogEvery); ok {
+		r.Logger.Warn(msg, append(args, "route", rt.Name, "held_since_last_line", held)...)
+	}
+}
+
+// MaxUnroutedLen bounds Event.Unrouted: enough for a few routes' reasons.
+const MaxUnroutedLen = 512
+
+// UnroutedReason says which filters turned an event away, as its page
+// shows it: `route "erp-paid": filter false; route "slack": filter error:
+// no such key: amount`, cut to MaxUnroutedLen bytes of valid UTF-8 with
+// no control characters (an error may quote the body).
+func UnroutedReason(notes []FilterNote) string {
+	var b strings.Builder
+	for i, n := range notes {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString("route " + strconv.Quote(n.Route) + ": filter ")
+		if n.Err == "" {
+			b.WriteString("false")
+		} else {
+			b.WriteString("error: " + n.Err)
+		}
+		if b.Len() > 4*MaxUnroutedLen {
+			break
+		}
+	}
+	s := strings.Map(func(c rune) rune {
+		if c < 0x20 || c == 0x7f {
+			return ' '
+		}
+		return c
+	}, strings.ToValidUTF8(b.String(), "\uFFFD"))
+	if len(s) <= MaxUnroutedLen {
+		return s
+	}
+	n := MaxUnroutedLen - len("…")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // identify applies the source's id and topic overrides to the provider's

@@ -49,7 +49,7 @@ type Stats struct {
 	mu      sync.Mutex
 	sources map[string]*SourceInfo // names only: the rows come from the store
 	dests   map[string]*DestInfo   // names and the dispatcher's state
-	routes  []string               // the debounced routes, in config order
+	routes  []*Route               // the debounced and filtered routes, in config order
 
 	// Storage follows whether commits succeed (bboltstore.DB.OnCommit).
 	Storage *StorageHealth
@@ -92,11 +92,16 @@ type DestInfo struct {
 	NextTry      time.Time `json:"next_try,omitzero"`
 }
 
-// RouteInfo is what the overview shows per debounced route: counts of the
-// last CountHours hours, from the store.
+// RouteInfo is what the overview shows per debounced or filtered route:
+// counts of the last CountHours hours, from the store.
 type RouteInfo struct {
 	Name                                      string
 	Received, Merged, Deferred, Unkeyed, Sent uint64
+	// Debounced: the route has a key (the counts above are its steps).
+	Debounced bool
+	// Filtered and FilterErrors are the events of its source and topics
+	// its filter turned away: it said no, or it failed.
+	Filtered, FilterErrors uint64
 }
 
 // Reduction is the share of the events that took the route that did not
@@ -130,8 +135,8 @@ func NewStats(cfg *Config, store StatsStore, now func() time.Time) *Stats {
 		Storage: newStorageHealth(now)}
 	s.Storage.failedCommit = func() { s.metrics().CommitFailed() }
 	for _, rt := range cfg.Routes {
-		if rt.Key != nil {
-			s.routes = append(s.routes, rt.Name)
+		if rt.Key != nil || rt.Filter != nil {
+			s.routes = append(s.routes, rt)
 		}
 	}
 	for _, src := range cfg.Sources {
@@ -194,6 +199,21 @@ func (s *Stats) Inbound(source string, o Outcome, took time.Duration) {
 		s.store.AddNamed(now, SourceRejected, source, 1)
 	case Invalid:
 		s.store.AddNamed(now, SourceInvalid, source, 1)
+	}
+}
+
+// Filtered tells the metrics of the routes an accepted event's filters
+// turned away (the store counts them in the accept's commit).
+func (s *Stats) Filtered(notes []FilterNote) {
+	if s == nil {
+		return
+	}
+	for _, n := range notes {
+		if n.Err != "" {
+			s.metrics().RouteFilter(n.Route, "error")
+		} else {
+			s.metrics().RouteFilter(n.Route, "filtered")
+		}
 	}
 }
 
@@ -334,9 +354,11 @@ func (s *Stats) Tables(ctx context.Context) (Tables, error) {
 	s.mu.Unlock()
 	sort.Slice(t.Sources, func(i, j int) bool { return t.Sources[i].Name < t.Sources[j].Name })
 	sort.Slice(t.Destinations, func(i, j int) bool { return t.Destinations[i].Name < t.Destinations[j].Name })
-	for _, name := range s.routes {
+	for _, rt := range s.routes {
+		name := rt.Name
 		t.Routes = append(t.Routes, RouteInfo{Name: name, Received: n(RouteReceived, name), Merged: n(RouteMerged, name),
-			Deferred: n(RouteDeferred, name), Unkeyed: n(RouteUnkeyed, name), Sent: n(RouteSent, name)})
+			Deferred: n(RouteDeferred, name), Unkeyed: n(RouteUnkeyed, name), Sent: n(RouteSent, name),
+			Debounced: rt.Key != nil, Filtered: n(RouteFiltered, name), FilterErrors: n(RouteFilterErrors, name)})
 	}
 	return t, err
 }

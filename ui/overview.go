@@ -16,7 +16,7 @@ type destRow struct {
 }
 
 // overview serves the status page's front page: the counts, the charts, the
-// sources, destinations and debounced routes. A store read it cannot do is
+// sources, destinations and debounced or filtered routes. A store read it cannot do is
 // logged and named on the page in a line of its own, like the storage
 // banner, and never answered with a bare 500: when the database is gone the
 // page must still show the banner that says what to check.

@@ -28,6 +28,8 @@ type Prometheus struct {
 	sendTime      *prometheus.HistogramVec
 	sweeps        *prometheus.CounterVec
 	failedCommits prometheus.Counter
+	filtered      *prometheus.CounterVec
+	filterErrors  *prometheus.CounterVec
 }
 
 var _ app.Metrics = (*Prometheus)(nil)
@@ -61,6 +63,10 @@ func New(stats *app.Stats, store Store) *Prometheus {
 		Help: "Sweep runs by result (ok, failed)."}, []string{"result"})
 	p.failedCommits = prometheus.NewCounter(prometheus.CounterOpts{Name: "hookbox_storage_failed_commits_total",
 		Help: "Commits of the data file that failed (a full or failing disk); their writes were refused."})
+	p.filtered = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_route_filtered_total",
+		Help: "Accepted events of a route's source and topics that its filter turned away (it said no), by route."}, []string{"route"})
+	p.filterErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_route_filter_errors_total",
+		Help: "Accepted events whose route filter failed (a missing field, a wrong type, the cost limit) and so did not take the route, by route."}, []string{"route"})
 	gauge := func(name, help string, f func() (int, error)) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
 			n, err := f()
@@ -83,7 +89,7 @@ func New(stats *app.Stats, store Store) *Prometheus {
 		gauge("hookbox_poison_records", "Records in the data file that could not be decoded and were set aside (see the overview).",
 			func() (int, error) { _, n, err := store.Poisoned(context.Background(), 0); return n, err }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		failing, p.failedCommits)
+		failing, p.failedCommits, p.filtered, p.filterErrors)
 	if cc, ok := store.(commitCounter); ok {
 		counter := func(name, help string, pick func(commits, writes, pages uint64) uint64) prometheus.Collector {
 			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
@@ -127,3 +133,13 @@ func (p *Prometheus) Sweep(result string) { p.sweeps.WithLabelValues(result).Inc
 
 // CommitFailed counts one failed commit of the store.
 func (p *Prometheus) CommitFailed() { p.failedCommits.Inc() }
+
+// RouteFilter counts one accepted event that route's filter turned away:
+// outcome "error" when it failed, else "filtered".
+func (p *Prometheus) RouteFilter(route, outcome string) {
+	if outcome == "error" {
+		p.filterErrors.WithLabelValues(route).Inc()
+		return
+	}
+	p.filtered.WithLabelValues(route).Inc()
+}

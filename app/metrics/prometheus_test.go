@@ -83,7 +83,8 @@ func scrape(t *testing.T, prom *metrics.Prometheus) []string {
 
 // record makes stats hear what the snapshot in testdata saw: webhooks
 // accepted, a duplicate, a rejected one and one to an unknown source,
-// deliveries to one destination and failed attempts at another, a sweep.
+// deliveries to one destination and failed attempts at another, a sweep,
+// and an event a route's filter turned away and one it failed on.
 func record(stats *app.Stats) {
 	stats.Inbound("demo", app.Accepted, 2*time.Millisecond)
 	stats.Inbound("demo", app.Accepted, 3*time.Millisecond)
@@ -93,6 +94,7 @@ func record(stats *app.Stats) {
 	stats.Attempt("sink", app.Delivered, 2*time.Millisecond)
 	stats.Attempt("down", app.Pending, time.Millisecond)
 	stats.Swept(nil)
+	stats.Filtered([]app.FilterNote{{Route: "demo-to-sink"}, {Route: "demo-to-sink", Err: "no such key: amount"}})
 }
 
 // The names, types, help strings, labels and buckets of every hookbox
@@ -150,6 +152,8 @@ func TestPrometheus_Values(t *testing.T) {
 		`hookbox_storage_failing 1`,
 		`hookbox_storage_failed_commits_total 1`,
 		`hookbox_dead_deliveries 0`,
+		`hookbox_route_filtered_total{route="demo-to-sink"} 1`,
+		`hookbox_route_filter_errors_total{route="demo-to-sink"} 1`,
 	} {
 		has(want)
 	}

@@ -241,6 +241,10 @@ type routeJSON struct {
 	Unkeyed   uint64  `json:"unkeyed"`
 	Delivered uint64  `json:"delivered"`
 	Reduction float64 `json:"reduction"`
+	// Filtered and FilterErrors are the events its filter turned away:
+	// it said no, or it failed (counted as a no).
+	Filtered     uint64 `json:"filtered"`
+	FilterErrors uint64 `json:"filter_errors"`
 }
 
 func (s *Server) handleStats(c *fiber.Ctx) error {
@@ -276,7 +280,8 @@ func (s *Server) handleStats(c *fiber.Ctx) error {
 	}
 	for _, rt := range tables.Routes {
 		out.Routes = append(out.Routes, routeJSON{Name: rt.Name, Received: rt.Received, Debounced: rt.Merged,
-			Deferred: rt.Deferred, Unkeyed: rt.Unkeyed, Delivered: rt.Sent, Reduction: max(rt.Reduction(), 0)})
+			Deferred: rt.Deferred, Unkeyed: rt.Unkeyed, Delivered: rt.Sent, Reduction: max(rt.Reduction(), 0),
+			Filtered: rt.Filtered, FilterErrors: rt.FilterErrors})
 	}
 	out.Dead, _ = s.deps.Store.CountDead(ctx)
 	out.Pending, _ = s.deps.Store.CountPending(ctx)
@@ -297,6 +302,9 @@ type eventJSON struct {
 	Status     string    `json:"status,omitempty"`
 	// WaitingUntil is when a "waiting" event's debounce window ends.
 	WaitingUntil time.Time `json:"waiting_until,omitzero"`
+	// UnroutedReason says which route filters turned an unrouted event
+	// away (the event's detail only; absent when none did).
+	UnroutedReason string `json:"unrouted_reason,omitempty"`
 }
 
 func (s *Server) handleEvents(c *fiber.Ctx) error {
@@ -322,7 +330,7 @@ func (s *Server) handleEvents(c *fiber.Ctx) error {
 	}
 	items := make([]eventJSON, 0, len(rows))
 	for _, r := range rows {
-		items = append(items, eventJSON{r.Seq, r.Source, r.ID, r.Topic, utc(r.ReceivedAt), r.Size, r.Status, utc(r.WaitingUntil)})
+		items = append(items, eventJSON{r.Seq, r.Source, r.ID, r.Topic, utc(r.ReceivedAt), r.Size, r.Status, utc(r.WaitingUntil), ""})
 	}
 	out := fiber.Map{"items": items}
 	if next > 0 {
@@ -379,7 +387,8 @@ func (s *Server) handleEvent(c *fiber.Ctx) error {
 		headers[h.Name] = h.Value
 		list = append(list, headerJSON{h.Name, h.Value})
 	}
-	out := fiber.Map{"event": eventJSON{Seq: seq, Source: e.Source, ID: e.ID, Topic: e.Topic, ReceivedAt: utc(e.ReceivedAt), Size: len(e.Body)},
+	out := fiber.Map{"event": eventJSON{Seq: seq, Source: e.Source, ID: e.ID, Topic: e.Topic, ReceivedAt: utc(e.ReceivedAt), Size: len(e.Body),
+		UnroutedReason: e.Unrouted},
 		"headers": headers, "header_list": list, "deliveries": deliveries, "merged": merged}
 	// A JSON string cannot carry bytes that are not UTF-8 (the encoder
 	// would put U+FFFD in their place): those bodies go as base64.

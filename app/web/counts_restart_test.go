@@ -124,7 +124,7 @@ func TestOverview_TablesSurviveRestart(t *testing.T) {
 	before, api := overviewPart(t, f), statsTables(t, f)
 	sources := between(t, before, "<h2>Sources</h2>", "</table>")
 	dests := between(t, before, "<h2>Destinations</h2>", "</table>")
-	routes := between(t, before, "<h2>Debounced routes</h2>", "</table>")
+	routes := between(t, before, "<h2>Routes</h2>", "</table>")
 	for _, w := range []struct{ table, name, want string }{
 		// 7 accepted (3 orders, 4 customers), 1 duplicate, 1 forged, 0 invalid.
 		{sources, "shop", `<td class="num">7</td><td class="num">1</td><td class="num bad">1</td><td class="num">0</td>`},

@@ -10,23 +10,35 @@ import (
 )
 
 // eventVersion is the first byte of every stored event; bump it when the
-// layout changes and keep decoding the old ones.
-const eventVersion = 1
+// layout changes and keep decoding the old ones. Version 2 is version 1
+// with the unrouted reason after the body; an event without one is still
+// written as version 1, so the common record costs no byte more and a
+// build that knows only version 1 reads it.
+const (
+	eventVersion1 = 1
+	eventVersion  = 2
+)
 
 // errCorrupt is returned when a stored record cannot be decoded.
 var errCorrupt = errors.New("corrupt record")
 
 // encodeEvent lays an event out as: version, received (8 bytes, unix nanos,
 // big-endian), then length-prefixed source, id, topic, the header count and
-// pairs, and the body. The received time comes first so that the sweep can
-// read it without decoding the rest.
+// pairs, and the body; in version 2, the length-prefixed unrouted reason.
+// The received time comes first so that the sweep can read it without
+// decoding the rest.
 func encodeEvent(e *app.Event) []byte {
 	n := 1 + 8 + 5*3 + len(e.Source) + len(e.ID) + len(e.Topic) + 5 + 5 + len(e.Body)
 	for _, h := range e.Header {
 		n += 10 + len(h.Name) + len(h.Value)
 	}
+	version := byte(eventVersion1)
+	if e.Unrouted != "" {
+		version = eventVersion
+		n += 5 + len(e.Unrouted)
+	}
 	b := make([]byte, 0, n)
-	b = append(b, eventVersion)
+	b = append(b, version)
 	b = binary.BigEndian.AppendUint64(b, uint64(e.ReceivedAt.UnixNano()))
 	b = appendString(b, e.Source)
 	b = appendString(b, e.ID)
@@ -37,7 +49,11 @@ func encodeEvent(e *app.Event) []byte {
 		b = appendString(b, h.Value)
 	}
 	b = binary.AppendUvarint(b, uint64(len(e.Body)))
-	return append(b, e.Body...)
+	b = append(b, e.Body...)
+	if version == eventVersion {
+		b = appendString(b, e.Unrouted)
+	}
+	return b
 }
 
 func appendString(b []byte, s string) []byte {
@@ -49,7 +65,8 @@ func appendString(b []byte, s string) []byte {
 // of b (which may belong to a bbolt transaction).
 func decodeEvent(b []byte) (*app.Event, error) {
 	d := decoder{b: b}
-	if v := d.byte(); v != eventVersion {
+	v := d.byte()
+	if v != eventVersion1 && v != eventVersion {
 		return nil, fmt.Errorf("%w: version %d", errCorrupt, v)
 	}
 	e := &app.Event{ReceivedAt: time.Unix(0, int64(d.uint64()))}
@@ -67,6 +84,9 @@ func decodeEvent(b []byte) (*app.Event, error) {
 		e.Header = append(e.Header, app.HeaderField{Name: string(d.bytes()), Value: string(d.bytes())})
 	}
 	e.Body = append([]byte{}, d.bytes()...)
+	if v == eventVersion {
+		e.Unrouted = string(d.bytes())
+	}
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -78,7 +98,7 @@ func decodeEvent(b []byte) (*app.Event, error) {
 
 // receivedAt reads only the received time of an encoded event.
 func receivedAt(b []byte) (time.Time, error) {
-	if len(b) < 9 || b[0] != eventVersion {
+	if len(b) < 9 || b[0] != eventVersion1 && b[0] != eventVersion {
 		return time.Time{}, errCorrupt
 	}
 	return time.Unix(0, int64(binary.BigEndian.Uint64(b[1:9]))), nil

@@ -15,13 +15,14 @@ func TestEncodeEvent_RoundTrip(t *testing.T) {
 			Header: []app.HeaderField{{Name: "A", Value: ""}, {Name: "X-Y", Value: "z\x00\xff"}},
 			Body:   []byte("{\"a\":\"\\/\"}\n\x00\xff")},
 		{Source: "x", ID: string(bytes.Repeat([]byte("i"), 300)), ReceivedAt: time.Unix(1<<33, 0), Body: bytes.Repeat([]byte{7}, 1<<16)},
+		{Source: "shop", ID: "u", ReceivedAt: time.Unix(5, 0), Body: []byte("{}"), Unrouted: `route "erp": filter false; route "é": filter error: no such key: amount`},
 	} {
 		got, err := decodeEvent(encodeEvent(e))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got.Source != e.Source || got.ID != e.ID || got.Topic != e.Topic || !got.ReceivedAt.Equal(e.ReceivedAt) ||
-			!bytes.Equal(got.Body, e.Body) || len(got.Header) != len(e.Header) {
+			!bytes.Equal(got.Body, e.Body) || len(got.Header) != len(e.Header) || got.Unrouted != e.Unrouted {
 			t.Fatalf("round trip: got %+v, want %+v", got, e)
 		}
 		for i := range e.Header {
@@ -35,8 +36,37 @@ func TestEncodeEvent_RoundTrip(t *testing.T) {
 	}
 }
 
+// A record written before events kept an unrouted reason (version 1,
+// written out here byte by byte as that build laid it out) still decodes,
+// and an event without a reason is still written that way: the common
+// record is no longer, and an older build reads it.
+func TestDecodeEvent_Version1(t *testing.T) {
+	old := []byte{1, 0, 0, 0, 0, 0, 0, 0, 42, // version 1, received at 42 ns
+		4, 's', 'h', 'o', 'p', 2, 'e', '1', 3, 'a', '/', 'b', // source, id, topic
+		1, 1, 'A', 1, 'b', // one header A: b
+		2, '{', '}'} // the body
+	e, err := decodeEvent(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Source != "shop" || e.ID != "e1" || e.Topic != "a/b" || e.ReceivedAt.UnixNano() != 42 ||
+		len(e.Header) != 1 || e.Header[0] != (app.HeaderField{Name: "A", Value: "b"}) || string(e.Body) != "{}" || e.Unrouted != "" {
+		t.Fatalf("old record decoded as %+v", e)
+	}
+	if at, err := receivedAt(old); err != nil || at.UnixNano() != 42 {
+		t.Fatalf("receivedAt(old) = %v, %v", at, err)
+	}
+	if again := encodeEvent(e); !bytes.Equal(again, old) {
+		t.Fatalf("an event without a reason encodes as %v; want version 1's %v", again, old)
+	}
+	e.Unrouted = "route \"r\": filter false"
+	if v2 := encodeEvent(e); v2[0] != 2 || !bytes.Equal(v2[:len(old)], append([]byte{2}, old[1:]...)) {
+		t.Fatalf("with a reason: %v; want version 2, version 1's layout, then the reason", v2)
+	}
+}
+
 func TestDecodeEvent_Corrupt(t *testing.T) {
-	good := encodeEvent(&app.Event{Source: "s", ID: "i", Header: []app.HeaderField{{Name: "a", Value: "b"}}, Body: []byte("body")})
+	good := encodeEvent(&app.Event{Source: "s", ID: "i", Header: []app.HeaderField{{Name: "a", Value: "b"}}, Body: []byte("body"), Unrouted: "why"})
 	for i := range good { // every truncation is an error, never a panic
 		if _, err := decodeEvent(good[:i]); err == nil {
 			t.Fatalf("truncated to %d bytes: no error", i)
@@ -54,6 +84,7 @@ func TestDecodeEvent_Corrupt(t *testing.T) {
 
 func FuzzDecodeEvent(f *testing.F) {
 	f.Add(encodeEvent(&app.Event{Source: "s", ID: "i", Topic: "t", Header: []app.HeaderField{{Name: "a", Value: "b"}}, Body: []byte("{}")}))
+	f.Add(encodeEvent(&app.Event{Source: "s", ID: "i", Body: []byte("{}"), Unrouted: "route \"r\": filter false"}))
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := decodeEvent(b)
@@ -66,7 +97,8 @@ func FuzzDecodeEvent(f *testing.F) {
 			t.Fatal(err)
 		}
 		if again.Source != e.Source || again.ID != e.ID || again.Topic != e.Topic ||
-			!again.ReceivedAt.Equal(e.ReceivedAt) || !bytes.Equal(again.Body, e.Body) || len(again.Header) != len(e.Header) {
+			!again.ReceivedAt.Equal(e.ReceivedAt) || !bytes.Equal(again.Body, e.Body) || len(again.Header) != len(e.Header) ||
+			again.Unrouted != e.Unrouted {
 			t.Fatalf("round trip changed %+v into %+v", e, again)
 		}
 	})

@@ -199,7 +199,7 @@ func (d *DB) Event(ctx context.Context, seq uint64) (*app.Event, error) {
 	defer cancel()
 	e := &app.Event{}
 	dest, finish := eventDest(e)
-	err := d.pool.QueryRow(ctx, "SELECT "+eventCols+" FROM hookbox_events e WHERE e.seq = $1", int64(seq)).Scan(dest...)
+	err := d.pool.QueryRow(ctx, "SELECT "+eventCols+", e.unrouted FROM hookbox_events e WHERE e.seq = $1", int64(seq)).Scan(append(dest, &e.Unrouted)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

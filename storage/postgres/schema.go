@@ -27,7 +27,7 @@ const (
 //
 //	hookbox_event_ids   (source, id) → expiry and seq: dedup by the primary key, ON CONFLICT
 //	                    in the accepting statement; the sweep reads hookbox_event_ids_expires.
-//	hookbox_events      seq → the event, byte-exact. Pages read the primary key backwards
+//	hookbox_events      seq → the event, byte-exact (and why no route took it, unrouted). Pages read the primary key backwards
 //	                    (newest first), hookbox_events_source_seq for one source, and
 //	                    hookbox_events_received_at for time filters and the sweep.
 //	hookbox_deliveries  id → one event on its way to one destination. The outbox is
@@ -181,6 +181,10 @@ CREATE TABLE hookbox_last (
 	PRIMARY KEY (kind, name, node, shard)
 );
 `,
+	// 2: an unrouted event keeps which route filters turned it away
+	// (app.Event.Unrouted; '' for every other event). A column with a
+	// constant default is only a catalog change: no rewrite of the table.
+	`ALTER TABLE hookbox_events ADD COLUMN IF NOT EXISTS unrouted text NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this build creates and expects.
