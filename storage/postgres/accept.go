@@ -148,9 +148,9 @@ WITH input AS (
 	INSERT INTO hookbox_events (seq, source, id, topic, received_at, headers, body)
 	SELECT seq, source, id, topic, received, headers, body FROM acc
 ), dl AS (
-	INSERT INTO hookbox_deliveries (event_seq, destination, state, due, run_at, created, updated)
-	SELECT acc.seq, d.dest, 1, acc.received, acc.received, acc.received, acc.received
-	FROM unnest($10::int[], $11::text[]) WITH ORDINALITY AS d(i, dest, ord) JOIN acc USING (i)
+	INSERT INTO hookbox_deliveries (event_seq, destination, state, due, run_at, created, updated, route, order_key)
+	SELECT acc.seq, d.dest, 1, acc.received, acc.received, acc.received, acc.received, d.route, d.order_key
+	FROM unnest($10::int[], $11::text[], $15::text[], $16::text[]) WITH ORDINALITY AS d(i, dest, route, order_key, ord) JOIN acc USING (i)
 	ORDER BY d.ord
 ), n AS (
 	SELECT pg_notify($12, $13) FROM (SELECT 1 FROM acc WHERE opens LIMIT 1) o
@@ -195,6 +195,7 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 		opens             []bool
 		dlIndex           []int32
 		dlDest            []string
+		dlRoute, dlOrder  []string
 	)
 	for i, w := range todo {
 		e := w.e
@@ -211,12 +212,17 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 			for _, dest := range w.plan.Direct {
 				dlIndex = append(dlIndex, int32(i))
 				dlDest = append(dlDest, dest.Dest)
+				dlRoute = append(dlRoute, dest.Route)
+				// text holds no NUL nor invalid UTF-8: such bytes of an
+				// order key become U+FFFD, which can only put two keys in
+				// one group (held longer, never out of order).
+				dlOrder = append(dlOrder, pgText(dest.OrderKey))
 			}
 		}
 	}
 	shard := d.takeShard()
 	defer d.giveShard(shard)
-	args := []any{is, sources, ids, received, expires, topics, hdrs, bodies, opens, dlIndex, dlDest, d.channel, d.node, shard}
+	args := []any{is, sources, ids, received, expires, topics, hdrs, bodies, opens, dlIndex, dlDest, d.channel, d.node, shard, dlRoute, dlOrder}
 	var accepted []*acceptWrite
 	opened := false
 	run := func(q querier) error {
