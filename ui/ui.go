@@ -232,6 +232,9 @@ type deliveryRow struct {
 	History []*app.Attempt
 	// Hidden counts the earlier attempts the page leaves out.
 	Hidden int
+	// AfterDead is the delivery before this one in its order group when
+	// that one is dead (0: none, or not dead).
+	AfterDead uint64
 }
 
 func (u *UI) event(c *fiber.Ctx) error {
@@ -258,6 +261,15 @@ func (u *UI) event(c *fiber.Ctx) error {
 			return err
 		}
 		row := deliveryRow{Delivery: d, History: hist}
+		if d.OrderKey != "" { // one more read, for ordered deliveries only
+			prev, err := u.d.Store.PreviousInGroup(ctx, d)
+			if err != nil {
+				return err
+			}
+			if prev != nil && prev.State == app.Dead {
+				row.AfterDead = prev.ID
+			}
+		}
 		if len(hist) > maxAttemptsShown { // the latest ones; replays add attempts without end
 			row.History, row.Hidden = hist[len(hist)-maxAttemptsShown:], len(hist)-maxAttemptsShown
 		}

@@ -132,6 +132,11 @@ func openDeliveries(tx *bolt.Tx, eventSeq uint64, ds []app.Direct, now time.Time
 		if err := putDelivery(tx, d); err != nil {
 			return err
 		}
+		if d.OrderKey != "" {
+			if err := tx.Bucket(bucketOrderAll).Put(orderKey(d), nil); err != nil {
+				return err
+			}
+		}
 		if err := tx.Bucket(bucketEventDlv).Put(append(seqKey(eventSeq), seqKey(id)...), nil); err != nil {
 			return err
 		}

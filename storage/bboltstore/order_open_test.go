@@ -9,9 +9,10 @@ import (
 	"hookbox/storage/storetest"
 )
 
-// A file without the order index (an older build's) gets it on Open,
-// built from the pending deliveries: the second of a group is held back
-// behind the first as in a file that always had it.
+// A file without the order indexes (an older build's) gets them on Open,
+// built from the deliveries: the second of a group is held back behind
+// the first, and names it as the one before, as in a file that always
+// had them.
 func TestOpen_RebuildsOrderIndex(t *testing.T) {
 	dir := t.TempDir()
 	db := mustOpenDir(t, dir)
@@ -28,10 +29,22 @@ func TestOpen_RebuildsOrderIndex(t *testing.T) {
 		ids = append(ids, ds[0].ID)
 	}
 	db.Close()
-	withBolt(t, dir, func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("order")) })
+	withBolt(t, dir, func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket([]byte("order")); err != nil {
+			return err
+		}
+		return tx.DeleteBucket([]byte("order_all"))
+	})
 	db = mustOpenDir(t, dir)
 	work, _, err := db.DueDeliveries(t.Context(), "pos", storetest.T0, 10, storetest.Never)
 	if err != nil || len(work) != 1 || work[0].Delivery.ID != ids[0] {
 		t.Fatalf("DueDeliveries after the rebuild = %+v, %v; want only %d (the head of A)", work, err, ids[0])
+	}
+	second, _, err := db.Delivery(t.Context(), ids[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prev, err := db.PreviousInGroup(t.Context(), second); err != nil || prev == nil || prev.ID != ids[0] {
+		t.Fatalf("PreviousInGroup after the rebuild = %+v, %v; want %d", prev, err, ids[0])
 	}
 }

@@ -329,6 +329,25 @@ func (d *DB) deliveries(ctx context.Context, sql string, args ...any) ([]*app.De
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*app.Delivery, error) { return scanDelivery(r) })
 }
 
+// PreviousInGroup returns the delivery before dl in its order group (same
+// destination, route and order key; the highest lower id), nil when dl
+// has no order key or is the group's first: one probe of
+// hookbox_deliveries_group.
+func (d *DB) PreviousInGroup(ctx context.Context, dl *app.Delivery) (*app.Delivery, error) {
+	if dl.OrderKey == "" {
+		return nil, nil
+	}
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
+	ds, err := d.deliveries(ctx, "SELECT "+deliveryCols+` FROM hookbox_deliveries d
+		WHERE d.destination = $1 AND d.route = $2 AND d.order_key = $3 AND d.order_key <> '' AND d.id < $4
+		ORDER BY d.id DESC LIMIT 1`, dl.Destination, dl.Route, dl.OrderKey, int64(dl.ID))
+	if err != nil || len(ds) == 0 {
+		return nil, err
+	}
+	return ds[0], nil
+}
+
 // EventDeliveries returns the deliveries of event seq.
 func (d *DB) EventDeliveries(ctx context.Context, seq uint64) ([]*app.Delivery, error) {
 	ctx, cancel := opCtx(ctx)

@@ -112,6 +112,19 @@ func testOrderHeld(t *testing.T, open Opener) {
 	record(t, s, a1[0].ID, &app.Attempt{Start: retry, Status: 410, Error: "HTTP 410"}, app.Dead, time.Time{})
 	got, _ = due(t, s, "pos", retry, Never)
 	sameIDs(t, "pos once A's head is dead", got, a2.ID)
+	// The page names the dead one a2 went out after; the first of a group,
+	// and A on another route, have none before them.
+	if prev, err := s.PreviousInGroup(ctx, a2); err != nil || prev == nil || prev.ID != a1[0].ID || prev.State != app.Dead {
+		t.Fatalf("PreviousInGroup(a2) = %+v, %v; want the dead %d", prev, err, a1[0].ID)
+	}
+	if prev, err := s.PreviousInGroup(ctx, b2); err != nil || prev == nil || prev.ID != b1.ID {
+		t.Fatalf("PreviousInGroup(b2) = %+v, %v; want %d", prev, err, b1.ID)
+	}
+	for _, d := range []*app.Delivery{a1[0], a1[1], other, none} {
+		if prev, err := s.PreviousInGroup(ctx, d); err != nil || prev != nil {
+			t.Fatalf("PreviousInGroup(%d) = %+v, %v; want none", d.ID, prev, err)
+		}
+	}
 	// Delivered releases it too.
 	record(t, s, a2.ID, &app.Attempt{Start: retry, Status: 200}, app.Delivered, time.Time{})
 
