@@ -211,6 +211,11 @@ func (d *DB) WaitingDeliveries(ctx context.Context, dest string, afterDue time.T
 // readOutbox reads dest's pending deliveries in due order, after the
 // position (after, afterID) when after is set, up to limit of them due at
 // or before until; see DueDeliveries. now dates what it sets aside.
+// A delivery held back by its order group (heldBack) is passed over: it
+// costs the read of its record and one Seek of the order index on every
+// pass while its group's head waits, so a key with thousands of held
+// deliveries makes each read of its destination's outbox that much
+// longer (PostgreSQL's claim probes likewise, once per held row).
 func (d *DB) readOutbox(ctx context.Context, dest string, after time.Time, afterID uint64, until, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
 	prefix := append([]byte(dest), 0)
 	start := prefix
