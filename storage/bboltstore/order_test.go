@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"hookbox/app"
 )
 
@@ -53,5 +55,39 @@ func TestDecodePending_Versions(t *testing.T) {
 	}
 	if got, err := decodePending(v2); err != nil || got.OrderKey != "A" {
 		t.Fatalf("v2 pending decoded as %+v, %v", got, err)
+	}
+}
+
+// Retention takes a deleted delivery's key out of the group index: the
+// index holds no more keys than there are ordered deliveries.
+func TestDeleteEventsBefore_DropsGroupIndex(t *testing.T) {
+	db, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	at := time.Unix(1_700_000_000, 0)
+	for _, id := range []string{"a1", "a2"} {
+		e := &app.Event{Source: "shop", ID: id, ReceivedAt: at, Body: []byte(`{}`)}
+		if _, err := db.Accept(t.Context(), e, at.Add(time.Hour), &app.Plan{Direct: []app.Direct{{Dest: "pos", Route: "r", OrderKey: "A"}}}); err != nil {
+			t.Fatal(err)
+		}
+		ds, _ := db.EventDeliveries(t.Context(), e.Seq)
+		if err := db.RecordAttempt(t.Context(), ds[0].ID, &app.Attempt{Start: at, Status: 200}, app.Delivered, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := func() (n int) {
+		db.db.View(func(tx *bolt.Tx) error { n = tx.Bucket(bucketOrderAll).Stats().KeyN; return nil })
+		return n
+	}
+	if n := keys(); n != 2 {
+		t.Fatalf("group index has %d keys, want 2", n)
+	}
+	if n, err := db.DeleteEventsBefore(t.Context(), at.Add(time.Second), 10); err != nil || n != 2 {
+		t.Fatalf("DeleteEventsBefore = %d, %v; want 2", n, err)
+	}
+	if n := keys(); n != 0 {
+		t.Fatalf("group index has %d keys after retention deleted both deliveries, want 0", n)
 	}
 }
