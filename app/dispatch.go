@@ -457,7 +457,11 @@ func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
 		}
 		delete(d.unrecorded, id)
 		d.release(id)
-		retry = retry || f.rec.State == Pending
+		// A retry's due time sets the timer; and the record of a delivery
+		// with an order key, whatever its outcome, may have made the next
+		// of its group the head (the stores hold that one back until now):
+		// a pass looks for it at once rather than at the next commit.
+		retry = retry || f.rec.State == Pending || f.w.Delivery.OrderKey != ""
 	}
 	d.mu.Unlock()
 	for wait, ids := range held {

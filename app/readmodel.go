@@ -22,6 +22,11 @@ type ReadModel interface {
 	// MergedInto returns the seqs of the events merged into event seq's
 	// delivery by debouncing.
 	MergedInto(ctx context.Context, seq uint64) ([]uint64, error)
+	// PreviousInGroup returns the delivery before d in its order group
+	// (same destination, route and order key: the highest lower id), nil
+	// when d has no order key or is the first of its group: the page says
+	// when d went out after a dead one.
+	PreviousInGroup(ctx context.Context, d *Delivery) (*Delivery, error)
 	// Backlog returns how many deliveries to dest are pending, counting at
 	// most limit.
 	Backlog(ctx context.Context, dest string, limit int) (int, error)

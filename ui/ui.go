@@ -235,6 +235,9 @@ type deliveryRow struct {
 	// Sent is the body its route's transform makes (nil: it goes out
 	// with the event's body).
 	Sent *sentBody
+	// AfterDead is the delivery before this one in its order group when
+	// that one is dead (0: none, or not dead).
+	AfterDead uint64
 }
 
 // sentBody is what a route's transform, as configured now, makes of an
@@ -299,6 +302,15 @@ func (u *UI) event(c *fiber.Ctx) error {
 			return err
 		}
 		row := deliveryRow{Delivery: d, History: hist, Sent: sent[d.Route]}
+		if d.OrderKey != "" { // one more read, for ordered deliveries only
+			prev, err := u.d.Store.PreviousInGroup(ctx, d)
+			if err != nil {
+				return err
+			}
+			if prev != nil && prev.State == app.Dead {
+				row.AfterDead = prev.ID
+			}
+		}
 		if len(hist) > maxAttemptsShown { // the latest ones; replays add attempts without end
 			row.History, row.Hidden = hist[len(hist)-maxAttemptsShown:], len(hist)-maxAttemptsShown
 		}

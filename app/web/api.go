@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -115,6 +116,12 @@ type deliveryJSON struct {
 	LastStatus  int           `json:"last_status,omitempty"`
 	LastError   string        `json:"last_error,omitempty"`
 	History     []attemptJSON `json:"attempts_detail,omitempty"`
+
+	// Route and OrderKey name the delivery's order group (issue 27);
+	// AfterDead is the delivery before it in that group when that one is
+	// dead: this one went out after it.
+	OrderKey  string `json:"order_key,omitempty"`
+	AfterDead uint64 `json:"after_dead,omitempty"`
 }
 
 type attemptJSON struct {
@@ -138,7 +145,7 @@ func utc(t time.Time) time.Time {
 // toJSON renders a delivery of cfg, with its attempts when given.
 func toJSON(cfg *app.Config, d *app.Delivery, attempts ...*app.Attempt) deliveryJSON {
 	j := deliveryJSON{ID: d.ID, EventSeq: d.EventSeq, Destination: d.Destination, State: d.State.String(),
-		Route: d.Route, Transformed: cfg.RouteTransform(d.Route) != nil,
+		Route: d.Route, OrderKey: d.OrderKey, Transformed: cfg.RouteTransform(d.Route) != nil,
 		Attempts: d.Attempts, Created: utc(d.Created), Updated: utc(d.Updated), LastStatus: d.LastStatus, LastError: d.LastError}
 	if d.State == app.Pending && !d.Due.IsZero() {
 		due := d.Due.UTC()
@@ -202,7 +209,25 @@ func (s *Server) handleDelivery(c *fiber.Ctx) error {
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	return c.JSON(toJSON(s.cfg, d, attempts...))
+	j := toJSON(s.cfg, d, attempts...)
+	if j.AfterDead, err = afterDead(ctx, s.deps.Store, d); err != nil {
+		return s.storeError(c, err)
+	}
+	return c.JSON(j)
+}
+
+// afterDead is the id of the delivery before d in its order group when
+// that one is dead, else 0: one read of the store for a delivery with an
+// order key, none for the others.
+func afterDead(ctx context.Context, store app.ReadModel, d *app.Delivery) (uint64, error) {
+	if d.OrderKey == "" {
+		return 0, nil
+	}
+	prev, err := store.PreviousInGroup(ctx, d)
+	if err != nil || prev == nil || prev.State != app.Dead {
+		return 0, err
+	}
+	return prev.ID, nil
 }
 
 // storeError answers a store failure: not found is 404, anything else is
@@ -373,7 +398,11 @@ func (s *Server) handleEvent(c *fiber.Ctx) error {
 		if err != nil {
 			return s.storeError(c, err)
 		}
-		deliveries = append(deliveries, toJSON(s.cfg, d, attempts...))
+		j := toJSON(s.cfg, d, attempts...)
+		if j.AfterDead, err = afterDead(ctx, s.deps.Store, d); err != nil {
+			return s.storeError(c, err)
+		}
+		deliveries = append(deliveries, j)
 	}
 	merged, _ := s.deps.Store.MergedInto(ctx, seq)
 	if merged == nil {

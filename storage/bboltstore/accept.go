@@ -70,7 +70,7 @@ func (d *DB) Accept(ctx context.Context, e *app.Event, idExpires time.Time, plan
 			return err
 		}
 		if plan != nil {
-			if err := addDeliveries(tx, s, destNames(plan.Direct), e.ReceivedAt); err != nil {
+			if err := addDeliveries(tx, s, plan.Direct, e.ReceivedAt); err != nil {
 				return err
 			}
 			for _, op := range plan.Debounce {

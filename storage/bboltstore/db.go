@@ -133,6 +133,9 @@ func Open(dir string) (*DB, error) {
 	if err == nil {
 		err = reindexPending(bdb)
 	}
+	if err == nil {
+		err = reindexOrder(bdb)
+	}
 	if err == nil && older { // brought to this build's format
 		err = bdb.Update(putFormat)
 	}

@@ -30,9 +30,14 @@ type pending struct {
 	Deferred bool   // opened by the rate limit: its send takes a slot
 	Merged   []uint64
 	To       []string
+	// OrderKey is the order group on the route of the event that opened
+	// it: the fired deliveries keep it (and the route, from the entity key).
+	OrderKey string
 }
 
-const pendingVersion = 1
+// pendingVersion 2 adds the order key at the end; version 1 records
+// still decode, with none.
+const pendingVersion = 2
 
 func encodePending(p *pending) []byte {
 	b := []byte{pendingVersion, 0}
@@ -49,12 +54,13 @@ func encodePending(p *pending) []byte {
 	for _, s := range p.Merged {
 		b = binary.BigEndian.AppendUint64(b, s)
 	}
-	return b
+	return appendString(b, p.OrderKey)
 }
 
 func decodePending(b []byte) (*pending, error) {
 	d := decoder{b: b}
-	if v := d.byte(); v != pendingVersion {
+	v := d.byte()
+	if v != 1 && v != pendingVersion {
 		return nil, fmt.Errorf("%w: pending version %d", errCorrupt, v)
 	}
 	p := &pending{Deferred: d.byte() == 1}
@@ -67,6 +73,9 @@ func decodePending(b []byte) (*pending, error) {
 	n = d.uvarint()
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		p.Merged = append(p.Merged, d.uint64())
+	}
+	if v >= 2 {
+		p.OrderKey = string(d.bytes())
 	}
 	return p, d.err
 }
@@ -140,7 +149,7 @@ func applyDebounce(tx *bolt.Tx, op *app.DebounceOp, seq uint64, now time.Time) e
 			return err
 		}
 	}
-	p = &pending{EventSeq: seq, To: op.To, Due: dec.Due, Deferred: dec.Result == app.Deferred}
+	p = &pending{EventSeq: seq, To: op.To, Due: dec.Due, Deferred: dec.Result == app.Deferred, OrderKey: op.OrderKey}
 	if err := pb.Put(ek, encodePending(p)); err != nil {
 		return err
 	}
@@ -255,16 +264,20 @@ func firePending(tx *bolt.Tx, dueKey []byte, now time.Time, fired map[string]int
 			return err
 		}
 	}
+	route, _, _ := cutZero(ek)
+	ds := make([]app.Direct, len(p.To))
+	for i, dest := range p.To {
+		ds[i] = app.Direct{Dest: dest, Route: route, OrderKey: p.OrderKey}
+	}
 	if tx.Bucket(bucketEvents).Get(seqKey(p.EventSeq)) == nil {
 		// Retention keeps the event a pending delivery will send; it can
 		// only be gone from a damaged file or one an older build swept.
 		// Nothing can be sent, but the loss is put where it is seen.
 		reason := fmt.Sprintf("event %d was gone when its debounce window ended (key %q); nothing could be sent", p.EventSeq, ek)
-		return openDeliveries(tx, p.EventSeq, p.To, now, app.Dead, reason)
+		return openDeliveries(tx, p.EventSeq, ds, now, app.Dead, reason)
 	}
-	route, _, _ := cutZero(ek)
 	fired[route]++
-	return addDeliveries(tx, p.EventSeq, p.To, now)
+	return addDeliveries(tx, p.EventSeq, ds, now)
 }
 
 // reindexPending rebuilds the index of the events pending deliveries will

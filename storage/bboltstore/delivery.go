@@ -25,10 +25,13 @@ var (
 // ErrNotFound means no record has the given id.
 var ErrNotFound = app.ErrNotFound
 
-const deliveryVersion = 1
+// deliveryVersion 2 adds the route and the order key after the last
+// error; version 1 records (written before routes had rules) still
+// decode, with neither.
+const deliveryVersion = 2
 
 func encodeDelivery(d *app.Delivery) []byte {
-	b := make([]byte, 0, 64+len(d.Destination)+len(d.LastError))
+	b := make([]byte, 0, 64+len(d.Destination)+len(d.LastError)+len(d.Route)+len(d.OrderKey))
 	b = append(b, deliveryVersion, byte(d.State))
 	b = binary.BigEndian.AppendUint64(b, d.EventSeq)
 	b = binary.AppendUvarint(b, uint64(d.Attempts))
@@ -38,12 +41,15 @@ func encodeDelivery(d *app.Delivery) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(d.Updated.UnixNano()))
 	b = binary.AppendUvarint(b, uint64(d.LastStatus))
 	b = appendString(b, d.Destination)
-	return appendString(b, d.LastError)
+	b = appendString(b, d.LastError)
+	b = appendString(b, d.Route)
+	return appendString(b, d.OrderKey)
 }
 
 func decodeDelivery(id uint64, b []byte) (*app.Delivery, error) {
 	dec := decoder{b: b}
-	if v := dec.byte(); v != deliveryVersion {
+	v := dec.byte()
+	if v != 1 && v != deliveryVersion {
 		return nil, fmt.Errorf("%w: delivery version %d", errCorrupt, v)
 	}
 	d := &app.Delivery{ID: id, State: app.DeliveryState(dec.byte())}
@@ -56,6 +62,10 @@ func decodeDelivery(id uint64, b []byte) (*app.Delivery, error) {
 	d.LastStatus = int(dec.uvarint())
 	d.Destination = string(dec.bytes())
 	d.LastError = string(dec.bytes())
+	if v >= 2 {
+		d.Route = string(dec.bytes())
+		d.OrderKey = string(dec.bytes())
+	}
 	if dec.err != nil {
 		return nil, dec.err
 	}
@@ -99,35 +109,33 @@ func attemptKey(id uint64, n int) []byte {
 	return binary.BigEndian.AppendUint32(seqKey(id), uint32(n))
 }
 
-// destNames returns the destinations of ds.
-func destNames(ds []app.Direct) []string {
-	out := make([]string, len(ds))
-	for i, d := range ds {
-		out[i] = d.Dest
-	}
-	return out
+// addDeliveries opens one pending delivery, due at once, per direct
+// delivery of ds, with its route and order key.
+func addDeliveries(tx *bolt.Tx, eventSeq uint64, ds []app.Direct, now time.Time) error {
+	return openDeliveries(tx, eventSeq, ds, now, app.Pending, "")
 }
 
-// addDeliveries opens one pending delivery, due at once, per destination.
-func addDeliveries(tx *bolt.Tx, eventSeq uint64, dests []string, now time.Time) error {
-	return openDeliveries(tx, eventSeq, dests, now, app.Pending, "")
-}
-
-// openDeliveries opens one delivery per destination in state, due now
-// when pending, with lastError as its reason when dead.
-func openDeliveries(tx *bolt.Tx, eventSeq uint64, dests []string, now time.Time, state app.DeliveryState, lastError string) error {
+// openDeliveries opens one delivery per direct delivery of ds in state,
+// due now when pending, with lastError as its reason when dead.
+func openDeliveries(tx *bolt.Tx, eventSeq uint64, ds []app.Direct, now time.Time, state app.DeliveryState, lastError string) error {
 	dl := tx.Bucket(bucketDeliveries)
-	for _, dest := range dests {
+	for _, dd := range ds {
 		id, err := dl.NextSequence()
 		if err != nil {
 			return err
 		}
-		d := &app.Delivery{ID: id, EventSeq: eventSeq, Destination: dest, State: state, Due: now, Created: now, Updated: now, LastError: lastError}
+		d := &app.Delivery{ID: id, EventSeq: eventSeq, Destination: dd.Dest, Route: dd.Route, OrderKey: dd.OrderKey,
+			State: state, Due: now, Created: now, Updated: now, LastError: lastError}
 		if state != app.Pending {
 			d.Due = time.Time{}
 		}
 		if err := putDelivery(tx, d); err != nil {
 			return err
+		}
+		if d.OrderKey != "" {
+			if err := tx.Bucket(bucketOrderAll).Put(orderKey(d), nil); err != nil {
+				return err
+			}
 		}
 		if err := tx.Bucket(bucketEventDlv).Put(append(seqKey(eventSeq), seqKey(id)...), nil); err != nil {
 			return err
@@ -136,14 +144,20 @@ func openDeliveries(tx *bolt.Tx, eventSeq uint64, dests []string, now time.Time,
 	return nil
 }
 
-// putDelivery writes d and keeps the due and dead indexes in step with its
-// state. The caller removes d's previous index entries first (unindex).
+// putDelivery writes d and keeps the due, order and dead indexes in step
+// with its state. The caller removes d's previous index entries first
+// (unindex). Every change of a delivery's state goes through the two, so
+// the order index (order.go) holds exactly the pending deliveries that
+// have an order key.
 func putDelivery(tx *bolt.Tx, d *app.Delivery) error {
 	if err := tx.Bucket(bucketDeliveries).Put(seqKey(d.ID), encodeDelivery(d)); err != nil {
 		return err
 	}
 	switch d.State {
 	case app.Pending:
+		if err := putOrder(tx, d); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketDue).Put(dueKey(d.Destination, d.Due, d.ID), nil)
 	case app.Dead:
 		return tx.Bucket(bucketDead).Put(seqKey(d.ID), nil)
@@ -151,10 +165,13 @@ func putDelivery(tx *bolt.Tx, d *app.Delivery) error {
 	return nil
 }
 
-// unindex removes d's entry from the due or dead index.
+// unindex removes d's entry from the due (and order) or dead index.
 func unindex(tx *bolt.Tx, d *app.Delivery) error {
 	switch d.State {
 	case app.Pending:
+		if err := deleteOrder(tx, d); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketDue).Delete(dueKey(d.Destination, d.Due, d.ID))
 	case app.Dead:
 		return tx.Bucket(bucketDead).Delete(seqKey(d.ID))
@@ -194,6 +211,11 @@ func (d *DB) WaitingDeliveries(ctx context.Context, dest string, afterDue time.T
 // readOutbox reads dest's pending deliveries in due order, after the
 // position (after, afterID) when after is set, up to limit of them due at
 // or before until; see DueDeliveries. now dates what it sets aside.
+// A delivery held back by its order group (heldBack) is passed over: it
+// costs the read of its record and one Seek of the order index on every
+// pass while its group's head waits, so a key with thousands of held
+// deliveries makes each read of its destination's outbox that much
+// longer (PostgreSQL's claim probes likewise, once per held row).
 func (d *DB) readOutbox(ctx context.Context, dest string, after time.Time, afterID uint64, until, now time.Time, limit int, skip func(uint64) bool) (work []app.Work, next time.Time, err error) {
 	prefix := append([]byte(dest), 0)
 	start := prefix
@@ -219,6 +241,12 @@ func (d *DB) readOutbox(ctx context.Context, dest string, after time.Time, after
 			w, problem := readWork(tx, id)
 			if problem != nil {
 				bad = append(bad, id)
+				continue
+			}
+			if heldBack(tx, w.Delivery) {
+				// Its group's head goes first: passed over, and left out
+				// of next, so held work never wakes the dispatcher; the
+				// head's record does (or its own due time).
 				continue
 			}
 			work = append(work, w)
@@ -280,6 +308,9 @@ func (d *DB) setAsideDue(ctx context.Context, ids []uint64, now time.Time) error
 			}
 			if u.dl == nil {
 				if err := dropDueKeys(tx, id); err != nil {
+					return err
+				}
+				if err := dropOrderKeys(tx, id); err != nil {
 					return err
 				}
 				continue

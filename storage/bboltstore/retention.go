@@ -119,6 +119,9 @@ func deleteEvent(tx *bolt.Tx, k []byte) error {
 		}
 	}
 	for _, dk := range links {
+		if err := deleteOrderAll(tx, binary.BigEndian.Uint64(dk[8:])); err != nil {
+			return err
+		}
 		if err := tx.Bucket(bucketDeliveries).Delete(dk[8:]); err != nil {
 			return err
 		}

@@ -130,7 +130,7 @@ func transient(err error) bool {
 // (ordered, so that two groups lock them in the same order), the events of
 // the ids that were new or expired, their deliveries, and the NOTIFY that
 // tells the other nodes, delivered at commit, and the count changes the
-// domain gave for each write ($16 on, deltaArgs tagged with i), of the
+// domain gave for each write ($18 on, deltaArgs tagged with i), of the
 // accepted writes only (in the committer's own shard). It returns (i, seq)
 // per accepted write, and (-1, 0) when it notified.
 var acceptSQL = `
@@ -149,13 +149,13 @@ WITH input AS (
 	INSERT INTO hookbox_events (seq, source, id, topic, received_at, headers, body, unrouted)
 	SELECT seq, source, id, topic, received, headers, body, unrouted FROM acc
 ), dl AS (
-	INSERT INTO hookbox_deliveries (event_seq, destination, state, due, run_at, created, updated)
-	SELECT acc.seq, d.dest, 1, acc.received, acc.received, acc.received, acc.received
-	FROM unnest($10::int[], $11::text[]) WITH ORDINALITY AS d(i, dest, ord) JOIN acc USING (i)
+	INSERT INTO hookbox_deliveries (event_seq, destination, state, due, run_at, created, updated, route, order_key)
+	SELECT acc.seq, d.dest, 1, acc.received, acc.received, acc.received, acc.received, d.route, d.order_key
+	FROM unnest($10::int[], $11::text[], $16::text[], $17::text[]) WITH ORDINALITY AS d(i, dest, route, order_key, ord) JOIN acc USING (i)
 	ORDER BY d.ord
 ), n AS (
 	SELECT pg_notify($12, $13) FROM (SELECT 1 FROM acc WHERE opens LIMIT 1) o
-), ` + deltaCTEs(`SELECT i::bigint AS i, NULL::text AS name FROM acc`, "$13", "$14", 16) + `
+), ` + deltaCTEs(`SELECT i::bigint AS i, NULL::text AS name FROM acc`, "$13", "$14", 18) + `
 SELECT i, seq FROM acc
 UNION ALL SELECT -1, 0 FROM n`
 
@@ -189,6 +189,7 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 		unrouted          []string
 		dlIndex           []int32
 		dlDest            []string
+		dlRoute, dlOrder  []string
 	)
 	// The count changes go in the statement when nothing is debounced;
 	// else after the debounce steps, whose results they count.
@@ -215,12 +216,17 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 			for _, dest := range w.plan.Direct {
 				dlIndex = append(dlIndex, int32(i))
 				dlDest = append(dlDest, dest.Dest)
+				dlRoute = append(dlRoute, dest.Route)
+				// text holds no NUL nor invalid UTF-8: such bytes of an
+				// order key become U+FFFD, which can only put two keys in
+				// one group (held longer, never out of order).
+				dlOrder = append(dlOrder, pgText(dest.OrderKey))
 			}
 		}
 	}
 	shard := d.takeShard()
 	defer d.giveShard(shard)
-	args := []any{is, sources, ids, received, expires, topics, hdrs, bodies, opens, dlIndex, dlDest, d.channel, d.node, shard, unrouted}
+	args := []any{is, sources, ids, received, expires, topics, hdrs, bodies, opens, dlIndex, dlDest, d.channel, d.node, shard, unrouted, dlRoute, dlOrder}
 	args = append(args, counts.args()...)
 	var accepted []*acceptWrite
 	opened := false

@@ -21,6 +21,9 @@ const firePendingChunk = 1000
 // concurrent accepts of one key, on any node, take turns.
 func applyDebounce(ctx context.Context, tx pgx.Tx, op *app.DebounceOp, seq uint64, now time.Time) error {
 	key := []byte(op.Key)
+	// The order key of the event that opens the pending delivery: a merge
+	// keeps it, so the fired deliveries keep that event's group.
+	orderKey := pgText(op.OrderKey)
 	for try := 0; try < 3; try++ {
 		var due pgtype.Timestamptz
 		var ev pgtype.Int8
@@ -48,11 +51,11 @@ func applyDebounce(ctx context.Context, tx pgx.Tx, op *app.DebounceOp, seq uint6
 		if found {
 			if dec.Limited {
 				_, err = tx.Exec(ctx, `UPDATE hookbox_debounce SET due = $3, event_seq = $4, deferred = $5, merged = '{}', dests = $6,
-					window_ns = $7, window_times = $8, free_at = $9 WHERE route = $1 AND key = $2`,
-					op.Route, key, dec.Due, int64(seq), deferred, op.To, int64(op.Window), times, freeAt)
+					window_ns = $7, window_times = $8, free_at = $9, order_key = $10 WHERE route = $1 AND key = $2`,
+					op.Route, key, dec.Due, int64(seq), deferred, op.To, int64(op.Window), times, freeAt, orderKey)
 			} else { // no rate limit: a window kept from an older config stays as it is
-				_, err = tx.Exec(ctx, `UPDATE hookbox_debounce SET due = $3, event_seq = $4, deferred = false, merged = '{}', dests = $5
-					WHERE route = $1 AND key = $2`, op.Route, key, dec.Due, int64(seq), op.To)
+				_, err = tx.Exec(ctx, `UPDATE hookbox_debounce SET due = $3, event_seq = $4, deferred = false, merged = '{}', dests = $5,
+					order_key = $6 WHERE route = $1 AND key = $2`, op.Route, key, dec.Due, int64(seq), op.To, orderKey)
 			}
 			return err
 		}
@@ -62,9 +65,9 @@ func applyDebounce(ctx context.Context, tx pgx.Tx, op *app.DebounceOp, seq uint6
 		} else {
 			times = []time.Time{}
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO hookbox_debounce (route, key, due, event_seq, deferred, dests, window_ns, window_times, free_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (route, key) DO NOTHING`,
-			op.Route, key, dec.Due, int64(seq), deferred, op.To, window, times, freeAt)
+		tag, err := tx.Exec(ctx, `INSERT INTO hookbox_debounce (route, key, due, event_seq, deferred, dests, window_ns, window_times, free_at, order_key)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (route, key) DO NOTHING`,
+			op.Route, key, dec.Due, int64(seq), deferred, op.To, window, times, freeAt, orderKey)
 		if err != nil || tag.RowsAffected() == 1 {
 			return err
 		}
@@ -86,7 +89,7 @@ func applyDebounce(ctx context.Context, tx pgx.Tx, op *app.DebounceOp, seq uint6
 // skipped. It counts what fired per route in this node's shard $6.
 var fireSQL = `
 WITH f AS MATERIALIZED (
-	SELECT route, key, event_seq, deferred, merged, dests, window_ns
+	SELECT route, key, event_seq, deferred, merged, dests, window_ns, order_key
 	FROM hookbox_debounce WHERE due IS NOT NULL AND due <= $1
 	ORDER BY due LIMIT $2 FOR UPDATE SKIP LOCKED
 ), m AS (
@@ -95,13 +98,13 @@ WITH f AS MATERIALIZED (
 ), live AS MATERIALIZED (
 	SELECT f.* FROM f WHERE EXISTS (SELECT 1 FROM hookbox_events e WHERE e.seq = f.event_seq FOR KEY SHARE)
 ), d AS (
-	INSERT INTO hookbox_deliveries (event_seq, destination, state, due, run_at, created, updated)
-	SELECT live.event_seq, x.dest, 1, $1, $1, $1, $1
+	INSERT INTO hookbox_deliveries (event_seq, destination, state, due, run_at, created, updated, route, order_key)
+	SELECT live.event_seq, x.dest, 1, $1, $1, $1, $1, live.route, live.order_key
 	FROM live, unnest(live.dests) WITH ORDINALITY AS x(dest, ord)
 	ORDER BY live.event_seq, x.ord
 ), lost AS (
-	INSERT INTO hookbox_deliveries (event_seq, destination, state, due, run_at, created, updated, last_error)
-	SELECT f.event_seq, x.dest, 3, $5, NULL, $1, $1,
+	INSERT INTO hookbox_deliveries (event_seq, destination, state, due, run_at, created, updated, route, order_key, last_error)
+	SELECT f.event_seq, x.dest, 3, $5, NULL, $1, $1, f.route, f.order_key,
 		format('event %s was gone when its debounce window ended (route %s, key %s); nothing could be sent',
 			f.event_seq, f.route, encode(f.key, 'escape'))
 	FROM f, unnest(f.dests) WITH ORDINALITY AS x(dest, ord)

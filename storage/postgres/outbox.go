@@ -15,7 +15,7 @@ import (
 )
 
 // deliveryCols are the columns scanDelivery reads, in order.
-const deliveryCols = "d.id, d.event_seq, d.destination, d.state, d.attempts, d.tries, d.due, d.created, d.updated, d.last_status, d.last_error"
+const deliveryCols = "d.id, d.event_seq, d.destination, d.state, d.attempts, d.tries, d.due, d.created, d.updated, d.last_status, d.last_error, d.route, d.order_key"
 
 // eventCols are the columns eventDest reads, in order.
 const eventCols = "e.seq, e.source, e.id, e.topic, e.received_at, e.headers, e.body"
@@ -29,7 +29,7 @@ type scanner interface{ Scan(dest ...any) error }
 
 // deliveryDest returns the scan targets of deliveryCols for dl.
 func deliveryDest(dl *app.Delivery, id, seq *int64, state *int16) []any {
-	return []any{id, seq, &dl.Destination, state, &dl.Attempts, &dl.Tries, &dl.Due, &dl.Created, &dl.Updated, &dl.LastStatus, &dl.LastError}
+	return []any{id, seq, &dl.Destination, state, &dl.Attempts, &dl.Tries, &dl.Due, &dl.Created, &dl.Updated, &dl.LastStatus, &dl.LastError, &dl.Route, &dl.OrderKey}
 }
 
 func scanDelivery(r scanner) (*app.Delivery, error) {
@@ -58,17 +58,30 @@ func eventDest(e *app.Event) (dest []any, finish func() error) {
 	}
 }
 
+// headOnly is the claim's condition on a pending delivery d of an order
+// group: no pending delivery of its group (destination, route, order
+// key) has a lower id, whether due later, retrying or leased by any node.
+// It probes hookbox_deliveries_order once per candidate. Two nodes that
+// claim at once cannot both lease a head and the one after it: the one
+// after stays held while the head is pending, and a delivery becomes the
+// head only once the head's record is committed.
+const headOnly = `(d.order_key = '' OR NOT EXISTS (SELECT 1 FROM hookbox_deliveries e WHERE e.destination = d.destination
+	AND e.route = d.route AND e.order_key = d.order_key AND e.state = 1 AND e.id < d.id))`
+
 // claimSQL returns the statement that leases up to $3 deliveries to $1
 // that which (a condition on the outbox's columns, using $2 and $6 on) picks,
 // in run_at order (FOR UPDATE SKIP LOCKED: rows another node is taking are
-// passed over), moving their run_at to the lease's end $4 and naming this
-// node $5. It returns them with their events (gone is true when the event
-// is missing) and the run_at each had, and one row (id -1) whose run_at is
-// the earliest of the pending deliveries it did not take (NULL when none).
+// passed over), heads of their order groups only (headOnly), moving their
+// run_at to the lease's end $4 and naming this node $5. It returns them
+// with their events (gone is true when the event is missing) and the
+// run_at each had, and one row (id -1) whose run_at is the earliest of the
+// pending deliveries it did not take that are heads (NULL when none): a
+// held delivery's due time would only wake the dispatcher for nothing, its
+// head's run_at is in the row already.
 func claimSQL(which string) string {
 	return `
 WITH c AS MATERIALIZED (
-	SELECT id, run_at AS was FROM hookbox_deliveries WHERE destination = $1 AND state = 1 AND ` + which + `
+	SELECT id, run_at AS was FROM hookbox_deliveries d WHERE destination = $1 AND state = 1 AND ` + which + ` AND ` + headOnly + `
 	ORDER BY run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED
 ), u AS (
 	UPDATE hookbox_deliveries d SET run_at = $4, leased_by = $5 FROM c WHERE d.id = c.id
@@ -76,8 +89,8 @@ WITH c AS MATERIALIZED (
 )
 SELECT u.*, e.seq IS NULL, ` + eventColsOrEmpty + ` FROM u LEFT JOIN hookbox_events e ON e.seq = u.event_seq
 UNION ALL
-SELECT (SELECT run_at FROM hookbox_deliveries WHERE destination = $1 AND state = 1 AND NOT (id = ANY(ARRAY(SELECT id FROM c)))
-	ORDER BY run_at, id LIMIT 1), -1, 0, '', 0, 0, 0, now(), now(), now(), 0, '', true, 0, '', ''::bytea, ''::bytea, now(), ''::bytea, ''::bytea`
+SELECT (SELECT run_at FROM hookbox_deliveries d WHERE destination = $1 AND state = 1 AND NOT (id = ANY(ARRAY(SELECT id FROM c))) AND ` + headOnly + `
+	ORDER BY run_at, id LIMIT 1), -1, 0, '', 0, 0, 0, now(), now(), now(), 0, '', '', '', true, 0, '', ''::bytea, ''::bytea, now(), ''::bytea, ''::bytea`
 }
 
 // The outbox reads: what is due by $2 (a due time, or the end of a lease
@@ -314,6 +327,25 @@ func (d *DB) deliveries(ctx context.Context, sql string, args ...any) ([]*app.De
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*app.Delivery, error) { return scanDelivery(r) })
+}
+
+// PreviousInGroup returns the delivery before dl in its order group (same
+// destination, route and order key; the highest lower id), nil when dl
+// has no order key or is the group's first: one probe of
+// hookbox_deliveries_group.
+func (d *DB) PreviousInGroup(ctx context.Context, dl *app.Delivery) (*app.Delivery, error) {
+	if dl.OrderKey == "" {
+		return nil, nil
+	}
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
+	ds, err := d.deliveries(ctx, "SELECT "+deliveryCols+` FROM hookbox_deliveries d
+		WHERE d.destination = $1 AND d.route = $2 AND d.order_key = $3 AND d.order_key <> '' AND d.id < $4
+		ORDER BY d.id DESC LIMIT 1`, dl.Destination, dl.Route, dl.OrderKey, int64(dl.ID))
+	if err != nil || len(ds) == 0 {
+		return nil, err
+	}
+	return ds[0], nil
 }
 
 // EventDeliveries returns the deliveries of event seq.

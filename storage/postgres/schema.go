@@ -33,7 +33,9 @@ const (
 //	hookbox_deliveries  id → one event on its way to one destination. The outbox is
 //	                    hookbox_deliveries_outbox (pending only, by destination and run_at:
 //	                    the due time, or the end of a node's lease); dead letters are
-//	                    hookbox_deliveries_dead; an event's deliveries hookbox_deliveries_event.
+//	                    hookbox_deliveries_dead; an event's deliveries hookbox_deliveries_event;
+//	                    the head of an order group hookbox_deliveries_order, the delivery
+//	                    before one in its group hookbox_deliveries_group.
 //	hookbox_attempts    (delivery id, n) → one attempt.
 //	hookbox_debounce    (route, key) → an entity's pending delivery and rate-limit window; the
 //	                    row is locked (FOR UPDATE) by the accept that changes it.
@@ -181,10 +183,26 @@ CREATE TABLE hookbox_last (
 	PRIMARY KEY (kind, name, node, shard)
 );
 `,
-	// 2: an unrouted event keeps which route filters turned it away
+	// 4: an unrouted event keeps which route filters turned it away
 	// (app.Event.Unrouted; '' for every other event). A column with a
 	// constant default is only a catalog change: no rewrite of the table.
 	`ALTER TABLE hookbox_events ADD COLUMN IF NOT EXISTS unrouted text NOT NULL DEFAULT '';`,
+	// 5: the route and order key of each delivery (and of a debounced
+	// pending delivery, for its fired deliveries), and the index that
+	// finds the head of an order group (the lowest pending id of a
+	// destination, route and order key): the claim's NOT EXISTS probes it
+	// once per candidate with an order key; hookbox_deliveries_group, of
+	// every state, finds the delivery before one in its group for the
+	// page. Rows written before have '' for both: no order group.
+	`
+ALTER TABLE hookbox_deliveries ADD COLUMN IF NOT EXISTS route text NOT NULL DEFAULT '';
+ALTER TABLE hookbox_deliveries ADD COLUMN IF NOT EXISTS order_key text NOT NULL DEFAULT '';
+ALTER TABLE hookbox_debounce ADD COLUMN IF NOT EXISTS order_key text NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS hookbox_deliveries_order ON hookbox_deliveries (destination, route, order_key, id)
+	WHERE state = 1 AND order_key <> '';
+CREATE INDEX IF NOT EXISTS hookbox_deliveries_group ON hookbox_deliveries (destination, route, order_key, id)
+	WHERE order_key <> '';
+`,
 }
 
 // SchemaVersion is the schema version this build creates and expects.

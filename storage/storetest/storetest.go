@@ -65,6 +65,9 @@ func Run(t *testing.T, open Opener, damage Damage) {
 	t.Run("DeadLetters", func(t *testing.T) { testDeadLetters(t, open) })
 	t.Run("Meta", func(t *testing.T) { testMeta(t, open) })
 	t.Run("Filtered", func(t *testing.T) { testFiltered(t, open) })
+	t.Run("OrderHeld", func(t *testing.T) { testOrderHeld(t, open) })
+	t.Run("OrderKeyBytes", func(t *testing.T) { testOrderKeyBytes(t, open) })
+	t.Run("OrderDebounce", func(t *testing.T) { testOrderDebounce(t, open) })
 	t.Run("Cancelled", func(t *testing.T) { testCancelled(t, open) })
 	runFaults(t, open, damage)
 }
