@@ -58,11 +58,11 @@ type routed struct {
 
 func (r *routed) route(ws []app.Work) []app.Work {
 	for _, w := range ws {
-		if w.Delivery.Route != "" {
+		if r.routeOf != nil { // a delivery stored with another route than the receiver's
+			w.Delivery.Route = r.routeOf(w)
 			continue
 		}
-		if r.routeOf != nil {
-			w.Delivery.Route = r.routeOf(w)
+		if w.Delivery.Route != "" {
 			continue
 		}
 		for _, d := range r.cfg.DestinationsFor(w.Event.Source, w.Event.Topic) {
