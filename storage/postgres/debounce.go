@@ -86,7 +86,9 @@ func applyDebounce(ctx context.Context, tx pgx.Tx, op *app.DebounceOp, seq uint6
 // without a rate-limit window goes; a deferred send takes its slot in the
 // window), and notifies the other nodes. It returns (route, fired) per
 // route, and ("", -1) when it notified. Rows another node is firing are
-// skipped. It counts what fired per route in this node's shard $6.
+// skipped. It counts what fired as the domain says (app.CountDelta.Fired
+// of one delivery of ownName, $7 on, added once per fired row with the
+// row's route) in this node's shard $6.
 var fireSQL = `
 WITH f AS MATERIALIZED (
 	SELECT route, key, event_seq, deferred, merged, dests, window_ns, order_key
@@ -122,10 +124,7 @@ WITH f AS MATERIALIZED (
 	FROM f WHERE k.route = f.route AND k.key = f.key AND f.window_ns > 0
 ), n AS (
 	SELECT pg_notify($3, $4) FROM (SELECT 1 FROM live LIMIT 1) o
-), sent AS (
-	INSERT INTO hookbox_name_counts AS c (hour, kind, name, node, shard, n)
-	SELECT ` + hourOf + `$1::timestamptz` + hourEnd + `, ` + kindSQL(app.RouteSent) + `, route, $4, $6, count(*) FROM live GROUP BY route` + nameUpsert + `
-)
+), ` + deltaCTEs(`SELECT 0::bigint AS i, route AS name FROM live`, "$4", "$6", 7) + `
 SELECT route, count(*) FROM live GROUP BY route
 UNION ALL SELECT '', -1 FROM n`
 
@@ -145,7 +144,14 @@ func (d *DB) FirePending(ctx context.Context, now time.Time) (map[string]int, ti
 	fired := map[string]int{}
 	shard := d.takeShard()
 	defer d.giveShard(shard)
-	rows, err := d.pool.Query(ctx, fireSQL, now, firePendingChunk, d.channel, d.node, time.Time{}, shard)
+	// The rule is asked of one fired row of a route the statement names
+	// (ownName); the statement adds it once per row it fires.
+	var delta app.CountDelta
+	delta.Fired(now, map[string]int{ownName: 1})
+	var counts deltaArgs
+	counts.add(0, &delta)
+	args := append([]any{now, firePendingChunk, d.channel, d.node, time.Time{}, shard}, counts.args()...)
+	rows, err := d.pool.Query(ctx, fireSQL, args...)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("fire pending deliveries: %w", d.committed(err))
 	}
