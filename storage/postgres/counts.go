@@ -23,11 +23,6 @@ import (
 // countFlushEvery is how often what AddCounts took is written.
 const countFlushEvery = 5 * time.Second
 
-// hourOf is the unix hour of a timestamptz, as app.Hour (an integer: a
-// time zone never shifts it).
-const hourOf = "floor(extract(epoch FROM "
-const hourEnd = ") / 3600)::bigint"
-
 // countsUpsert adds to a shard's row; $1 node, $2 shard.
 const countsUpsert = `
 	ON CONFLICT (hour, node, shard) DO UPDATE SET received = c.received + EXCLUDED.received,
@@ -47,9 +42,6 @@ const nameUpsert = `
 // and the one inserted.
 const lastUpsert = `
 	ON CONFLICT (kind, name, node, shard) DO UPDATE SET at = EXCLUDED.at, text = EXCLUDED.text WHERE l.at <= EXCLUDED.at`
-
-// kindSQL is k as an SQL literal.
-func kindSQL(k app.NameKind) string { return strconv.Itoa(int(k)) + "::smallint" }
 
 // hourName is one count by name in one unix hour.
 type hourName struct {
