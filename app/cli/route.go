@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"hookbox/app"
@@ -58,46 +57,12 @@ func runRoute(_ context.Context, c *command, args []string, stdout, stderr io.Wr
 		fmt.Fprintln(stderr, "hookbox route test: give -source NAME and one body file (or - for stdin)\nRun 'hookbox route -h' for usage.")
 		return 2
 	}
-	cfg, err := opts.load()
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	src := cfg.SourceByName(*sourceName)
-	if src == nil {
-		var names []string
-		for _, s := range cfg.Sources {
-			names = append(names, s.Name)
-		}
-		fmt.Fprintf(stderr, "hookbox route test: %s has no [[source]] named %q (it has: %s)\n", *opts.path, *sourceName, strings.Join(names, ", "))
-		return 1
-	}
-	var body []byte
-	if file := operands[0]; file == "-" {
-		body, err = io.ReadAll(io.LimitReader(stdin, int64(cfg.Server.MaxBodyBytes)+1))
-	} else {
-		body, err = readBounded(file, cfg.Server.MaxBodyBytes)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "hookbox route test: read the body: %v\n", err)
-		return 1
-	}
-	if len(body) > cfg.Server.MaxBodyBytes {
-		fmt.Fprintf(stderr, "hookbox route test: the body is over server.max_body_bytes (%d): hookbox would answer 413\n", cfg.Server.MaxBodyBytes)
-		return 1
+	cfg, src, body, code := sourceBody("route test", opts, *sourceName, operands[0], stdin, stderr)
+	if code >= 0 {
+		return code
 	}
 	routeTest(stdout, cfg, src, &app.Inbound{Body: body, Header: headers}, *topic, *id)
 	return 0
-}
-
-// readBounded reads at most max+1 bytes of file: enough to tell it is too large.
-func readBounded(file string, max int) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, int64(max)+1))
 }
 
 // routeTest prints what each route of src does with the event, in config

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -34,7 +33,6 @@ var bodyFields = map[string][2]string{
 func runSign(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
 	opts := configFlags(fs)
-	path := opts.path
 	sourceName := fs.String("source", "", "the [[source]] to sign for (required)")
 	topic := fs.String("topic", "", "the event topic, for providers that read it from a header (default: a common one of the provider's, such as push for github; test.event for others)")
 	id := fs.String("id", "", "the event id, for providers that read it from a header (default: random)")
@@ -53,34 +51,9 @@ func runSign(_ context.Context, c *command, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "hookbox sign: -shopify-headers: %v\n", err)
 		return 2
 	}
-	cfg, err := opts.load()
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	src := cfg.SourceByName(*sourceName)
-	if src == nil {
-		var names []string
-		for _, s := range cfg.Sources {
-			names = append(names, s.Name)
-		}
-		fmt.Fprintf(stderr, "hookbox sign: %s has no [[source]] named %q (it has: %s)\n", *path, *sourceName, strings.Join(names, ", "))
-		return 1
-	}
-	file := operands[0]
-	var body []byte
-	if file == "-" {
-		body, err = io.ReadAll(stdin)
-	} else {
-		body, err = os.ReadFile(file)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "hookbox sign: read the body: %v\n", err)
-		return 1
-	}
-	if len(body) > cfg.Server.MaxBodyBytes {
-		fmt.Fprintf(stderr, "hookbox sign: the body is %d bytes, over server.max_body_bytes (%d): the server would answer 413\n", len(body), cfg.Server.MaxBodyBytes)
-		return 1
+	cfg, src, body, code := sourceBody("sign", opts, *sourceName, operands[0], stdin, stderr)
+	if code >= 0 {
+		return code
 	}
 	if src.Provider != "shopify" && *shopifyHeaders != provider.ShopifyLegacy {
 		fmt.Fprintf(stderr, "hookbox sign: -shopify-headers: source %q is %s, not shopify\n", src.Name, src.Provider)
@@ -98,7 +71,7 @@ func runSign(_ context.Context, c *command, args []string, stdout, stderr io.Wri
 	if cfg.Server.PublicURL == "" {
 		url = cfg.Server.LocalBase() + src.URL
 	}
-	cmd, err := curlCommand(url, req, body, file)
+	cmd, err := curlCommand(url, req, body, operands[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "hookbox sign: %v\n", err)
 		return 1
