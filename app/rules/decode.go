@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -146,22 +147,29 @@ func decodeNumber(b []byte, i int) (ref.Val, int, error) {
 	return types.Double(f), j, nil
 }
 
-// decodeString decodes a quoted JSON string; invalid UTF-8 becomes
-// U+FFFD, as encoding/json does.
+// decodeString decodes a quoted JSON string; each byte of invalid UTF-8
+// becomes U+FFFD, as encoding/json (and so most destinations) does.
 func decodeString(q []byte) (string, error) {
 	s := q[1 : len(q)-1]
+	valid := utf8.Valid(s)
 	if bytes.IndexByte(s, '\\') < 0 {
 		for _, c := range s {
 			if c < 0x20 {
 				return "", errJSON
 			}
 		}
-		if utf8.Valid(s) {
+		if valid {
 			return string(s), nil
 		}
-		return string(bytes.ToValidUTF8(s, []byte("\uFFFD"))), nil
 	}
-	out := make([]byte, 0, len(s))
+	// Escapes only shrink; each invalid byte grows to three: sized once,
+	// so a megabyte of bad bytes costs its three megabytes and no more.
+	n := len(s)
+	if !valid {
+		n += 2 * invalidBytes(s)
+	}
+	var out strings.Builder
+	out.Grow(n)
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
@@ -169,7 +177,7 @@ func decodeString(q []byte) (string, error) {
 			return "", errJSON
 		case c != '\\':
 			r, size := utf8.DecodeRune(s[i:])
-			out = utf8.AppendRune(out, r) // RuneError for a bad byte
+			out.WriteRune(r) // RuneError for a bad byte
 			i += size
 			continue
 		}
@@ -178,17 +186,17 @@ func decodeString(q []byte) (string, error) {
 		}
 		switch s[i+1] {
 		case '"', '\\', '/':
-			out = append(out, s[i+1])
+			out.WriteByte(s[i+1])
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		case 'u':
 			r, ok := hex4(s[i+2:])
 			if !ok {
@@ -199,21 +207,35 @@ func decodeString(q []byte) (string, error) {
 				if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
 					r2, _ := hex4(s[i+2:])
 					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-						out = utf8.AppendRune(out, d)
+						out.WriteRune(d)
 						i += 6
 						continue
 					}
 				}
 				r = utf8.RuneError
 			}
-			out = utf8.AppendRune(out, r)
+			out.WriteRune(r)
 			continue
 		default:
 			return "", errJSON
 		}
 		i += 2
 	}
-	return string(out), nil
+	return out.String(), nil
+}
+
+// invalidBytes counts the bytes of s that are not UTF-8 (each becomes
+// U+FFFD).
+func invalidBytes(s []byte) int {
+	n := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n++
+		}
+		i += size
+	}
+	return n
 }
 
 func hex4(b []byte) (rune, bool) {

@@ -117,15 +117,21 @@ func skipValue(b []byte, i int) (int, error) {
 // structural marks the bytes skipValue stops at inside a container.
 var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
 
-// member is one key of an object and the span of its value.
-// It is kept small (40 bytes): a Shopify order has fifty of them, made
-// for every event.
+// member is one key of an object and the span of its value. It holds
+// no pointer (24 bytes), so the slice of a Shopify order's fifty costs
+// the collector nothing to scan and append no write barrier; what a
+// member decodes to is kept in object.vals.
 type member struct {
 	hash   uint32
 	ks, ke uint32 // the key's bytes in raw, without quotes
 	vs, ve uint32
-	esc    bool    // the key has escapes or non-ASCII: its decoded form is in object.escaped
-	val    ref.Val // decoded on first read
+	esc    bool // the key has escapes or non-ASCII: its decoded form is in object.escaped
+}
+
+// decoded is a member's value once read.
+type decoded struct {
+	i int
+	v ref.Val
 }
 
 // object is a JSON object over its raw bytes, indexed on first use.
@@ -136,6 +142,7 @@ type object struct {
 	indexed bool
 	err     error
 	members []member
+	vals    []decoded      // the members read so far: a filter reads a few
 	escaped map[int]string // decoded keys of members with esc, by index
 	keys    []string       // unique keys in order, for iteration, made on demand
 }
@@ -144,23 +151,34 @@ var (
 	_ traits.Mapper = (*object)(nil)
 )
 
-// fnvPlain hashes a key's raw bytes and reports whether they are plain
-// (ASCII, no escape, no control byte): the key is then its bytes.
-func fnvPlain(s []byte) (uint32, bool) {
-	h := uint32(2166136261)
-	for _, c := range s {
-		if c == '\\' || c < 0x20 || c >= 0x80 {
-			return 0, false
+const (
+	fnvOffset = 2166136261
+	fnvPrime  = 16777619
+)
+
+// plainKey hashes the key whose quote is at b[i] and returns the index
+// after its closing quote, in one pass. ok is false when the key is not
+// plain (an escape, a control or non-ASCII byte, no closing quote): the
+// caller then takes the slow path.
+func plainKey(b []byte, i int) (h uint32, end int, ok bool) {
+	h = fnvOffset
+	for j := i + 1; j < len(b); j++ {
+		c := b[j]
+		if c == '"' {
+			return h, j + 1, true
 		}
-		h = (h ^ uint32(c)) * 16777619
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			return 0, 0, false
+		}
+		h = (h ^ uint32(c)) * fnvPrime
 	}
-	return h, true
+	return 0, 0, false
 }
 
 func fnvString(s string) uint32 {
-	h := uint32(2166136261)
+	h := uint32(fnvOffset)
 	for i := 0; i < len(s); i++ {
-		h = (h ^ uint32(s[i])) * 16777619
+		h = (h ^ uint32(s[i])) * fnvPrime
 	}
 	return h
 }
@@ -198,13 +216,13 @@ func (o *object) scan() error {
 		if err := o.bud.take(); err != nil {
 			return err
 		}
-		ke, err := skipString(b, i)
-		if err != nil {
-			return err
-		}
-		m := member{ks: uint32(i + 1), ke: uint32(ke - 1)}
-		h, plain := fnvPlain(b[i+1 : ke-1])
+		m := member{ks: uint32(i + 1)}
+		h, ke, plain := plainKey(b, i)
 		if !plain {
+			var err error
+			if ke, err = skipString(b, i); err != nil {
+				return err
+			}
 			s, err := decodeString(b[i:ke])
 			if err != nil {
 				return err
@@ -216,7 +234,7 @@ func (o *object) scan() error {
 			m.esc = true
 			h = fnvString(s)
 		}
-		m.hash = h
+		m.hash, m.ke = h, uint32(ke-1)
 		i = skipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
 			return errJSON
@@ -258,9 +276,9 @@ func (o *object) keyOf(i int) string {
 	return o.escaped[i]
 }
 
-// lookup returns the member called k: the last one, as encoding/json
-// keeps the last of duplicate keys.
-func (o *object) lookup(k string) *member {
+// lookup returns the index of the member called k, or -1: the last
+// one, as encoding/json keeps the last of duplicate keys.
+func (o *object) lookup(k string) int {
 	h := fnvString(k)
 	for i := len(o.members) - 1; i >= 0; i-- {
 		m := &o.members[i]
@@ -269,24 +287,32 @@ func (o *object) lookup(k string) *member {
 		}
 		if m.esc {
 			if o.escaped[i] == k {
-				return m
+				return i
 			}
 		} else if string(o.raw[m.ks:m.ke]) == k {
-			return m
+			return i
 		}
 	}
-	return nil
+	return -1
 }
 
-func (o *object) value(m *member) ref.Val {
-	if m.val == nil {
-		v, _, err := decodeValue(o.raw[:m.ve], int(m.vs), o.depth+1, o.bud)
-		if err != nil {
-			v = bodyErr(err)
+// value is member i decoded, kept for the next read.
+func (o *object) value(i int) ref.Val {
+	for _, d := range o.vals {
+		if d.i == i {
+			return d.v
 		}
-		m.val = v
 	}
-	return m.val
+	m := &o.members[i]
+	v, _, err := decodeValue(o.raw[:m.ve], int(m.vs), o.depth+1, o.bud)
+	if err != nil {
+		v = bodyErr(err)
+	}
+	if o.vals == nil {
+		o.vals = make([]decoded, 0, 8)
+	}
+	o.vals = append(o.vals, decoded{i, v})
+	return v
 }
 
 func bodyErr(err error) ref.Val {
@@ -306,11 +332,11 @@ func (o *object) Find(key ref.Val) (ref.Val, bool) {
 		}
 		return nil, false
 	}
-	m := o.lookup(string(k))
-	if m == nil {
+	i := o.lookup(string(k))
+	if i < 0 {
 		return nil, false
 	}
-	return o.value(m), true
+	return o.value(i), true
 }
 
 // Get implements traits.Indexer.
