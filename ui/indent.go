@@ -105,11 +105,14 @@ func indentJSON(src []byte, maxDepth, maxOut int) ([]byte, bool) {
 			out = append(out, c, ' ')
 			continue
 		case '}', ']':
-			open--
+			// Never below zero, whatever src: a stray closer in invalid
+			// input would make the newline's bound check count negative
+			// indentation (found by FuzzIndent).
+			open = max(open-1, 0)
 			if needIndent {
 				needIndent = false // an empty container stays [] or {}
 			} else {
-				level--
+				level = max(level-1, 0)
 				if !newline() {
 					return nil, false
 				}
