@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -51,5 +52,72 @@ func TestRetryNow_LeasedOnOtherNode(t *testing.T) {
 	}
 	if w, _, err := b.DueDeliveries(ctx, "pos", now, 10, storetest.Never); err != nil || len(w) != 1 || w[0].Delivery.Attempts != 2 {
 		t.Fatalf("node B DueDeliveries = %d, %v; want the retried delivery with its 2 attempts", len(w), err)
+	}
+}
+
+// A retry now on node A wakes node B (NOTIFY, as an accept does), so
+// whichever node has a free slot sends it: B polls only hourly here, so
+// only the notification can wake it.
+func TestRetryNow_WakesOtherNodes(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	a := mustOpenURL(t, url, postgres.Options{Poll: time.Hour})
+	b := mustOpenURL(t, url, postgres.Options{Poll: time.Hour})
+	woke := make(chan time.Time, 100)
+	b.OnOpened(func() { woke <- time.Now() })
+	// B LISTENs right after Open: warm up until one of A's accepts is heard.
+	for try := 0; ; try++ {
+		e := storetest.NewEvent("shop", fmt.Sprint("warm-", try), t0)
+		if _, err := a.Accept(ctx, e, t0.Add(time.Hour), &app.Plan{Direct: app.DirectTo("pos")}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-woke:
+		case <-time.After(500 * time.Millisecond):
+			if try < 20 {
+				continue
+			}
+			t.Fatal("node B never heard node A")
+		}
+		break
+	}
+	// One more, so that each call below has a waiting delivery to move.
+	if _, err := a.Accept(ctx, storetest.NewEvent("shop", "second", t0), t0.Add(time.Hour), &app.Plan{Direct: app.DirectTo("pos")}); err != nil {
+		t.Fatal(err)
+	}
+	work, _, err := a.DueDeliveries(ctx, "pos", t0, 100, storetest.Never)
+	if err != nil || len(work) < 2 {
+		t.Fatalf("DueDeliveries = %d, %v", len(work), err)
+	}
+	step := t0.Add(30 * time.Minute)
+	var recs []app.AttemptRecord
+	for _, w := range work {
+		recs = append(recs, app.AttemptRecord{ID: w.Delivery.ID, Attempt: &app.Attempt{Start: t0, Status: 503}, State: app.Pending, Due: step})
+	}
+	for _, err := range a.RecordAttempts(ctx, recs) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for len(woke) > 0 {
+		<-woke
+	}
+	for _, call := range []struct {
+		name string
+		run  func() (int, error)
+	}{
+		{"RetryNow", func() (int, error) { return a.RetryNow(ctx, []uint64{work[0].Delivery.ID}, t0.Add(time.Second)) }},
+		{"RetryDestination", func() (int, error) { return a.RetryDestination(ctx, "pos", t0.Add(time.Second)) }},
+	} {
+		began := time.Now()
+		if n, err := call.run(); err != nil || n == 0 {
+			t.Fatalf("%s on node A = %d, %v; want some moved", call.name, n, err)
+		}
+		select {
+		case at := <-woke:
+			t.Logf("%s called on node A → node B woken in %v", call.name, at.Sub(began))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("node B was not woken by node A's %s", call.name)
+		}
 	}
 }
