@@ -5,6 +5,7 @@ package web
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -79,9 +80,10 @@ func (s *Server) handleRetryDelivery(c *fiber.Ctx) error {
 // handleRetryDestination makes every waiting delivery to :name due now
 // (Store.RetryDestination): they go out as its lane's concurrency allows.
 func (s *Server) handleRetryDestination(c *fiber.Ctx) error {
-	dest := s.cfg.DestinationByName(c.Params("name"))
-	if dest == nil {
-		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no destination named %q in the config", c.Params("name")))
+	name, err := url.PathUnescape(c.Params("name")) // hookbox retry escapes it as any path
+	dest := s.cfg.DestinationByName(name)
+	if err != nil || dest == nil {
+		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no destination named %q in the config", name))
 	}
 	n, err := s.deps.Store.RetryDestination(c.UserContext(), dest.Name, s.deps.Now())
 	if err != nil {
