@@ -67,6 +67,7 @@ type retryAnswer struct {
 			Topic  string `json:"topic"`
 		} `json:"event"`
 	} `json:"delivery"`
+	Note  string `json:"note"`
 	Error string `json:"error"`
 }
 
@@ -93,9 +94,12 @@ func retryDelivery(api *adminAPI, id string, asJSON bool, stdout, stderr io.Writ
 		if d.Event.Source == "" {
 			name = fmt.Sprintf("delivery #%d %s ← event %d", d.ID, d.Destination, d.Event.Seq)
 		}
-		if a.Retried > 0 {
+		switch {
+		case a.Retried > 0 && a.Note != "":
+			fmt.Fprintf(stdout, "retried %s: %s\n", name, a.Note)
+		case a.Retried > 0:
 			fmt.Fprintf(stdout, "retried %s: due now\n", name)
-		} else {
+		default:
 			fmt.Fprintf(stdout, "%s: due already or being sent, nothing to bring forward; it goes out as soon as %s has a free slot\n", name, d.Destination)
 		}
 		return true

@@ -71,8 +71,14 @@ func (s *Server) handleRetryDelivery(c *fiber.Ctx) error {
 	if e, err := s.deps.Store.Event(ctx, d.EventSeq); err == nil && e != nil {
 		out.Delivery.Event.Source, out.Delivery.Event.ID, out.Delivery.Event.Topic = e.Source, e.ID, e.Topic
 	}
-	if n == 0 && d.State == app.Pending {
+	switch {
+	case n == 0 && d.State == app.Pending:
 		out.Note = fmt.Sprintf("delivery %d is due already or being sent: it goes out as soon as %s has a free slot", d.ID, d.Destination)
+	case n > 0 && d.OrderKey != "":
+		// Due, but held while an earlier delivery of its order group waits.
+		if prev, err := s.deps.Store.PreviousInGroup(ctx, d); err == nil && prev != nil && prev.State == app.Pending {
+			out.Note = fmt.Sprintf("due now, but in order after delivery %d of its group, which is pending: retry that one too", prev.ID)
+		}
 	}
 	return c.JSON(out)
 }

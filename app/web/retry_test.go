@@ -94,3 +94,30 @@ func TestAPI_RetryNow(t *testing.T) {
 		}
 	})
 }
+
+// A retried delivery of an order group whose earlier delivery is pending
+// is due, but the answer says it waits for that one.
+func TestAPI_RetryNowOrdered(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	f := openFixture(t, t.TempDir(), now, nil)
+	var ids []uint64
+	for i := range 2 {
+		e := &app.Event{Source: "shop", ID: fmt.Sprint("cust-update-", i), Topic: "customers/update", ReceivedAt: now, Body: []byte(`{}`)}
+		plan := &app.Plan{Direct: []app.Direct{{Dest: "pos", Route: "customers", OrderKey: "cust-7"}}}
+		if _, err := f.db.Accept(context.Background(), e, now.Add(time.Hour), plan); err != nil {
+			t.Fatal(err)
+		}
+		ds, _ := f.db.EventDeliveries(context.Background(), e.Seq)
+		ids = append(ids, ds[0].ID)
+		if err := f.db.RecordAttempt(context.Background(), ds[0].ID, &app.Attempt{Start: now, Status: 503}, app.Pending, now.Add(30*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status, body := f.post(fmt.Sprintf("/api/v1/deliveries/%d/retry", ids[1]))
+	if want := fmt.Sprintf("in order after delivery %d of its group", ids[0]); status != 200 || !strings.Contains(string(body), `"retried":1`) || !strings.Contains(string(body), want) {
+		t.Fatalf("retry of the second of a group: %d %s; want retried 1 and %q", status, body, want)
+	}
+	if status, body := f.post(fmt.Sprintf("/api/v1/deliveries/%d/retry", ids[0])); status != 200 || strings.Contains(string(body), "note") {
+		t.Fatalf("retry of the head of a group: %d %s; want retried without a note", status, body)
+	}
+}

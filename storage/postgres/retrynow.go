@@ -36,7 +36,8 @@ func (d *DB) RetryNow(ctx context.Context, ids []uint64, now time.Time) (int, er
 	var refused error
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 		n, refused = 0, nil
-		rows, err := tx.Query(ctx, "SELECT "+deliveryCols+", d.leased_by IS NOT NULL FROM hookbox_deliveries d WHERE d.id = ANY($1) FOR UPDATE", want)
+		// Locked in id order, so two calls over the same ids cannot deadlock.
+		rows, err := tx.Query(ctx, "SELECT "+deliveryCols+", d.leased_by IS NOT NULL FROM hookbox_deliveries d WHERE d.id = ANY($1) ORDER BY d.id FOR UPDATE", want)
 		if err != nil {
 			return err
 		}
