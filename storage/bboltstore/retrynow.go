@@ -24,20 +24,28 @@ import (
 // recorded, and the record reads the delivery again, so it is sent once.
 func (d *DB) RetryNow(ctx context.Context, ids []uint64, now time.Time) (int, error) {
 	var n int
+	var refused error
 	err := d.update(ctx, func(tx *bolt.Tx) error {
-		n = 0 // fn may run again (see write)
+		n, refused = 0, nil // fn may run again (see write)
 		var move []*app.Delivery
+		seen := map[uint64]bool{}
 		for _, id := range ids {
+			if seen[id] {
+				continue // once each, as PostgreSQL's id = ANY($1) counts it
+			}
+			seen[id] = true
 			dl, err := getDelivery(tx, id)
 			if errors.Is(err, ErrNotFound) {
-				return app.RetryNowNotFound(id)
+				refused = app.RetryNowNotFound(id)
+				return nil // refused before any change: the group's commit goes on, not rolled back for it
 			}
 			if err != nil {
 				return err
 			}
 			due, err := app.RetryNowVerdict(dl, now)
 			if err != nil {
-				return err
+				refused = err
+				return nil
 			}
 			if due {
 				move = append(move, dl)
@@ -53,6 +61,9 @@ func (d *DB) RetryNow(ctx context.Context, ids []uint64, now time.Time) (int, er
 	})
 	if err != nil {
 		return 0, err
+	}
+	if refused != nil {
+		return 0, refused
 	}
 	return n, nil
 }
