@@ -44,4 +44,14 @@ type ReadModel interface {
 	Replay(ctx context.Context, id uint64, now time.Time) error
 	// ReplayDead replays every dead delivery and reports how many.
 	ReplayDead(ctx context.Context, now time.Time) (int, error)
+	// RetryNow makes the waiting deliveries ids (pending, due after now)
+	// due at now, keeping their attempts and tries, and reports how many
+	// it moved; one due already or in flight is left as is. It changes
+	// nothing when one of ids is unknown (an error wrapping ErrNotFound)
+	// or is delivered or dead (an ECONFLICT error: RetryNowVerdict). On a
+	// store shared by nodes it tells the others, as an accept does.
+	RetryNow(ctx context.Context, ids []uint64, now time.Time) (int, error)
+	// RetryDestination makes every waiting delivery to dest due at now,
+	// as RetryNow does, and reports how many it moved.
+	RetryDestination(ctx context.Context, dest string, now time.Time) (int, error)
 }

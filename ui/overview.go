@@ -85,6 +85,7 @@ func (u *UI) overview(c *fiber.Ctx) error {
 		"Sources":      tables.Sources,
 		"Destinations": dests,
 		"Pending":      pending,
+		"RetryNotice":  u.retriedNotice(c),
 		"Poison": map[string]any{"List": poison, "Total": poisonTotal,
 			"Store": u.d.Stats.Storage.Store, "DamageFix": u.d.Stats.Storage.DamageFix},
 	})

@@ -135,6 +135,9 @@ func (u *UI) Mount(add func(method, path string, h fiber.Handler)) {
 	add(fiber.MethodGet, "/dead-letters", u.dead)
 	add(fiber.MethodPost, "/dead-letters/replay", u.replayAll)
 	add(fiber.MethodPost, "/deliveries/:id/replay", u.replayOne)
+	// Retry now (issue 28): retry.go.
+	add(fiber.MethodPost, "/deliveries/:id/retry", u.retryOne)
+	add(fiber.MethodPost, "/destinations/:name/retry", u.retryDestination)
 	add(fiber.MethodGet, "/config", u.config)
 }
 
@@ -238,6 +241,9 @@ type deliveryRow struct {
 	// AfterDead is the delivery before this one in its order group when
 	// that one is dead (0: none, or not dead).
 	AfterDead uint64
+	// Waiting says it waits for a retry (pending, due later): the page
+	// offers Retry now; Retried that the page comes back from one.
+	Waiting, Retried bool
 }
 
 // sentBody is what a route's transform, as configured now, makes of an
@@ -301,7 +307,8 @@ func (u *UI) event(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		row := deliveryRow{Delivery: d, History: hist, Sent: sent[d.Route]}
+		row := deliveryRow{Delivery: d, History: hist, Sent: sent[d.Route],
+			Waiting: d.State == app.Pending && d.Due.After(u.d.Now()), Retried: d.ID == retriedID(c)}
 		if d.OrderKey != "" { // one more read, for ordered deliveries only
 			prev, err := u.d.Store.PreviousInGroup(ctx, d)
 			if err != nil {

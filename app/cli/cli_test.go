@@ -360,7 +360,7 @@ func TestCommandHelp(t *testing.T) {
 		})
 	}
 	out, _, code := hookbox(t, nil, "-h")
-	if code != 0 || !strings.Contains(out, "hookbox sign") || !strings.Contains(out, "hookbox backup") {
+	if code != 0 || !strings.Contains(out, "hookbox sign") || !strings.Contains(out, "hookbox backup") || !strings.Contains(out, "hookbox retry") {
 		t.Fatalf("hookbox -h: exit %d, %q", code, out)
 	}
 	if _, errOut, code := hookbox(t, nil, "sign", "-nope"); code != 2 || !strings.Contains(errOut, "-nope") {

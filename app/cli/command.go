@@ -93,6 +93,8 @@ var commands = []*command{
 	{name: "replay", synopsis: "[-config FILE] -all | ID...", summary: "replay dead deliveries through the running server",
 		help: "Replays every dead delivery (-all) or the deliveries with the given ids through\n" +
 			"the running server's admin API ([status] user and password).", run: runReplay},
+	{name: "retry", synopsis: "[-config FILE] [-json] ID... | -destination NAME", summary: "send waiting deliveries now, not at their next retry",
+		help: retryHelp, run: runRetry},
 	{name: "backup", synopsis: "[-config FILE] -o FILE", summary: "save a hot copy of the data file from the running server",
 		help: "Downloads a consistent copy of the data file through the running server's admin\n" +
 			"API ([status] user and password), writes it to FILE atomically and checks it.\n" +

@@ -31,6 +31,9 @@ func (s *Server) routeAPI(r fiber.Router) {
 	r.Get("/events", s.handleEvents)
 	r.Get("/events/:seq", s.handleEvent)
 	r.Get("/events/:seq/body", s.handleEventBody)
+	// Retry now (issue 28): retry.go.
+	r.Post("/deliveries/:id/retry", s.handleRetryDelivery)
+	r.Post("/destinations/:name/retry", s.handleRetryDestination)
 }
 
 // BackupIdleTimeout bounds how long a backup download may go without

@@ -96,6 +96,15 @@ func TestAPI_JSONStyle(t *testing.T) {
 			calls = append(calls, struct{ method, path, route string }{"GET", fmt.Sprintf("/api/v1/deliveries/%d", d.ID), "/api/v1/deliveries/:id"})
 		}
 	}
+	// Retry now (issue 28): a waiting delivery of erp's, then all of erp's.
+	if ds, _ := f.db.EventDeliveries(context.Background(), events[1]); len(ds) > 0 {
+		for _, d := range ds {
+			if d.Destination == "erp-warehouse-integration" {
+				calls = append(calls, struct{ method, path, route string }{"POST", fmt.Sprintf("/api/v1/deliveries/%d/retry", d.ID), "/api/v1/deliveries/:id/retry"})
+			}
+		}
+	}
+	calls = append(calls, struct{ method, path, route string }{"POST", "/api/v1/destinations/erp-warehouse-integration/retry", "/api/v1/destinations/:name/retry"})
 	covered := map[string]bool{}
 	for _, c := range calls {
 		covered[c.method+" "+c.route] = true
