@@ -11,6 +11,7 @@ const (
 	EUNAUTHORIZED = "unauthorized" // missing or bad signature
 	EFORBIDDEN    = "forbidden"    // not allowed from here, or not set up
 	EINVALID      = "invalid"      // the request lacks something it needs (an event id)
+	ECONFLICT     = "conflict"     // the request would undo finished work unless forced (re-send a delivered delivery)
 	EUNAVAILABLE  = "unavailable"  // storage failed; the sender should retry
 	EINTERNAL     = "internal"     // a bug; details are logged, not sent
 )

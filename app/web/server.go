@@ -296,6 +296,7 @@ var statusOf = map[string]int{
 	app.ENOTFOUND:     fiber.StatusNotFound,
 	app.EUNAUTHORIZED: fiber.StatusUnauthorized,
 	app.EINVALID:      fiber.StatusBadRequest,
+	app.ECONFLICT:     fiber.StatusConflict,
 	app.EUNAVAILABLE:  fiber.StatusServiceUnavailable,
 	app.EINTERNAL:     fiber.StatusInternalServerError,
 	app.EFORBIDDEN:    fiber.StatusForbidden,
