@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +174,70 @@ func TestReplayQuery_API(t *testing.T) {
 	}
 	if none, _ := call(`{"status": "any", "until": "`+time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)+`"}`, 200); none.Matched != 0 || none.Replayed != 0 {
 		t.Fatalf("until an hour ago = %+v", none)
+	}
+}
+
+// The events page's filters offer "Replay these N deliveries", whose
+// confirm page shows the count, the delivered ones among them and the
+// first ones by their events; its button (with the CSRF token) replays
+// them. The dead letters page names each delivery by its event.
+func TestUI_ReplayByQuery(t *testing.T) {
+	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+	events := f.fill()
+	c := &client{t: t, base: f.base, jar: map[string]string{}}
+	if resp, _ := c.do("POST", "/login", url.Values{"user": {"ops"}, "password": {"pw-1234"}, "next": {"/events"}}); resp.StatusCode != 303 {
+		t.Fatalf("login: %d", resp.StatusCode)
+	}
+	_, page := c.do("GET", "/dead-letters", nil)
+	dead := f.deliveryTo(events[0], "crm")
+	if !strings.Contains(page, fmt.Sprintf("#%d", dead.ID)) || !strings.Contains(page, "shop/order-0</a> <span class=\"topic\">orders/create</span>") {
+		t.Fatalf("dead letters page does not name the event:\n%s", page)
+	}
+	for _, tc := range []struct{ query, want string }{
+		{"/events?source=shop", "Replay these 5 deliveries…"},
+		{"/events?status=dead", "Replay these 2 deliveries…"},
+		{"/events?status=delivered&topic=orders%2F%2A", "Replay these 3 deliveries…"},
+	} {
+		if _, page := c.do("GET", tc.query, nil); !strings.Contains(page, tc.want) || !strings.Contains(page, `action="/replay"`) {
+			t.Errorf("%s: no %q offer", tc.query, tc.want)
+		}
+	}
+	for _, q := range []string{"/events", "/events?topic=orders%2F%2A", "/events?status=pending", "/events?source=stripe-payments-europe"} {
+		if _, page := c.do("GET", q, nil); strings.Contains(page, "Replay these") {
+			t.Errorf("%s offers a replay", q)
+		}
+	}
+	_, page = c.do("GET", "/events?source=shop", nil)
+	tok := csrfOf(t, page)
+	if resp, _ := c.do("POST", "/replay", url.Values{"source": {"shop"}, "confirm": {"yes"}}); resp.StatusCode != 403 {
+		t.Fatalf("replay without CSRF: %d", resp.StatusCode)
+	}
+	resp, page := c.do("POST", "/replay", url.Values{"csrf": {tok}, "source": {"shop"}})
+	if resp.StatusCode != 200 || !strings.Contains(page, "Send 5 deliveries again?") || !strings.Contains(page, "3 of them were delivered already") ||
+		!strings.Contains(page, "shop/order-0") || !strings.Contains(page, "orders/create") || !strings.Contains(page, fmt.Sprintf("#%d", dead.ID)) ||
+		!strings.Contains(page, "Yes, send 5 deliveries again") {
+		t.Fatalf("confirm page: %d\n%s", resp.StatusCode, page)
+	}
+	if n, _ := f.db.CountDead(context.Background()); n != 2 {
+		t.Fatalf("the confirm page changed something: %d dead", n)
+	}
+	resp, _ = c.do("POST", "/replay", url.Values{"csrf": {tok}, "source": {"shop"}, "confirm": {"yes"}})
+	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || !strings.Contains(loc, "replayed=5") || !strings.Contains(loc, "source=shop") {
+		t.Fatalf("replay: %d to %q", resp.StatusCode, loc)
+	}
+	if n, _ := f.db.CountDead(context.Background()); n != 0 {
+		t.Fatalf("%d dead after the replay", n)
+	}
+	if d, _, _ := f.db.Delivery(context.Background(), f.deliveryTo(events[1], "pos").ID); d.State != app.Pending {
+		t.Fatalf("delivered one not replayed: %+v", d)
+	}
+	if _, page := c.do("GET", "/events?source=shop&replayed=5", nil); !strings.Contains(page, "Replayed 5: they are due now") {
+		t.Fatal("events page does not say what was replayed")
+	}
+	// Replaying one delivered delivery asks, saying it was delivered.
+	f.db.RecordAttempt(context.Background(), dead.ID, &app.Attempt{Start: f.now, Status: 200}, app.Delivered, time.Time{})
+	_, page = c.do("POST", fmt.Sprintf("/deliveries/%d/replay", dead.ID), url.Values{"csrf": {tok}})
+	if !strings.Contains(page, fmt.Sprintf("Send delivery #%d crm ← shop/order-0 orders/create again? It was delivered at ", dead.ID)) {
+		t.Fatalf("confirm of a delivered one:\n%s", page)
 	}
 }
