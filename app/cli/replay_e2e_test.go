@@ -217,3 +217,83 @@ to = ["sink"]
 	t.Logf("%s: replay answered in %v; %d delivered in %v (%.0f/s); at most %d in flight; %d arrived off their exact place, none more than %d early",
 		st.name, answered.Round(time.Millisecond), total, took.Round(time.Millisecond), float64(total)/took.Seconds(), sink.maxIn.Load(), moved, early)
 }
+
+// hookbox replay names deliveries by their events, needs -force for a
+// delivered one (and says so), replays one event's by -event SOURCE/ID,
+// and answers every mistake with a sentence that says what to do.
+func TestReplayCommand_EventForceAndErrors(t *testing.T) {
+	sink := newLedgerSink(t, 200)
+	dir := t.TempDir()
+	config := writeConfig(t, dir, destinationConfig(sink.url, `["1h"]`))
+	db := storeCase{name: "bbolt"}.open(t, dir)
+	ctx := context.Background()
+	var ids []uint64
+	for i, state := range []app.DeliveryState{app.Delivered, app.Dead} {
+		e := &app.Event{Source: "gh", ID: fmt.Sprintf("e-%d", i+1), Topic: "push", ReceivedAt: time.Now(), Body: []byte(`{"n": 1}`)}
+		if _, err := db.Accept(ctx, e, e.ReceivedAt.Add(time.Hour), &app.Plan{Direct: app.DirectTo("sink")}); err != nil {
+			t.Fatal(err)
+		}
+		ds, _ := db.EventDeliveries(ctx, e.Seq)
+		if err := db.RecordAttempts(ctx, []app.AttemptRecord{{ID: ds[0].ID, Attempt: &app.Attempt{Start: time.Now(), Status: 200}, State: state}})[0]; err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ds[0].ID)
+	}
+	db.Close()
+	p := start(t, config)
+	live := filepath.Join(dir, "live.toml")
+	data, _ := os.ReadFile(config)
+	os.WriteFile(live, bytes.Replace(data, []byte(`"127.0.0.1:0"`), []byte(`"`+p.addr+`"`), 1), 0o600)
+	replay := func(args ...string) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command(clitest.Binary(t), append([]string{"replay", "-config", live}, args...)...)
+		cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return stdout.String(), stderr.String(), code
+	}
+	delivered, dead := fmt.Sprint(ids[0]), fmt.Sprint(ids[1])
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		out, err string
+	}{
+		{nil, 2, "", "give one of -all, delivery ids, -event SOURCE/ID, or a query"},
+		{[]string{"-all", "7"}, 2, "", "give one of -all"},
+		{[]string{"abc"}, 2, "", `"abc" is not a delivery id`},
+		{[]string{"-event", "e-1"}, 2, "", "give the source and the event's id as SOURCE/ID"},
+		{[]string{"-dry-run", "-all"}, 2, "", "-dry-run goes with a query"},
+		{[]string{"-topic", "push"}, 1, "", "give at least one of since, until, source, destination or status"},
+		{[]string{"-since", "yesterday"}, 1, "", `since "yesterday": give an RFC 3339 time`},
+		{[]string{"-since", "1h", "-status", "pending"}, 1, "", `status "pending": use dead, delivered or any`},
+		{[]string{"-event", "gh/nope"}, 1, "", "no event gh/nope is stored"},
+		{[]string{"987654"}, 1, "", "no such delivery"},
+		{[]string{delivered}, 1, "", "delivery #" + delivered + " sink ← gh/e-1 push was delivered at "},
+		{[]string{"-event", "gh/e-1"}, 1, "", "gh/e-1 was delivered to #" + delivered + " sink already; add -force to send it again"},
+		{[]string{"-since", "1h", "-dry-run"}, 0, "would replay 2 deliveries: #" + delivered + " sink ← gh/e-1 push, #" + dead + " sink ← gh/e-2 push\n", ""},
+		{[]string{"-since", "1h"}, 1, "", "1 of the 2 matched deliveries were delivered already; add -force to send them again, or -status dead to replay only the dead ones"},
+		{[]string{"-event", "gh/e-2"}, 0, "replayed 1 delivery: #" + dead + " sink ← gh/e-2 push\n", ""},
+		{[]string{"-force", delivered}, 0, "replayed 1 delivery: #" + delivered + " sink ← gh/e-1 push\n", ""},
+		{[]string{"-source", "gh", "-status", "dead"}, 0, "nothing matched", ""},
+	} {
+		out, errOut, code := replay(tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errOut, tc.err) || tc.err == "" && errOut != "" {
+			t.Errorf("replay %q: exit %d\nstdout %q\nstderr %q\nwant exit %d, %q, %q", tc.args, code, out, errOut, tc.code, tc.out, tc.err)
+		}
+	}
+	out, _, code := replay("-since", "1h", "-status", "any", "-dry-run", "-json")
+	var a struct {
+		Matched *int `json:"matched"`
+	}
+	if err := json.Unmarshal([]byte(out), &a); code != 0 || err != nil || a.Matched == nil {
+		t.Errorf("-json: exit %d, %q (%v)", code, out, err)
+	}
+	p.stop(t)
+}
