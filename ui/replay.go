@@ -85,8 +85,10 @@ func (u *UI) replayQueryOf(q app.EventQuery, get func(string) string) (app.Repla
 
 // replayQuery is POST /replay: without confirm=yes it shows what the
 // filters in the form select (the count, how many were delivered, the
-// first ten by their events) and asks; with it, it replays them (the
-// page asked, so delivered ones go too) and goes back to the events.
+// first ten by their events) and asks; with it, it replays them and goes
+// back to the events. Delivered ones go only when the confirm page said
+// there were some (delivered=yes): one delivered after it showed none is
+// never sent again unasked.
 func (u *UI) replayQuery(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	get := func(k string) string { return request.PostValue(c, k) }
@@ -119,6 +121,13 @@ func (u *UI) replayQuery(c *fiber.Ctx) error {
 		}
 		return u.render(c, 200, "replay", "Replay these deliveries?", map[string]any{"R": res, "Fields": fields,
 			"Back": "/events?" + back.Encode(), "Max": app.MaxReplay})
+	}
+	if get("delivered") != "yes" { // the page did not ask about delivered ones: send none
+		if rq.Status == app.ReplayDelivered {
+			back.Set("replayed", "0")
+			return c.Redirect("/events?"+back.Encode(), fiber.StatusSeeOther)
+		}
+		rq.Status = app.ReplayDead
 	}
 	res, err := u.d.Store.ReplayQuery(ctx, rq, u.d.Now())
 	if err != nil {

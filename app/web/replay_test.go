@@ -221,7 +221,15 @@ func TestUI_ReplayByQuery(t *testing.T) {
 	if n, _ := f.db.CountDead(context.Background()); n != 2 {
 		t.Fatalf("the confirm page changed something: %d dead", n)
 	}
-	resp, _ = c.do("POST", "/replay", url.Values{"csrf": {tok}, "source": {"shop"}, "confirm": {"yes"}})
+	if !strings.Contains(page, `name="delivered" value="yes"`) {
+		t.Fatal("the confirm page does not carry that it asked about delivered ones")
+	}
+	// A confirm that was not asked about delivered ones sends none of them.
+	resp, _ = c.do("POST", "/replay", url.Values{"csrf": {tok}, "source": {"shop"}, "status": {"delivered"}, "confirm": {"yes"}})
+	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || !strings.Contains(loc, "replayed=0") {
+		t.Fatalf("replay of delivered ones without their question: %d to %q", resp.StatusCode, loc)
+	}
+	resp, _ = c.do("POST", "/replay", url.Values{"csrf": {tok}, "source": {"shop"}, "confirm": {"yes"}, "delivered": {"yes"}})
 	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || !strings.Contains(loc, "replayed=5") || !strings.Contains(loc, "source=shop") {
 		t.Fatalf("replay: %d to %q", resp.StatusCode, loc)
 	}
