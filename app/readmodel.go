@@ -74,6 +74,10 @@ type ReplayQuery struct {
 	Source      string
 	Topic       string // a glob (see Glob)
 	Destination string
+	// Delivery, when not 0, selects that delivery alone: a replay of one
+	// that is checked in the same write that replays it (a dead one that
+	// was replayed and delivered meanwhile is not sent again).
+	Delivery uint64
 	// Status is "dead", "delivered", or "any" (or ""): either of the two.
 	// A pending delivery is never replayed: it is on its way already.
 	Status string
@@ -117,7 +121,7 @@ func (q ReplayQuery) Check() (ReplayQuery, error) {
 // since, until, source, destination or status: a replay of everything
 // is refused, as it is most likely a mistake.
 func (q ReplayQuery) Filtered() bool {
-	return !q.Since.IsZero() || !q.Until.IsZero() || q.Source != "" || q.Destination != "" || q.Status != ""
+	return !q.Since.IsZero() || !q.Until.IsZero() || q.Source != "" || q.Destination != "" || q.Status != "" || q.Delivery != 0
 }
 
 // Wants reports whether q replays a delivery in state s.
@@ -134,7 +138,8 @@ func (q ReplayQuery) Wants(s DeliveryState) bool {
 // Matches reports whether q selects delivery d of the event named n,
 // received at at.
 func (q ReplayQuery) Matches(d *Delivery, n EventName, at time.Time) bool {
-	return q.Wants(d.State) && q.MatchesEvent(n, at) && (q.Destination == "" || d.Destination == q.Destination)
+	return q.Wants(d.State) && q.MatchesEvent(n, at) && (q.Destination == "" || d.Destination == q.Destination) &&
+		(q.Delivery == 0 || d.ID == q.Delivery)
 }
 
 // MatchesEvent reports whether q's event filters (source, topic, time)

@@ -109,8 +109,23 @@ func (s *Server) handleReplay(c *fiber.Ctx) error {
 		return s.sendError(c, app.Errorf(app.ECONFLICT, "delivery %s was delivered at %s; send {\"force\": true} to send it again",
 			name, d.Updated.UTC().Format(time.RFC3339)))
 	}
-	if err := s.deps.Store.Replay(ctx, id, s.deps.Now()); err != nil {
-		return s.storeError(c, err)
+	if body.Force || d.State == app.Pending { // a pending one is left as it is
+		if err := s.deps.Store.Replay(ctx, id, s.deps.Now()); err != nil {
+			return s.storeError(c, err)
+		}
+	} else {
+		// Dead when read: replayed only if still dead in the write, so one
+		// replayed and delivered meanwhile is not sent again unasked.
+		res, err := s.deps.Store.ReplayQuery(ctx, app.ReplayQuery{Delivery: id, Status: app.ReplayDead}, s.deps.Now())
+		if err != nil {
+			return s.storeError(c, err)
+		}
+		if res.Replayed == 0 {
+			if now, _, err := s.deps.Store.Delivery(ctx, id); err == nil && now.State == app.Delivered {
+				return s.sendError(c, app.Errorf(app.ECONFLICT, "delivery %s was delivered at %s; send {\"force\": true} to send it again",
+					name, now.Updated.UTC().Format(time.RFC3339)))
+			}
+		}
 	}
 	s.deps.Wake()
 	return c.JSON(fiber.Map{"replayed": 1, "id": id, "name": name, "was": d.State.String()})

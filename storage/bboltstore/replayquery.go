@@ -32,9 +32,12 @@ func (d *DB) ReplayQuery(ctx context.Context, q app.ReplayQuery, now time.Time) 
 	var more bool
 	err = d.view(ctx, func(tx *bolt.Tx) error {
 		var err error
-		if q.Status == app.ReplayDead { // the dead index is small and in id order
+		switch {
+		case q.Delivery != 0:
+			items, err = matchOne(tx, q)
+		case q.Status == app.ReplayDead: // the dead index is small and in id order
 			items, more, err = matchDead(tx, q)
-		} else {
+		default:
 			items, more, err = matchEvents(tx, q)
 		}
 		return err
@@ -75,6 +78,23 @@ func (d *DB) ReplayQuery(ctx context.Context, q app.ReplayQuery, now time.Time) 
 		res.Replayed += n
 	}
 	return res, nil
+}
+
+// matchOne returns delivery q.Delivery when q selects it.
+func matchOne(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, error) {
+	dl, err := getDelivery(tx, q.Delivery)
+	if err != nil {
+		return nil, nil // gone or unreadable: nothing to replay
+	}
+	v := tx.Bucket(bucketEvents).Get(seqKey(dl.EventSeq))
+	if v == nil {
+		return nil, nil
+	}
+	ev, err := decodeEventRow(v)
+	if err != nil || !q.Matches(dl, ev.name, ev.at) {
+		return nil, nil
+	}
+	return []app.ReplayItem{{Delivery: dl.ID, Destination: dl.Destination, State: dl.State, EventSeq: dl.EventSeq, Event: ev.name}}, nil
 }
 
 // matchDead returns the dead deliveries q selects, in id order, and

@@ -82,6 +82,9 @@ func (d *DB) matchReplay(ctx context.Context, q app.ReplayQuery, states []int16)
 		args = append(args, v)
 		conds = append(conds, strings.ReplaceAll(cond, "$$", "$"+strconv.Itoa(len(args))))
 	}
+	if q.Delivery != 0 {
+		add("d.id = $$", int64(q.Delivery))
+	}
 	if q.Destination != "" {
 		add("d.destination = $$", q.Destination)
 	}

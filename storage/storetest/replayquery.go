@@ -97,6 +97,9 @@ func testReplayQuery(t *testing.T, open Opener) {
 		{"SinceUntil", app.ReplayQuery{Since: T0.Add(2 * time.Minute), Until: T0.Add(7 * time.Minute), Status: app.ReplayDead}},
 		{"AfterEverything", app.ReplayQuery{Since: T0.Add(time.Hour)}},
 		{"NoSuchSource", app.ReplayQuery{Source: "nope"}},
+		{"OneDelivery", app.ReplayQuery{Delivery: m.ids[2]}},
+		{"OneDeliveryDeadOnly", app.ReplayQuery{Delivery: m.ids[2], Status: app.ReplayDead}},
+		{"OneDeliveryOtherSource", app.ReplayQuery{Delivery: m.ids[2], Source: "pay"}},
 	}
 	for _, tc := range cases {
 		t.Run("DryRun"+tc.name, func(t *testing.T) {
