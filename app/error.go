@@ -11,7 +11,7 @@ const (
 	EUNAUTHORIZED = "unauthorized" // missing or bad signature
 	EFORBIDDEN    = "forbidden"    // not allowed from here, or not set up
 	EINVALID      = "invalid"      // the request lacks something it needs (an event id)
-	ECONFLICT     = "conflict"     // the record's state refuses the change (retry of a dead delivery)
+	ECONFLICT     = "conflict"     // the record's state refuses the change unless forced (retry of a dead delivery, re-send of a delivered one)
 	EUNAVAILABLE  = "unavailable"  // storage failed; the sender should retry
 	EINTERNAL     = "internal"     // a bug; details are logged, not sent
 )

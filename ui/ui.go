@@ -63,6 +63,7 @@ var funcs = template.FuncMap{
 		return human(roundAgo(time.Since(t))) + " ago"
 	},
 	"dur":     human,
+	"sub":     func(a, b int) int { return a - b },
 	"plural":  plural,
 	"outcome": outcome,
 	"when": func(t time.Time) string {
@@ -120,7 +121,7 @@ func New(d Deps) *UI {
 		d.Logger = slog.With("component", "ui")
 	}
 	u := &UI{d: d, tmpl: map[string]*template.Template{}}
-	for _, page := range []string{"overview", "events", "event", "dead", "confirm", "config", "login"} {
+	for _, page := range []string{"overview", "events", "event", "dead", "confirm", "replay", "config", "login"} {
 		u.tmpl[page] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html"))
 	}
 	return u
@@ -138,6 +139,7 @@ func (u *UI) Mount(add func(method, path string, h fiber.Handler)) {
 	// Retry now (issue 28): retry.go.
 	add(fiber.MethodPost, "/deliveries/:id/retry", u.retryOne)
 	add(fiber.MethodPost, "/destinations/:name/retry", u.retryDestination)
+	add(fiber.MethodPost, "/replay", u.replayQuery) // replay by query (replay.go)
 	add(fiber.MethodGet, "/config", u.config)
 }
 
@@ -216,8 +218,15 @@ func (u *UI) events(c *fiber.Ctx) error {
 	for _, s := range u.d.Config.Sources {
 		sources = append(sources, s.Name)
 	}
+	var offer *replayOffer
+	if bad == "" {
+		if offer, err = u.offerReplay(c, q); err != nil {
+			return err
+		}
+	}
 	return u.render(c, 200, "events", "Events", map[string]any{"Rows": rows, "Next": nextURL, "Q": q,
 		"Since": c.Query("since"), "Until": c.Query("until"), "Sources": sources, "Error": bad,
+		"Replay": offer, "Replayed": c.Query("replayed"),
 		"Statuses": []string{"delivered", "pending", "waiting", "dead", "unrouted", "merged", "unreadable"}})
 }
 
@@ -353,7 +362,19 @@ func (u *UI) dead(c *fiber.Ctx) error {
 	if len(list) == 100 {
 		next = "/dead-letters?after=" + strconv.FormatUint(list[len(list)-1].ID, 10)
 	}
-	return u.render(c, 200, "dead", "Dead letters", map[string]any{"List": list, "Total": total, "Next": next,
+	seqs := make([]uint64, 0, len(list))
+	for _, d := range list {
+		seqs = append(seqs, d.EventSeq)
+	}
+	names, err := u.d.Store.EventNames(ctx, seqs)
+	if err != nil {
+		return err
+	}
+	rows := make([]deadRow, 0, len(list))
+	for _, d := range list {
+		rows = append(rows, deadRow{Delivery: d, Event: names[d.EventSeq]})
+	}
+	return u.render(c, 200, "dead", "Dead letters", map[string]any{"List": rows, "Total": total, "Next": next,
 		"Done": c.Query("replayed")})
 }
 
@@ -381,8 +402,23 @@ func (u *UI) replayOne(c *fiber.Ctx) error {
 		return fiber.ErrNotFound
 	}
 	if request.PostValue(c, "confirm") != "yes" {
+		d, _, err := u.d.Store.Delivery(ctx, id)
+		if errors.Is(err, app.ErrNotFound) {
+			return fiber.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		names, err := u.d.Store.EventNames(ctx, []uint64{d.EventSeq})
+		if err != nil {
+			return err
+		}
+		question := fmt.Sprintf("Send delivery %s again?", app.DeliveryName(id, d.Destination, names[d.EventSeq]))
+		if d.State == app.Delivered { // the receiver took it once: say so before it gets it twice
+			question += fmt.Sprintf(" It was delivered at %s: %s has it already.", d.Updated.UTC().Format("2006-01-02 15:04:05 UTC"), d.Destination)
+		}
 		return u.render(c, 200, "confirm", "Replay?", map[string]any{"Action": "/deliveries/" + strconv.FormatUint(id, 10) + "/replay",
-			"Question": fmt.Sprintf("Send delivery %d again?", id), "Back": request.SafeNext(request.PostValue(c, "back"))})
+			"Question": question, "Back": request.SafeNext(request.PostValue(c, "back"))})
 	}
 	if err := u.d.Store.Replay(ctx, id, u.d.Now()); err != nil {
 		if errors.Is(err, app.ErrNotFound) {

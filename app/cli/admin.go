@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -54,9 +55,21 @@ func newAdminAPI(cmd string, opts *configOptions, timeout time.Duration) (*admin
 
 // do sends one request to path under /api/v1. The caller closes the body.
 func (a *adminAPI) do(method, path string) (*http.Response, error) {
-	req, err := http.NewRequest(method, a.base+path, nil)
+	return a.doJSON(method, path, nil)
+}
+
+// doJSON is do with a JSON body (none when body is nil).
+func (a *adminAPI) doJSON(method, path string, body []byte) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, a.base+path, rd)
 	if err != nil {
 		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	req.SetBasicAuth(a.user, a.pass)
 	resp, err := a.client.Do(req)

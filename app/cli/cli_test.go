@@ -359,6 +359,11 @@ func TestCommandHelp(t *testing.T) {
 			}
 		})
 	}
+	// replay's help shows each way to choose what to send again.
+	if out, _, _ := hookbox(t, nil, "help", "replay"); !strings.Contains(out, "-since") || !strings.Contains(out, "-event SOURCE/ID") ||
+		!strings.Contains(out, "-force") || !strings.Contains(out, "-dry-run") || !strings.Contains(out, "-json") {
+		t.Errorf("hookbox help replay lacks the query, -event, -force, -dry-run or -json: %s", out)
+	}
 	out, _, code := hookbox(t, nil, "-h")
 	if code != 0 || !strings.Contains(out, "hookbox sign") || !strings.Contains(out, "hookbox backup") || !strings.Contains(out, "hookbox retry") {
 		t.Fatalf("hookbox -h: exit %d, %q", code, out)

@@ -209,12 +209,12 @@ func testReplayCommand(t *testing.T, st storeCase) {
 		if err != nil {
 			t.Fatalf("replay: %v\n%s", err, out)
 		}
-		if strings.Contains(string(out), `"replayed":1`) {
+		if strings.Contains(string(out), "replayed 1 dead delivery") {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !strings.Contains(string(out), `"replayed":1`) {
+	if !strings.Contains(string(out), "replayed 1 dead delivery") {
 		t.Fatalf("replay output %q", out)
 	}
 	for len(sink.missing([]string{"r-1"})) > 0 && time.Now().Before(deadline) {

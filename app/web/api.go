@@ -26,6 +26,7 @@ func (s *Server) routeAPI(r fiber.Router) {
 	r.Post("/dead-letters/:id/replay", s.handleReplay)
 	r.Get("/deliveries/:id", s.handleDelivery)
 	r.Post("/deliveries/:id/replay", s.handleReplay)
+	r.Post("/replay", s.handleReplayQuery) // replay by query (replay.go)
 	r.Get("/backup", s.handleBackup)
 	r.Get("/stats", s.handleStats)
 	r.Get("/events", s.handleEvents)
@@ -125,6 +126,14 @@ type deliveryJSON struct {
 	// dead: this one went out after it.
 	OrderKey  string `json:"order_key,omitempty"`
 	AfterDead uint64 `json:"after_dead,omitempty"`
+
+	// Source, EventID and Topic name the delivery's event the way the
+	// merchant knows it, and Name is all of it in a line ("#7 pos ←
+	// shop/wh-1004 orders/create"): in lists (dead letters).
+	Source  string `json:"source,omitempty"`
+	EventID string `json:"event_id,omitempty"`
+	Topic   string `json:"topic,omitempty"`
+	Name    string `json:"name,omitempty"`
 }
 
 type attemptJSON struct {
@@ -176,30 +185,10 @@ func (s *Server) handleDeadLetters(c *fiber.Ctx) error {
 	for _, d := range list {
 		items = append(items, toJSON(s.cfg, d))
 	}
+	if err := s.nameDeliveries(c, items); err != nil {
+		return s.storeError(c, err)
+	}
 	return c.JSON(fiber.Map{"total": total, "items": items})
-}
-
-func (s *Server) handleReplayDead(c *fiber.Ctx) error {
-	ctx := c.UserContext()
-	n, err := s.deps.Store.ReplayDead(ctx, s.deps.Now())
-	if err != nil {
-		return s.storeError(c, err)
-	}
-	s.deps.Wake()
-	return c.JSON(fiber.Map{"replayed": n})
-}
-
-func (s *Server) handleReplay(c *fiber.Ctx) error {
-	ctx := c.UserContext()
-	id, err := strconv.ParseUint(c.Params("id"), 10, 64)
-	if err != nil {
-		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no such delivery"))
-	}
-	if err := s.deps.Store.Replay(ctx, id, s.deps.Now()); err != nil {
-		return s.storeError(c, err)
-	}
-	s.deps.Wake()
-	return c.JSON(fiber.Map{"replayed": 1, "id": id})
 }
 
 func (s *Server) handleDelivery(c *fiber.Ctx) error {

@@ -76,6 +76,7 @@ func TestAPI_JSONStyle(t *testing.T) {
 		t.Fatalf("dead letters: %s, %v", dead, err)
 	}
 	d0, d1 := dl.Items[0].ID, dl.Items[1].ID
+	delivered := f.deliveryTo(events[2], "pos").ID
 	calls := []struct{ method, path, route string }{
 		{"GET", "/api/v1/stats", "/api/v1/stats"},
 		{"GET", "/api/v1/events", "/api/v1/events"},
@@ -88,6 +89,19 @@ func TestAPI_JSONStyle(t *testing.T) {
 		{"POST", fmt.Sprintf("/api/v1/deliveries/%d/replay", d1), "/api/v1/deliveries/:id/replay"},
 		{"POST", "/api/v1/dead-letters/replay", "/api/v1/dead-letters/replay"},
 		{"GET", "/healthz", "/healthz"},
+		// Replay by query and the force of a delivered one (replay.go):
+		// bodies below.
+		{"POST", "/api/v1/replay", "/api/v1/replay"},
+		{"POST", "/api/v1/replay?bad", "/api/v1/replay"},
+		{"POST", "/api/v1/replay?conflict", "/api/v1/replay"},
+		{"POST", fmt.Sprintf("/api/v1/deliveries/%d/replay?conflict", delivered), "/api/v1/deliveries/:id/replay"},
+		{"POST", fmt.Sprintf("/api/v1/deliveries/%d/replay?force", delivered), "/api/v1/deliveries/:id/replay"},
+	}
+	bodies := map[string]string{
+		"/api/v1/replay":          `{"since": "1h", "dry_run": true}`,
+		"/api/v1/replay?bad":      `{}`,
+		"/api/v1/replay?conflict": `{"source": "shop"}`,
+		fmt.Sprintf("/api/v1/deliveries/%d/replay?force", delivered): `{"force": true}`,
 	}
 	for _, seq := range events {
 		calls = append(calls, struct{ method, path, route string }{"GET", fmt.Sprintf("/api/v1/events/%d", seq), "/api/v1/events/:seq"})
@@ -110,7 +124,7 @@ func TestAPI_JSONStyle(t *testing.T) {
 		covered[c.method+" "+c.route] = true
 		status, body := f.get(c.path)
 		if c.method == "POST" {
-			status, body = f.post(c.path)
+			status, body = f.postJSON(c.path, bodies[c.path])
 		}
 		var v any
 		if err := json.Unmarshal(body, &v); err != nil {

@@ -1,0 +1,299 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"hookbox/app"
+	"hookbox/app/cli/clitest"
+)
+
+// replaySink is a destination on 127.0.0.1 that records the "n" of each
+// body in the order the requests arrive and the most it handled at once.
+// Each request costs the same however many came before.
+type replaySink struct {
+	url      string
+	mu       sync.Mutex
+	arrived  []int
+	inFlight atomic.Int32
+	maxIn    atomic.Int32
+	want     int
+	done     chan struct{}
+}
+
+func newReplaySink(t *testing.T, want int) *replaySink {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &replaySink{url: "http://" + ln.Addr().String() + "/hook", want: want, done: make(chan struct{}), arrived: make([]int, 0, want)}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := s.inFlight.Add(1)
+		defer s.inFlight.Add(-1)
+		for m := s.maxIn.Load(); n > m && !s.maxIn.CompareAndSwap(m, n); m = s.maxIn.Load() {
+		}
+		var body struct {
+			N int `json:"n"`
+		}
+		json.NewDecoder(io.LimitReader(r.Body, 1<<10)).Decode(&body)
+		time.Sleep(time.Millisecond) // the receiver's own work, so sends overlap
+		s.mu.Lock()
+		s.arrived = append(s.arrived, body.N)
+		if len(s.arrived) == s.want {
+			close(s.done)
+		}
+		s.mu.Unlock()
+		w.WriteHeader(200)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return s
+}
+
+// The acceptance test of replay by query (issue 28): 10,000 delivered
+// deliveries, replayed with `hookbox replay -since 1h -force` to a
+// destination with concurrency = 4, arrive in the order they were
+// accepted (none more than 3 places early) with at most 4 in flight; the
+// dry run counts what the real run replays; without -force the command
+// refuses with the count and what to add.
+func TestEndToEnd_ReplayQueryInOrder(t *testing.T) { eachStore(t, testReplayQueryInOrder) }
+
+func testReplayQueryInOrder(t *testing.T, st storeCase) {
+	const total, concurrency = 10000, 4
+	sink := newReplaySink(t, total)
+	dir := t.TempDir()
+	config := writeConfig(t, dir, fmt.Sprintf(`
+[status]
+password_env = "E2E_STATUS_PASSWORD"
+
+[[destination]]
+name = "sink"
+url = %q
+timeout = "5s"
+concurrency = %d
+
+[[route]]
+source = "gh"
+to = ["sink"]
+`, sink.url, concurrency), st.config(5*time.Second))
+
+	// The deliveries, made through the store's API (10,000 signed webhooks
+	// would test the receiver, not the replay), and delivered once.
+	made := time.Now()
+	db := st.open(t, dir)
+	ctx := context.Background()
+	deliveryOf := make([]uint64, total)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	const workers = 64 // concurrent accepts share commits (group commit)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < total; i += workers {
+				e := &app.Event{Source: "gh", ID: fmt.Sprintf("r-%05d", i), Topic: "push", ReceivedAt: time.Now(),
+					Header: []app.HeaderField{{Name: "Content-Type", Value: "application/json"}}, Body: fmt.Appendf(nil, `{"n": %d}`, i)}
+				if dup, err := db.Accept(ctx, e, e.ReceivedAt.Add(time.Hour), &app.Plan{Direct: app.DirectTo("sink")}); err != nil || dup {
+					failed.Store(fmt.Sprintf("accept %s: %v, %v", e.ID, dup, err))
+					return
+				}
+				ds, err := db.EventDeliveries(ctx, e.Seq)
+				if err != nil || len(ds) != 1 {
+					failed.Store(fmt.Sprintf("deliveries of %s: %v, %v", e.ID, ds, err))
+					return
+				}
+				deliveryOf[i] = ds[0].ID
+			}
+		})
+	}
+	wg.Wait()
+	if msg := failed.Load(); msg != nil {
+		t.Fatal(msg)
+	}
+	for from := 0; from < total; from += 500 {
+		var recs []app.AttemptRecord
+		for i := from; i < min(from+500, total); i++ {
+			recs = append(recs, app.AttemptRecord{ID: deliveryOf[i], Attempt: &app.Attempt{Start: time.Now(), Status: 200}, State: app.Delivered})
+		}
+		for _, err := range db.RecordAttempts(ctx, recs) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	db.Close()
+	t.Logf("%s: made %d delivered deliveries in %v", st.name, total, time.Since(made).Round(time.Millisecond))
+
+	p := start(t, config)
+	live := filepath.Join(dir, "live.toml")
+	data, _ := os.ReadFile(config)
+	os.WriteFile(live, bytes.Replace(data, []byte(`"127.0.0.1:0"`), []byte(`"`+p.addr+`"`), 1), 0o600)
+	replay := func(args ...string) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command(clitest.Binary(t), append([]string{"replay", "-config", live}, args...)...)
+		cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return stdout.String(), stderr.String(), code
+	}
+
+	out, errOut, code := replay("-since", "1h", "-source", "gh")
+	if code != 1 || !strings.Contains(errOut, fmt.Sprintf("%d of the %d matched deliveries were delivered already; add -force to send them again, or -status dead", total, total)) {
+		t.Fatalf("replay of delivered ones without -force: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = replay("-since", "1h", "-source", "gh", "-dry-run")
+	firstID := slices.Min(deliveryOf)
+	first := fmt.Sprintf("#%d sink ← gh/r-%05d push", firstID, slices.Index(deliveryOf, firstID))
+	if code != 0 || !strings.HasPrefix(out, fmt.Sprintf("would replay %d deliveries: %s, ", total, first)) || !strings.Contains(out, fmt.Sprintf("and %d more", total-10)) {
+		t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
+	}
+	began := time.Now()
+	out, errOut, code = replay("-since", "1h", "-source", "gh", "-force")
+	if code != 0 || !strings.HasPrefix(out, fmt.Sprintf("replayed %d deliveries: %s, ", total, first)) {
+		t.Fatalf("replay -force: exit %d\n%s%s", code, out, errOut)
+	}
+	answered := time.Since(began)
+	select {
+	case <-sink.done:
+	case <-time.After(3 * time.Minute):
+		sink.mu.Lock()
+		n := len(sink.arrived)
+		sink.mu.Unlock()
+		t.Fatalf("%d of %d replayed deliveries arrived\n%s", n, total, p.logText())
+	}
+	took := time.Since(began)
+	p.stop(t)
+
+	// Accept order: rank of each event's delivery among all of them.
+	ids := slices.Clone(deliveryOf)
+	slices.Sort(ids)
+	rank := make(map[uint64]int, total)
+	for r, id := range ids {
+		rank[id] = r
+	}
+	sink.mu.Lock()
+	arrived := slices.Clone(sink.arrived)
+	sink.mu.Unlock()
+	seen := make([]bool, total)
+	moved, early := 0, 0
+	for k, n := range arrived {
+		if n < 0 || n >= total || seen[n] {
+			t.Fatalf("arrival %d: event %d again or unknown", k, n)
+		}
+		seen[n] = true
+		r := rank[deliveryOf[n]]
+		if r != k {
+			moved++
+		}
+		// With 4 in flight, a send starts only when all but 3 of those
+		// before it have been answered.
+		if r-k > concurrency-1 {
+			t.Fatalf("arrival %d is delivery rank %d: %d places early, more than concurrency-1", k, r, r-k)
+		}
+		early = max(early, r-k)
+	}
+	if m := sink.maxIn.Load(); m > concurrency {
+		t.Fatalf("%d requests in flight at the sink, concurrency is %d", m, concurrency)
+	}
+	t.Logf("%s: replay answered in %v; %d delivered in %v (%.0f/s); at most %d in flight; %d arrived off their exact place, none more than %d early",
+		st.name, answered.Round(time.Millisecond), total, took.Round(time.Millisecond), float64(total)/took.Seconds(), sink.maxIn.Load(), moved, early)
+}
+
+// hookbox replay names deliveries by their events, needs -force for a
+// delivered one (and says so), replays one event's by -event SOURCE/ID,
+// and answers every mistake with a sentence that says what to do.
+func TestReplayCommand_EventForceAndErrors(t *testing.T) {
+	sink := newLedgerSink(t, 200)
+	dir := t.TempDir()
+	config := writeConfig(t, dir, destinationConfig(sink.url, `["1h"]`))
+	db := storeCase{name: "bbolt"}.open(t, dir)
+	ctx := context.Background()
+	var ids []uint64
+	for i, state := range []app.DeliveryState{app.Delivered, app.Dead} {
+		e := &app.Event{Source: "gh", ID: fmt.Sprintf("e-%d", i+1), Topic: "push", ReceivedAt: time.Now(), Body: []byte(`{"n": 1}`)}
+		if _, err := db.Accept(ctx, e, e.ReceivedAt.Add(time.Hour), &app.Plan{Direct: app.DirectTo("sink")}); err != nil {
+			t.Fatal(err)
+		}
+		ds, _ := db.EventDeliveries(ctx, e.Seq)
+		if err := db.RecordAttempts(ctx, []app.AttemptRecord{{ID: ds[0].ID, Attempt: &app.Attempt{Start: time.Now(), Status: 200}, State: state}})[0]; err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ds[0].ID)
+	}
+	db.Close()
+	p := start(t, config)
+	live := filepath.Join(dir, "live.toml")
+	data, _ := os.ReadFile(config)
+	os.WriteFile(live, bytes.Replace(data, []byte(`"127.0.0.1:0"`), []byte(`"`+p.addr+`"`), 1), 0o600)
+	replay := func(args ...string) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command(clitest.Binary(t), append([]string{"replay", "-config", live}, args...)...)
+		cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return stdout.String(), stderr.String(), code
+	}
+	delivered, dead := fmt.Sprint(ids[0]), fmt.Sprint(ids[1])
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		out, err string
+	}{
+		{nil, 2, "", "give one of -all, delivery ids, -event SOURCE/ID, or a query"},
+		{[]string{"-all", "7"}, 2, "", "give one of -all"},
+		{[]string{"abc"}, 2, "", `"abc" is not a delivery id`},
+		{[]string{"-event", "e-1"}, 2, "", "give the source and the event's id as SOURCE/ID"},
+		{[]string{"-dry-run", "-all"}, 2, "", "-dry-run goes with a query"},
+		{[]string{"-topic", "push"}, 1, "", "give at least one of since, until, source, destination or status"},
+		{[]string{"-since", "yesterday"}, 1, "", `since "yesterday": give an RFC 3339 time`},
+		{[]string{"-since", "1h", "-status", "pending"}, 1, "", `status "pending": use dead, delivered or any`},
+		{[]string{"-event", "gh/nope"}, 1, "", "no event gh/nope is stored"},
+		{[]string{"987654"}, 1, "", "no such delivery"},
+		{[]string{delivered}, 1, "", "delivery #" + delivered + " sink ← gh/e-1 push was delivered at "},
+		{[]string{"-event", "gh/e-1"}, 1, "", "gh/e-1 was delivered to #" + delivered + " sink already; add -force to send it again"},
+		{[]string{"-since", "1h", "-dry-run"}, 0, "would replay 2 deliveries: #" + delivered + " sink ← gh/e-1 push, #" + dead + " sink ← gh/e-2 push\n", ""},
+		{[]string{"-since", "1h"}, 1, "", "1 of the 2 matched deliveries were delivered already; add -force to send them again, or -status dead to replay only the dead ones"},
+		{[]string{"-event", "gh/e-2"}, 0, "replayed 1 delivery: #" + dead + " sink ← gh/e-2 push\n", ""},
+		{[]string{"-force", delivered}, 0, "replayed 1 delivery: #" + delivered + " sink ← gh/e-1 push\n", ""},
+		{[]string{"-source", "gh", "-status", "dead"}, 0, "nothing matched", ""},
+	} {
+		out, errOut, code := replay(tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errOut, tc.err) || tc.err == "" && errOut != "" {
+			t.Errorf("replay %q: exit %d\nstdout %q\nstderr %q\nwant exit %d, %q, %q", tc.args, code, out, errOut, tc.code, tc.out, tc.err)
+		}
+	}
+	out, _, code := replay("-since", "1h", "-status", "any", "-dry-run", "-json")
+	var a struct {
+		Matched *int `json:"matched"`
+	}
+	if err := json.Unmarshal([]byte(out), &a); code != 0 || err != nil || a.Matched == nil {
+		t.Errorf("-json: exit %d, %q (%v)", code, out, err)
+	}
+	p.stop(t)
+}

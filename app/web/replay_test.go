@@ -1,0 +1,251 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"hookbox/app"
+)
+
+// postJSON posts body (JSON) to path with Basic auth and returns the
+// status and the answer.
+func (f *fixture) postJSON(path, body string) (int, []byte) {
+	f.t.Helper()
+	req, _ := http.NewRequest("POST", f.base+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.SetBasicAuth("ops", "pw-1234")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// deliveryTo returns the delivery of event seq to dest.
+func (f *fixture) deliveryTo(seq uint64, dest string) *app.Delivery {
+	f.t.Helper()
+	ds, err := f.db.EventDeliveries(context.Background(), seq)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.Destination == dest {
+			return d
+		}
+	}
+	f.t.Fatalf("event %d has no delivery to %s", seq, dest)
+	return nil
+}
+
+// Re-sending a delivered delivery needs {"force": true}: without it the
+// answer is 409 with a sentence that names the delivery and says what to
+// send; a dead one needs no force.
+func TestReplay_DeliveredNeedsForce(t *testing.T) {
+	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+	events := f.fill()
+	delivered := f.deliveryTo(events[0], "pos")
+	for _, path := range []string{"/api/v1/deliveries/%d/replay", "/api/v1/dead-letters/%d/replay"} {
+		p := fmt.Sprintf(path, delivered.ID)
+		for _, body := range []string{"", `{}`, `{"force": false}`} {
+			status, answer := f.postJSON(p, body)
+			if status != http.StatusConflict {
+				t.Fatalf("%s %q: %d %s; want 409", p, body, status, answer)
+			}
+			want := fmt.Sprintf("delivery #%d pos ← shop/order-0 orders/create was delivered at ", delivered.ID)
+			if !strings.Contains(string(answer), want) || !strings.Contains(string(answer), `send {\"force\": true} to send it again`) {
+				t.Fatalf("409 answer %s; want it to say %q and how to force", answer, want)
+			}
+		}
+		if d, _, _ := f.db.Delivery(context.Background(), delivered.ID); d.State != app.Delivered {
+			t.Fatalf("refused replay changed the delivery: %+v", d)
+		}
+	}
+	status, answer := f.postJSON(fmt.Sprintf("/api/v1/deliveries/%d/replay", delivered.ID), `{"force": true}`)
+	if status != 200 || !strings.Contains(string(answer), `"was":"delivered"`) {
+		t.Fatalf("forced replay: %d %s", status, answer)
+	}
+	if d, _, _ := f.db.Delivery(context.Background(), delivered.ID); d.State != app.Pending {
+		t.Fatalf("forced replay left %+v", d)
+	}
+	dead := f.deliveryTo(events[1], "crm")
+	status, answer = f.post(fmt.Sprintf("/api/v1/dead-letters/%d/replay", dead.ID))
+	if status != 200 || !strings.Contains(string(answer), fmt.Sprintf(`"name":"#%d crm ← shop/order-1 orders/create"`, dead.ID)) {
+		t.Fatalf("replay of a dead one without force: %d %s", status, answer)
+	}
+	if status, answer := f.postJSON(fmt.Sprintf("/api/v1/deliveries/%d/replay", dead.ID), `{"forse": true}`); status != 400 ||
+		!strings.Contains(string(answer), `unknown field`) {
+		t.Fatalf("misspelt field: %d %s; want 400 naming it", status, answer)
+	}
+}
+
+// The dead letters list names each delivery by its event.
+func TestDeadLetters_Named(t *testing.T) {
+	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+	f.fill()
+	_, body := f.get("/api/v1/dead-letters")
+	var dl struct {
+		Items []struct {
+			ID      uint64 `json:"id"`
+			Source  string `json:"source"`
+			EventID string `json:"event_id"`
+			Topic   string `json:"topic"`
+			Name    string `json:"name"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(body, &dl); err != nil || len(dl.Items) != 2 {
+		t.Fatalf("dead letters %s, %v", body, err)
+	}
+	for i, it := range dl.Items {
+		if it.Source != "shop" || it.EventID != fmt.Sprint("order-", i) || it.Topic != "orders/create" ||
+			it.Name != fmt.Sprintf("#%d crm ← shop/order-%d orders/create", it.ID, i) {
+			t.Fatalf("dead letter %+v", it)
+		}
+	}
+}
+
+// POST /api/v1/replay: a query without a filter, with q, or with a bad
+// time is refused with 400 and the reason; delivered ones in the match
+// need force (409 with the count); a dry run counts what the real run
+// replays.
+func TestReplayQuery_API(t *testing.T) {
+	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+	f.fill()
+	for _, tc := range []struct{ body, want string }{
+		{``, "give at least one of since, until, source, destination or status"},
+		{`{}`, "give at least one of since, until, source, destination or status"},
+		{`{"topic": "orders/*", "dry_run": true}`, "give at least one of since"},
+		{`{"source": "shop", "q": "sku-1"}`, "body search (q) needs the event search of issue 29"},
+		{`{"since": "yesterday"}`, `since \"yesterday\": give an RFC 3339 time`},
+		{`{"status": "pending"}`, `status \"pending\": use dead, delivered or any`},
+		{`{"destination": "nope"}`, `destination \"nope\" is not in the config`},
+		{`{"source": "shop", "sorce": "x"}`, `unknown field \"sorce\"`},
+		{`[1]`, "the body is not the JSON this route takes"},
+	} {
+		status, answer := f.postJSON("/api/v1/replay", tc.body)
+		if status != 400 || !strings.Contains(string(answer), tc.want) {
+			t.Errorf("%s: %d %s; want 400 saying %q", tc.body, status, answer, tc.want)
+		}
+	}
+	type result struct {
+		Matched   int  `json:"matched"`
+		Delivered int  `json:"delivered"`
+		Replayed  int  `json:"replayed"`
+		More      bool `json:"more"`
+		First     []struct {
+			Delivery uint64 `json:"delivery"`
+			Name     string `json:"name"`
+			State    string `json:"state"`
+		} `json:"first"`
+	}
+	call := func(body string, wantStatus int) (r result, answer string) {
+		t.Helper()
+		status, b := f.postJSON("/api/v1/replay", body)
+		if status != wantStatus {
+			t.Fatalf("%s: %d %s; want %d", body, status, b, wantStatus)
+		}
+		json.Unmarshal(b, &r)
+		return r, string(b)
+	}
+	// 3 delivered to pos, 2 dead to crm; the retrying ones never match.
+	dry, _ := call(`{"since": "1h", "dry_run": true}`, 200)
+	if dry.Matched != 5 || dry.Delivered != 3 || dry.Replayed != 0 || dry.More || len(dry.First) != 5 {
+		t.Fatalf("dry run = %+v", dry)
+	}
+	if _, answer := call(`{"since": "1h"}`, 409); !strings.Contains(answer, `3 of the 5 matched deliveries were delivered already; add \"force\": true`) {
+		t.Fatalf("409 answer %s", answer)
+	}
+	dead, _ := call(`{"since": "1h", "destination": "crm"}`, 200) // only dead ones: no force needed
+	if dead.Matched != 2 || dead.Replayed != 2 || dead.First[0].State != "dead" || !strings.Contains(dead.First[0].Name, "crm ← shop/order-0 orders/create") {
+		t.Fatalf("replay of the dead ones = %+v", dead)
+	}
+	dry, _ = call(`{"status": "delivered", "source": "shop", "dry_run": true}`, 200)
+	real, _ := call(`{"status": "delivered", "source": "shop", "force": true}`, 200)
+	if dry.Matched != 3 || real.Matched != dry.Matched || real.Replayed != dry.Matched {
+		t.Fatalf("dry run %+v, real run %+v; want the same 3", dry, real)
+	}
+	if none, _ := call(`{"status": "any", "until": "`+time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)+`"}`, 200); none.Matched != 0 || none.Replayed != 0 {
+		t.Fatalf("until an hour ago = %+v", none)
+	}
+}
+
+// The events page's filters offer "Replay these N deliveries", whose
+// confirm page shows the count, the delivered ones among them and the
+// first ones by their events; its button (with the CSRF token) replays
+// them. The dead letters page names each delivery by its event.
+func TestUI_ReplayByQuery(t *testing.T) {
+	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+	events := f.fill()
+	c := &client{t: t, base: f.base, jar: map[string]string{}}
+	if resp, _ := c.do("POST", "/login", url.Values{"user": {"ops"}, "password": {"pw-1234"}, "next": {"/events"}}); resp.StatusCode != 303 {
+		t.Fatalf("login: %d", resp.StatusCode)
+	}
+	_, page := c.do("GET", "/dead-letters", nil)
+	dead := f.deliveryTo(events[0], "crm")
+	if !strings.Contains(page, fmt.Sprintf("#%d", dead.ID)) || !strings.Contains(page, "shop/order-0</a> <span class=\"topic\">orders/create</span>") {
+		t.Fatalf("dead letters page does not name the event:\n%s", page)
+	}
+	for _, tc := range []struct{ query, want string }{
+		{"/events?source=shop", "Replay these 5 deliveries…"},
+		{"/events?status=dead", "Replay these 2 deliveries…"},
+		{"/events?status=delivered&topic=orders%2F%2A", "Replay these 3 deliveries…"},
+	} {
+		if _, page := c.do("GET", tc.query, nil); !strings.Contains(page, tc.want) || !strings.Contains(page, `action="/replay"`) {
+			t.Errorf("%s: no %q offer", tc.query, tc.want)
+		}
+	}
+	for _, q := range []string{"/events", "/events?topic=orders%2F%2A", "/events?status=pending", "/events?source=stripe-payments-europe"} {
+		if _, page := c.do("GET", q, nil); strings.Contains(page, "Replay these") {
+			t.Errorf("%s offers a replay", q)
+		}
+	}
+	_, page = c.do("GET", "/events?source=shop", nil)
+	tok := csrfOf(t, page)
+	if resp, _ := c.do("POST", "/replay", url.Values{"source": {"shop"}, "confirm": {"yes"}}); resp.StatusCode != 403 {
+		t.Fatalf("replay without CSRF: %d", resp.StatusCode)
+	}
+	resp, page := c.do("POST", "/replay", url.Values{"csrf": {tok}, "source": {"shop"}})
+	if resp.StatusCode != 200 || !strings.Contains(page, "Send 5 deliveries again?") || !strings.Contains(page, "3 of them were delivered already") ||
+		!strings.Contains(page, "shop/order-0") || !strings.Contains(page, "orders/create") || !strings.Contains(page, fmt.Sprintf("#%d", dead.ID)) ||
+		!strings.Contains(page, "Yes, send 5 deliveries again") {
+		t.Fatalf("confirm page: %d\n%s", resp.StatusCode, page)
+	}
+	if n, _ := f.db.CountDead(context.Background()); n != 2 {
+		t.Fatalf("the confirm page changed something: %d dead", n)
+	}
+	if !strings.Contains(page, `name="delivered" value="yes"`) {
+		t.Fatal("the confirm page does not carry that it asked about delivered ones")
+	}
+	// A confirm that was not asked about delivered ones sends none of them.
+	resp, _ = c.do("POST", "/replay", url.Values{"csrf": {tok}, "source": {"shop"}, "status": {"delivered"}, "confirm": {"yes"}})
+	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || !strings.Contains(loc, "replayed=0") {
+		t.Fatalf("replay of delivered ones without their question: %d to %q", resp.StatusCode, loc)
+	}
+	resp, _ = c.do("POST", "/replay", url.Values{"csrf": {tok}, "source": {"shop"}, "confirm": {"yes"}, "delivered": {"yes"}})
+	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || !strings.Contains(loc, "replayed=5") || !strings.Contains(loc, "source=shop") {
+		t.Fatalf("replay: %d to %q", resp.StatusCode, loc)
+	}
+	if n, _ := f.db.CountDead(context.Background()); n != 0 {
+		t.Fatalf("%d dead after the replay", n)
+	}
+	if d, _, _ := f.db.Delivery(context.Background(), f.deliveryTo(events[1], "pos").ID); d.State != app.Pending {
+		t.Fatalf("delivered one not replayed: %+v", d)
+	}
+	if _, page := c.do("GET", "/events?source=shop&replayed=5", nil); !strings.Contains(page, "Replayed 5: they are due now") {
+		t.Fatal("events page does not say what was replayed")
+	}
+	// Replaying one delivered delivery asks, saying it was delivered.
+	f.db.RecordAttempt(context.Background(), dead.ID, &app.Attempt{Start: f.now, Status: 200}, app.Delivered, time.Time{})
+	_, page = c.do("POST", fmt.Sprintf("/deliveries/%d/replay", dead.ID), url.Values{"csrf": {tok}})
+	if !strings.Contains(page, fmt.Sprintf("Send delivery #%d crm ← shop/order-0 orders/create again? It was delivered at ", dead.ID)) {
+		t.Fatalf("confirm of a delivered one:\n%s", page)
+	}
+}

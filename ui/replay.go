@@ -1,0 +1,145 @@
+package ui
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"hookbox/app"
+	"hookbox/app/request"
+)
+
+// Replay by query from the events page (issue 28): the page's filters
+// offer "Replay these N deliveries", a confirm page shows the count and
+// the first ten by their events, and its button replays them.
+
+// replayFilters are the events page's filters a replay by query takes.
+var replayFilters = []string{"source", "topic", "status", "since", "until"}
+
+// replayStatus maps the events page's status filter to the deliveries a
+// replay takes: an event listed as dead has a dead delivery, one listed
+// as delivered has only delivered ones; the other statuses have nothing
+// finished to replay (ok false).
+func replayStatus(eventStatus string) (string, bool) {
+	switch eventStatus {
+	case "":
+		return app.ReplayAny, true
+	case "dead":
+		return app.ReplayDead, true
+	case "delivered":
+		return app.ReplayDelivered, true
+	}
+	return "", false
+}
+
+// replayOffer is the events page's offer to replay what its filters
+// select, nil when they select nothing replayable or too broadly.
+type replayOffer struct {
+	N      int
+	More   bool
+	Fields map[string]string // the filters, as hidden form fields
+}
+
+// offerReplay dry-runs the replay the events page's filters q (and the
+// raw since and until) describe, for the page's button; nil when the
+// filters name no source, status or time (a replay of everything is not
+// offered) or nothing matches.
+func (u *UI) offerReplay(c *fiber.Ctx, q app.EventQuery) (*replayOffer, error) {
+	rq, fields, ok := u.replayQueryOf(q, func(k string) string { return c.Query(k) })
+	if !ok {
+		return nil, nil
+	}
+	rq.DryRun = true
+	res, err := u.d.Store.ReplayQuery(c.UserContext(), rq, u.d.Now())
+	if err != nil || res.Matched == 0 {
+		return nil, err
+	}
+	return &replayOffer{N: res.Matched, More: res.More, Fields: fields}, nil
+}
+
+// replayQueryOf builds the replay by query that the events filters q
+// describe; get reads the raw filter values (to carry them on). ok is
+// false when they select nothing replayable or name no source, status
+// or time.
+func (u *UI) replayQueryOf(q app.EventQuery, get func(string) string) (app.ReplayQuery, map[string]string, bool) {
+	status, ok := replayStatus(q.Status)
+	if !ok || q.ID != "" {
+		return app.ReplayQuery{}, nil, false
+	}
+	rq := app.ReplayQuery{Source: q.Source, Topic: q.Topic, Since: q.Since, Until: q.Until, Status: q.Status}
+	if !rq.Filtered() {
+		return app.ReplayQuery{}, nil, false
+	}
+	rq.Status = status
+	fields := map[string]string{}
+	for _, k := range replayFilters {
+		if v := get(k); v != "" {
+			fields[k] = v
+		}
+	}
+	return rq, fields, true
+}
+
+// replayQuery is POST /replay: without confirm=yes it shows what the
+// filters in the form select (the count, how many were delivered, the
+// first ten by their events) and asks; with it, it replays them and goes
+// back to the events. Delivered ones go only when the confirm page said
+// there were some (delivered=yes): one delivered after it showed none is
+// never sent again unasked.
+func (u *UI) replayQuery(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	get := func(k string) string { return request.PostValue(c, k) }
+	q := app.EventQuery{Source: get("source"), Topic: get("topic"), Status: get("status")}
+	for _, f := range []struct {
+		name string
+		to   *time.Time
+	}{{"since", &q.Since}, {"until", &q.Until}} {
+		if v := get(f.name); v != "" {
+			t, err := parseWhen(v)
+			if err != nil {
+				return fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf("%s: %q is not a time", f.name, v))
+			}
+			*f.to = t
+		}
+	}
+	rq, fields, ok := u.replayQueryOf(q, get)
+	back := url.Values{}
+	for k, v := range fields {
+		back.Set(k, v)
+	}
+	if !ok {
+		return c.Redirect("/events?"+back.Encode(), fiber.StatusSeeOther)
+	}
+	if get("confirm") != "yes" {
+		rq.DryRun = true
+		res, err := u.d.Store.ReplayQuery(ctx, rq, u.d.Now())
+		if err != nil {
+			return err
+		}
+		return u.render(c, 200, "replay", "Replay these deliveries?", map[string]any{"R": res, "Fields": fields,
+			"Back": "/events?" + back.Encode(), "Max": app.MaxReplay})
+	}
+	if get("delivered") != "yes" { // the page did not ask about delivered ones: send none
+		if rq.Status == app.ReplayDelivered {
+			back.Set("replayed", "0")
+			return c.Redirect("/events?"+back.Encode(), fiber.StatusSeeOther)
+		}
+		rq.Status = app.ReplayDead
+	}
+	res, err := u.d.Store.ReplayQuery(ctx, rq, u.d.Now())
+	if err != nil {
+		return err
+	}
+	u.d.Wake()
+	back.Set("replayed", strconv.Itoa(res.Replayed))
+	return c.Redirect("/events?"+back.Encode(), fiber.StatusSeeOther)
+}
+
+// deadRow is a dead letter with the name of its event.
+type deadRow struct {
+	*app.Delivery
+	Event app.EventName
+}
