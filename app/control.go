@@ -143,3 +143,12 @@ func (p *pacer) took(now time.Time, n int) {
 	}
 	p.next = p.next.Add(time.Duration(n) * p.spacing)
 }
+
+// RateStore is a store that keeps a destination's rate for a cluster
+// (PostgreSQL): the nodes reserve their starts from one shared slot.
+type RateStore interface {
+	// ReserveStarts reserves n starts to dest spaced by spacing and
+	// returns when the first may start and the store's clock now: the
+	// caller waits first-now by its own clock.
+	ReserveStarts(ctx context.Context, dest string, n int, spacing time.Duration) (first, now time.Time, err error)
+}
