@@ -31,6 +31,8 @@ func (s *Server) routeAPI(r fiber.Router) {
 	r.Get("/events", s.handleEvents)
 	r.Get("/events/:seq", s.handleEvent)
 	r.Get("/events/:seq/body", s.handleEventBody)
+	// Destinations: list, pause, resume (destinations.go).
+	s.routeDestinations(r)
 }
 
 // BackupIdleTimeout bounds how long a backup download may go without
