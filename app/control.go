@@ -115,21 +115,27 @@ type pacer struct {
 	next    time.Time // the earliest start of the next attempt
 }
 
-// paceBurst is how far ahead of its slot a pass may start an attempt, so a
-// fast rate (spacing under a millisecond) is not one start per pass: the
-// starts of paceBurst's worth go together, never more.
-const paceBurst = 10 * time.Millisecond
+// paceAhead is how much of a rate's time one pass fills: it starts up to
+// paceAhead's worth of attempts, each given its slot (job.at), for which
+// its sender waits; the starts stay evenly spaced, and a pass (a read of
+// the outbox, and on PostgreSQL a reservation) serves several of them.
+// A pass may come paceLead before the next slot, so that its own time is
+// not added to the spacing.
+const (
+	paceAhead = 100 * time.Millisecond
+	paceLead  = paceAhead / 2
+)
 
-// allow returns how many of want attempts may start at now (0 means wait
-// until the returned time).
+// allow returns how many of want attempts a pass at now may start (0:
+// none before the returned time).
 func (p *pacer) allow(now time.Time, want int) (int, time.Time) {
 	if p.spacing <= 0 {
 		return want, time.Time{}
 	}
-	if p.next.After(now) {
-		return 0, p.next
+	if p.next.After(now.Add(paceLead)) {
+		return 0, p.next.Add(-paceLead)
 	}
-	n := 1 + int(paceBurst/p.spacing)
+	n := 1 + int(paceAhead/p.spacing)
 	return min(n, want), time.Time{}
 }
 

@@ -88,7 +88,6 @@ password_env = "E2E_STATUS_PASSWORD"
 name = "sink"
 url = %q
 timeout = "5s"
-retry = ["100ms", "100ms", "100ms"]
 %s
 
 [[route]]
@@ -239,4 +238,108 @@ func testPauseResume(t *testing.T, st storeCase, nodes int) {
 	for _, p := range procs {
 		p.stop(t)
 	}
+}
+
+// rateCase is how the rate test runs: 50/s × 100 deliveries (about 2 s) by
+// default, the issue's 20/s × 200 (about 10 s) with HOOKBOX_E2E_FULL_RATE=1.
+func rateCase() (perSecond, n int) {
+	if os.Getenv("HOOKBOX_E2E_FULL_RATE") != "" {
+		return 20, 200
+	}
+	return 50, 100
+}
+
+// rate = "R/s": the deliveries waiting for a paused destination go out at
+// R a second once it is resumed, evenly spaced: the whole run takes about
+// (n-1)/R, no second has more than 1.25 R starts; on two PostgreSQL nodes
+// the two together keep the same rate.
+func TestEndToEnd_Rate(t *testing.T) {
+	eachStore(t, func(t *testing.T, st storeCase) { testRate(t, st, 1) })
+	t.Run("postgres-two-nodes", func(t *testing.T) { testRate(t, storeCase{name: "postgres", url: pgtest.URL(t)}, 2) })
+}
+
+func testRate(t *testing.T, st storeCase, nodes int) {
+	perSecond, n := rateCase()
+	sink := newStartSink(t, nil)
+	config := writeConfig(t, t.TempDir(), controlConfig(sink.url, fmt.Sprintf("concurrency = 8\nrate = \"%d/s\"", perSecond)), st.config(5*time.Second))
+	var procs []*proc
+	for range nodes {
+		procs = append(procs, start(t, config))
+	}
+	if code, raw := apiDo(t, procs[0].addr, "POST", "/destinations/sink/pause", []byte(`{"reason": "load them all first"}`)); code != 200 {
+		t.Fatalf("pause: %d %s", code, raw)
+	}
+	time.Sleep(600 * time.Millisecond) // every node reads the pause
+	postN(t, procs, 1, n)
+	if s := sinkState(t, procs[0].addr); s.Rate != fmt.Sprintf("%d/s", perSecond) || s.Waiting != n {
+		t.Fatalf("before resume: %+v; want rate %d/s, %d waiting", s, perSecond, n)
+	}
+	apiDo(t, procs[0].addr, "POST", "/destinations/sink/resume", nil)
+	sink.waitFor(t, n, 60*time.Second)
+	sink.mu.Lock()
+	starts := append([]time.Time(nil), sink.starts...)
+	sink.mu.Unlock()
+	took := starts[len(starts)-1].Sub(starts[0])
+	want := time.Duration(n-1) * time.Second / time.Duration(perSecond)
+	most := 0
+	for i := range starts {
+		j := i
+		for j < len(starts) && starts[j].Sub(starts[i]) < time.Second {
+			j++
+		}
+		most = max(most, j-i)
+	}
+	t.Logf("%d deliveries at %d/s on %d node(s): first to last start %v (even spacing: %v), at most %d starts in a second",
+		n, perSecond, nodes, took.Round(time.Millisecond), want, most)
+	if took < want*95/100 || took > want*110/100+100*time.Millisecond {
+		t.Errorf("first to last start took %v; want about %v", took, want)
+	}
+	if limit := perSecond * 125 / 100; most > limit {
+		t.Errorf("%d starts in one second; want at most %d", most, limit)
+	}
+	for _, p := range procs {
+		p.stop(t)
+	}
+}
+
+// A destination that answers 429 with Retry-After: 3 gets no attempt, for
+// any of its deliveries, for 3 s; the API says until when it is held.
+func TestEndToEnd_RetryAfterHoldsDestination(t *testing.T) {
+	eachStore(t, testRetryAfterHolds)
+}
+
+func testRetryAfterHolds(t *testing.T, st storeCase) {
+	sink := newStartSink(t, func(i int, w http.ResponseWriter) {
+		if i == 0 {
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.WriteHeader(200)
+	})
+	config := writeConfig(t, t.TempDir(), controlConfig(sink.url, "concurrency = 4\nretry = [\"5s\", \"5s\"]"), st.config(5*time.Second))
+	p := start(t, config)
+	postN(t, []*proc{p}, 1, 1)
+	sink.waitFor(t, 1, 10*time.Second)
+	// The 429's record is what holds the destination: wait for the API to say so.
+	deadline := time.Now().Add(3 * time.Second)
+	s := sinkState(t, p.addr)
+	for s.HeldUntil == nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		s = sinkState(t, p.addr)
+	}
+	if s.HeldUntil == nil {
+		t.Fatalf("after a 429 with Retry-After: 3, GET /api/v1/destinations says %+v; want held_until", s)
+	}
+	postN(t, []*proc{p}, 2, 6) // due now, but the destination is held
+	sink.waitFor(t, 6, 20*time.Second)
+	sink.mu.Lock()
+	starts := append([]time.Time(nil), sink.starts...)
+	sink.mu.Unlock()
+	gap := starts[1].Sub(starts[0])
+	t.Logf("first attempt after the 429 came %v later; held until %v", gap.Round(time.Millisecond), s.HeldUntil)
+	if gap < 2900*time.Millisecond {
+		t.Errorf("an attempt %v after a 429 with Retry-After: 3; want none for 3 s", gap)
+	}
+	p.stop(t)
 }

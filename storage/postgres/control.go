@@ -74,16 +74,20 @@ func (d *DB) DestinationControls(ctx context.Context) (map[string]app.Destinatio
 
 // ReserveStarts reserves n starts to dest spaced by spacing, for the whole
 // cluster: one statement moves the destination's next free start on by
-// n*spacing from the later of it and now (the database's clock, which every
-// node shares), and returns where the reserved slots begin. Two nodes that
+// n*spacing from the later of it and one spacing before now (the
+// database's clock, which every node shares), and returns where the
+// reserved slots begin. The spacing of slack absorbs the time a node takes
+// from its slot to its reservation, which would otherwise be added to
+// every spacing; it allows one start early after an idle spell, no more. Two nodes that
 // reserve at once are serialised by the row's lock, so together they
 // never start more than the rate allows.
 func (d *DB) ReserveStarts(ctx context.Context, dest string, n int, spacing time.Duration) (first time.Time, now time.Time, err error) {
 	ctx, cancel := opCtx(ctx)
 	defer cancel()
-	err = d.pool.QueryRow(ctx, `WITH k AS (SELECT make_interval(secs => $2::float8 * $3::float8 / 1e6) AS span)
+	err = d.pool.QueryRow(ctx, `WITH k AS (SELECT make_interval(secs => $3::float8 / 1e6) AS one,
+	make_interval(secs => $2::float8 * $3::float8 / 1e6) AS span)
 INSERT INTO hookbox_destinations AS c (name, next_start) SELECT $1, clock_timestamp() + k.span FROM k
-ON CONFLICT (name) DO UPDATE SET next_start = greatest(c.next_start, clock_timestamp()) + (SELECT span FROM k)
+ON CONFLICT (name) DO UPDATE SET next_start = greatest(c.next_start, clock_timestamp() - (SELECT one FROM k)) + (SELECT span FROM k)
 RETURNING next_start - (SELECT span FROM k), clock_timestamp()`,
 		dest, n, spacing.Microseconds()).Scan(&first, &now)
 	return first, now, d.committed(err)
