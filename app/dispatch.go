@@ -23,7 +23,8 @@ import (
 // senders, send makes the attempt, and record writes finished attempts in
 // batches (recorded ends their leases). What a lane learns of its
 // destination's answers, and the probes and early retries that follow,
-// are in recovery.go; the retry schedule in retry.go.
+// are in recovery.go; the retry schedule in retry.go; a lane's pause,
+// Retry-After hold and rate in control.go.
 type Dispatcher struct {
 	store  Outbox
 	sender Sender

@@ -304,11 +304,14 @@ func testRate(t *testing.T, st storeCase, nodes int) {
 
 // A destination that answers 429 with Retry-After: 3 gets no attempt, for
 // any of its deliveries, for 3 s; the API says until when it is held.
+// On two PostgreSQL nodes the hold is stored: the node that did not hear
+// the 429 holds too.
 func TestEndToEnd_RetryAfterHoldsDestination(t *testing.T) {
-	eachStore(t, testRetryAfterHolds)
+	eachStore(t, func(t *testing.T, st storeCase) { testRetryAfterHolds(t, st, 1) })
+	t.Run("postgres-two-nodes", func(t *testing.T) { testRetryAfterHolds(t, storeCase{name: "postgres", url: pgtest.URL(t)}, 2) })
 }
 
-func testRetryAfterHolds(t *testing.T, st storeCase) {
+func testRetryAfterHolds(t *testing.T, st storeCase, nodes int) {
 	sink := newStartSink(t, func(i int, w http.ResponseWriter) {
 		if i == 0 {
 			w.Header().Set("Retry-After", "3")
@@ -318,8 +321,12 @@ func testRetryAfterHolds(t *testing.T, st storeCase) {
 		w.WriteHeader(200)
 	})
 	config := writeConfig(t, t.TempDir(), controlConfig(sink.url, "concurrency = 4\nretry = [\"5s\", \"5s\"]"), st.config(5*time.Second))
-	p := start(t, config)
-	postN(t, []*proc{p}, 1, 1)
+	var procs []*proc
+	for range nodes {
+		procs = append(procs, start(t, config))
+	}
+	p := procs[0]
+	postN(t, procs[:1], 1, 1)
 	sink.waitFor(t, 1, 10*time.Second)
 	// The 429's record is what holds the destination: wait for the API to say so.
 	deadline := time.Now().Add(3 * time.Second)
@@ -331,7 +338,10 @@ func testRetryAfterHolds(t *testing.T, st storeCase) {
 	if s.HeldUntil == nil {
 		t.Fatalf("after a 429 with Retry-After: 3, GET /api/v1/destinations says %+v; want held_until", s)
 	}
-	postN(t, []*proc{p}, 2, 6) // due now, but the destination is held
+	if nodes > 1 {
+		time.Sleep(300 * time.Millisecond) // the other nodes read the hold within 250 ms
+	}
+	postN(t, procs, 2, 6) // due now, but the destination is held (on every node)
 	sink.waitFor(t, 6, 20*time.Second)
 	sink.mu.Lock()
 	starts := append([]time.Time(nil), sink.starts...)
@@ -341,5 +351,7 @@ func testRetryAfterHolds(t *testing.T, st storeCase) {
 	if gap < 2900*time.Millisecond {
 		t.Errorf("an attempt %v after a 429 with Retry-After: 3; want none for 3 s", gap)
 	}
-	p.stop(t)
+	for _, p := range procs {
+		p.stop(t)
+	}
 }
