@@ -2,6 +2,9 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -45,5 +48,51 @@ func TestUI_PauseResumeButton(t *testing.T) {
 	}
 	if resp, _ := c.do("POST", "/destinations/nope/pause", url.Values{"csrf": {tok}}); resp.StatusCode != 404 {
 		t.Errorf("pause of an unknown destination: %d; want 404", resp.StatusCode)
+	}
+}
+
+// The API pauses with a JSON reason, by the Basic-auth user; a body that
+// is not that JSON is refused with the reason; GET lists the pause.
+func TestAPI_PauseResume(t *testing.T) {
+	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+	post := func(path, body string) (int, string) {
+		req, _ := http.NewRequest("POST", f.base+path, strings.NewReader(body))
+		req.SetBasicAuth("ops", "pw-1234")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post("/api/v1/destinations/pos/pause", `{"reason": 7}`); code != 400 || !strings.Contains(body, "must be JSON like") {
+		t.Fatalf("pause with a bad body: %d %s; want 400 with the reason", code, body)
+	}
+	if code, body := post("/api/v1/destinations/pos/pause", `{"reason": "ERP maintenance"}`); code != 200 {
+		t.Fatalf("pause: %d %s", code, body)
+	}
+	_, raw := f.get("/api/v1/destinations")
+	var out struct {
+		Destinations []struct {
+			Name         string     `json:"name"`
+			Paused       bool       `json:"paused"`
+			PausedAt     *time.Time `json:"paused_at"`
+			PausedBy     string     `json:"paused_by"`
+			PausedReason string     `json:"paused_reason"`
+		} `json:"destinations"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil || len(out.Destinations) < 2 {
+		t.Fatalf("GET /api/v1/destinations: %s, %v", raw, err)
+	}
+	pos, other := out.Destinations[0], out.Destinations[1]
+	if pos.Name != "pos" || !pos.Paused || pos.PausedAt == nil || pos.PausedBy != "ops" || pos.PausedReason != "ERP maintenance" || other.Paused {
+		t.Fatalf("destinations after pausing pos: %s", raw)
+	}
+	if code, body := post("/api/v1/destinations/pos/resume", ""); code != 200 || !strings.Contains(body, `"paused":false`) {
+		t.Fatalf("resume: %d %s", code, body)
+	}
+	if code, body := post("/api/v1/destinations/nope/resume", ""); code != 404 || !strings.Contains(body, "no such destination") {
+		t.Fatalf("resume of an unknown destination: %d %s; want 404", code, body)
 	}
 }
