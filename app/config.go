@@ -56,6 +56,8 @@ type Destination struct {
 	Retry       []time.Duration
 	Headers     map[string]string
 	Concurrency int
+	// Rate, when set, spaces the starts of its attempts (rate = "10/s").
+	Rate Rate
 	// SignatureHeaders names the headers hookbox signs under:
 	// SignatureHeadersStandard (webhook-*) or SignatureHeadersSvix (also
 	// svix-*, which Svix's libraries read first).

@@ -23,7 +23,8 @@ import (
 // senders, send makes the attempt, and record writes finished attempts in
 // batches (recorded ends their leases). What a lane learns of its
 // destination's answers, and the probes and early retries that follow,
-// are in recovery.go; the retry schedule in retry.go.
+// are in recovery.go; the retry schedule in retry.go; a lane's pause,
+// Retry-After hold and rate in control.go.
 type Dispatcher struct {
 	store  Outbox
 	sender Sender
@@ -76,13 +77,38 @@ type Dispatcher struct {
 	onPass atomic.Pointer[func(began time.Time)]
 	// transforms make the bodies of the routes that have a transform.
 	transforms sendTransforms
+
+	// Controls, when set before Run, holds the destinations' pauses and
+	// Retry-After holds (control.go); the dispatcher reads them at most
+	// every ControlEvery, and at once after ControlsChanged. With a
+	// RateStore too, rates hold for every node that shares it.
+	Controls ControlStore
+	// ControlEvery is the longest a node goes without reading Controls
+	// while it sends, or while a destination is paused (so that a resume
+	// through another node is seen).
+	ControlEvery time.Duration
+	controlsRead time.Time   // the Run goroutine's
+	controlsOld  atomic.Bool // ControlsChanged was called since the last read
+	controlLog   Throttle
+	// holds are the Retry-After holds heard since the last batch was
+	// recorded, for Controls; d.mu guards them.
+	holds []laneHold
+	// stop is closed when Run's ctx is done: a send waiting for its slot
+	// of the rate gives up then.
+	stop chan struct{}
 }
 
 // lane is one destination's part of the dispatcher. d.mu guards its
-// fields but queue, which only the Run goroutine touches. (Next: its
-// pause state and rate limit.)
+// fields but queue, which only the Run goroutine touches.
 type lane struct {
 	dest *Destination
+	// paused says an operator paused it: no send starts. held is the end
+	// of its last Retry-After (its own, or one another node stored): no
+	// send starts before.
+	paused bool
+	held   time.Time
+	// pace spaces its starts by its rate.
+	pace pacer
 	// queue feeds the lane's Concurrency long-lived senders, started on
 	// its first delivery: a goroutine per send cost its start and the
 	// growth of its stack every time. nil until then, and after Run.
@@ -133,9 +159,10 @@ func NewDispatcher(cfg *Config, store Outbox, sender Sender) *Dispatcher {
 		finished:      map[uint64]uint64{},
 		unrecorded:    map[uint64]int{},
 		transforms:    newSendTransforms(cfg),
+		ControlEvery:  DefaultControlEvery,
 	}
 	for _, dest := range cfg.Destinations {
-		d.lanes = append(d.lanes, &lane{dest: dest})
+		d.lanes = append(d.lanes, &lane{dest: dest, pace: pacer{spacing: dest.Rate.Spacing()}})
 	}
 	return d
 }
@@ -158,7 +185,10 @@ func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
 	// for the destination's timeout. Once sendCtx is done, the sends in
 	// flight are cut, and their connections closed (after Run has
 	// returned, as sends go on under sendCtx).
+	stop := make(chan struct{})
+	d.stop = stop
 	context.AfterFunc(ctx, func() {
+		close(stop)
 		d.stopping.Store(true)
 		d.sender.Stop()
 	})
@@ -233,6 +263,7 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		d.Stats.storage().Failure(d.Logger, "fire pending deliveries", err)
 		earliest = now.Add(5 * time.Second)
 	}
+	earliest = earlier(earliest, d.readControls(ctx, now))
 	for _, l := range d.lanes {
 		earliest = earlier(earliest, d.passLane(ctx, l, now, skip))
 	}
@@ -244,6 +275,15 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 func (d *Dispatcher) passLane(ctx context.Context, l *lane, now time.Time, skip func(uint64) bool) (earliest time.Time) {
 	dest := l.dest
 	d.mu.Lock()
+	if l.paused {
+		d.mu.Unlock()
+		return time.Time{} // readControls looks again for a resume
+	}
+	if l.held.After(now) {
+		held := l.held
+		d.mu.Unlock()
+		return held
+	}
 	free := dest.Concurrency - l.busy
 	at, backlogged := l.backlog, l.backlogged
 	if !backlogged {
@@ -264,6 +304,12 @@ func (d *Dispatcher) passLane(ctx context.Context, l *lane, now time.Time, skip 
 	if backlogged && free < max(1, dest.Concurrency/4) && now.Sub(at) < readWait {
 		return at.Add(readWait)
 	}
+	d.mu.Lock()
+	free, slot := l.pace.allow(now, free)
+	d.mu.Unlock()
+	if free == 0 {
+		return slot // its next slot of the rate
+	}
 	work, next, err := d.store.DueDeliveries(ctx, dest.Name, now, free, skip)
 	if err != nil {
 		d.Stats.storage().Failure(d.Logger, "read outbox", err, "destination", dest.Name)
@@ -277,17 +323,30 @@ func (d *Dispatcher) passLane(ctx context.Context, l *lane, now time.Time, skip 
 	}
 	d.mu.Unlock()
 	earliest = next
+	jobs := make([]job, 0, len(work))
 	for _, w := range work {
-		d.start(ctx, l, job{w: w})
+		jobs = append(jobs, job{w: w})
 	}
 	if err == nil {
 		more, at := d.beyondDue(ctx, l, now, free-len(work), next, skip)
-		for _, j := range more {
-			d.start(ctx, l, j)
-		}
+		jobs = append(jobs, more...)
 		earliest = earlier(earliest, at)
 	}
+	if slot := d.paceJobs(ctx, l, now, jobs); !slot.IsZero() && !earliest.IsZero() {
+		earliest = later(earliest, slot) // more waits: at its next slot
+	}
+	for _, j := range jobs {
+		d.start(ctx, l, j)
+	}
 	return earliest
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // start leases j's delivery and hands it to one of l's senders.
@@ -346,6 +405,9 @@ func (d *Dispatcher) release(id uint64) {
 // the same way at every retry), to be replayed once the config is fixed.
 func (d *Dispatcher) send(ctx context.Context, l *lane, j job, records chan<- finishedAttempt) {
 	w, dest := j.w, l.dest
+	if !j.at.IsZero() {
+		d.waitSlot(j.at)
+	}
 	a := &Attempt{Start: d.Now()}
 	var res Answer
 	var failed error // the transform's
@@ -463,7 +525,10 @@ func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
 		// a pass looks for it at once rather than at the next commit.
 		retry = retry || f.rec.State == Pending || f.w.Delivery.OrderKey != ""
 	}
+	holds := d.holds
+	d.holds = nil
 	d.mu.Unlock()
+	d.storeHolds(holds)
 	for wait, ids := range held {
 		time.AfterFunc(wait, func() {
 			d.mu.Lock()

@@ -145,6 +145,7 @@ func startHarness(t *testing.T, toml, dir string, now func() time.Time, over fun
 	h.db.OnOpened(func() { h.disp.Wake(); h.signal() })
 	app.OnRecorded(h.disp, h.signal)
 	h.recv.Now, h.disp.Now = now, now
+	h.disp.Controls = db // pauses and Retry-After holds, as serve sets them
 	ctx, cancel := context.WithCancel(context.Background())
 	sendCtx, cancelSends := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -67,6 +67,9 @@ func (h *destHealth) down(now time.Time, every time.Duration) bool {
 type job struct {
 	w            Work
 	early, probe bool
+	// at, when set, is its slot of the destination's rate shared by a
+	// cluster: the sender waits for it before it sends.
+	at time.Time
 }
 
 // healthOf returns what is known of l's destination, made on first use
@@ -112,6 +115,10 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 	}
 	if f.retryAfter > 0 {
 		h.notBefore = end.Add(min(f.retryAfter, maxStep(f.lane.dest)))
+		if st := a.Status; (st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable) && h.notBefore.After(f.lane.held) {
+			f.lane.held = h.notBefore // the whole destination waits, not only this delivery
+			d.holds = append(d.holds, laneHold{f.lane, h.notBefore})
+		}
 	}
 	if f.probe {
 		h.probeWait = min(2*h.probeWait, d.ProbeMax)

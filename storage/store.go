@@ -24,6 +24,7 @@ type Store interface {
 	app.Store
 	app.MetaStore
 	app.ReadModel
+	app.ControlStore
 
 	// LookupID reports whether source's id is remembered, until when, and
 	// the seq of the event accepted with it.

@@ -1,9 +1,14 @@
 package ui
 
 import (
+	"cmp"
+	"errors"
+	"strings"
+
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/request"
 )
 
 // maxRetryingCount bounds the count of deliveries waiting for a retry
@@ -13,6 +18,14 @@ const maxRetryingCount = 100000
 type destRow struct {
 	app.DestInfo
 	Backlog int
+	Control destControl
+}
+
+// destControl is what the overview shows of a destination's controls.
+type destControl struct {
+	app.DestinationControl
+	Held bool   // HeldUntil is in the future
+	Rate string // its rate as the config writes it, "" for none
 }
 
 // overview serves the status page's front page: the counts, the charts, the
@@ -46,13 +59,22 @@ func (u *UI) overview(c *fiber.Ctx) error {
 		u.d.Logger.Warn("read for the overview", "what", what, "error", err)
 		unread = append(unread, what)
 	}
+	var controls map[string]app.DestinationControl
+	if u.d.Pauser != nil {
+		var err error
+		if controls, err = u.d.Pauser.Controls(ctx); err != nil {
+			failed("the destinations' pauses", err)
+		}
+	}
 	var dests []destRow
 	for _, d := range tables.Destinations {
 		n, err := u.d.Store.Backlog(ctx, d.Name, 100000)
 		if err != nil {
 			failed("the backlog of "+d.Name, err)
 		}
-		dests = append(dests, destRow{d, n})
+		ctl := destControl{DestinationControl: controls[d.Name], Rate: u.rate(d.Name)}
+		ctl.Held = ctl.HeldUntil.After(now)
+		dests = append(dests, destRow{d, n, ctl})
 	}
 	pending, err := u.d.Store.CountPending(ctx)
 	if err != nil {
@@ -89,4 +111,43 @@ func (u *UI) overview(c *fiber.Ctx) error {
 		"Poison": map[string]any{"List": poison, "Total": poisonTotal,
 			"Store": u.d.Stats.Storage.Store, "DamageFix": u.d.Stats.Storage.DamageFix},
 	})
+}
+
+// rate is destination name's rate as the config writes it ("" for none).
+func (u *UI) rate(name string) string {
+	for _, d := range u.d.Config.Destinations {
+		if d.Name == name {
+			return d.Rate.String()
+		}
+	}
+	return ""
+}
+
+// pause pauses a destination from its row's form, by the logged-in user.
+func (u *UI) pause(c *fiber.Ctx) error {
+	if u.d.Pauser == nil {
+		return fiber.ErrNotFound
+	}
+	by, _ := c.Locals("user").(string)
+	if err := u.d.Pauser.Pause(c.UserContext(), strings.Clone(c.Params("name")), cmp.Or(by, "admin"), request.PostValue(c, "reason")); err != nil {
+		if errors.Is(err, app.ErrNoDestination) {
+			return fiber.ErrNotFound
+		}
+		return err
+	}
+	return c.Redirect("/", fiber.StatusSeeOther)
+}
+
+// resume resumes a destination from its row's form.
+func (u *UI) resume(c *fiber.Ctx) error {
+	if u.d.Pauser == nil {
+		return fiber.ErrNotFound
+	}
+	if err := u.d.Pauser.Resume(c.UserContext(), strings.Clone(c.Params("name"))); err != nil {
+		if errors.Is(err, app.ErrNoDestination) {
+			return fiber.ErrNotFound
+		}
+		return err
+	}
+	return c.Redirect("/", fiber.StatusSeeOther)
 }

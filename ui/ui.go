@@ -47,6 +47,9 @@ type Deps struct {
 	// LastBackup gives the newest scheduled backup's time and size and the
 	// error of the latest run (nil: no backup line on the overview).
 	LastBackup func() (time.Time, int64, error)
+	// Pauser, when set, backs the Pause and Resume buttons of the
+	// overview's destination rows.
+	Pauser *app.Pauser
 }
 
 // UI renders the status pages.
@@ -140,6 +143,8 @@ func (u *UI) Mount(add func(method, path string, h fiber.Handler)) {
 	add(fiber.MethodPost, "/deliveries/:id/retry", u.retryOne)
 	add(fiber.MethodPost, "/destinations/:name/retry", u.retryDestination)
 	add(fiber.MethodPost, "/replay", u.replayQuery) // replay by query (replay.go)
+	add(fiber.MethodPost, "/destinations/:name/pause", u.pause)
+	add(fiber.MethodPost, "/destinations/:name/resume", u.resume)
 	add(fiber.MethodGet, "/config", u.config)
 }
 

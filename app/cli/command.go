@@ -95,6 +95,11 @@ var commands = []*command{
 		help:    replayHelp, run: runReplay},
 	{name: "retry", synopsis: "[-config FILE] [-json] ID... | -destination NAME", summary: "send waiting deliveries now, not at their next retry",
 		help: retryHelp, run: runRetry},
+	// Pause, resume (pause.go).
+	{name: "pause", synopsis: "[-config FILE] [-reason TEXT] NAME", summary: "pause a destination: nothing is sent to it, deliveries wait",
+		help: pauseHelp, run: runPause},
+	{name: "resume", synopsis: "[-config FILE] NAME", summary: "resume a paused destination: its waiting deliveries go out in accept order",
+		help: resumeHelp, run: runResume},
 	{name: "backup", synopsis: "[-config FILE] -o FILE", summary: "save a hot copy of the data file from the running server",
 		help: "Downloads a consistent copy of the data file through the running server's admin\n" +
 			"API ([status] user and password), writes it to FILE atomically and checks it.\n" +

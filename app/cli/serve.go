@@ -121,6 +121,8 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 	prom := metrics.New(stats, db) // stats reports to it; /metrics serves it
 	dispatcher := app.NewDispatcher(cfg, db, httpsend.New(cfg, Version))
 	dispatcher.Stats = stats
+	dispatcher.Controls = db // pauses and Retry-After holds; on PostgreSQL the rate's slots too
+	pauser := app.NewPauser(cfg, db, dispatcher.ControlsChanged, time.Now)
 	stats.Storage.OnRecover = dispatcher.Wake // it holds its sends while commits fail
 	n.describe(stats.Storage)
 	db.OnCommit(stats.Storage.Committed)
@@ -191,7 +193,8 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 	}
 	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
 	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
-		Backup: n.backup, Login: login.Check, LoginGeneration: login.Generation, Stats: stats, Metrics: prom, LastBackup: lastBackup})
+		Backup: n.backup, Login: login.Check, LoginGeneration: login.Generation, Stats: stats, Metrics: prom, LastBackup: lastBackup,
+		Pauser: pauser})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen in %s, or -listen, or $%s): %w", cfg.Server.Listen, path, config.EnvListen, err)

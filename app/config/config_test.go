@@ -146,6 +146,8 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"DestDuplicate", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\n[[destination]]\nname = \"pos\"\nurl = \"https://y\"\n", "destination[1] (pos).name", "duplicate"},
 		{"DestHeaderValue", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nheaders = { X-A = \"a\\r\\nX-B: b\" }\n", "destination[0] (pos).headers.X-A", "line break"},
 		{"DestConcurrency", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nconcurrency = 0\n", "destination[0] (pos).concurrency", "between 1"},
+		{"DestRate", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nrate = \"fast\"\n", "destination[0] (pos).rate", "want N/s, N/m or N/h"},
+		{"DestRateZero", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nrate = \"0/s\"\n", "destination[0] (pos).rate", "between 1"},
 		{"DestSvixWithoutSecret", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nsignature_headers = \"svix\"\n", "destination[0] (pos).signature_headers", "needs the destination's secret"},
 		{"DestSignatureHeaders", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nsignature_headers = \"Svix\"\n", "destination[0] (pos).signature_headers", `"Svix" is not one of "standard"`},
 		{"RouteUnknownSource", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\n[[route]]\nsource = \"nope\"\nto = [\"pos\"]\n", "route[0].source", `no [[source]] named "nope"`},

@@ -57,6 +57,7 @@ type rawDestination struct {
 	Retry       *[]string         `toml:"retry"`
 	Headers     map[string]string `toml:"headers"`
 	Concurrency *int              `toml:"concurrency"`
+	Rate        string            `toml:"rate"`
 	// SignatureHeaders and ForwardSignatures: see Destination.
 	SignatureHeaders  string `toml:"signature_headers"`
 	ForwardSignatures *bool  `toml:"forward_signatures"`

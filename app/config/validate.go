@@ -143,6 +143,13 @@ func (v *validator) destination(key string, r rawDestination) *app.Destination {
 			v.fail(key+".concurrency", "must be between 1 and 1024")
 		}
 	}
+	if r.Rate != "" {
+		rate, err := app.ParseRate(r.Rate)
+		if err != nil {
+			v.fail(key+".rate", err.Error())
+		}
+		d.Rate = rate
+	}
 	switch r.SignatureHeaders {
 	case "", app.SignatureHeadersStandard:
 		d.SignatureHeaders = app.SignatureHeadersStandard

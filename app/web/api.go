@@ -35,6 +35,8 @@ func (s *Server) routeAPI(r fiber.Router) {
 	// Retry now (issue 28): retry.go.
 	r.Post("/deliveries/:id/retry", s.handleRetryDelivery)
 	r.Post("/destinations/:name/retry", s.handleRetryDestination)
+	// Destinations: list, pause, resume (destinations.go).
+	s.routeDestinations(r)
 }
 
 // BackupIdleTimeout bounds how long a backup download may go without

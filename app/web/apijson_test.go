@@ -77,6 +77,9 @@ func TestAPI_JSONStyle(t *testing.T) {
 	}
 	d0, d1 := dl.Items[0].ID, dl.Items[1].ID
 	delivered := f.deliveryTo(events[2], "pos").ID
+	if err := f.db.HoldDestination(context.Background(), "crm", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	calls := []struct{ method, path, route string }{
 		{"GET", "/api/v1/stats", "/api/v1/stats"},
 		{"GET", "/api/v1/events", "/api/v1/events"},
@@ -88,6 +91,10 @@ func TestAPI_JSONStyle(t *testing.T) {
 		{"POST", fmt.Sprintf("/api/v1/dead-letters/%d/replay", d0), "/api/v1/dead-letters/:id/replay"},
 		{"POST", fmt.Sprintf("/api/v1/deliveries/%d/replay", d1), "/api/v1/deliveries/:id/replay"},
 		{"POST", "/api/v1/dead-letters/replay", "/api/v1/dead-letters/replay"},
+		{"POST", "/api/v1/destinations/pos/pause", "/api/v1/destinations/:name/pause"},
+		{"GET", "/api/v1/destinations", "/api/v1/destinations"}, // pos paused, crm held (below)
+		{"POST", "/api/v1/destinations/pos/resume", "/api/v1/destinations/:name/resume"},
+		{"POST", "/api/v1/destinations/nope/pause", "/api/v1/destinations/:name/pause"}, // the error answer
 		{"GET", "/healthz", "/healthz"},
 		// Replay by query and the force of a delivered one (replay.go):
 		// bodies below.

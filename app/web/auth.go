@@ -169,6 +169,7 @@ func (s *Server) requireAuth(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderWWWAuthenticate, `Basic realm="hookbox", charset="UTF-8"`)
 		return c.Status(fiber.StatusUnauthorized).JSON(answer{Status: "error", Error: "login required"})
 	}
+	c.Locals("user", strings.Clone(user)) // who pauses a destination
 	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
 		if viaSession {
 			tok := c.Get("X-CSRF-Token")

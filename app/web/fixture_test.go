@@ -100,7 +100,8 @@ func openFixtureWith(t *testing.T, dir string, now time.Time, logger *slog.Logge
 	if logger != nil {
 		recv.Logger = logger
 	}
-	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats, Metrics: prom, Now: clock})
+	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats, Metrics: prom, Now: clock,
+		Pauser: app.NewPauser(cfg, db, nil, clock)})
 	if logger != nil {
 		srv.Logger = logger
 	}

@@ -76,6 +76,8 @@ type Deps struct {
 	ReadTimeout time.Duration
 	// LastBackup, when set, puts the newest scheduled backup on the overview.
 	LastBackup func() (time.Time, int64, error)
+	// Pauser pauses and resumes destinations (nil: the routes answer 404).
+	Pauser *app.Pauser
 }
 
 // Server serves hookbox's HTTP endpoints.
@@ -136,7 +138,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 	}
 	s.guard.generation = s.loginGeneration
 	s.ui = ui.New(ui.Deps{Config: cfg, Store: deps.Store, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
-		LastBackup: deps.LastBackup})
+		LastBackup: deps.LastBackup, Pauser: deps.Pauser})
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:      cfg.Server.MaxBodyBytes,
 		ReadTimeout:    deps.ReadTimeout,

@@ -72,7 +72,8 @@ func newUIServer(t *testing.T) (addr string, db *bboltstore.DB, eventSeq uint64)
 	ds, _ := db.EventDeliveries(context.Background(), seq)
 	db.RecordAttempt(context.Background(), ds[0].ID, &app.Attempt{Start: time.Now(), Duration: 3 * time.Millisecond, Status: 500, Error: "HTTP 500", Response: []byte("boom")}, app.Dead, time.Time{})
 	stats.Attempt("pos", app.Dead, 3*time.Millisecond)
-	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats, Metrics: prom})
+	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats, Metrics: prom,
+		Pauser: app.NewPauser(cfg, db, nil, time.Now)})
 	return serve(t, srv.App()), db, seq
 }
 

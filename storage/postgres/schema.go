@@ -55,6 +55,8 @@ const (
 //	hookbox_last        (kind, name, node, shard) → the last accepted event of a source
 //	                    and the last failed attempt (with its error) of a destination;
 //	                    the newest row of a (kind, name) counts.
+//	hookbox_destinations name → a destination's controls: its pause, its Retry-After hold
+//	                    and the next free start of its rate, read by every node (control.go).
 //	hookbox_schema_version  the versions applied.
 var migrations = []string{
 	// 1: the first schema.
@@ -202,6 +204,20 @@ CREATE INDEX IF NOT EXISTS hookbox_deliveries_order ON hookbox_deliveries (desti
 	WHERE state = 1 AND order_key <> '';
 CREATE INDEX IF NOT EXISTS hookbox_deliveries_group ON hookbox_deliveries (destination, route, order_key, id)
 	WHERE order_key <> '';
+`,
+	// 6: the destinations' controls (issue 28): a pause, the hold of a
+	// Retry-After, and the next free start of a destination's rate,
+	// shared by every node (control.go).
+	`
+CREATE TABLE IF NOT EXISTS hookbox_destinations (
+	name       text PRIMARY KEY,
+	paused     boolean NOT NULL DEFAULT false,
+	paused_at  timestamptz,
+	paused_by  text NOT NULL DEFAULT '',
+	reason     text NOT NULL DEFAULT '',
+	held_until timestamptz,
+	next_start timestamptz
+);
 `,
 }
 

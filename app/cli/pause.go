@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"hookbox/app"
+)
+
+// The pause and resume commands: hold a destination's sends, and let them
+// go again, through the running server's admin API.
+
+const pauseHelp = "Pauses the destination NAME through the running server's admin API ([status]\n" +
+	"user and password): nothing is sent to it until hookbox resume NAME; deliveries\n" +
+	"keep arriving and wait, retries that fall due wait too, nothing goes dead. The\n" +
+	"pause is stored: it survives a restart and holds on every node of a cluster.\n" +
+	"-reason says why, on the page and in GET /api/v1/destinations."
+
+const resumeHelp = "Resumes the paused destination NAME through the running server's admin API:\n" +
+	"its waiting deliveries go out in the order they were accepted, paced by its\n" +
+	"concurrency and rate."
+
+func runPause(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
+	fs := c.flags()
+	opts := configFlags(fs)
+	reason := fs.String("reason", "", "why it is paused, shown on the page")
+	names, code := c.parse(fs, args, stdout, stderr)
+	if code >= 0 {
+		return code
+	}
+	body, _ := json.Marshal(map[string]string{"reason": *reason})
+	return control("pause", opts, names, body, stdout, stderr)
+}
+
+func runResume(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
+	fs := c.flags()
+	opts := configFlags(fs)
+	names, code := c.parse(fs, args, stdout, stderr)
+	if code >= 0 {
+		return code
+	}
+	return control("resume", opts, names, nil, stdout, stderr)
+}
+
+// control posts a pause or resume of one destination to the server.
+func control(cmd string, opts *configOptions, names []string, body []byte, stdout, stderr io.Writer) int {
+	if len(names) != 1 {
+		fmt.Fprintf(stderr, "hookbox %s: give one destination name (a [[destination]] name of the config)\n", cmd)
+		return 2
+	}
+	api, err := newAdminAPI(cmd, opts, 30*time.Second)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	resp, err := api.post("/destinations/"+url.PathEscape(names[0])+"/"+cmd, body)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	defer resp.Body.Close()
+	answer := readAnswer(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "hookbox %s: the server answered %d: %s\n", cmd, resp.StatusCode, answer)
+		return 1
+	}
+	past := map[string]string{"pause": "paused", "resume": "resumed"}[cmd]
+	fmt.Fprintf(stdout, "%s %s\n", past, names[0])
+	return 0
+}
+
+// post sends body (JSON, may be nil) to path under /api/v1 as hookbox's
+// CLI, so the server records the change as by "cli". The caller closes
+// the body.
+func (a *adminAPI) post(path string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, a.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.SetBasicAuth(a.user, a.pass)
+	req.Header.Set("X-Hookbox-Client", app.PausedByCLI)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("hookbox %s: is hookbox running on %s (server.listen in %s)? %v", a.cmd, a.listen, a.config, errors.Unwrap(err))
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		resp.Body.Close()
+		return nil, fmt.Errorf("hookbox %s: the server answered 401: wrong user or password (user %q from [status] user, password from %s); hookbox passwd sets a new one", a.cmd, a.user, a.passFrom)
+	}
+	return resp, nil
+}

@@ -1,0 +1,142 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"hookbox/app"
+)
+
+// The admin API of destinations (issue 28): list them with their pause,
+// hold and backlog; pause and resume one.
+func (s *Server) routeDestinations(r fiber.Router) {
+	r.Get("/destinations", s.handleDestinations)
+	r.Post("/destinations/:name/pause", s.handlePause)
+	r.Post("/destinations/:name/resume", s.handleResume)
+}
+
+// maxWaitingCount bounds the count of a destination's waiting deliveries.
+const maxWaitingCount = 100000
+
+// destinationJSON is one destination in GET /api/v1/destinations.
+type destinationJSON struct {
+	Name         string     `json:"name"`
+	Paused       bool       `json:"paused"`
+	PausedAt     *time.Time `json:"paused_at"`
+	PausedReason string     `json:"paused_reason,omitempty"`
+	PausedBy     string     `json:"paused_by,omitempty"`
+	// Waiting counts its pending deliveries, up to maxWaitingCount.
+	Waiting      int        `json:"waiting"`
+	FailingSince *time.Time `json:"failing_since"`
+	Rate         string     `json:"rate,omitempty"`
+	// HeldUntil is the end of the Retry-After that holds it, if in the future.
+	HeldUntil *time.Time `json:"held_until"`
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+func (s *Server) handleDestinations(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	controls := map[string]app.DestinationControl{}
+	if s.deps.Pauser != nil {
+		var err error
+		if controls, err = s.deps.Pauser.Controls(ctx); err != nil {
+			return s.storeError(c, err)
+		}
+	}
+	failing := map[string]time.Time{}
+	if s.deps.Stats != nil {
+		tables, err := s.deps.Stats.Tables(ctx)
+		if err != nil {
+			return s.storeError(c, err)
+		}
+		for _, d := range tables.Destinations {
+			failing[d.Name] = d.FailingSince
+		}
+	}
+	now := s.deps.Now()
+	out := []destinationJSON{}
+	for _, d := range s.cfg.Destinations {
+		n, err := s.deps.Store.Backlog(ctx, d.Name, maxWaitingCount)
+		if err != nil {
+			return s.storeError(c, err)
+		}
+		ctl := controls[d.Name]
+		j := destinationJSON{Name: d.Name, Paused: ctl.Paused, PausedAt: timeOrNil(ctl.PausedAt), PausedReason: ctl.Reason,
+			PausedBy: ctl.PausedBy, Waiting: n, FailingSince: timeOrNil(failing[d.Name]), Rate: d.Rate.String()}
+		if ctl.HeldUntil.After(now) {
+			j.HeldUntil = timeOrNil(ctl.HeldUntil)
+		}
+		out = append(out, j)
+	}
+	return c.JSON(fiber.Map{"destinations": out})
+}
+
+// maxPauseBody bounds the JSON body of a pause.
+const maxPauseBody = 4 << 10
+
+func (s *Server) handlePause(c *fiber.Ctx) error {
+	if s.deps.Pauser == nil {
+		return s.sendError(c, app.Errorf(app.ENOTFOUND, "pause not available"))
+	}
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	body := c.Request().Body() // as received, never inflated
+	if len(body) > maxPauseBody {
+		return s.sendError(c, app.Errorf(app.EINVALID, "the body of a pause is at most 4 KiB: {\"reason\": \"…\"}"))
+	}
+	if len(strings.TrimSpace(string(body))) > 0 {
+		if err := json.Unmarshal(body, &in); err != nil {
+			return s.sendError(c, app.Errorf(app.EINVALID, "the body of a pause must be JSON like {\"reason\": \"ERP maintenance\"}, or empty"))
+		}
+	}
+	name := strings.Clone(c.Params("name"))
+	by := pausedBy(c)
+	if err := s.deps.Pauser.Pause(c.UserContext(), name, by, in.Reason); err != nil {
+		return s.controlError(c, err)
+	}
+	s.Logger.Info("destination paused", "destination", name, "by", by)
+	return c.JSON(fiber.Map{"destination": name, "paused": true})
+}
+
+func (s *Server) handleResume(c *fiber.Ctx) error {
+	if s.deps.Pauser == nil {
+		return s.sendError(c, app.Errorf(app.ENOTFOUND, "resume not available"))
+	}
+	name := strings.Clone(c.Params("name"))
+	if err := s.deps.Pauser.Resume(c.UserContext(), name); err != nil {
+		return s.controlError(c, err)
+	}
+	s.Logger.Info("destination resumed", "destination", name, "by", pausedBy(c))
+	return c.JSON(fiber.Map{"destination": name, "paused": false})
+}
+
+// pausedBy is who pauses: "cli" when hookbox pause sent it (its
+// X-Hookbox-Client header), else the logged-in user.
+func pausedBy(c *fiber.Ctx) string {
+	if c.Get("X-Hookbox-Client") == app.PausedByCLI {
+		return app.PausedByCLI
+	}
+	if u, _ := c.Locals("user").(string); u != "" {
+		return u
+	}
+	return "admin"
+}
+
+func (s *Server) controlError(c *fiber.Ctx, err error) error {
+	if errors.Is(err, app.ErrNoDestination) {
+		return s.sendError(c, err)
+	}
+	return s.storeError(c, err)
+}
