@@ -1,7 +1,6 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -20,8 +19,8 @@ import (
 //
 // Read top to bottom: Run wakes and calls dispatch, which makes a pass
 // over each lane (pass); start hands a delivery to one of the lane's
-// senders, send makes the attempt, and record writes finished attempts in
-// batches (recorded ends their leases). What a lane learns of its
+// senders, send makes the attempt, and record (record.go) writes finished
+// attempts in batches (recorded ends their leases). What a lane learns of its
 // destination's answers, and the probes and early retries that follow,
 // are in recovery.go; the retry schedule in retry.go; a lane's pause,
 // Retry-After hold and rate in control.go.
@@ -459,109 +458,5 @@ func (d *Dispatcher) send(ctx context.Context, l *lane, j job, records chan<- fi
 	d.mu.Unlock()
 	if backlogged { // else new work wakes us when it is committed
 		d.Wake()
-	}
-}
-
-// record stores finished attempts, as many per write as queued while the
-// last write committed, until records is closed.
-func (d *Dispatcher) record(records <-chan finishedAttempt) {
-	batch := make([]finishedAttempt, 0, maxRecordBatch)
-	recs := make([]AttemptRecord, 0, maxRecordBatch)
-	for f := range records {
-		batch = append(batch[:0], f)
-	more:
-		for len(batch) < maxRecordBatch {
-			select {
-			case f, ok := <-records:
-				if !ok {
-					break more
-				}
-				batch = append(batch, f)
-			default:
-				break more
-			}
-		}
-		recs = recs[:0]
-		for _, f := range batch {
-			recs = append(recs, f.rec)
-		}
-		d.recorded(batch, d.store.RecordAttempts(context.Background(), recs)) // recorded even at shutdown: the attempts were sent
-	}
-}
-
-// recorded ends the leases of a recorded batch. An attempt that could not
-// be recorded keeps its lease for a while: the delivery is still due and
-// goes out again then, not in a tight loop against the destination, and
-// later each time it fails to be recorded again: StoreRetry, doubling up
-// to StoreRetryMax.
-func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
-	var held map[time.Duration][]uint64 // by how long they wait
-	retry := false
-	var failed int
-	var firstErr error
-	d.mu.Lock()
-	for i, f := range batch {
-		id := f.rec.ID
-		if d.heard(f, errs[i] == nil && !f.unsent) {
-			retry = true // wake: the walk begins
-		}
-		if errs[i] != nil {
-			n := min(d.unrecorded[id]+1, 30)
-			d.unrecorded[id] = n
-			wait := min(d.StoreRetry<<(n-1), d.StoreRetryMax)
-			if held == nil {
-				held = map[time.Duration][]uint64{}
-			}
-			held[wait] = append(held[wait], id)
-			failed++
-			firstErr = cmp.Or(firstErr, errs[i])
-			continue
-		}
-		delete(d.unrecorded, id)
-		d.release(id)
-		// A retry's due time sets the timer; and the record of a delivery
-		// with an order key, whatever its outcome, may have made the next
-		// of its group the head (the stores hold that one back until now):
-		// a pass looks for it at once rather than at the next commit.
-		retry = retry || f.rec.State == Pending || f.w.Delivery.OrderKey != ""
-	}
-	holds := d.holds
-	d.holds = nil
-	d.mu.Unlock()
-	d.storeHolds(holds)
-	for wait, ids := range held {
-		time.AfterFunc(wait, func() {
-			d.mu.Lock()
-			for _, id := range ids {
-				d.release(id)
-			}
-			d.mu.Unlock()
-			d.Wake()
-		})
-	}
-	if failed > 0 {
-		d.Stats.storage().Unrecorded(d.Logger, failed, firstErr)
-	}
-	if retry { // its next due time sets the timer
-		d.Wake()
-	}
-	for i, f := range batch {
-		if errs[i] != nil {
-			d.sends.Done()
-			continue
-		}
-		a := f.rec.Attempt
-		d.Stats.Attempt(f.lane.dest.Name, f.rec.State, a.Duration)
-		switch f.rec.State {
-		case Dead:
-			d.Logger.Warn("delivery dead", "delivery", f.rec.ID, "destination", f.lane.dest.Name,
-				"event", f.w.Event.ID, "attempts", a.N, "last_error", a.Error)
-		case Pending:
-			d.Logger.Debug("delivery will retry", "delivery", f.rec.ID, "destination", f.lane.dest.Name, "due", f.rec.Due, "error", a.Error)
-		}
-		d.sends.Done()
-	}
-	if d.onRecorded != nil {
-		d.onRecorded()
 	}
 }
