@@ -122,6 +122,32 @@ func (r *replayer) call(method, path string, body any) (int, []byte, bool) {
 	return resp.StatusCode, b, true
 }
 
+// send calls the API and decodes a 200 answer into out; anything else
+// (the server unreachable, an error answer, an answer this version
+// cannot read) is printed, and send returns its exit code. -1: go on.
+func (r *replayer) send(method, path string, body, out any) int {
+	status, answer, ok := r.call(method, path, body)
+	if !ok {
+		return 1
+	}
+	if status != http.StatusOK {
+		return r.fail(status, answer)
+	}
+	if !r.decode(answer, out) {
+		return 1
+	}
+	return -1
+}
+
+// decode reads the server's answer into out, printing why it cannot.
+func (r *replayer) decode(answer []byte, out any) bool {
+	if err := json.Unmarshal(answer, out); err != nil {
+		fmt.Fprintf(r.stderr, "hookbox replay: the server's answer is not what this version reads (%v): %.200s\n", err, answer)
+		return false
+	}
+	return true
+}
+
 // fail prints the server's error sentence, with the CLI's way to act on
 // it in place of the API's, and returns exit code 1.
 func (r *replayer) fail(status int, body []byte) int {
@@ -146,17 +172,12 @@ func (r *replayer) fail(status int, body []byte) int {
 }
 
 func (r *replayer) all() int {
-	status, body, ok := r.call(http.MethodPost, "/dead-letters/replay", nil)
-	if !ok {
-		return 1
-	}
-	if status != http.StatusOK {
-		return r.fail(status, body)
-	}
 	var a struct {
 		Replayed int `json:"replayed"`
 	}
-	json.Unmarshal(body, &a)
+	if code := r.send(http.MethodPost, "/dead-letters/replay", nil, &a); code >= 0 {
+		return code
+	}
 	if !r.asJSON {
 		fmt.Fprintf(r.stdout, "replayed %s\n", count(a.Replayed, "dead delivery", "dead deliveries"))
 	}
@@ -180,7 +201,10 @@ func (r *replayer) ids(ids []string) int {
 		var a struct {
 			Name string `json:"name"`
 		}
-		json.Unmarshal(body, &a)
+		if !r.decode(body, &a) {
+			code = 1
+			continue
+		}
 		done = append(done, a.Name)
 	}
 	if !r.asJSON && len(done) > 0 {
@@ -194,28 +218,17 @@ func (r *replayer) ids(ids []string) int {
 func (r *replayer) event(source, id string) int {
 	asJSON := r.asJSON
 	r.asJSON = false // the look-ups are not the answer
-	status, body, ok := r.call(http.MethodGet, "/events?"+url.Values{"source": {source}, "id": {id}}.Encode(), nil)
-	if !ok {
-		return 1
-	}
-	if status != http.StatusOK {
-		return r.fail(status, body)
-	}
 	var list struct {
 		Items []struct {
 			Seq uint64 `json:"seq"`
 		} `json:"items"`
 	}
-	if err := json.Unmarshal(body, &list); err != nil || len(list.Items) == 0 {
+	if code := r.send(http.MethodGet, "/events?"+url.Values{"source": {source}, "id": {id}}.Encode(), nil, &list); code >= 0 {
+		return code
+	}
+	if len(list.Items) == 0 {
 		fmt.Fprintf(r.stderr, "hookbox replay: no event %s/%s is stored (is the source right, and was it received within the retention?); the events page lists what is\n", source, id)
 		return 1
-	}
-	status, body, ok = r.call(http.MethodGet, "/events/"+strconv.FormatUint(list.Items[0].Seq, 10), nil)
-	if !ok {
-		return 1
-	}
-	if status != http.StatusOK {
-		return r.fail(status, body)
 	}
 	var ev struct {
 		Deliveries []struct {
@@ -224,7 +237,9 @@ func (r *replayer) event(source, id string) int {
 			State       string `json:"state"`
 		} `json:"deliveries"`
 	}
-	json.Unmarshal(body, &ev)
+	if code := r.send(http.MethodGet, "/events/"+strconv.FormatUint(list.Items[0].Seq, 10), nil, &ev); code >= 0 {
+		return code
+	}
 	var ids []string
 	var delivered, pending []string
 	for _, d := range ev.Deliveries {
@@ -267,13 +282,6 @@ func (r *replayer) event(source, id string) int {
 func (r *replayer) query(f replayFlags) int {
 	body := map[string]any{"source": f.source, "topic": f.topic, "destination": f.dest, "status": f.stat,
 		"since": f.since, "until": f.until, "dry_run": f.dryRun, "force": f.force}
-	status, answer, ok := r.call(http.MethodPost, "/replay", body)
-	if !ok {
-		return 1
-	}
-	if status != http.StatusOK {
-		return r.fail(status, answer)
-	}
 	var a struct {
 		Matched  int  `json:"matched"`
 		Replayed int  `json:"replayed"`
@@ -282,9 +290,8 @@ func (r *replayer) query(f replayFlags) int {
 			Name string `json:"name"`
 		} `json:"first"`
 	}
-	if err := json.Unmarshal(answer, &a); err != nil {
-		fmt.Fprintf(r.stderr, "hookbox replay: the server's answer is not what this version reads (%v): %.200s\n", err, answer)
-		return 1
+	if code := r.send(http.MethodPost, "/replay", body, &a); code >= 0 {
+		return code
 	}
 	if r.asJSON {
 		return 0
