@@ -12,6 +12,31 @@ import (
 	"time"
 )
 
+// Alert kinds: what an alert is about, in its JSON, so that a script or
+// an incident tool can route it.
+const (
+	AlertDestinationFailing   = "destination_failing"
+	AlertDestinationRecovered = "destination_recovered"
+	AlertDeadLetters          = "dead_letters"
+	AlertStorageFailing       = "storage_failing"
+	AlertStorageRecovered     = "storage_recovered"
+	AlertPoison               = "poison"
+	AlertBackupFailed         = "backup_failed"
+	AlertBackupRecovered      = "backup_recovered"
+	AlertCertificate          = "certificate"
+)
+
+// AlertMessage is one alert as every channel sends it: the alert URL gets
+// its JSON (Slack's text, plus kind and destination), email its Subject
+// as the subject and Text as the body.
+type AlertMessage struct {
+	Kind        string `json:"kind"`
+	Destination string `json:"destination,omitempty"`
+	// Subject is one line that says what happened, for an email's subject.
+	Subject string `json:"-"`
+	Text    string `json:"text"`
+}
+
 // AlertStore is what the Alerter reads of the store: the dead deliveries
 // it alerts on, and the records set aside it reports.
 type AlertStore interface {
@@ -35,6 +60,9 @@ type Alerter struct {
 	// Storage, when set, has an alert go out when commits start failing,
 	// and another when they work again.
 	Storage *StorageHealth
+	// Email, when set, is handed every alert that goes out; it queues and
+	// never blocks, so an SMTP server that hangs holds up nothing.
+	Email func(AlertMessage)
 
 	alerting bool // the last message sent said "over"
 	// storageTold is whether the last storage message said "failing".

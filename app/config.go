@@ -44,7 +44,19 @@ type AlertsConfig struct {
 	URL string
 	// Check is the cron spec of the check.
 	Check string
+	// FailingFor is how long a destination fails without a success before
+	// a destination_failing alert goes out (0: never).
+	FailingFor time.Duration
+	// EmailTo receives every alert by email as well (empty: none), from
+	// EmailFrom, through the SMTP server SMTPURL names (read from the
+	// variable alerts.smtp_url_env names: it holds a password).
+	EmailTo   []string
+	EmailFrom string
+	SMTPURL   string
 }
+
+// Enabled reports whether any alert channel is configured.
+func (c AlertsConfig) Enabled() bool { return c.URL != "" || len(c.EmailTo) > 0 }
 
 // Destination is one [[destination]]: an endpoint of the merchant's.
 type Destination struct {
