@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"strings"
@@ -24,6 +25,7 @@ type Config struct {
 	Alerts       AlertsConfig
 	Backup       BackupConfig
 	Storage      StorageConfig
+	Log          LogConfig
 }
 
 // StatusConfig is the [status] table: the login of the status page and
@@ -385,3 +387,17 @@ func ShortDuration(d time.Duration) string {
 	}
 	return s
 }
+
+// LogConfig is the [log] table: how serve writes its log to stderr.
+type LogConfig struct {
+	// Format is LogText (logfmt: key=value) or LogJSON (one JSON object a line).
+	Format string
+	// Level is the least severe level written.
+	Level slog.Level
+}
+
+// The values of [log] format.
+const (
+	LogText = "text"
+	LogJSON = "json"
+)

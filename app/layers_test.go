@@ -23,6 +23,7 @@ var tech = []struct{ path, why string }{
 	{"github.com/robfig/cron", "the scheduler is built in hookbox/app/cli"},
 	{"github.com/prometheus", "metrics go through a small domain interface; the Prometheus adapter is outside the domain"},
 	{"cel.dev/cel-go", "CEL is compiled in hookbox/app/rules; the domain sees only app.Filter and app.Transform"},
+	{"github.com/emersion/go-smtp", "email goes out through hookbox/app/mail; the domain hands it an app.AlertMessage"},
 }
 
 // stores are the packages that each hold one storage technology.

@@ -26,6 +26,7 @@ type rawConfig struct {
 	Alerts      rawAlerts        `toml:"alerts"`
 	Backup      rawBackup        `toml:"backup"`
 	Storage     rawStorage       `toml:"storage"`
+	Log         rawLog           `toml:"log"`
 }
 
 type rawBackup struct {
@@ -46,6 +47,7 @@ type rawAlerts struct {
 	URL             string `toml:"url"`
 	URLEnv          string `toml:"url_env"`
 	Check           string `toml:"check"`
+	rawEmail               // email_to, email_from, smtp_url_env: email.go
 }
 
 type rawDestination struct {
@@ -177,6 +179,8 @@ func Parse(file, data string, lookupEnv func(string) (string, bool)) (*app.Confi
 	}
 	v.status(&cfg.Status, raw.Status)
 	v.alerts(&cfg.Alerts, raw.Alerts)
+	v.email(&cfg.Alerts, raw.Alerts.rawEmail) // email.go
+	v.log(&cfg.Log, raw.Log)
 	dseen := map[string]bool{}
 	for i, rd := range raw.Destination {
 		key := fmt.Sprintf("destination[%d]", i)

@@ -52,7 +52,7 @@ func ParseURL(s string) (Server, error) {
 	case "":
 		return Server{}, errors.New("has no scheme: use smtp:// (STARTTLS), smtps:// (TLS) or smtp+insecure:// (a local relay)")
 	default:
-		return Server{}, fmt.Errorf("scheme %q is not smtp:// (STARTTLS), smtps:// (TLS) or smtp+insecure:// (a local relay)", u.Scheme)
+		return Server{}, fmt.Errorf("has the scheme %q, not smtp:// (STARTTLS), smtps:// (TLS) or smtp+insecure:// (a local relay)", u.Scheme)
 	}
 	srv.Host, srv.Port = u.Hostname(), u.Port()
 	if srv.Host == "" {
@@ -72,7 +72,7 @@ func ParseURL(s string) (Server, error) {
 		}
 	}
 	if srv.Scheme == SchemeInsecure && srv.User != "" && !Loopback(srv.Host) {
-		return Server{}, errors.New("smtp+insecure:// sends in the clear: it takes a user and password only for a server on this machine (localhost); use smtp:// (STARTTLS) or smtps://")
+		return Server{}, errors.New("is smtp+insecure://, which sends in the clear: it takes a user and password only for a server on this machine (localhost); use smtp:// (STARTTLS) or smtps://")
 	}
 	return srv, nil
 }

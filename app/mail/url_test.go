@@ -41,7 +41,7 @@ func TestParseURL_Errors(t *testing.T) {
 		{"smtp://u:" + pw + "@mx-hidden. example", "is not a URL"},
 		{"u:" + pw + "@mx-hidden.example:587", "scheme"},
 		{"//u:" + pw + "@mx-hidden.example:587", "has no scheme"},
-		{"http://u:" + pw + "@mx-hidden.example", `scheme "http" is not`},
+		{"http://u:" + pw + "@mx-hidden.example", `has the scheme "http", not`},
 		{"smtp://u:" + pw + "@", "names no host"},
 		{"smtp://u:" + pw + "@mx-hidden.example/path?x=" + pw, "path, query or fragment"},
 		{"smtp://:" + pw + "@mx-hidden.example", "no user name"},
