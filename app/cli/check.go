@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
+	"strings"
 
 	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/mail"
 )
 
 func runCheck(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
@@ -44,6 +47,7 @@ func check(opts *configOptions, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: ok\nlisten %s, data in %s\n", path, cfg.Server.Listen, dataWhere(cfg))
 	printTLSAndBackups(stdout, cfg)
+	printAlerts(stdout, cfg.Alerts)
 	public := true
 	for _, s := range cfg.Sources {
 		url, ok := cfg.PasteURL(s)
@@ -79,4 +83,30 @@ func printTLSAndBackups(w io.Writer, cfg *app.Config) {
 	} else {
 		fmt.Fprintf(w, "backups %s into %s, keep %d\n", b.Schedule, b.Dir, b.Keep)
 	}
+}
+
+// printAlerts adds where alerts go to the summary of `hookbox check`: the
+// alert URL's host only (a webhook URL's path is its secret), the email
+// addresses and the SMTP server without its credentials.
+func printAlerts(w io.Writer, a app.AlertsConfig) {
+	var to []string
+	if a.URL != "" {
+		host := "the alert URL"
+		if u, err := url.Parse(a.URL); err == nil {
+			host = u.Host
+		}
+		to = append(to, "to "+host+" (alerts.url)")
+	}
+	if len(a.EmailTo) > 0 {
+		via := ""
+		if s, err := mail.ParseURL(a.SMTPURL); err == nil {
+			via = fmt.Sprintf(" through %s (%s)", s.Addr(), s.Security())
+		}
+		to = append(to, "by email to "+strings.Join(a.EmailTo, ", ")+via)
+	}
+	if len(to) == 0 {
+		fmt.Fprintln(w, "alerts off (set alerts.url or alerts.email_to)")
+		return
+	}
+	fmt.Fprintf(w, "alerts %s\n", strings.Join(to, " and "))
 }

@@ -68,3 +68,33 @@ func TestCheck_Rules(t *testing.T) {
 		t.Fatalf("check: %d\n%s", code, out)
 	}
 }
+
+// check says where alerts go: the alert URL's host (not its path, often
+// its secret), the email addresses and the SMTP server without its
+// password.
+func TestCheck_Alerts(t *testing.T) {
+	t.Run("Off", func(t *testing.T) {
+		if code, out := runCmd("check", "-config", writeTestConfig(t, "", "")); code != 0 || !strings.Contains(out, "alerts off") {
+			t.Fatalf("check: %d\n%s", code, out)
+		}
+	})
+	t.Run("URLAndEmail", func(t *testing.T) {
+		t.Setenv("CHECK_SMTP_URL", "smtps://alerts:smtp-pw-Check-5t6y@smtp.example.com")
+		config := writeTestConfig(t, "", `[alerts]
+url = "https://hooks.slack.example/services/T0/B0/slack-path-Check-3e4r"
+email_to = ["ops@shop.example", "dev@shop.example"]
+email_from = "hookbox@shop.example"
+smtp_url_env = "CHECK_SMTP_URL"
+`)
+		code, out := runCmd("check", "-config", config)
+		want := "alerts to hooks.slack.example (alerts.url) and by email to ops@shop.example, dev@shop.example through smtp.example.com:465 (TLS)\n"
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("check: %d\n%s\nwant the line %q", code, out, want)
+		}
+		for _, secret := range []string{"slack-path-Check", "smtp-pw-Check", "alerts:"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("check shows %q:\n%s", secret, out)
+			}
+		}
+	})
+}

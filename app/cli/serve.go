@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/config"
 	"hookbox/app/httpsend"
+	"hookbox/app/mail"
 	"hookbox/app/metrics"
 	"hookbox/app/web"
 )
@@ -34,7 +36,7 @@ const shutdownGrace = 8 * time.Second
 func runServe(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
 	opts := configFlags(fs)
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error, over [log] level")
 	if code := c.parseNone(fs, args, stdout, stderr); code >= 0 {
 		return code
 	}
@@ -43,13 +45,30 @@ func runServe(ctx context.Context, c *command, args []string, stdout, stderr io.
 		fmt.Fprintf(stderr, "hookbox: -log-level: %v\n", err)
 		return 2
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// The log's format and level are in the config: a config that does
+	// not load is told as check tells it, on stderr, one line a mistake.
+	cfg, err := opts.load()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if !flagSet(fs, "log-level") {
+		level = cfg.Log.Level
+	}
+	logger := newLogger(stderr, cfg.Log, level)
 	slog.SetDefault(logger)
-	if err := serve(ctx, opts, logger); err != nil {
+	if err := serveConfig(ctx, opts, cfg, logger); err != nil {
 		logger.Error("hookbox stopped", slog.Any("error", err))
 		return 1
 	}
 	return 0
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // Runtime defaults for serve, each kept when its environment variable is
@@ -101,11 +120,17 @@ func servePath(ctx context.Context, path string, logger *slog.Logger) error {
 }
 
 func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error {
-	path := *opts.path
 	cfg, err := opts.load()
 	if err != nil {
 		return err
 	}
+	return serveConfig(ctx, opts, cfg, logger)
+}
+
+// serveConfig is serve with cfg, loaded from opts.
+func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logger *slog.Logger) error {
+	path := *opts.path
+	own := logger.With("component", "serve") // serve's own lines; each part names its own component
 	tuneRuntime()
 	n, err := openStore(ctx, path, cfg, logger)
 	if err != nil {
@@ -139,6 +164,14 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 	backuper := app.NewBackuper(cfg, n.writeBackup)
 	backuper.Alert = alerter.Backup
 	go alerter.Run(ctx) // sends what Notify queues
+	if len(cfg.Alerts.EmailTo) > 0 {
+		mailer, err := mail.New(cfg.Alerts, cfg.Server.PublicURL)
+		if err != nil {
+			return fmt.Errorf("%s: alerts: %w", path, err)
+		}
+		alerter.Email = mailer.Queue
+		go mailer.Run(ctx) // sends what the alerter queues, one at a time
+	}
 	tlsSrv, err := web.NewTLS(cfg.Server, web.TLSOptions{})
 	if err != nil {
 		return fmt.Errorf("%s: server: %w", path, err)
@@ -228,7 +261,7 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 		return err
 	}
 	go login.Watch(ctx, passwdDir)
-	logger.Info("hookbox started", append(attrs, "data", n.where, "sources", len(cfg.Sources))...)
+	own.Info("hookbox started", append(attrs, "data", n.where, "sources", len(cfg.Sources))...)
 	go func() { served <- srv.Serve(ln) }()
 	if tlsSrv != nil {
 		// Gets the ACME certificate now (so that trouble shows at start),
@@ -242,7 +275,7 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 		stop()
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down")
+	own.Info("shutting down")
 	deadline := time.AfterFunc(shutdownGrace, cancelSends)
 	defer deadline.Stop()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
@@ -259,6 +292,6 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
 	}
-	logger.Info("hookbox stopped")
+	own.Info("hookbox stopped")
 	return nil
 }
