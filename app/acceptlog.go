@@ -22,5 +22,5 @@ func (r *Receiver) logAccepted(now time.Time, source, id, topic string, seq uint
 	if held > 0 {
 		r.Logger.Info("accepted events not logged one by one: too many a second", "suppressed", held, "limit_per_second", AcceptedLogPerSecond)
 	}
-	r.Logger.Info("webhook accepted", "source", strings.Clone(source), "id", strings.Clone(id), "topic", strings.Clone(topic), "seq", seq)
+	r.Logger.Info("webhook accepted", "source", strings.Clone(source), "event", strings.Clone(id), "topic", strings.Clone(topic), "seq", seq)
 }

@@ -333,7 +333,7 @@ func (r *Receiver) match(rt *Route, in *RuleInput) (ok bool, err error) {
 		if err != nil {
 			ok = false
 			r.warnRule(rt, false, "route filter failed: the route does not take the event",
-				"source", in.Source, "topic", in.Topic, "error", LastText(err.Error()))
+				"source", in.Source, "event", strings.Clone(in.ID), "topic", in.Topic, "error", LastText(err.Error()))
 		}
 	}()
 	return rt.Filter.Match(in)

@@ -67,7 +67,9 @@ type proc struct {
 
 func (p *proc) logText() string { p.mu.Lock(); defer p.mu.Unlock(); return p.log.String() }
 
-var listenRE = regexp.MustCompile(`listen=(127\.0\.0\.1:\d+)`)
+// listenRE finds the address in "hookbox started", in either format of
+// the log (listen=… or "listen":"…").
+var listenRE = regexp.MustCompile(`\blisten"?[=:]"?(127\.0\.0\.1:\d+)`)
 
 // start runs hookbox serve with the e2e secrets and waits until it logs
 // its address.

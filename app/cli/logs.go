@@ -55,6 +55,12 @@ func (h componentHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	return componentHandler{Handler: h.Handler.WithAttrs(attrs), named: named}
 }
 
+// WithGroup names the component first when none is named: inside the
+// group it would be g.component.
 func (h componentHandler) WithGroup(name string) slog.Handler {
-	return componentHandler{Handler: h.Handler.WithGroup(name), named: h.named}
+	inner := h.Handler
+	if !h.named {
+		inner = inner.WithAttrs([]slog.Attr{slog.String(logComponent, "hookbox")})
+	}
+	return componentHandler{Handler: inner.WithGroup(name), named: true}
 }

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -31,14 +32,24 @@ var runSecrets = []string{
 	"status-pw-Secret-1a2b", "gh-old-Secret-3c4d", "gh-new-Secret-5e6f", "whsec_stripeSecret7g8h",
 	"token-Secret-9i0j", "hmac-env-Secret-k1l2", "dest-query-Secret-m3n4", "dest-header-Secret-o5p6",
 	"whsec_ZGVzdGluYXRpb24tU2VjcmV0LXM5dDA=", "ZGVzdGluYXRpb24tU2VjcmV0LXM5dDA=", "alert-url-Secret-q7r8",
-	"erring-query-Secret-u1v2",
+	"erring-query-Secret-u1v2", "smtp-pw-Secret-w3e4",
 }
 
 // A full run, at debug level, with secrets for sources, destinations, the
-// status login and the alert URL; valid and forged requests, failed logins,
-// deliveries that fail until dead, an alert that cannot be sent: no secret
-// value appears in the log or in any answer.
+// status login, the alert URL and the SMTP server; valid and forged
+// requests, failed logins, deliveries that fail until dead, an alert that
+// cannot be sent: no secret value appears in the log or in any answer, in
+// either format of the log, and every line has the documented fields.
 func TestSecurity_NoSecretsInLog(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			noSecretsInLog(t, format)
+		})
+	}
+}
+
+func noSecretsInLog(t *testing.T, format string) {
 	erring := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.WriteHeader(500)
@@ -109,11 +120,18 @@ to = ["down"]
 dead_letters_over = 0
 url = "http://%s/services/alert-url-Secret-q7r8"
 check = "@every 1s"
-`, filepath.Join(dir, "data"), closedPort(t), ln.Addr(), closedPort(t))
+email_to = ["ops@shop.example"]
+email_from = "hookbox <hookbox@shop.example>"
+smtp_url_env = "SEC_SMTP_URL"
+
+[log]
+format = %q
+`, filepath.Join(dir, "data"), closedPort(t), ln.Addr(), closedPort(t), format)
 	if err := os.WriteFile(config, []byte(toml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startWith(t, config, []string{"SEC_HMAC_SECRET=hmac-env-Secret-k1l2"}, "-log-level", "debug")
+	p := startWith(t, config, []string{"SEC_HMAC_SECRET=hmac-env-Secret-k1l2",
+		"SEC_SMTP_URL=smtp://hookbox:smtp-pw-Secret-w3e4@" + closedPort(t)}, "-log-level", "debug")
 
 	var answers bytes.Buffer
 	do := func(method, path string, body []byte, h http.Header) int {
@@ -212,9 +230,99 @@ check = "@every 1s"
 			t.Errorf("an answer contains the secret %q", secret)
 		}
 	}
+	checkLogFields(t, format, log)
 	if t.Failed() {
 		t.Logf("log:\n%s", log)
 	}
+}
+
+// checkLogFields reads every line of log as its format says and checks
+// the fields README's "Logs" promises: time, level, msg and component on
+// every line, and the names of what a line is about where it applies.
+func checkLogFields(t *testing.T, format, log string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(log, "\n"), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("%d lines in the log", len(lines))
+	}
+	byMsg := map[string][]map[string]any{}
+	for i, line := range lines {
+		fields := map[string]any{}
+		if format == "json" {
+			if err := json.Unmarshal([]byte(line), &fields); err != nil {
+				t.Errorf("line %d is not JSON (%v): %s", i+1, err, line)
+				continue
+			}
+			if n := strings.Count(line, `"component":`); n != 1 {
+				t.Errorf("line %d has %d components: %s", i+1, n, line)
+			}
+		} else {
+			fields = logfmt(line)
+			if n := strings.Count(line, " component="); n != 1 {
+				t.Errorf("line %d has %d components: %s", i+1, n, line)
+			}
+		}
+		for _, k := range []string{"time", "level", "msg", "component"} {
+			if s, _ := fields[k].(string); s == "" {
+				t.Errorf("line %d has no %s: %s", i+1, k, line)
+			}
+		}
+		if ts, _ := fields["time"].(string); ts != "" {
+			if _, err := time.Parse(time.RFC3339Nano, ts); err != nil {
+				t.Errorf("line %d: time %q is not RFC 3339", i+1, ts)
+			}
+		}
+		msg, _ := fields["msg"].(string)
+		byMsg[msg] = append(byMsg[msg], fields)
+	}
+	for msg, keys := range map[string][]string{
+		"webhook accepted": {"source", "event"},
+		"webhook rejected": {"source", "client"},
+		"failed login":     {"client"},
+		"delivery dead":    {"delivery", "destination", "event"},
+		"hookbox started":  {"listen"},
+	} {
+		if len(byMsg[msg]) == 0 {
+			t.Errorf("no line %q", msg)
+		}
+		for _, f := range byMsg[msg] {
+			for _, k := range keys {
+				if _, ok := f[k]; !ok {
+					t.Errorf("a line %q has no %s: %v", msg, k, f)
+				}
+			}
+		}
+	}
+}
+
+// logfmt reads a line of slog's text handler: key=value pairs, a value
+// quoted when it holds a space, a quote or an equals sign.
+func logfmt(line string) map[string]any {
+	out := map[string]any{}
+	for line != "" {
+		eq := strings.IndexByte(line, '=')
+		if eq < 0 {
+			break
+		}
+		key := line[:eq]
+		line = line[eq+1:]
+		var val string
+		if strings.HasPrefix(line, `"`) {
+			q, err := strconv.QuotedPrefix(line)
+			if err != nil {
+				return out
+			}
+			val, _ = strconv.Unquote(q)
+			line = line[len(q):]
+		} else if sp := strings.IndexByte(line, ' '); sp >= 0 {
+			val, line = line[:sp], line[sp:]
+		} else {
+			val, line = line, ""
+		}
+		out[key] = val
+		line = strings.TrimPrefix(line, " ")
+	}
+	return out
 }
 
 // The data directory and file are created private (0700, 0600) whatever

@@ -72,7 +72,7 @@ func TestLogs_VisibleMistakes(t *testing.T) {
 		t.Fatalf("wrong password: %d", got)
 	}
 	for _, c := range []struct{ what, substr string }{
-		{"accepted event", `msg="webhook accepted" source=shop id=order-1 topic=orders/create`},
+		{"accepted event", `msg="webhook accepted" source=shop event=order-1 topic=orders/create`},
 		{"unknown source", `path=/in/shopp-typo client=127.0.0.1`},
 		{"bad signature", `msg="webhook rejected" source=shop reason=`},
 		{"failed login", `msg="failed login" client=127.0.0.1`},
