@@ -3,11 +3,14 @@ package config_test
 import (
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/mail"
 )
 
 const emailSource = "[[source]]\nname = \"s\"\nprovider = \"github\"\nsecret = \"x\"\n"
@@ -128,5 +131,39 @@ func TestParseConfig_Log(t *testing.T) {
 	_, err := config.Parse("c.toml", emailSource+"[log]\ncolour = true\n", env(nil))
 	if err == nil || !strings.Contains(err.Error(), "log.colour: unknown key") {
 		t.Errorf("unknown key: %v", err)
+	}
+}
+
+// README's email example loads with the URL its env file line gives, and
+// its log example too.
+func TestParseConfig_EmailReadme(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := func(section, lang string) string {
+		t.Helper()
+		_, sec, ok := strings.Cut(string(readme), "\n## "+section+"\n")
+		_, b, ok2 := strings.Cut(sec, "```"+lang+"\n")
+		b, _, ok3 := strings.Cut(b, "```")
+		if !ok || !ok2 || !ok3 {
+			t.Fatalf("README has no %s example under ## %s", lang, section)
+		}
+		return b
+	}
+	name, url, ok := strings.Cut(strings.TrimSpace(block("Alerts by email", "sh")), "=")
+	if !ok {
+		t.Fatal("the env file line is not NAME=value")
+	}
+	cfg, err := config.Parse("readme.toml", emailSource+block("Alerts by email", "toml")+block("Logs", "toml"), env(map[string]string{name: url}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mail.ParseURL(cfg.Alerts.SMTPURL)
+	if err != nil || s.User != "hookbox@shop.example" || s.Addr() != "smtp.example.com:587" || s.Security() != "STARTTLS" {
+		t.Errorf("SMTP server %+v (%v)", s, err)
+	}
+	if len(cfg.Alerts.EmailTo) != 1 || cfg.Log.Format != app.LogJSON {
+		t.Errorf("alerts %+v, log %+v", cfg.Alerts, cfg.Log)
 	}
 }

@@ -187,7 +187,7 @@ func (m *Mailer) Send(ctx context.Context, msg app.AlertMessage) error {
 	ctx, cancel := context.WithTimeout(ctx, m.Timeout)
 	defer cancel()
 	if err := m.send(ctx, msg); err != nil {
-		if ctx.Err() != nil && !errors.Is(err, context.Canceled) {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("%w (cut after %s)", err, m.Timeout)
 		}
 		return fmt.Errorf("send to %s: %w", m.server, err)
