@@ -165,7 +165,11 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	backuper.Alert = alerter.Backup
 	go alerter.Run(ctx) // sends what Notify queues
 	if len(cfg.Alerts.EmailTo) > 0 {
-		mailer, err := mail.New(cfg.Alerts, cfg.Server.PublicURL)
+		page := "" // the status page, in every email when public_url is set
+		if cfg.Server.PublicURL != "" {
+			page = cfg.Server.PublicURL + "/"
+		}
+		mailer, err := mail.New(cfg.Alerts, page)
 		if err != nil {
 			return fmt.Errorf("%s: alerts: %w", path, err)
 		}
