@@ -374,6 +374,7 @@ else
 # config.toml names the variables with secret_env / secrets_env / password_env, for example:
 #   STRIPE_WEBHOOK_SECRET=whsec_...
 #   SHOPIFY_SECRET=...
+#   HOOKBOX_SMTP_URL=smtp://user:password@smtp.example.com:587   (alerts.smtp_url_env: email alerts)
 # The file is root-only (0600); after editing it, run install.sh again (it checks, then restarts).
 EOF
 	chmod 0600 -- "$tmp"
