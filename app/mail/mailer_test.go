@@ -330,3 +330,29 @@ func noSecret(t *testing.T, text string) {
 		}
 	}
 }
+
+// A server that takes the connection and never answers is cut at the
+// send's deadline: it holds up the next alert, never the caller.
+func TestMailer_ErrHangingServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // silent until the test ends
+		}
+	}()
+	m, _ := newMailer(t, "smtp://"+smtpUser+":"+smtpPassword+"@"+ln.Addr().String())
+	m.Timeout = 200 * time.Millisecond
+	err = m.Send(context.Background(), failing)
+	if err == nil || !strings.Contains(err.Error(), "cut after 200ms") {
+		t.Fatalf("Send = %v, want it cut at the deadline", err)
+	}
+	noSecret(t, err.Error())
+}
