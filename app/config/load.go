@@ -46,6 +46,7 @@ type rawAlerts struct {
 	URL             string `toml:"url"`
 	URLEnv          string `toml:"url_env"`
 	Check           string `toml:"check"`
+	FailingFor      string `toml:"failing_for"`
 }
 
 type rawDestination struct {
