@@ -126,8 +126,10 @@ type lane struct {
 	backlogged bool
 	backlog    time.Time
 	// health is what is known of its destination's answers (recovery.go),
-	// nil until its first attempt ended.
+	// nil until its first attempt ended. stored is its health as the
+	// store had it at the last read of the controls (healthnote.go).
 	health *destHealth
+	stored DestinationHealth
 }
 
 // finishedAttempt is an attempt waiting to be recorded.

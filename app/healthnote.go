@@ -105,3 +105,36 @@ func (d *Dispatcher) loadHealth(ctx context.Context, now time.Time) {
 		d.Stats.HealthSaved(l.dest.Name, s)
 	}
 }
+
+// adoptHealth learns what the store says of l's destination, which other
+// nodes of a cluster merge their views into; d.mu is held. A success
+// stored after l's failures began ends l's episode too (the node that saw
+// it logged and stored it), or moves it to the episode stored since.
+func (d *Dispatcher) adoptHealth(l *lane, s DestinationHealth) {
+	l.stored = s
+	h := l.health
+	if h == nil || h.failingSince.IsZero() || !s.RecoveredAt.After(h.failingSince) {
+		return
+	}
+	if s.FailingSince.IsZero() {
+		h.failingSince, h.others, h.notBefore, h.lastError = time.Time{}, false, time.Time{}, ""
+		h.probeWait, h.probeFrom = d.ProbeEvery, position{}
+		h.shownSince, h.shownNext = time.Time{}, time.Time{}
+		d.Stats.DestState(l.dest.Name, s)
+		d.Stats.HealthSaved(l.dest.Name, s)
+		return
+	}
+	h.failingSince, h.shownSince = s.FailingSince, s.FailingSince
+}
+
+// endStored notes a recovery of l's destination when a success here ends
+// an episode only the store knows (another node's failures); d.mu is
+// held.
+func (d *Dispatcher) endStored(l *lane, h *destHealth, end time.Time) {
+	s := l.stored.FailingSince
+	if s.IsZero() || !end.After(s) || !s.After(h.recoveredAt) { // none, or one this node ended (a read before its write)
+		return
+	}
+	l.stored.FailingSince, h.recoveredAt = time.Time{}, end
+	d.noteHealth(l, h, healthNote{view: DestinationHealth{RecoveredAt: end}, failedFor: end.Sub(s)})
+}

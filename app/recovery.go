@@ -47,6 +47,7 @@ type destHealth struct {
 	walk         *position     // while it recovers: how far the early sends are
 	walkFails    int           // early sends that failed in a row
 	lastError    string        // what its last failed attempt said
+	recoveredAt  time.Time     // when this node last saw an episode end
 	shownSince   time.Time     // what was last noted (noteHealth)
 	shownNext    time.Time
 }
@@ -101,6 +102,9 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 	if f.rec.State == Delivered {
 		if !h.failingSince.IsZero() { // the episode ends: stored, and logged once (flushHealth)
 			d.noteHealth(f.lane, h, healthNote{view: DestinationHealth{RecoveredAt: end}, failedFor: end.Sub(h.failingSince)})
+			f.lane.stored.FailingSince, h.recoveredAt = time.Time{}, end
+		} else {
+			d.endStored(f.lane, h, end)
 		}
 		if h.down(end, d.ProbeEvery) && h.walk == nil {
 			h.walk, walk = &position{}, true

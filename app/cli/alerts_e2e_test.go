@@ -170,8 +170,12 @@ to = ["pos"]
 		t.Errorf("after the restart: failing since %v (%q); want %v (%q) as before", since2, shown2, since, shown)
 	}
 	status.Store(200)
-	pollFor(t, 15*time.Second, func() bool { return len(alerts.got()) >= 2 && strings.Contains(p.logText(), "destination answers again") },
-		func() string { return fmt.Sprintf("alerts %+v; no recovery alert or line:\n%s", alerts.got(), p.logText()) })
+	pollFor(t, 15*time.Second, func() bool {
+		return len(alerts.got()) >= 2 && strings.Contains(p.logText(), "destination answers again")
+	},
+		func() string {
+			return fmt.Sprintf("alerts %+v; no recovery alert or line:\n%s", alerts.got(), p.logText())
+		})
 	p.stop(t)
 	secondLog := p.logText()
 

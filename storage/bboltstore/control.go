@@ -156,10 +156,8 @@ func (d *DB) changeControl(ctx context.Context, dest string, change func(*contro
 func (d *DB) DestinationControls(ctx context.Context) (map[string]app.DestinationControl, error) {
 	out := map[string]app.DestinationControl{}
 	err := d.eachControl(ctx, func(name string, c controlV1) {
-		if c.Paused || !c.HeldUntil.IsZero() {
-			out[name] = app.DestinationControl{Paused: c.Paused, PausedAt: c.PausedAt, PausedBy: c.PausedBy,
-				Reason: c.Reason, HeldUntil: c.HeldUntil}
-		}
+		out[name] = app.DestinationControl{Paused: c.Paused, PausedAt: c.PausedAt, PausedBy: c.PausedBy,
+			Reason: c.Reason, HeldUntil: c.HeldUntil, Health: c.health()}
 	})
 	return out, err
 }

@@ -81,6 +81,10 @@ func testHealth(t *testing.T, open Opener) {
 	if c := cs["pos"]; !c.Paused || c.Reason != "maintenance" {
 		t.Errorf("pos's controls after health saves = %+v; want its pause kept", c)
 	}
+	// The dispatcher reads the health with the controls.
+	if c := cs["pos"]; !equalHealth(c.Health, app.DestinationHealth{FailingSince: back, LastError: "timeout", NextTry: back.Add(time.Minute), RecoveredAt: back}) {
+		t.Errorf("pos's controls carry health %+v; want the stored one", c.Health)
+	}
 	if err := s.ResumeDestination(ctx, "pos"); err != nil {
 		t.Fatal(err)
 	}
