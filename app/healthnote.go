@@ -44,6 +44,12 @@ func (d *Dispatcher) noteHealth(l *lane, h *destHealth, n healthNote) {
 // wait for it. A change that cannot be stored stays shown on this node
 // (the store's own trouble is reported by StorageHealth).
 func (d *Dispatcher) flushHealth() {
+	d.mu.Lock()
+	none := len(d.healthNotes) == 0
+	d.mu.Unlock()
+	if none { // nearly always: health changes once per episode and attempt
+		return
+	}
 	d.healthWrite.Lock()
 	defer d.healthWrite.Unlock()
 	d.mu.Lock()
