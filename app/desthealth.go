@@ -48,8 +48,10 @@ type HealthStore interface {
 // a success ends the episode (RecoveredAt moves on); a failure keeps the
 // earliest FailingSince any node saw since the last success, and the
 // view's last error and next try. A view whose failures began before a
-// success another node stored (it has not seen that success) starts the
-// new episode at that success, not before. Alerted is old's.
+// success stored since (another node's, which its node has not read yet)
+// is stale and changes nothing: that node adopts the success at its next
+// read of the store, and its next failure starts a new episode. Alerted
+// is old's.
 func MergeHealth(old, view DestinationHealth) DestinationHealth {
 	out := old
 	if view.FailingSince.IsZero() {
@@ -59,14 +61,12 @@ func MergeHealth(old, view DestinationHealth) DestinationHealth {
 		out.FailingSince, out.NextTry, out.LastError = time.Time{}, time.Time{}, ""
 		return out
 	}
+	if view.FailingSince.Before(old.RecoveredAt) {
+		return old
+	}
 	since := view.FailingSince
-	switch {
-	case !old.FailingSince.IsZero():
-		if old.FailingSince.Before(since) {
-			since = old.FailingSince
-		}
-	case !since.After(old.RecoveredAt):
-		since = old.RecoveredAt
+	if !old.FailingSince.IsZero() && old.FailingSince.Before(since) {
+		since = old.FailingSince
 	}
 	out.FailingSince, out.LastError, out.NextTry = since, view.LastError, view.NextTry
 	return out

@@ -90,8 +90,8 @@ func TestDestinationAlert_OncePerEpisode(t *testing.T) {
 }
 
 // MergeHealth: the first failure of an episode stays, whatever node saw a
-// later one; a success ends it; a node that missed the success starts
-// the next episode at it.
+// later one; a success ends it; the view of a node that missed the
+// success changes nothing.
 func TestMergeHealth(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
@@ -109,7 +109,12 @@ func TestMergeHealth(t *testing.T) {
 			app.DestinationHealth{FailingSince: at(1), LastError: "e"}},
 		{"Recovery", app.DestinationHealth{FailingSince: at(1), LastError: "e", NextTry: at(60), Alerted: at(1)},
 			app.DestinationHealth{RecoveredAt: at(30)}, app.DestinationHealth{RecoveredAt: at(30), Alerted: at(1)}},
-		{"StaleView", app.DestinationHealth{RecoveredAt: at(30)}, app.DestinationHealth{FailingSince: at(1), LastError: "e"},
+		{"StaleView", app.DestinationHealth{RecoveredAt: at(30)}, app.DestinationHealth{FailingSince: at(1), LastError: "e", NextTry: at(40)},
+			app.DestinationHealth{RecoveredAt: at(30)}},
+		{"StaleViewOfNewEpisode", app.DestinationHealth{FailingSince: at(40), LastError: "e2", RecoveredAt: at(30)},
+			app.DestinationHealth{FailingSince: at(1), LastError: "e1"},
+			app.DestinationHealth{FailingSince: at(40), LastError: "e2", RecoveredAt: at(30)}},
+		{"FailingFromTheRecovery", app.DestinationHealth{RecoveredAt: at(30)}, app.DestinationHealth{FailingSince: at(30), LastError: "e"},
 			app.DestinationHealth{FailingSince: at(30), LastError: "e", RecoveredAt: at(30)}},
 		{"NewEpisode", app.DestinationHealth{RecoveredAt: at(30)}, app.DestinationHealth{FailingSince: at(40), LastError: "e"},
 			app.DestinationHealth{FailingSince: at(40), LastError: "e", RecoveredAt: at(30)}},

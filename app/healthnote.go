@@ -125,7 +125,7 @@ func (d *Dispatcher) adoptHealth(l *lane, s DestinationHealth) {
 	if s.FailingSince.IsZero() {
 		h.failingSince, h.others, h.notBefore, h.lastError = time.Time{}, false, time.Time{}, ""
 		h.probeWait, h.probeFrom = d.ProbeEvery, position{}
-		h.shownSince, h.shownNext = time.Time{}, time.Time{}
+		h.shownSince, h.shownNext, h.recoveredAt = time.Time{}, time.Time{}, s.RecoveredAt
 		d.Stats.DestState(l.dest.Name, s)
 		d.Stats.HealthSaved(l.dest.Name, s)
 		return

@@ -117,7 +117,9 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 	}
 	h.lastError = a.Error
 	if h.failingSince.IsZero() {
-		h.failingSince, h.firstFailed = a.Start, f.rec.ID
+		// An attempt that began before the success that ended the last
+		// episode (another send in flight) fails from that success on.
+		h.failingSince, h.firstFailed = later(a.Start, h.recoveredAt), f.rec.ID
 		// The first failure after a success: one line per episode, not one
 		// per attempt (the next ones are Debug, in recorded).
 		next := any("none: the delivery is dead")

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"hookbox/storage/postgres/pgtest"
 )
 
 // alertBody is one alert as the alert URL received it.
@@ -207,4 +209,78 @@ func lineWith(log, s string) string {
 		}
 	}
 	return ""
+}
+
+// Two nodes on one PostgreSQL database, both sending to a destination
+// that fails: both pages and APIs show the same stored "failing since";
+// one destination_failing alert and one destination_recovered go out for
+// the cluster, not one per node.
+func TestCluster_DestinationAlertsOnce(t *testing.T) {
+	t.Parallel() // mostly waiting for failing_for: overlaps the other waiting tests
+	dbURL := pgtest.URL(t)
+	var status atomic.Int32
+	status.Store(500)
+	pos := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(int(status.Load()))
+	}))
+	t.Cleanup(pos.Close)
+	alerts := newAlertURL(t)
+	config := writeConfig(t, t.TempDir(), fmt.Sprintf(`
+[status]
+password_env = "E2E_STATUS_PASSWORD"
+
+[alerts]
+url = %q
+failing_for = "2s"
+
+[[destination]]
+name = "pos"
+url = %q
+timeout = "2s"
+retry = ["300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms"]
+
+[[route]]
+source = "gh"
+to = ["pos"]
+`, alerts.url, pos.URL), storeCase{url: dbURL}.config(2*time.Second))
+	nodes := []*proc{start(t, config), start(t, config)}
+	for i := range 6 { // on both nodes: each has deliveries of its own to fail
+		body := []byte(fmt.Sprintf(`{"order": %d}`, i))
+		if r := post(t, nodes[i%2].addr, "gh", body, githubHeaders(body, e2eSecret, fmt.Sprint("order-", i))); r.code != 200 {
+			t.Fatalf("post: %d %v", r.code, r.body)
+		}
+	}
+	pollFor(t, 15*time.Second, func() bool { return len(alerts.got()) > 0 },
+		func() string { return "no destination_failing alert:\n" + nodes[0].logText() + nodes[1].logText() })
+	since := func(p *proc) string {
+		var dests struct {
+			Destinations []struct {
+				FailingSince *time.Time `json:"failing_since"`
+			} `json:"destinations"`
+		}
+		if err := json.Unmarshal([]byte(adminGet(t, p.addr, "/api/v1/destinations")), &dests); err != nil {
+			t.Fatal(err)
+		}
+		if len(dests.Destinations) != 1 || dests.Destinations[0].FailingSince == nil {
+			return ""
+		}
+		return dests.Destinations[0].FailingSince.String()
+	}
+	if a, b := since(nodes[0]), since(nodes[1]); a == "" || a != b {
+		t.Errorf("failing since on the two nodes: %q and %q; want the same stored time", a, b)
+	}
+	status.Store(200)
+	pollFor(t, 15*time.Second, func() bool { return len(alerts.got()) >= 2 && since(nodes[0]) == "" && since(nodes[1]) == "" },
+		func() string { return fmt.Sprintf("alerts %+v; not recovered on both nodes", alerts.got()) })
+	for _, p := range nodes {
+		p.stop(t)
+	}
+	got := alerts.got()
+	if len(got) != 2 || got[0].Kind != "destination_failing" || got[1].Kind != "destination_recovered" {
+		t.Fatalf("alerts = %+v; want one destination_failing and one destination_recovered for the cluster", got)
+	}
+	if n := strings.Count(nodes[0].logText()+nodes[1].logText(), "destination failing"); n > 2 {
+		t.Errorf("%d first-failure lines on two nodes; want at most one per node", n)
+	}
 }

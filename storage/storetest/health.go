@@ -9,8 +9,8 @@ import (
 
 // testHealth: a destination's health is stored as merged views (the
 // earliest failure since the last success, the newest error and next
-// try; a success ends the episode; a view that missed a success starts
-// after it); the alert mark is a compare-and-set that one caller wins and
+// try; a success ends the episode; a view that missed a success changes
+// nothing); the alert mark is a compare-and-set that one caller wins and
 // health saves keep; health and controls live side by side.
 func testHealth(t *testing.T, open Opener) {
 	s := open(t)
@@ -66,10 +66,12 @@ func testHealth(t *testing.T, open Opener) {
 	back := T0.Add(5 * time.Minute)
 	save("pos", app.DestinationHealth{RecoveredAt: back})
 	check("recovered", "pos", app.DestinationHealth{RecoveredAt: back, Alerted: T0})
-	// A node that has not seen the success still fails: its episode
-	// starts at the success, not before it.
-	save("pos", app.DestinationHealth{FailingSince: T0.Add(time.Minute), LastError: "timeout", NextTry: back.Add(time.Minute)})
-	check("stale view", "pos", app.DestinationHealth{FailingSince: back, LastError: "timeout", NextTry: back.Add(time.Minute), RecoveredAt: back, Alerted: T0})
+	// A node that has not seen the success yet: its view changes nothing.
+	save("pos", app.DestinationHealth{FailingSince: T0.Add(time.Minute), LastError: "stale", NextTry: back.Add(time.Minute)})
+	check("stale view", "pos", app.DestinationHealth{RecoveredAt: back, Alerted: T0})
+	// A failure after the success starts the next episode.
+	save("pos", app.DestinationHealth{FailingSince: back, LastError: "timeout", NextTry: back.Add(time.Minute)})
+	check("next episode", "pos", app.DestinationHealth{FailingSince: back, LastError: "timeout", NextTry: back.Add(time.Minute), RecoveredAt: back, Alerted: T0})
 	mark("pos", T0, time.Time{}, true)
 	mark("pos", T0, time.Time{}, false)
 	check("recovery alert marked", "pos", app.DestinationHealth{FailingSince: back, LastError: "timeout", NextTry: back.Add(time.Minute), RecoveredAt: back})
