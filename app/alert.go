@@ -38,23 +38,33 @@ type AlertMessage struct {
 }
 
 // AlertStore is what the Alerter reads of the store: the dead deliveries
-// it alerts on, and the records set aside it reports.
+// it alerts on, the records set aside it reports, and how many deliveries
+// wait for a destination.
 type AlertStore interface {
 	// CountDead returns the number of dead deliveries.
 	CountDead(ctx context.Context) (int, error)
+	// Backlog returns how many deliveries to dest are pending, counting at
+	// most limit.
+	Backlog(ctx context.Context, dest string, limit int) (int, error)
 	// Poisoned returns up to limit of the records set aside because they
 	// could not be decoded, newest first, and how many there are in all.
 	Poisoned(ctx context.Context, limit int) ([]Poison, int, error)
 }
 
-// Alerter posts a Slack-compatible message ({"text": …}) when the number of
-// dead deliveries passes the configured threshold, once per crossing, and
-// again when it falls back.
+// Alerter sends alerts: when the number of dead deliveries passes the
+// configured threshold (once per crossing, and again when it falls back),
+// when storage fails and works again, when records are set aside, when
+// backups fail and work again, of certificates (Notify), and when a
+// destination fails for FailingFor and delivers again (alertdest.go).
+// Every alert goes through send: its JSON ({"text", "kind",
+// "destination"}, Slack-compatible) to the alert URL, and the message to
+// Email.
 type Alerter struct {
 	store  AlertStore
 	cfg    AlertsConfig
-	where  string // where to act, for the message
-	page   string // where the overview is, for the message
+	dests  []string // the configured destinations' names, in order
+	where  string   // where to act, for the message
+	page   string   // where the overview is, for the message
 	client *http.Client
 	Logger *slog.Logger
 	// Storage, when set, has an alert go out when commits start failing,
@@ -63,6 +73,9 @@ type Alerter struct {
 	// Email, when set, is handed every alert that goes out; it queues and
 	// never blocks, so an SMTP server that hangs holds up nothing.
 	Email func(AlertMessage)
+	// Health, when set, holds the destinations' stored health, which
+	// WatchDestinations alerts on.
+	Health HealthStore
 
 	alerting bool // the last message sent said "over"
 	// storageTold is whether the last storage message said "failing".
@@ -76,7 +89,7 @@ type Alerter struct {
 
 	// Now is the clock of Notify's rate limit; tests replace it.
 	Now      func() time.Time
-	notices  chan string // Notify's queue, sent by Run one at a time
+	notices  chan AlertMessage // Notify's queue, sent by Run one at a time
 	noticeMu sync.Mutex
 	lastSent map[string]time.Time // per topic, when Notify last queued it
 }
@@ -105,10 +118,11 @@ func NewAlerter(cfg *Config, store AlertStore) *Alerter {
 	transport.DisableCompression = true
 	return &Alerter{
 		Now:      time.Now,
-		notices:  make(chan string, noticeQueue),
+		notices:  make(chan AlertMessage, noticeQueue),
 		lastSent: map[string]time.Time{},
 		store:    store,
 		cfg:      cfg.Alerts,
+		dests:    sortedNames(cfg.Destinations),
 		where:    where,
 		page:     page,
 		client: &http.Client{
@@ -136,7 +150,7 @@ func (a *Alerter) Check(ctx context.Context) {
 // off from the database), and a node cut off cannot be the one that runs
 // the cluster's jobs.
 func (a *Alerter) CheckStorage(ctx context.Context) {
-	if a.cfg.URL == "" {
+	if !a.cfg.Enabled() {
 		return
 	}
 	a.checkStorage(ctx)
@@ -146,7 +160,7 @@ func (a *Alerter) CheckStorage(ctx context.Context) {
 // count of dead deliveries crossed the threshold since the last message:
 // the store's state, which one node of a cluster checks.
 func (a *Alerter) CheckCluster(ctx context.Context) {
-	if a.cfg.URL == "" {
+	if !a.cfg.Enabled() {
 		return
 	}
 	a.checkPoison(ctx)
@@ -159,11 +173,14 @@ func (a *Alerter) CheckCluster(ctx context.Context) {
 	if over == a.alerting {
 		return
 	}
-	text := fmt.Sprintf("hookbox: %d dead deliveries (alert above %d). Replay them from %s.", n, a.cfg.DeadLettersOver, a.where)
+	m := AlertMessage{Kind: AlertDeadLetters, Subject: fmt.Sprintf("hookbox: %d dead deliveries", n),
+		Text: fmt.Sprintf("hookbox: %d dead deliveries (alert above %d): they failed every retry and wait for a replay. "+
+			"Replay them from %s.", n, a.cfg.DeadLettersOver, a.where)}
 	if !over {
-		text = fmt.Sprintf("hookbox: dead deliveries back to %d (alert above %d).", n, a.cfg.DeadLettersOver)
+		m.Subject = fmt.Sprintf("hookbox: dead deliveries back to %d", n)
+		m.Text = fmt.Sprintf("hookbox: dead deliveries back to %d (alert above %d). See %s.", n, a.cfg.DeadLettersOver, a.page)
 	}
-	if err := a.post(ctx, text); err != nil {
+	if err := a.send(ctx, m); err != nil {
 		a.Logger.Error("send alert", slog.Any("error", err))
 		return
 	}
@@ -178,13 +195,15 @@ func (a *Alerter) checkStorage(ctx context.Context) {
 	if failing == a.storageTold {
 		return
 	}
-	text := fmt.Sprintf("hookbox: storage is failing since %s: %s. Webhooks get 503 (their senders retry; %d refused so far) and deliveries wait. "+
-		"%s See %s.", cur.Since.UTC().Format(time.RFC3339), cur.LastError, cur.Refused, a.Storage.Fix, a.page)
+	m := AlertMessage{Kind: AlertStorageFailing, Subject: "hookbox: storage is failing",
+		Text: fmt.Sprintf("hookbox: storage is failing since %s: %s. Webhooks get 503 (their senders retry; %d refused so far) and deliveries wait. "+
+			"%s See %s.", cur.Since.UTC().Format(time.RFC3339), cur.LastError, cur.Refused, a.Storage.Fix, a.page)}
 	if !failing {
-		text = fmt.Sprintf("hookbox: storage works again after failing for %s (%d webhooks refused with 503, which their senders retry); deliveries resume.",
-			last.Until.Sub(last.Since).Round(time.Second), last.Refused)
+		m = AlertMessage{Kind: AlertStorageRecovered, Subject: "hookbox: storage works again",
+			Text: fmt.Sprintf("hookbox: storage works again after failing for %s, since %s (%d webhooks refused with 503, which their senders retry); "+
+				"deliveries resume. See %s.", last.Until.Sub(last.Since).Round(time.Second), last.Since.UTC().Format(time.RFC3339), last.Refused, a.page)}
 	}
-	if err := a.post(ctx, text); err != nil {
+	if err := a.send(ctx, m); err != nil {
 		a.Logger.Error("send alert", slog.Any("error", err))
 		return
 	}
@@ -208,9 +227,10 @@ func (a *Alerter) checkPoison(ctx context.Context) {
 	if a.Storage != nil {
 		store, fix = a.Storage.Store, " "+a.Storage.DamageFix
 	}
-	text := fmt.Sprintf("hookbox: %d records in %s cannot be read and were set aside; everything else is delivered. "+
-		"The newest: %s %s (%s). See the overview on %s.%s", n, store, p.Kind, p.Key, p.Reason, a.page, fix)
-	if err := a.post(ctx, text); err != nil {
+	m := AlertMessage{Kind: AlertPoison, Subject: fmt.Sprintf("hookbox: %d records set aside", n),
+		Text: fmt.Sprintf("hookbox: %d records in %s cannot be read and were set aside; everything else is delivered. "+
+			"The newest: %s %s (%s). See the overview on %s.%s", n, store, p.Kind, p.Key, p.Reason, a.page, fix)}
+	if err := a.send(ctx, m); err != nil {
 		a.Logger.Error("send alert", slog.Any("error", err))
 		return
 	}
@@ -218,8 +238,29 @@ func (a *Alerter) checkPoison(ctx context.Context) {
 	a.Logger.Info("alert sent", "set_aside", n)
 }
 
-func (a *Alerter) post(ctx context.Context, text string) error {
-	body, _ := json.Marshal(map[string]string{"text": text})
+// send sends m through every channel: its JSON to the alert URL, when
+// set, and m to Email, when set. It fails only when the URL refused it and
+// no email took it: the caller then sends it again at its next check. An
+// alert that Email took is not posted again when the URL refused it (the
+// failure is logged): a broken URL never makes an email go out twice.
+func (a *Alerter) send(ctx context.Context, m AlertMessage) error {
+	var err error
+	if a.cfg.URL != "" {
+		err = a.post(ctx, m)
+	}
+	if a.Email != nil {
+		a.Email(m)
+		if err != nil {
+			a.Logger.Error("send alert to the alert URL (it went by email)", "kind", m.Kind, slog.Any("error", err))
+		}
+		return nil
+	}
+	return err
+}
+
+// post posts m's JSON to the alert URL.
+func (a *Alerter) post(ctx context.Context, m AlertMessage) error {
+	body, _ := json.Marshal(m)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("build request: %w", SendError(ctx, err, 0))
@@ -237,14 +278,14 @@ func (a *Alerter) post(ctx context.Context, text string) error {
 	return nil
 }
 
-// Notify sends text to the alert URL in the background (Run sends it), at
+// Notify sends text, a certificate alert, in the background (Run sends it), at
 // most once per NotifyEvery for one topic: later messages of the topic
 // within that are dropped, as is a message that finds the queue full (the
 // caller logs what it reports). It never blocks and starts no goroutine,
 // so a hanging alert URL cannot hold up or pile up its callers (a TLS
 // handshake, the certificate watcher).
 func (a *Alerter) Notify(topic, text string) {
-	if a.cfg.URL == "" {
+	if !a.cfg.Enabled() {
 		return
 	}
 	now := a.Now()
@@ -254,7 +295,8 @@ func (a *Alerter) Notify(topic, text string) {
 		return
 	}
 	select {
-	case a.notices <- text:
+	case a.notices <- AlertMessage{Kind: AlertCertificate, Subject: "hookbox: trouble with the HTTPS certificate",
+		Text: text + " See " + a.page + "."}:
 		a.lastSent[topic] = now
 	default:
 		a.Logger.Warn("alert dropped: queue full", "topic", topic)
@@ -269,8 +311,8 @@ func (a *Alerter) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case text := <-a.notices:
-			if err := a.post(ctx, text); err != nil && ctx.Err() == nil {
+		case m := <-a.notices:
+			if err := a.send(ctx, m); err != nil && ctx.Err() == nil {
 				a.Logger.Error("send alert", slog.Any("error", err))
 			}
 		}
@@ -285,14 +327,17 @@ func (a *Alerter) Backup(ctx context.Context, err error) {
 	a.backupMu.Lock()
 	defer a.backupMu.Unlock()
 	failed := err != nil
-	if a.cfg.URL == "" || failed == a.backupFailed {
+	if !a.cfg.Enabled() || failed == a.backupFailed {
 		return
 	}
-	text := "hookbox: backups work again."
+	m := AlertMessage{Kind: AlertBackupRecovered, Subject: "hookbox: backups work again",
+		Text: fmt.Sprintf("hookbox: backups work again (the last one at %s). See %s.", a.Now().UTC().Format(time.RFC3339), a.page)}
 	if failed {
-		text = fmt.Sprintf("hookbox: the scheduled backup failed: %v. Ingest goes on; fix the backup dir ([backup] dir) or the disk.", err)
+		m = AlertMessage{Kind: AlertBackupFailed, Subject: "hookbox: the scheduled backup failed",
+			Text: fmt.Sprintf("hookbox: the scheduled backup failed at %s: %v. Ingest goes on; fix the backup dir ([backup] dir) or the disk. See %s.",
+				a.Now().UTC().Format(time.RFC3339), err, a.page)}
 	}
-	if perr := a.post(ctx, text); perr != nil {
+	if perr := a.send(ctx, m); perr != nil {
 		a.Logger.Error("send alert", slog.Any("error", perr))
 		return
 	}

@@ -57,6 +57,9 @@ type AlertsConfig struct {
 	SMTPURL   string
 }
 
+// DefaultFailingFor is [alerts] failing_for's default.
+const DefaultFailingFor = 10 * time.Minute
+
 // Enabled reports whether any alert channel is configured.
 func (c AlertsConfig) Enabled() bool { return c.URL != "" || len(c.EmailTo) > 0 }
 

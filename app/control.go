@@ -25,6 +25,9 @@ type DestinationControl struct {
 	// HeldUntil is what its last Retry-After asked for: no attempt to it
 	// starts before then (zero: none).
 	HeldUntil time.Time
+	// Health is its stored health (DestinationHealth), read with the
+	// controls: what the other nodes of a cluster saw of it.
+	Health DestinationHealth
 }
 
 // ControlStore keeps destinations' controls. Every node of a cluster
@@ -191,6 +194,7 @@ func (d *Dispatcher) readControls(ctx context.Context, now time.Time) (poll time
 				if c.HeldUntil.After(l.held) {
 					l.held = c.HeldUntil
 				}
+				d.adoptHealth(l, c.Health)
 			}
 			d.mu.Unlock()
 		}

@@ -95,6 +95,14 @@ type Dispatcher struct {
 	// stop is closed when Run's ctx is done: a send waiting for its slot
 	// of the rate gives up then.
 	stop chan struct{}
+
+	// Health, when set before Run, keeps the destinations' health
+	// (healthnote.go): read at start, written when it changes.
+	Health HealthStore
+	// healthNotes are the changes of health not stored yet; d.mu guards
+	// them. healthWrite keeps their writes in order.
+	healthNotes []healthNote
+	healthWrite sync.Mutex
 }
 
 // lane is one destination's part of the dispatcher. d.mu guards its
@@ -118,8 +126,10 @@ type lane struct {
 	backlogged bool
 	backlog    time.Time
 	// health is what is known of its destination's answers (recovery.go),
-	// nil until its first attempt ended.
+	// nil until its first attempt ended. stored is its health as the
+	// store had it at the last read of the controls (healthnote.go).
 	health *destHealth
+	stored DestinationHealth
 }
 
 // finishedAttempt is an attempt waiting to be recorded.
@@ -196,6 +206,9 @@ func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
 	senders := &sync.WaitGroup{}
 	d.records, d.senders = records, senders
 	go d.record(records)
+	d.loadHealth(ctx, d.Now())
+	// What the last passes noted is stored once the senders are released.
+	defer d.flushHealth()
 	defer func() { // the senders finish what they hold, then return
 		for _, l := range d.lanes {
 			if l.queue != nil {
@@ -266,6 +279,7 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 	for _, l := range d.lanes {
 		earliest = earlier(earliest, d.passLane(ctx, l, now, skip))
 	}
+	d.flushHealth() // rarely anything: a next try changed
 	return earliest
 }
 

@@ -146,6 +146,7 @@ func startHarness(t *testing.T, toml, dir string, now func() time.Time, over fun
 	app.OnRecorded(h.disp, h.signal)
 	h.recv.Now, h.disp.Now = now, now
 	h.disp.Controls = db // pauses and Retry-After holds, as serve sets them
+	h.disp.Health = db   // failing since, next try, as serve sets it
 	ctx, cancel := context.WithCancel(context.Background())
 	sendCtx, cancelSends := context.WithCancel(context.Background())
 	done := make(chan struct{})

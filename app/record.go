@@ -90,6 +90,9 @@ func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
 	if failed > 0 {
 		d.Stats.storage().Unrecorded(d.Logger, failed, firstErr)
 	}
+	// The first failures and recoveries heard are stored before the sends
+	// count as done (Wait).
+	d.flushHealth()
 	if retry { // its next due time sets the timer
 		d.Wake()
 	}

@@ -46,7 +46,9 @@ type destHealth struct {
 	probeFrom    position      // the probes go through the waiting deliveries
 	walk         *position     // while it recovers: how far the early sends are
 	walkFails    int           // early sends that failed in a row
-	shownSince   time.Time     // what Stats last heard
+	lastError    string        // what its last failed attempt said
+	recoveredAt  time.Time     // when this node last saw an episode end
+	shownSince   time.Time     // what was last noted (noteHealth)
 	shownNext    time.Time
 }
 
@@ -98,18 +100,39 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 		h.lastAttempt = end
 	}
 	if f.rec.State == Delivered {
+		if !h.failingSince.IsZero() { // the episode ends: stored, and logged once (flushHealth)
+			d.noteHealth(f.lane, h, healthNote{view: DestinationHealth{RecoveredAt: end}, failedFor: end.Sub(h.failingSince)})
+			f.lane.stored.FailingSince, h.recoveredAt = time.Time{}, end
+		} else {
+			d.endStored(f.lane, h, end)
+		}
 		if h.down(end, d.ProbeEvery) && h.walk == nil {
 			h.walk, walk = &position{}, true
-			d.Logger.Info("destination answers again: its waiting retries go out now", "destination", f.lane.dest.Name,
-				"failed_for", end.Sub(h.failingSince).Round(time.Second), "probe", f.probe)
+			d.Logger.Debug("destination answers again: its waiting retries go out now", "destination", f.lane.dest.Name, "probe", f.probe)
 		}
 		h.walkFails = 0
-		h.failingSince, h.others, h.notBefore = time.Time{}, false, time.Time{}
+		h.failingSince, h.others, h.notBefore, h.lastError = time.Time{}, false, time.Time{}, ""
 		h.probeWait, h.probeFrom = d.ProbeEvery, position{}
 		return walk
 	}
+	h.lastError = a.Error
 	if h.failingSince.IsZero() {
-		h.failingSince, h.firstFailed = a.Start, f.rec.ID
+		// An attempt that began before the success that ended the last
+		// episode (another send in flight) fails from that success on.
+		h.failingSince, h.firstFailed = later(a.Start, h.recoveredAt), f.rec.ID
+		// The first failure after a success: one line per episode, not one
+		// per attempt (the next ones are Debug, in recorded).
+		next := any("none: the delivery is dead")
+		if f.rec.State == Pending {
+			next = f.rec.Due
+		}
+		d.Logger.Warn("destination failing", "destination", f.lane.dest.Name, "status", a.Status, "error", a.Error,
+			"event", f.w.Event.ID, "delivery", f.rec.ID, "next_try", next)
+		nextTry := time.Time{}
+		if f.rec.State == Pending {
+			nextTry = f.rec.Due
+		}
+		d.noteHealth(f.lane, h, healthNote{view: DestinationHealth{FailingSince: h.failingSince, LastError: a.Error, NextTry: nextTry}})
 	} else if f.rec.ID != h.firstFailed {
 		h.others = true
 	}
@@ -154,7 +177,7 @@ func (d *Dispatcher) beyondDue(ctx context.Context, l *lane, now time.Time, room
 		return nil, time.Time{}
 	}
 	defer func() { // d.mu is held again by then
-		d.show(dest.Name, h, now, next, at)
+		d.show(l, h, now, next, at)
 		d.mu.Unlock()
 	}()
 	if room <= 0 || next.IsZero() || !next.After(now) {
@@ -213,9 +236,9 @@ func (d *Dispatcher) beyondDue(ctx context.Context, l *lane, now time.Time, room
 	return []job{{w: w, early: true, probe: true}}, time.Time{}
 }
 
-// show tells Stats since when dest fails and when it is tried next (its
-// next due retry, or its next probe), when that changed; d.mu is held.
-func (d *Dispatcher) show(dest string, h *destHealth, now, next, probe time.Time) {
+// show notes since when dest fails and when it is tried next (its next
+// due retry, or its next probe), when that changed; d.mu is held.
+func (d *Dispatcher) show(l *lane, h *destHealth, now, next, probe time.Time) {
 	nextTry := time.Time{}
 	if !h.failingSince.IsZero() {
 		if next.After(now) {
@@ -226,8 +249,11 @@ func (d *Dispatcher) show(dest string, h *destHealth, now, next, probe time.Time
 	if h.failingSince.Equal(h.shownSince) && nextTry.Equal(h.shownNext) {
 		return
 	}
-	h.shownSince, h.shownNext = h.failingSince, nextTry
-	d.Stats.DestState(dest, h.failingSince, nextTry)
+	if h.failingSince.IsZero() {
+		h.shownSince, h.shownNext = time.Time{}, time.Time{} // the recovery was noted when heard
+		return
+	}
+	d.noteHealth(l, h, healthNote{view: DestinationHealth{FailingSince: h.failingSince, LastError: h.lastError, NextTry: nextTry}})
 }
 
 // earlyOutcome is the outcome of an early send: a failure keeps the

@@ -40,16 +40,21 @@ const CountHours = 24
 // nil *Stats, so components work without one in tests. The hourly counts
 // are the store's (CountStore): durable, the same after a restart and, on
 // PostgreSQL, summed over every node; so are the rows per source,
-// destination and route (Tables), but for the dispatcher's view of a
-// destination (failing since, next try), which is in memory.
+// destination and route (Tables), and a destination's health (failing
+// since, next try) when the store keeps it (HealthStore), with what this
+// node's dispatcher noted and has not stored yet.
 type Stats struct {
-	now   func() time.Time
-	store CountStore
+	now    func() time.Time
+	store  CountStore
+	health HealthStore // nil: the dispatcher's notes only
 
 	mu      sync.Mutex
 	sources map[string]*SourceInfo // names only: the rows come from the store
-	dests   map[string]*DestInfo   // names and the dispatcher's state
+	dests   map[string]*DestInfo   // names only: the rows come from the store
 	routes  []*Route               // the debounced and filtered routes, in config order
+	// noted is the dispatcher's view of a destination's health not
+	// stored yet (or with no HealthStore, its last view).
+	noted map[string]DestinationHealth
 
 	// Storage follows whether commits succeed (bboltstore.DB.OnCommit).
 	Storage *StorageHealth
@@ -87,7 +92,7 @@ type DestInfo struct {
 	LastDelivered time.Time `json:"last_delivered_at,omitzero"`
 	// FailingSince is when its attempts began to fail (zero: its last one
 	// worked); NextTry is when it is tried next, by a retry that falls due
-	// or a probe (zero: not known). The dispatcher's, in memory.
+	// or a probe (zero: not known). Stored (DestinationHealth).
 	FailingSince time.Time `json:"failing_since,omitzero"`
 	NextTry      time.Time `json:"next_try,omitzero"`
 }
@@ -132,7 +137,8 @@ func (d DestInfo) SuccessRate() float64 {
 // NewStats builds the counters for cfg, read from store.
 func NewStats(cfg *Config, store StatsStore, now func() time.Time) *Stats {
 	s := &Stats{now: now, store: store, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{},
-		Storage: newStorageHealth(now)}
+		noted: map[string]DestinationHealth{}, Storage: newStorageHealth(now)}
+	s.health, _ = store.(HealthStore)
 	s.Storage.failedCommit = func() { s.metrics().CommitFailed() }
 	for _, rt := range cfg.Routes {
 		if rt.Key != nil || rt.Filter != nil {
@@ -249,16 +255,29 @@ func (s *Stats) Attempt(dest string, state DeliveryState, took time.Duration) {
 	// error, when it records the attempt.
 }
 
-// DestState records since when dest fails (zero: it does not) and when it
-// is tried next.
-func (s *Stats) DestState(dest string, failingSince, nextTry time.Time) {
+// DestState shows the dispatcher's view of dest's health until it is
+// stored (HealthSaved).
+func (s *Stats) DestState(dest string, view DestinationHealth) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if d := s.dests[dest]; d != nil {
-		d.FailingSince, d.NextTry = failingSince, nextTry
+	if s.dests[dest] != nil {
+		s.noted[dest] = view
+	}
+}
+
+// HealthSaved tells that view of dest's health is stored: the page reads
+// the store's from now on, unless a newer view was noted meanwhile.
+func (s *Stats) HealthSaved(dest string, view DestinationHealth) {
+	if s == nil || s.health == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n, ok := s.noted[dest]; ok && n == view {
+		delete(s.noted, dest)
 	}
 }
 
@@ -337,6 +356,13 @@ func (s *Stats) Tables(ctx context.Context) (Tables, error) {
 	if err == nil {
 		err = lerr
 	}
+	stored := map[string]DestinationHealth{}
+	if s.health != nil {
+		var herr error
+		if stored, herr = s.health.DestinationHealths(ctx); herr != nil && err == nil {
+			err = herr
+		}
+	}
 	n := func(k NameKind, name string) uint64 { return counts[Named{Kind: k, Name: name}] }
 	var t Tables
 	s.mu.Lock()
@@ -345,11 +371,15 @@ func (s *Stats) Tables(ctx context.Context) (Tables, error) {
 			Accepted: n(SourceAccepted, name), Duplicate: n(SourceDuplicate, name),
 			Rejected: n(SourceRejected, name), Invalid: n(SourceInvalid, name)})
 	}
-	for name, d := range s.dests {
+	for name := range s.dests {
 		l := lasts[Named{Kind: DestFailed, Name: name}]
+		h, ok := s.noted[name]
+		if !ok {
+			h = stored[name]
+		}
 		t.Destinations = append(t.Destinations, DestInfo{Name: name, Delivered: n(DestDelivered, name), Failed: n(DestFailed, name),
 			LastError: l.Text, LastAt: l.At, LastDelivered: lasts[Named{Kind: DestDelivered, Name: name}].At,
-			FailingSince: d.FailingSince, NextTry: d.NextTry})
+			FailingSince: h.FailingSince, NextTry: h.NextTry})
 	}
 	s.mu.Unlock()
 	sort.Slice(t.Sources, func(i, j int) bool { return t.Sources[i].Name < t.Sources[j].Name })

@@ -25,6 +25,7 @@ type Store interface {
 	app.MetaStore
 	app.ReadModel
 	app.ControlStore
+	app.HealthStore
 
 	// LookupID reports whether source's id is remembered, until when, and
 	// the seq of the event accepted with it.

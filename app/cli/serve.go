@@ -147,6 +147,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	dispatcher := app.NewDispatcher(cfg, db, httpsend.New(cfg, Version))
 	dispatcher.Stats = stats
 	dispatcher.Controls = db // pauses and Retry-After holds; on PostgreSQL the rate's slots too
+	dispatcher.Health = db   // failing since, next try: the same after a restart and on every node
 	pauser := app.NewPauser(cfg, db, dispatcher.ControlsChanged, time.Now)
 	stats.Storage.OnRecover = dispatcher.Wake // it holds its sends while commits fail
 	n.describe(stats.Storage)
@@ -161,6 +162,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	sweeper.Stats = stats
 	alerter := app.NewAlerter(cfg, db)
 	alerter.Storage = stats.Storage
+	alerter.Health = db
 	backuper := app.NewBackuper(cfg, n.writeBackup)
 	backuper.Alert = alerter.Backup
 	go alerter.Run(ctx) // sends what Notify queues
@@ -176,6 +178,9 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 		alerter.Email = mailer.Queue
 		go mailer.Run(ctx) // sends what the alerter queues, one at a time
 	}
+	// The destination alerts: the leader reads the stored health, and the
+	// store's mark makes each go out once per cluster.
+	go alerter.WatchDestinations(ctx, n.leader)
 	tlsSrv, err := web.NewTLS(cfg.Server, web.TLSOptions{})
 	if err != nil {
 		return fmt.Errorf("%s: server: %w", path, err)

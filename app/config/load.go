@@ -48,6 +48,7 @@ type rawAlerts struct {
 	URLEnv          string `toml:"url_env"`
 	Check           string `toml:"check"`
 	rawEmail               // email_to, email_from, smtp_url_env: email.go
+	FailingFor      string `toml:"failing_for"`
 }
 
 type rawDestination struct {

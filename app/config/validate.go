@@ -88,6 +88,18 @@ func (v *validator) alerts(a *app.AlertsConfig, r rawAlerts) {
 	if _, err := cron.ParseStandard(a.Check); err != nil {
 		v.fail("alerts.check", fmt.Sprintf("%q is not a cron spec: %v", a.Check, err))
 	}
+	a.FailingFor = app.DefaultFailingFor
+	if r.FailingFor != "" {
+		d, err := time.ParseDuration(r.FailingFor)
+		switch {
+		case err != nil:
+			v.fail("alerts.failing_for", fmt.Sprintf("%q is not a duration (use e.g. \"10m\", \"1h\"; \"0\" turns the alert off)", r.FailingFor))
+		case d < 0:
+			v.fail("alerts.failing_for", "must be 0 (off) or more")
+		default:
+			a.FailingFor = d
+		}
+	}
 }
 
 func httpURL(s string) bool {

@@ -117,7 +117,11 @@ func TestUI_FailingDestination(t *testing.T) {
 	stats := app.NewStats(cfg, db, time.Now)
 	since := time.Now().Add(-90 * time.Second)
 	stats.Attempt("pos", app.Pending, time.Millisecond)
-	stats.DestState("pos", since, time.Now().Add(4*time.Minute+30*time.Second))
+	// The dispatcher stores its view; the page reads the store's.
+	if err := db.SaveDestinationHealth(context.Background(), "pos", app.DestinationHealth{FailingSince: since, LastError: "HTTP 500",
+		NextTry: time.Now().Add(4*time.Minute + 30*time.Second)}); err != nil {
+		t.Fatal(err)
+	}
 	login, _ := app.StatusLogin(context.Background(), cfg.Status, db, slog.Default())
 	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats})
 	c := logIn(t, serve(t, srv.App()))

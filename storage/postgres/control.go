@@ -48,18 +48,22 @@ ON CONFLICT (name) DO UPDATE SET held_until = greatest(c.held_until, EXCLUDED.he
 func (d *DB) DestinationControls(ctx context.Context) (map[string]app.DestinationControl, error) {
 	ctx, cancel := opCtx(ctx)
 	defer cancel()
-	rows, err := d.pool.Query(ctx, `SELECT name, paused, paused_at, paused_by, reason, held_until FROM hookbox_destinations`)
+	rows, err := d.pool.Query(ctx, `SELECT name, paused, paused_at, paused_by, reason, held_until,
+	failing_since, last_error, next_try, recovered_at, alerted FROM hookbox_destinations`)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]app.DestinationControl{}
 	var (
-		name          string
-		c             app.DestinationControl
-		pausedAt, hld *time.Time
+		name                      string
+		c                         app.DestinationControl
+		pausedAt, hld             *time.Time
+		since, next, rec, alerted *time.Time
 	)
-	_, err = pgx.ForEachRow(rows, []any{&name, &c.Paused, &pausedAt, &c.PausedBy, &c.Reason, &hld}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&name, &c.Paused, &pausedAt, &c.PausedBy, &c.Reason, &hld,
+		&since, &c.Health.LastError, &next, &rec, &alerted}, func() error {
 		c.PausedAt, c.HeldUntil = time.Time{}, time.Time{}
+		c.Health.FailingSince, c.Health.NextTry, c.Health.RecoveredAt, c.Health.Alerted = deref(since), deref(next), deref(rec), deref(alerted)
 		if pausedAt != nil {
 			c.PausedAt = pausedAt.UTC()
 		}

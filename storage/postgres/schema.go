@@ -56,7 +56,9 @@ const (
 //	                    and the last failed attempt (with its error) of a destination;
 //	                    the newest row of a (kind, name) counts.
 //	hookbox_destinations name → a destination's controls: its pause, its Retry-After hold
-//	                    and the next free start of its rate, read by every node (control.go).
+//	                    and the next free start of its rate, read by every node (control.go);
+//	                    and its health: failing since, last error, next try, last recovery,
+//	                    and the episode whose failing alert went out (health.go).
 //	hookbox_schema_version  the versions applied.
 var migrations = []string{
 	// 1: the first schema.
@@ -218,6 +220,16 @@ CREATE TABLE IF NOT EXISTS hookbox_destinations (
 	held_until timestamptz,
 	next_start timestamptz
 );
+`,
+	// 7: the destinations' health (issue 29): since when one fails, its
+	// last error, its next try, its last recovery, and which episode's
+	// failing alert went out (health.go).
+	`
+ALTER TABLE hookbox_destinations ADD COLUMN IF NOT EXISTS failing_since timestamptz;
+ALTER TABLE hookbox_destinations ADD COLUMN IF NOT EXISTS last_error text NOT NULL DEFAULT '';
+ALTER TABLE hookbox_destinations ADD COLUMN IF NOT EXISTS next_try timestamptz;
+ALTER TABLE hookbox_destinations ADD COLUMN IF NOT EXISTS recovered_at timestamptz;
+ALTER TABLE hookbox_destinations ADD COLUMN IF NOT EXISTS alerted timestamptz;
 `,
 }
 
