@@ -16,27 +16,41 @@ import (
 	"hookbox/app"
 )
 
-// searchIndex is the trigram index of the bodies. It indexes
-// encode(body, 'escape'): a text whatever the body's bytes (zero bytes and
-// bytes from 0x80 are written \ooo, a backslash \\), so a body that is not
-// UTF-8 is indexed and searched like any other.
+// searchIndex is the trigram index of the bodies. It indexes searchText:
+// encode(body, 'escape') is a text whatever the body's bytes (zero bytes
+// and bytes from 0x80 are written \ooo, a backslash \\), so a body that is
+// not UTF-8 is indexed and searched like any other; lower() under the C
+// collation lowers its ASCII letters alone, so a case-sensitive LIKE of a
+// lowered pattern is the ASCII-case-insensitive search, and rechecks each
+// row the index proposes in about half the time ILIKE takes.
 const searchIndex = "hookbox_events_body_trgm"
+
+// searchText is the indexed expression for the body of the row alias
+// ("": the table's own, in the index's definition).
+func searchText(alias string) string {
+	if alias != "" {
+		alias += "."
+	}
+	return `lower(encode(` + alias + `body, 'escape') COLLATE "C")`
+}
 
 // searchSQL keeps the rows of hookbox_events (as alias) whose body
 // contains the text of searchArgs' two arguments, numbered a and b: the
-// ILIKE is what the trigram index serves; the position() over the body
-// with its ASCII letters lowered (under the C collation, which lowers
-// those alone) is exact, and drops a match the escaping alone made (a
-// search for 303 inside the \303 of an é).
+// LIKE is what the trigram index serves; the position() over the body
+// with its ASCII letters lowered is exact, and drops a match the escaping
+// alone made (a search for 303 inside the \303 of an é). It costs more,
+// so PostgreSQL runs it after the LIKE, on the few rows that pass.
 func searchSQL(alias string, a, b int) string {
-	body := "encode(" + alias + ".body, 'escape')"
-	return fmt.Sprintf(`(%s ILIKE $%d AND position($%d::bytea in decode(lower(%s COLLATE "C"), 'escape')) > 0)`, body, a, b, body)
+	t := searchText(alias)
+	return fmt.Sprintf(`(%s LIKE $%d AND position($%d::bytea in decode(%s, 'escape')) > 0)`, t, a, b, t)
 }
 
-// searchArgs are the two arguments of searchSQL for the text q: the ILIKE
-// pattern (q escaped as encode does, then for LIKE) and q's bytes with
-// their ASCII letters lowered.
+// searchArgs are the two arguments of searchSQL for the text q: the LIKE
+// pattern (q with its ASCII letters lowered, escaped as encode does, then
+// for LIKE) and q's bytes with their ASCII letters lowered.
 func searchArgs(q string) (pattern string, lower []byte) {
+	lower = app.LowerASCII([]byte(q))
+	q = string(lower)
 	var b strings.Builder
 	b.WriteByte('%')
 	for i := 0; i < len(q); i++ {
@@ -53,7 +67,7 @@ func searchArgs(q string) (pattern string, lower []byte) {
 		}
 	}
 	b.WriteByte('%')
-	return b.String(), app.LowerASCII([]byte(q))
+	return b.String(), lower
 }
 
 // SearchEvents returns the events whose body contains q.Q (ASCII letters
@@ -164,8 +178,8 @@ func (d *DB) buildSearchIndex(ctx context.Context) (built bool, err error) {
 			return false, fmt.Errorf("drop the invalid index: %w", err)
 		}
 	}
-	_, err = c.Exec(ctx, "CREATE INDEX CONCURRENTLY IF NOT EXISTS "+searchIndex+" ON hookbox_events USING gin (encode(body, 'escape') "+
-		pgx.Identifier{schema, "gin_trgm_ops"}.Sanitize()+")")
+	_, err = c.Exec(ctx, "CREATE INDEX CONCURRENTLY IF NOT EXISTS "+searchIndex+" ON hookbox_events USING gin ("+
+		searchText("")+" "+pgx.Identifier{schema, "gin_trgm_ops"}.Sanitize()+")")
 	return err == nil, err
 }
 
