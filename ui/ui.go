@@ -242,9 +242,10 @@ func (u *UI) events(c *fiber.Ctx) error {
 	var offer *replayOffer
 	switch {
 	case bad != "":
-	case window != nil:
-		// A search that stopped at its budget: counting its replay would
-		// read every body again; the confirm page counts when asked.
+	case q.Q != "" && res.Next != 0:
+		// A search with more to look at (a bbolt search that stopped at
+		// its budget, or more than a page): counting its replay could
+		// read every body; the confirm page counts when asked.
 		offer = u.offerUncounted(c, q)
 	default:
 		if offer, err = u.offerReplay(c, q); err != nil {
