@@ -56,10 +56,10 @@ func span(d time.Duration) string {
 
 // thousands writes n with commas between groups of three digits.
 func thousands(n int) string {
-	s := strconv.Itoa(n)
 	if n < 0 {
 		return "-" + thousands(-n)
 	}
+	s := strconv.Itoa(n)
 	for i := len(s) - 3; i > 0; i -= 3 {
 		s = s[:i] + "," + s[i:]
 	}
