@@ -65,3 +65,19 @@ func TestCheckSearch(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSearch_In: one 2 KiB order body, searched for an order name it
+// does not have (the whole body read) and for words in either case.
+func BenchmarkSearch_In(b *testing.B) {
+	body := []byte(`{"id":5800000123456,"name":"#1123456","email":"Buyer123456@Example.com","order_number":1123456,` +
+		strings.Repeat(`"line":{"title":"Ceramic Mug","price":"25.00","sku":"MUG-123"},`, 30))[:2048]
+	for _, q := range []string{"#1999999", "ceramic bowl", "BUYER999"} {
+		s := app.NewSearch(q)
+		b.Run(q, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				s.In(body)
+			}
+		})
+	}
+}
