@@ -15,10 +15,11 @@ import (
 	"hookbox/storage/storetest"
 )
 
-// searchIndexed waits for db's search index and fails t without it.
+// searchIndexed waits for db's search index and fails t without it (a
+// build on a million 2 KiB bodies takes minutes).
 func searchIndexed(t *testing.T, db *postgres.DB) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	if err := db.SearchIndexed(ctx); err != nil {
 		t.Fatalf("the body search index: %v", err)
