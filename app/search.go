@@ -14,6 +14,10 @@ import (
 // matches nearly everything and cannot use PostgreSQL's trigram index.
 const MinSearch = 3
 
+// MaxSearch bounds a body search text, in bytes: an order number, an
+// email or a phrase fits many times over.
+const MaxSearch = 1024
+
 // SearchBudget bounds the events one body search examines on a store that
 // has no index for it (bbolt): whichever comes first ends the page, which
 // then says how far it looked (EventSearch.SearchedUntil).
@@ -41,8 +45,12 @@ type EventSearch struct {
 	Searched int
 }
 
-// CheckSearch refuses a body search text that is too short to search for.
+// CheckSearch refuses a body search text that is too short to search
+// for, or longer than MaxSearch.
 func CheckSearch(q string) error {
+	if len(q) > MaxSearch {
+		return Errorf(EINVALID, "q is %d bytes long: a body search takes at most %d", len(q), MaxSearch)
+	}
 	if utf8.RuneCountInString(q) < MinSearch {
 		return Errorf(EINVALID, "q %q: a body search needs at least %d characters", q, MinSearch)
 	}

@@ -55,7 +55,8 @@ func TestSearch_InAllocs(t *testing.T) {
 }
 
 func TestCheckSearch(t *testing.T) {
-	for q, ok := range map[string]bool{"": false, "ab": false, "abc": true, "éé": false, "ééé": true, "#10": true} {
+	for q, ok := range map[string]bool{"": false, "ab": false, "abc": true, "éé": false, "ééé": true, "#10": true,
+		strings.Repeat("x", app.MaxSearch): true, strings.Repeat("x", app.MaxSearch+1): false} {
 		err := app.CheckSearch(q)
 		if (err == nil) != ok {
 			t.Errorf("CheckSearch(%q) = %v, want ok %v", q, err, ok)

@@ -68,6 +68,9 @@ func thousands(n int) string {
 
 // checkSearch is the page's sentence for a search text it refuses.
 func checkSearch(q string) string {
+	if len(q) > app.MaxSearch {
+		return fmt.Sprintf("search: the text is %d bytes long; give at most %d", len(q), app.MaxSearch)
+	}
 	if err := app.CheckSearch(q); err != nil {
 		return fmt.Sprintf("search: %q is too short: give at least %d characters", q, app.MinSearch)
 	}
