@@ -1,13 +1,21 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"log/slog"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"hookbox/app"
 	"hookbox/storage/postgres"
@@ -71,6 +79,81 @@ func TestSearch_Index(t *testing.T) {
 		func(v string) { valid = append(valid, v) }); err != nil || strings.Join(valid, "") != "true" {
 		t.Fatalf("index after the restart: valid %v, %v", valid, err)
 	}
+}
+
+// A database user that may not create pg_trgm (no CREATE on the
+// database) gets a warning in the log that names the extension, and its
+// searches find what they would with the index.
+func TestSearch_WithoutTrigram(t *testing.T) {
+	var b [4]byte
+	rand.Read(b[:])
+	role := "hookbox_notrgm_" + hex.EncodeToString(b[:])
+	base := pgtest.BaseURL(t)
+	run := func(u, sql string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	run(base, "CREATE ROLE "+role+" LOGIN PASSWORD 'pw-notrgm'")
+	t.Cleanup(func() { run(base, "DROP ROLE IF EXISTS "+role) }) // after the database is dropped (cleanups run last first)
+	dbURL := pgtest.Database(t)
+	run(dbURL, "CREATE SCHEMA hb AUTHORIZATION "+role)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, "pw-notrgm")
+	q := u.Query()
+	q.Set("search_path", "hb")
+	u.RawQuery = q.Encode()
+
+	var logs syncBuffer
+	db := mustOpenURL(t, u.String(), postgres.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := db.SearchIndexed(ctx); err == nil || !strings.Contains(err.Error(), "the pg_trgm extension cannot be created") {
+		t.Fatalf("SearchIndexed = %v; want the extension refused", err)
+	}
+	if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "body search runs without an index") ||
+		!strings.Contains(l, "CREATE EXTENSION pg_trgm") {
+		t.Fatalf("log:\n%s", l)
+	}
+	e := storetest.NewEvent("shop", "wh-7", t0)
+	e.Body = storetest.ShopifyOrder(7)
+	if _, err := db.Accept(context.Background(), e, t0.Add(time.Hour), nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.SearchEvents(context.Background(), app.EventQuery{Q: storetest.OrderName(7)})
+	if err != nil || len(res.Rows) != 1 || res.Rows[0].ID != "wh-7" {
+		t.Fatalf("search without the index = %+v, %v", res, err)
+	}
+}
+
+// syncBuffer is a log's buffer that the store's goroutines write while
+// the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestScale_Search measures the body search of issue 29 on N stored 2 KiB
