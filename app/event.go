@@ -98,6 +98,9 @@ type EventQuery struct {
 	Since  time.Time
 	Until  time.Time
 	Limit  int
+	// Q, when not "", keeps the events whose body contains it, ASCII
+	// letters in either case (see Search); at least MinSearch characters.
+	Q string
 }
 
 // EventSummary is one row of the event list.

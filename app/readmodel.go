@@ -13,6 +13,10 @@ type ReadModel interface {
 	// ListEvents returns events matching q, newest first, and the cursor
 	// of the next page (0 when there is none).
 	ListEvents(ctx context.Context, q EventQuery) ([]EventSummary, uint64, error)
+	// SearchEvents is ListEvents for a query with a body search (q.Q, see
+	// Search): a store that searches within a budget says in the answer
+	// how far it looked. ListEvents given q.Q searches the same way.
+	SearchEvents(ctx context.Context, q EventQuery) (EventSearch, error)
 	// Event returns the event stored under seq, or nil when there is none.
 	Event(ctx context.Context, seq uint64) (*Event, error)
 	// EventDeliveries returns the deliveries of event seq.
@@ -94,6 +98,9 @@ type ReplayQuery struct {
 	// Since and Until bound the event's received time (inclusive); zero
 	// is unbounded.
 	Since, Until time.Time
+	// Q, when not "", keeps the deliveries of events whose body contains
+	// it, as EventQuery.Q does (see Search).
+	Q string
 	// DryRun counts and names the matches without changing them.
 	DryRun bool
 	// Limit is how many to replay at most; 0 or more than MaxReplay is
@@ -121,6 +128,11 @@ func (q ReplayQuery) Check() (ReplayQuery, error) {
 	if !q.Since.IsZero() && !q.Until.IsZero() && q.Until.Before(q.Since) {
 		return q, Errorf(EINVALID, "until (%s) is before since (%s): nothing can match", q.Until.UTC().Format(time.RFC3339), q.Since.UTC().Format(time.RFC3339))
 	}
+	if q.Q != "" {
+		if err := CheckSearch(q.Q); err != nil {
+			return q, err
+		}
+	}
 	if q.Limit <= 0 || q.Limit > MaxReplay {
 		q.Limit = MaxReplay
 	}
@@ -128,10 +140,11 @@ func (q ReplayQuery) Check() (ReplayQuery, error) {
 }
 
 // Filtered reports whether q narrows the deliveries by at least one of
-// since, until, source, destination or status: a replay of everything
-// is refused, as it is most likely a mistake.
+// since, until, source, destination, status or a body search: a replay
+// of everything is refused, as it is most likely a mistake.
 func (q ReplayQuery) Filtered() bool {
-	return !q.Since.IsZero() || !q.Until.IsZero() || q.Source != "" || q.Destination != "" || q.Status != "" || q.Delivery != 0
+	return !q.Since.IsZero() || !q.Until.IsZero() || q.Source != "" || q.Destination != "" || q.Status != "" || q.Delivery != 0 ||
+		q.Q != ""
 }
 
 // Wants reports whether q replays a delivery in state s.

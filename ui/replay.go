@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -17,7 +18,7 @@ import (
 // the first ten by their events, and its button replays them.
 
 // replayFilters are the events page's filters a replay by query takes.
-var replayFilters = []string{"source", "topic", "status", "since", "until"}
+var replayFilters = []string{"source", "topic", "status", "since", "until", "q"}
 
 // replayStatus maps the events page's status filter to the deliveries a
 // replay takes: an event listed as dead has a dead delivery, one listed
@@ -38,7 +39,7 @@ func replayStatus(eventStatus string) (string, bool) {
 // replayOffer is the events page's offer to replay what its filters
 // select, nil when they select nothing replayable or too broadly.
 type replayOffer struct {
-	N      int
+	N      int // -1: not counted (see offerUncounted)
 	More   bool
 	Fields map[string]string // the filters, as hidden form fields
 }
@@ -60,6 +61,16 @@ func (u *UI) offerReplay(c *fiber.Ctx, q app.EventQuery) (*replayOffer, error) {
 	return &replayOffer{N: res.Matched, More: res.More, Fields: fields}, nil
 }
 
+// offerUncounted is the offer of offerReplay without its count (N -1),
+// for a body search too large to count on each view of the page.
+func (u *UI) offerUncounted(c *fiber.Ctx, q app.EventQuery) *replayOffer {
+	_, fields, ok := u.replayQueryOf(q, func(k string) string { return c.Query(k) })
+	if !ok {
+		return nil
+	}
+	return &replayOffer{N: -1, Fields: fields}
+}
+
 // replayQueryOf builds the replay by query that the events filters q
 // describe; get reads the raw filter values (to carry them on). ok is
 // false when they select nothing replayable or name no source, status
@@ -69,7 +80,7 @@ func (u *UI) replayQueryOf(q app.EventQuery, get func(string) string) (app.Repla
 	if !ok || q.ID != "" {
 		return app.ReplayQuery{}, nil, false
 	}
-	rq := app.ReplayQuery{Source: q.Source, Topic: q.Topic, Since: q.Since, Until: q.Until, Status: q.Status}
+	rq := app.ReplayQuery{Source: q.Source, Topic: q.Topic, Since: q.Since, Until: q.Until, Status: q.Status, Q: q.Q}
 	if !rq.Filtered() {
 		return app.ReplayQuery{}, nil, false
 	}
@@ -92,7 +103,10 @@ func (u *UI) replayQueryOf(q app.EventQuery, get func(string) string) (app.Repla
 func (u *UI) replayQuery(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	get := func(k string) string { return request.PostValue(c, k) }
-	q := app.EventQuery{Source: get("source"), Topic: get("topic"), Status: get("status")}
+	q := app.EventQuery{Source: get("source"), Topic: get("topic"), Status: get("status"), Q: strings.TrimSpace(get("q"))}
+	if msg := checkSearch(q.Q); q.Q != "" && msg != "" {
+		return fiber.NewError(fiber.StatusBadRequest, msg)
+	}
 	for _, f := range []struct {
 		name string
 		to   *time.Time

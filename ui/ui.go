@@ -188,9 +188,12 @@ func (u *UI) Login(c *fiber.Ctx, status int, msg, next string) error {
 func (u *UI) events(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	q := app.EventQuery{Source: c.Query("source"), Topic: c.Query("topic"), Status: c.Query("status"),
-		ID: strings.TrimSpace(c.Query("id")), Limit: 50}
+		ID: strings.TrimSpace(c.Query("id")), Q: strings.TrimSpace(c.Query("q")), Limit: 50}
 	q.Before, _ = strconv.ParseUint(c.Query("before"), 10, 64)
 	var bad string
+	if q.Q != "" {
+		bad = checkSearch(q.Q)
+	}
 	for _, f := range []struct {
 		name string
 		to   *time.Time
@@ -204,32 +207,52 @@ func (u *UI) events(c *fiber.Ctx) error {
 			*f.to = t
 		}
 	}
-	rows, next, err := u.d.Store.ListEvents(ctx, q)
+	var res app.EventSearch
+	var err error
+	switch {
+	case q.Q != "" && bad != "": // refused: nothing to list
+	case q.Q != "":
+		res, err = u.d.Store.SearchEvents(ctx, q)
+	default:
+		res.Rows, res.Next, err = u.d.Store.ListEvents(ctx, q)
+	}
 	if err != nil {
 		return err
 	}
+	rows := res.Rows
 	nextURL := ""
-	if next > 0 {
+	if res.Next > 0 {
 		v := url.Values{}
 		for _, k := range []string{"source", "topic", "status", "since", "until"} {
 			if c.Query(k) != "" {
 				v.Set(k, c.Query(k))
 			}
 		}
-		v.Set("before", strconv.FormatUint(next, 10))
+		if q.Q != "" {
+			v.Set("q", q.Q)
+		}
+		v.Set("before", strconv.FormatUint(res.Next, 10))
 		nextURL = "/events?" + v.Encode()
 	}
+	window := newSearchWindow(res, u.d.Now(), nextURL, q.Before > 0)
 	var sources []string
 	for _, s := range u.d.Config.Sources {
 		sources = append(sources, s.Name)
 	}
 	var offer *replayOffer
-	if bad == "" {
+	switch {
+	case bad != "":
+	case q.Q != "" && res.Next != 0:
+		// A search with more to look at (a bbolt search that stopped at
+		// its budget, or more than a page): counting its replay could
+		// read every body; the confirm page counts when asked.
+		offer = u.offerUncounted(c, q)
+	default:
 		if offer, err = u.offerReplay(c, q); err != nil {
 			return err
 		}
 	}
-	return u.render(c, 200, "events", "Events", map[string]any{"Rows": rows, "Next": nextURL, "Q": q,
+	return u.render(c, 200, "events", "Events", map[string]any{"Rows": rows, "Next": nextURL, "Q": q, "Window": window,
 		"Since": c.Query("since"), "Until": c.Query("until"), "Sources": sources, "Error": bad,
 		"Replay": offer, "Replayed": c.Query("replayed"),
 		"Statuses": []string{"delivered", "pending", "waiting", "dead", "unrouted", "merged", "unreadable"}})

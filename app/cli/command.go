@@ -90,7 +90,7 @@ var commands = []*command{
 			"headers Shopify's library requires (Topic, Shop-Domain, API-Version, Webhook-Id,\n" +
 			"Event-Id, Triggered-At), as X-Shopify-* (legacy, the default), as lowercase\n" +
 			"shopify-* (-shopify-headers new) or both.", run: runSign},
-	{name: "replay", synopsis: "[-config FILE] -all | [-force] ID... | [-force] -event SOURCE/ID | -since T [-until T] [-source S] [-topic T] [-destination D] [-status dead|delivered|any] [-dry-run] [-force] [-json]",
+	{name: "replay", synopsis: "[-config FILE] -all | [-force] ID... | [-force] -event SOURCE/ID | -since T [-until T] [-source S] [-topic T] [-destination D] [-status dead|delivered|any] [-q TEXT] [-dry-run] [-force] [-json]",
 		summary: "replay deliveries (dead, by id, by event, or by query) through the running server",
 		help:    replayHelp, run: runReplay},
 	{name: "retry", synopsis: "[-config FILE] [-json] ID... | -destination NAME", summary: "send waiting deliveries now, not at their next retry",
@@ -140,15 +140,18 @@ const replayHelp = "Sends deliveries again through the running server's admin AP
 	"(-event SOURCE/ID, the source and the id the platform gave it), or those a query\n" +
 	"selects: events received -since and -until (RFC 3339 or a duration ago: 2h, 3d),\n" +
 	"-source, -topic (a glob), -destination, -status (dead, delivered or any, the\n" +
-	"default; pending ones are on their way and never replayed). A query needs at least\n" +
-	"one of -since, -until, -source, -destination, -status, and replays at most 100,000,\n" +
-	"in the order they were accepted, paced by each destination's concurrency.\n" +
+	"default; pending ones are on their way and never replayed), -q (events whose body\n" +
+	"contains TEXT, at least 3 characters, ASCII letters in either case). A query needs\n" +
+	"at least one of -since, -until, -source, -destination, -status, -q, and replays at\n" +
+	"most 100,000, in the order they were accepted, paced by each destination's\n" +
+	"concurrency.\n" +
 	"A delivered delivery was taken once already: sending it again needs -force; a dead\n" +
 	"one does not. -dry-run counts and names what a query would replay. Each delivery is\n" +
 	"named as #ID DESTINATION ← SOURCE/EVENT-ID TOPIC; -json prints the server's answers.\n" +
 	"Examples:\n" +
 	"  hookbox replay -since 2h -destination erp -dry-run\n" +
 	"  hookbox replay -since 2026-11-29T13:00:00Z -until 2026-11-29T17:00:00Z -topic 'orders/*' -force\n" +
+	"  hookbox replay -q '#1004' -destination pos -dry-run\n" +
 	"  hookbox replay -event shop/wh-1004 -force"
 
 // findCommand returns the subcommand called name, or nil.

@@ -18,6 +18,7 @@ type replayFlags struct {
 	all, force, dryRun, asJSON              bool
 	event                                   string
 	since, until, source, topic, dest, stat string
+	q                                       string
 }
 
 func runReplay(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
@@ -32,6 +33,7 @@ func runReplay(_ context.Context, c *command, args []string, stdout, stderr io.W
 	fs.StringVar(&f.topic, "topic", "", "… of events whose topic matches this glob (orders/*)")
 	fs.StringVar(&f.dest, "destination", "", "… to this destination")
 	fs.StringVar(&f.stat, "status", "", "… that are dead, delivered or any (default any; pending ones are never replayed)")
+	fs.StringVar(&f.q, "q", "", "… of events whose body contains `TEXT` (at least 3 characters; ASCII letters in either case)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "count and name what would be replayed, change nothing")
 	fs.BoolVar(&f.force, "force", false, "send delivered deliveries again too (they were taken once already)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the server's JSON answers, for scripts")
@@ -46,7 +48,7 @@ func runReplay(_ context.Context, c *command, args []string, stdout, stderr io.W
 // the ones with the given ids, those of one event, or those a query
 // selects. Exactly one of these is given.
 func replay(opts *configOptions, fs *flag.FlagSet, f replayFlags, ids []string, stdout, stderr io.Writer) int {
-	query := f.since != "" || f.until != "" || f.source != "" || f.topic != "" || f.dest != "" || f.stat != ""
+	query := f.since != "" || f.until != "" || f.source != "" || f.topic != "" || f.dest != "" || f.stat != "" || f.q != ""
 	modes := 0
 	for _, on := range []bool{f.all, len(ids) > 0, f.event != "", query} {
 		if on {
@@ -54,7 +56,7 @@ func replay(opts *configOptions, fs *flag.FlagSet, f replayFlags, ids []string, 
 		}
 	}
 	if modes != 1 {
-		fmt.Fprintln(stderr, "hookbox replay: give one of -all, delivery ids, -event SOURCE/ID, or a query (-since, -until, -source, -topic, -destination, -status); run hookbox replay -h for examples")
+		fmt.Fprintln(stderr, "hookbox replay: give one of -all, delivery ids, -event SOURCE/ID, or a query (-since, -until, -source, -topic, -destination, -status, -q); run hookbox replay -h for examples")
 		return 2
 	}
 	if f.dryRun && !query {
@@ -281,7 +283,7 @@ func (r *replayer) event(source, id string) int {
 // query replays (or with -dry-run counts) what the query flags select.
 func (r *replayer) query(f replayFlags) int {
 	body := map[string]any{"source": f.source, "topic": f.topic, "destination": f.dest, "status": f.stat,
-		"since": f.since, "until": f.until, "dry_run": f.dryRun, "force": f.force}
+		"since": f.since, "until": f.until, "q": f.q, "dry_run": f.dryRun, "force": f.force}
 	var a struct {
 		Matched  int  `json:"matched"`
 		Replayed int  `json:"replayed"`

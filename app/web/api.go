@@ -343,17 +343,32 @@ func (s *Server) handleEvents(c *fiber.Ctx) error {
 			*f.to = t
 		}
 	}
-	rows, next, err := s.deps.Store.ListEvents(ctx, q)
+	var res app.EventSearch
+	var err error
+	if q.Q = c.Query("q"); q.Q != "" {
+		if err := app.CheckSearch(q.Q); err != nil {
+			return s.sendError(c, err)
+		}
+		res, err = s.deps.Store.SearchEvents(ctx, q)
+	} else {
+		res.Rows, res.Next, err = s.deps.Store.ListEvents(ctx, q)
+	}
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	items := make([]eventJSON, 0, len(rows))
-	for _, r := range rows {
+	items := make([]eventJSON, 0, len(res.Rows))
+	for _, r := range res.Rows {
 		items = append(items, eventJSON{r.Seq, r.Source, r.ID, r.Topic, utc(r.ReceivedAt), r.Size, r.Status, utc(r.WaitingUntil), ""})
 	}
 	out := fiber.Map{"items": items}
-	if next > 0 {
-		out["next_before"] = next
+	if res.Next > 0 {
+		out["next_before"] = res.Next
+	}
+	// A body search that stopped at its budget (bbolt) says how far back
+	// it looked and how many events it read; next_before goes on.
+	if !res.SearchedUntil.IsZero() {
+		out["searched_until"] = res.SearchedUntil.UTC()
+		out["searched"] = res.Searched
 	}
 	return c.JSON(out)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hookbox/app"
 )
 
 // snake is what every key of an API answer looks like.
@@ -84,6 +86,9 @@ func TestAPI_JSONStyle(t *testing.T) {
 		{"GET", "/api/v1/stats", "/api/v1/stats"},
 		{"GET", "/api/v1/events", "/api/v1/events"},
 		{"GET", "/api/v1/events?limit=1", "/api/v1/events"},
+		{"GET", "/api/v1/events?q=a%2Fb&limit=1", "/api/v1/events"},       // a body search
+		{"GET", "/api/v1/events?q=ab", "/api/v1/events"},                  // too short: the error answer
+		{"GET", "/api/v1/events?q=order-search-window", "/api/v1/events"}, // cut by its budget (below)
 		{"GET", "/api/v1/dead-letters", "/api/v1/dead-letters"},
 		{"GET", "/api/v1/backup", "/api/v1/backup"}, // no backup in this server: the error answer
 		{"GET", "/api/v1/events/999999", "/api/v1/events/:seq"},
@@ -129,6 +134,11 @@ func TestAPI_JSONStyle(t *testing.T) {
 	covered := map[string]bool{}
 	for _, c := range calls {
 		covered[c.method+" "+c.route] = true
+		if strings.Contains(c.path, "search-window") {
+			f.db.SetSearchBudget(app.SearchBudget{Events: 1})
+		} else {
+			f.db.SetSearchBudget(app.SearchBudget{})
+		}
 		status, body := f.get(c.path)
 		if c.method == "POST" {
 			status, body = f.postJSON(c.path, bodies[c.path])

@@ -185,10 +185,7 @@ func (s *Server) replayError(c *fiber.Ctx, err error) error {
 // replayQuery checks the body of POST /api/v1/replay and turns it into
 // the store's query.
 func (s *Server) replayQuery(b replayQueryJSON) (app.ReplayQuery, error) {
-	if b.Q != "" {
-		return app.ReplayQuery{}, app.Errorf(app.EINVALID, "body search (q) needs the event search of issue 29, which is not available yet; select by source, topic, destination, status, since and until")
-	}
-	q := app.ReplayQuery{Source: b.Source, Topic: b.Topic, Destination: b.Destination, Status: b.Status, DryRun: b.DryRun}
+	q := app.ReplayQuery{Source: b.Source, Topic: b.Topic, Destination: b.Destination, Status: b.Status, Q: b.Q, DryRun: b.DryRun}
 	now := s.deps.Now()
 	var err error
 	if q.Since, err = ParseSince("since", b.Since, now); err != nil {
@@ -198,7 +195,7 @@ func (s *Server) replayQuery(b replayQueryJSON) (app.ReplayQuery, error) {
 		return q, err
 	}
 	if !q.Filtered() {
-		return q, app.Errorf(app.EINVALID, "give at least one of since, until, source, destination or status: a replay of every delivery is refused (use \"status\": \"any\" to mean it)")
+		return q, app.Errorf(app.EINVALID, "give at least one of since, until, source, destination or status (or q, a body search): a replay of every delivery is refused (use \"status\": \"any\" to mean it)")
 	}
 	if q.Destination != "" && s.cfg.DestinationByName(q.Destination) == nil {
 		return q, app.Errorf(app.EINVALID, "destination %q is not in the config", q.Destination)

@@ -60,8 +60,9 @@ type DB struct {
 
 	ids      *idIndex // remembered ids by name (ids.go)
 	onOpened atomic.Pointer[func()]
-	onCommit atomic.Pointer[func(error)] // see OnCommit
-	counts   *counter                    // hourly counts not written yet (counts.go)
+	onCommit atomic.Pointer[func(error)]      // see OnCommit
+	counts   *counter                         // hourly counts not written yet (counts.go)
+	budget   atomic.Pointer[app.SearchBudget] // see SetSearchBudget; nil: the default
 }
 
 var (

@@ -23,7 +23,13 @@ const maxScan = 20000
 // the next page (0 when there is none). It walks the seq-ordered events
 // backwards from q.Before, starting at q.Until found by binary search, so
 // its cost depends on the page, not on how many events are stored.
+//
+// A query with a body search (q.Q) is SearchEvents' page.
 func (d *DB) ListEvents(ctx context.Context, q app.EventQuery) ([]app.EventSummary, uint64, error) {
+	if q.Q != "" {
+		res, err := d.SearchEvents(ctx, q)
+		return res.Rows, res.Next, err
+	}
 	if q.Limit <= 0 || q.Limit > 500 {
 		q.Limit = 50
 	}

@@ -23,6 +23,8 @@ import (
 // (destination, due, id) sends them in id order, that is accept order.
 // A delivery that left the state it was matched in before its batch is
 // written (replayed by someone else, swept) is left alone and not counted.
+// A body search (q.Q) reads every body the other filters leave, without
+// the budget of SearchEvents: a replay must not miss what it was asked for.
 func (d *DB) ReplayQuery(ctx context.Context, q app.ReplayQuery, now time.Time) (app.ReplayResult, error) {
 	q, err := q.Check()
 	if err != nil {
@@ -91,7 +93,7 @@ func matchOne(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, error) {
 		return nil, nil
 	}
 	ev, err := decodeEventRow(v)
-	if err != nil || !q.Matches(dl, ev.name, ev.at) {
+	if err != nil || !q.Matches(dl, ev.name, ev.at) || q.Q != "" && !bodyHas(v, app.NewSearch(q.Q)) {
 		return nil, nil
 	}
 	return []app.ReplayItem{{Delivery: dl.ID, Destination: dl.Destination, State: dl.State, EventSeq: dl.EventSeq, Event: ev.name}}, nil
@@ -102,6 +104,8 @@ func matchOne(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, error) {
 func matchDead(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, bool, error) {
 	var items []app.ReplayItem
 	names := map[uint64]eventRow{}
+	found := map[uint64]bool{} // the events whose body has q.Q
+	search := app.NewSearch(q.Q)
 	events := tx.Bucket(bucketEvents)
 	c := tx.Bucket(bucketDead).Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
@@ -119,8 +123,9 @@ func matchDead(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, bool, error) {
 				continue
 			}
 			names[dl.EventSeq] = ev
+			found[dl.EventSeq] = q.Q == "" || bodyHas(v, search)
 		}
-		if !q.Matches(dl, ev.name, ev.at) {
+		if !found[dl.EventSeq] || !q.Matches(dl, ev.name, ev.at) {
 			continue
 		}
 		if len(items) == q.Limit {
@@ -146,6 +151,7 @@ func matchEvents(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, bool, error)
 		k, v = c.Next()
 	}
 	dc := tx.Bucket(bucketEventDlv).Cursor()
+	search := app.NewSearch(q.Q)
 	for ; k != nil; k, v = c.Next() {
 		ev, err := decodeEventRow(v)
 		if err != nil {
@@ -154,7 +160,7 @@ func matchEvents(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, bool, error)
 		if !q.Until.IsZero() && ev.at.After(q.Until) {
 			break // arrival follows seq: later ones are later still
 		}
-		if !q.MatchesEvent(ev.name, ev.at) {
+		if !q.MatchesEvent(ev.name, ev.at) || q.Q != "" && !bodyHas(v, search) {
 			continue
 		}
 		seq := binary.BigEndian.Uint64(k)

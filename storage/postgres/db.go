@@ -98,6 +98,9 @@ type DB struct {
 	commits  atomic.Uint64
 	writes   atomic.Uint64
 	counts   counts // what AddCounts took (counts.go)
+
+	indexed  chan struct{} // closed when the start-up's work on the search index ends
+	indexErr error         // why the search index is not there (read after indexed)
 }
 
 var (
@@ -158,6 +161,7 @@ func Open(ctx context.Context, rawURL string, opt Options) (*DB, error) {
 		where:   where,
 		queue:   make(chan *acceptWrite, maxGroup),
 		stop:    make(chan struct{}),
+		indexed: make(chan struct{}),
 	}
 	d.counts.pending = map[int64]*app.Counts{}
 	d.counts.named = map[hourName]uint64{}
@@ -170,9 +174,10 @@ func Open(ctx context.Context, rawURL string, opt Options) (*DB, error) {
 		d.done.Add(1)
 		go d.committer()
 	}
-	d.done.Add(2)
+	d.done.Add(3)
 	go d.listen()
 	go d.flusher()
+	go d.indexSearch()
 	return d, nil
 }
 

@@ -37,10 +37,17 @@ const statusSQL = `(SELECT CASE max(CASE d.state WHEN 3 THEN 3 WHEN 1 THEN 2 ELS
 // the next page (0 when there is none). It reads the newest events below
 // the cursor by the primary key (or, for one source, by
 // hookbox_events_source_seq), at most maxScan of them per page, so a page
-// costs the same however many events are stored.
+// costs the same however many events are stored. A body search (q.Q)
+// narrows those events in the same statement (search.go): the window is
+// of the events that match it.
 func (d *DB) ListEvents(ctx context.Context, q app.EventQuery) ([]app.EventSummary, uint64, error) {
 	if q.Limit <= 0 || q.Limit > 500 {
 		q.Limit = 50
+	}
+	if q.Q != "" {
+		if err := app.CheckSearch(q.Q); err != nil {
+			return nil, 0, err
+		}
 	}
 	ctx, cancel := opCtx(ctx)
 	defer cancel()
@@ -68,6 +75,11 @@ func (d *DB) ListEvents(ctx context.Context, q app.EventQuery) ([]app.EventSumma
 	if q.Source != "" {
 		args = append(args, q.Source)
 		window += " AND source = $" + strconv.Itoa(len(args))
+	}
+	if q.Q != "" {
+		pattern, lower := searchArgs(q.Q)
+		args = append(args, pattern, lower)
+		window += " AND " + searchSQL("hookbox_events", len(args)-1, len(args))
 	}
 	window += " ORDER BY seq DESC LIMIT " + strconv.Itoa(maxScan)
 	rows, err := d.summaries(ctx, window, q, args)
@@ -186,7 +198,13 @@ func (d *DB) findByID(ctx context.Context, q app.EventQuery) ([]app.EventSummary
 	if err != nil || len(seqs) == 0 {
 		return nil, 0, err
 	}
-	out, err := d.summaries(ctx, "SELECT * FROM hookbox_events WHERE seq = ANY($1)", app.EventQuery{Topic: q.Topic, Status: q.Status, Limit: q.Limit}, []any{seqs})
+	window, args := "SELECT * FROM hookbox_events WHERE seq = ANY($1)", []any{seqs}
+	if q.Q != "" {
+		pattern, lower := searchArgs(q.Q)
+		args = append(args, pattern, lower)
+		window += " AND " + searchSQL("hookbox_events", 2, 3)
+	}
+	out, err := d.summaries(ctx, window, app.EventQuery{Topic: q.Topic, Status: q.Status, Limit: q.Limit}, args)
 	if len(out) > q.Limit {
 		out = out[:q.Limit]
 	}

@@ -100,6 +100,11 @@ func (d *DB) matchReplay(ctx context.Context, q app.ReplayQuery, states []int16)
 	if !q.Until.IsZero() {
 		add("e.received_at <= $$", q.Until)
 	}
+	if q.Q != "" {
+		pattern, lower := searchArgs(q.Q)
+		args = append(args, pattern, lower)
+		conds = append(conds, searchSQL("e", len(args)-1, len(args)))
+	}
 	args = append(args, q.Limit+1)
 	rows, err := d.pool.Query(ctx, `SELECT d.id, d.destination, d.state, d.event_seq, e.source, e.id, e.topic
 	FROM hookbox_deliveries d JOIN hookbox_events e ON e.seq = d.event_seq

@@ -14,6 +14,7 @@ import (
 const (
 	lockSchema = 0x686b_0001 // held while the schema is created or migrated
 	lockLeader = 0x686b_0002 // held by the node that runs the once-per-cluster jobs
+	lockSearch = 0x686b_0003 // held while the body search index is built (search.go)
 )
 
 // migrations are the schema's versions, in order: migrations[i] brings a

@@ -79,6 +79,7 @@ func TestSchema_IndexScans(t *testing.T) {
 		`INSERT INTO hookbox_merged (fired_seq, merged_seq) SELECT g, g - 1 FROM generate_series(2, 20000, 2) g`,
 		`INSERT INTO hookbox_poison (at, kind, key, reason, delivery, destination)
 		 SELECT $1::timestamptz, 'event', g::text, 'corrupt headers record', g, 'pos' FROM generate_series(1, 200) g`,
+		`UPDATE hookbox_events SET body = convert_to('{"name":"#1004"}', 'UTF8') WHERE seq = 1004`,
 		`VACUUM ANALYZE`,
 	} {
 		args := []any{t0}
@@ -90,6 +91,11 @@ func TestSchema_IndexScans(t *testing.T) {
 		}
 	}
 
+	ictx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := db.SearchIndexed(ictx); err != nil {
+		t.Fatalf("the body search index: %v", err)
+	}
 	rec.mu.Lock()
 	rec.on = true
 	rec.mu.Unlock()
@@ -98,6 +104,7 @@ func TestSchema_IndexScans(t *testing.T) {
 		{Limit: 50}, {Limit: 50, Before: 15000}, {Limit: 50, Source: "stripe"}, {Limit: 50, Status: "dead"},
 		{Limit: 50, Topic: "orders/*"}, {Limit: 50, ID: "evt_77"}, {Limit: 50, ID: "evt_77", Source: "stripe"},
 		{Limit: 50, Until: t0.Add(5000 * time.Second)}, {Limit: 50, Since: t0.Add(19000 * time.Second)},
+		{Limit: 50, Q: "#1004"}, {Limit: 50, Q: "#1004", Source: "shop"},
 	} {
 		if _, _, err := db.ListEvents(context.Background(), q); err != nil {
 			t.Fatal(err)
@@ -112,6 +119,8 @@ func TestSchema_IndexScans(t *testing.T) {
 	_, _, err := db.DeadLetters(context.Background(), 0, 50)
 	must(err)
 	_, err = db.Event(context.Background(), 777)
+	must(err)
+	_, err = db.ReplayQuery(context.Background(), app.ReplayQuery{Q: "#1004", DryRun: true}, t0)
 	must(err)
 	_, err = db.EventDeliveries(context.Background(), 777)
 	must(err)

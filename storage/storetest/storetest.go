@@ -64,6 +64,7 @@ func Run(t *testing.T, open Opener, damage Damage) {
 	t.Run("PruneWindows", func(t *testing.T) { testPruneWindows(t, open) })
 	t.Run("ListEvents", func(t *testing.T) { testListEvents(t, open) })
 	t.Run("ListEventsStatus", func(t *testing.T) { testListEventsStatus(t, open) })
+	t.Run("Search", func(t *testing.T) { testSearch(t, open) })
 	t.Run("DeadLetters", func(t *testing.T) { testDeadLetters(t, open) })
 	t.Run("Meta", func(t *testing.T) { testMeta(t, open) })
 	t.Run("Controls", func(t *testing.T) { testControls(t, open) })

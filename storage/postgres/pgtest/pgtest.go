@@ -13,11 +13,15 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
+
+// trigramOnce creates pg_trgm for the body search index (see URL).
+var trigramOnce sync.Once
 
 // EnvURL names the environment variable with the test database's URL.
 const EnvURL = "HOOKBOX_TEST_DATABASE_URL"
@@ -43,6 +47,13 @@ func URL(tb testing.TB) string {
 	var b [6]byte
 	rand.Read(b[:])
 	schema := "t_" + hex.EncodeToString(b[:])
+	trigramOnce.Do(func() {
+		// Once in public for every test schema: a store creates pg_trgm in
+		// its own schema when the database has none, and that copy would
+		// go (with the indexes of other schemas that use it) when its
+		// test's schema is dropped. A failure leaves the stores to try.
+		exec(base, "CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
+	})
 	admin(tb, base, "CREATE SCHEMA "+schema)
 	tb.Cleanup(func() {
 		if err := exec(base, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
