@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -51,12 +52,11 @@ type AlertStore interface {
 // dead deliveries passes the configured threshold, once per crossing, and
 // again when it falls back.
 type Alerter struct {
-	store  AlertStore
-	cfg    AlertsConfig
-	where  string // where to act, for the message
-	page   string // where the overview is, for the message
-	client *http.Client
-	Logger *slog.Logger
+	store AlertStore
+	// settings are the config's, swapped whole by Apply.
+	settings atomic.Pointer[alertSettings]
+	client   *http.Client
+	Logger   *slog.Logger
 	// Storage, when set, has an alert go out when commits start failing,
 	// and another when they work again.
 	Storage *StorageHealth
@@ -92,25 +92,17 @@ const maxAlertHeader = 16 << 10
 
 // NewAlerter builds the alerter for cfg over store.
 func NewAlerter(cfg *Config, store AlertStore) *Alerter {
-	where, page := "hookbox replay -all", "the status page"
-	if cfg.Server.PublicURL != "" {
-		where = cfg.Server.PublicURL + "/ or " + where
-		page = cfg.Server.PublicURL + "/"
-	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.Proxy = nil // post only to the configured URL, as the dispatcher does
 	// An answer is read bounded: its header here, its body in post, and
 	// nothing inflated on the way (a small gzip can declare gigabytes).
 	transport.MaxResponseHeaderBytes = maxAlertHeader
 	transport.DisableCompression = true
-	return &Alerter{
+	a := &Alerter{
 		Now:      time.Now,
 		notices:  make(chan string, noticeQueue),
 		lastSent: map[string]time.Time{},
 		store:    store,
-		cfg:      cfg.Alerts,
-		where:    where,
-		page:     page,
 		client: &http.Client{
 			Timeout:   10 * time.Second,
 			Transport: transport,
@@ -120,7 +112,29 @@ func NewAlerter(cfg *Config, store AlertStore) *Alerter {
 		Logger:     slog.With("component", "alert"),
 		poisonTold: -1,
 	}
+	a.Apply(cfg)
+	return a
 }
+
+// alertSettings are what the alerter takes from one config.
+type alertSettings struct {
+	AlertsConfig
+	where string // where to act, for the message
+	page  string // where the overview is, for the message
+}
+
+// Apply puts cfg's [alerts] and public_url in force for the next alert.
+func (a *Alerter) Apply(cfg *Config) {
+	s := &alertSettings{AlertsConfig: cfg.Alerts, where: "hookbox replay -all", page: "the status page"}
+	if cfg.Server.PublicURL != "" {
+		s.where = cfg.Server.PublicURL + "/ or " + s.where
+		s.page = cfg.Server.PublicURL + "/"
+	}
+	a.settings.Store(s)
+}
+
+// conf returns the settings in force.
+func (a *Alerter) conf() *alertSettings { return a.settings.Load() }
 
 // Check runs CheckStorage and CheckCluster: on one node, every check. A
 // failed post is logged and tried again at the next check. It is meant to
@@ -136,7 +150,7 @@ func (a *Alerter) Check(ctx context.Context) {
 // off from the database), and a node cut off cannot be the one that runs
 // the cluster's jobs.
 func (a *Alerter) CheckStorage(ctx context.Context) {
-	if a.cfg.URL == "" {
+	if a.conf().URL == "" {
 		return
 	}
 	a.checkStorage(ctx)
@@ -146,7 +160,7 @@ func (a *Alerter) CheckStorage(ctx context.Context) {
 // count of dead deliveries crossed the threshold since the last message:
 // the store's state, which one node of a cluster checks.
 func (a *Alerter) CheckCluster(ctx context.Context) {
-	if a.cfg.URL == "" {
+	if a.conf().URL == "" {
 		return
 	}
 	a.checkPoison(ctx)
@@ -155,13 +169,13 @@ func (a *Alerter) CheckCluster(ctx context.Context) {
 		a.Logger.Error("count dead deliveries", slog.Any("error", err))
 		return
 	}
-	over := n > a.cfg.DeadLettersOver
+	over := n > a.conf().DeadLettersOver
 	if over == a.alerting {
 		return
 	}
-	text := fmt.Sprintf("hookbox: %d dead deliveries (alert above %d). Replay them from %s.", n, a.cfg.DeadLettersOver, a.where)
+	text := fmt.Sprintf("hookbox: %d dead deliveries (alert above %d). Replay them from %s.", n, a.conf().DeadLettersOver, a.conf().where)
 	if !over {
-		text = fmt.Sprintf("hookbox: dead deliveries back to %d (alert above %d).", n, a.cfg.DeadLettersOver)
+		text = fmt.Sprintf("hookbox: dead deliveries back to %d (alert above %d).", n, a.conf().DeadLettersOver)
 	}
 	if err := a.post(ctx, text); err != nil {
 		a.Logger.Error("send alert", slog.Any("error", err))
@@ -179,7 +193,7 @@ func (a *Alerter) checkStorage(ctx context.Context) {
 		return
 	}
 	text := fmt.Sprintf("hookbox: storage is failing since %s: %s. Webhooks get 503 (their senders retry; %d refused so far) and deliveries wait. "+
-		"%s See %s.", cur.Since.UTC().Format(time.RFC3339), cur.LastError, cur.Refused, a.Storage.Fix, a.page)
+		"%s See %s.", cur.Since.UTC().Format(time.RFC3339), cur.LastError, cur.Refused, a.Storage.Fix, a.conf().page)
 	if !failing {
 		text = fmt.Sprintf("hookbox: storage works again after failing for %s (%d webhooks refused with 503, which their senders retry); deliveries resume.",
 			last.Until.Sub(last.Since).Round(time.Second), last.Refused)
@@ -209,7 +223,7 @@ func (a *Alerter) checkPoison(ctx context.Context) {
 		store, fix = a.Storage.Store, " "+a.Storage.DamageFix
 	}
 	text := fmt.Sprintf("hookbox: %d records in %s cannot be read and were set aside; everything else is delivered. "+
-		"The newest: %s %s (%s). See the overview on %s.%s", n, store, p.Kind, p.Key, p.Reason, a.page, fix)
+		"The newest: %s %s (%s). See the overview on %s.%s", n, store, p.Kind, p.Key, p.Reason, a.conf().page, fix)
 	if err := a.post(ctx, text); err != nil {
 		a.Logger.Error("send alert", slog.Any("error", err))
 		return
@@ -220,7 +234,7 @@ func (a *Alerter) checkPoison(ctx context.Context) {
 
 func (a *Alerter) post(ctx context.Context, text string) error {
 	body, _ := json.Marshal(map[string]string{"text": text})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.conf().URL, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("build request: %w", SendError(ctx, err, 0))
 	}
@@ -244,7 +258,7 @@ func (a *Alerter) post(ctx context.Context, text string) error {
 // so a hanging alert URL cannot hold up or pile up its callers (a TLS
 // handshake, the certificate watcher).
 func (a *Alerter) Notify(topic, text string) {
-	if a.cfg.URL == "" {
+	if a.conf().URL == "" {
 		return
 	}
 	now := a.Now()
@@ -285,7 +299,7 @@ func (a *Alerter) Backup(ctx context.Context, err error) {
 	a.backupMu.Lock()
 	defer a.backupMu.Unlock()
 	failed := err != nil
-	if a.cfg.URL == "" || failed == a.backupFailed {
+	if a.conf().URL == "" || failed == a.backupFailed {
 		return
 	}
 	text := "hookbox: backups work again."

@@ -65,7 +65,10 @@ func (h *destHealth) down(now time.Time, every time.Duration) bool {
 // schedule (a probe, or a retry taken early while its destination
 // recovers).
 type job struct {
-	w            Work
+	w Work
+	// dest is its lane's destination when it started: a reload that
+	// changes the destination changes the sends that start later.
+	dest         *Destination
 	early, probe bool
 	// at, when set, is its slot of the destination's rate shared by a
 	// cluster: the sender waits for it before it sends.
@@ -100,7 +103,7 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 	if f.rec.State == Delivered {
 		if h.down(end, d.ProbeEvery) && h.walk == nil {
 			h.walk, walk = &position{}, true
-			d.Logger.Info("destination answers again: its waiting retries go out now", "destination", f.lane.dest.Name,
+			d.Logger.Info("destination answers again: its waiting retries go out now", "destination", f.lane.name,
 				"failed_for", end.Sub(h.failingSince).Round(time.Second), "probe", f.probe)
 		}
 		h.walkFails = 0
