@@ -35,7 +35,7 @@ type reloader struct {
 
 	// The cron jobs whose specs are config: each is scheduled again when
 	// its spec changes.
-	sched  *cron.Cron
+	sched *cron.Cron
 	crons []*cronJob
 	mu    sync.Mutex // one reload at a time
 }
