@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"hookbox/storage/postgres/pgtest"
 )
 
 // reloadLoad posts signed webhooks with ids r-0, r-1, … at about rate
@@ -283,4 +286,148 @@ func logLine(log, want string) string {
 		}
 	}
 	return ""
+}
+
+// okSink answers 503 until ok is set, then 200, counting attempts and,
+// per X-GitHub-Delivery, the 200s.
+type okSink struct {
+	url      string
+	ok       atomic.Bool
+	attempts atomic.Int64
+	mu       sync.Mutex
+	took     map[string]int
+}
+
+func newOKSink(t *testing.T) *okSink {
+	s := &okSink{took: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		s.attempts.Add(1)
+		if !s.ok.Load() {
+			w.WriteHeader(503)
+			return
+		}
+		s.mu.Lock()
+		s.took[r.Header.Get("X-GitHub-Delivery")]++
+		s.mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	s.url = srv.URL + "/hook"
+	return s
+}
+
+func (s *okSink) count(id string) int { s.mu.Lock(); defer s.mu.Unlock(); return s.took[id] }
+
+// nodeConfig is a cluster node's config: destinations y and, with x,
+// x, each with a route from gh.
+func nodeConfig(t *testing.T, dir, dbURL, xURL, yURL string, x bool) string {
+	t.Helper()
+	extra := fmt.Sprintf(`
+[status]
+password_env = "E2E_STATUS_PASSWORD"
+
+[[destination]]
+name = "y"
+url = %q
+timeout = "1s"
+
+[[route]]
+name = "to-y"
+source = "gh"
+to = ["y"]
+`, yURL)
+	if x {
+		extra += fmt.Sprintf(`
+[[destination]]
+name = "x"
+url = %q
+timeout = "1s"
+retry = ["200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms"]
+
+[[route]]
+name = "to-x"
+source = "gh"
+to = ["x"]
+`, xURL)
+	}
+	return writeConfig(t, dir, extra, storeCase{url: dbURL}.config(time.Second))
+}
+
+// Two PostgreSQL nodes that disagree after a reload: a destination only
+// node A has is sent to by A alone. With A stopped, node B (which a
+// reload took x from) leases none of x's waiting deliveries, however
+// many passes it makes; a reload that gives x back to B sends them.
+func TestCluster_ReloadDisagree(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	x, y := newOKSink(t), newClusterSink(t)
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a := start(t, nodeConfig(t, dirA, dbURL, x.url, y.url, true))
+	configB := nodeConfig(t, dirB, dbURL, x.url, y.url, true)
+	b := start(t, configB)
+	nodeConfig(t, dirB, dbURL, x.url, y.url, false) // B's file without x
+	b.cmd.Process.Signal(syscall.SIGHUP)
+	waitLog(t, b, "destinations_removed=1", 10*time.Second)
+
+	client := &http.Client{Timeout: 5 * time.Second}
+	ids := []string{}
+	for i := range 10 {
+		id := fmt.Sprint("on-a-", i)
+		if code, st, err := crashSend(client, a.addr, id); err != nil || code != 200 || st != "accepted" {
+			t.Fatalf("%s to node A: %d %q %v", id, code, st, err)
+		}
+		ids = append(ids, id)
+	}
+	// Every delivery to x failed once (503), and waits for its retry.
+	waitUntil(t, 20*time.Second, "a first attempt of each delivery to x", func() bool { return x.attempts.Load() >= 10 })
+	a.stop(t)
+	stopped := time.Now()
+	before := x.attempts.Load()
+
+	// B makes pass after pass (each event to y wakes it) past the retries'
+	// due time: none of x's deliveries goes out.
+	for i := 0; i < 20 || time.Since(stopped) < 2*time.Second; i++ {
+		id := fmt.Sprint("on-b-", i)
+		if code, st, err := crashSend(client, b.addr, id); err != nil || code != 200 || st != "accepted" {
+			t.Fatalf("%s to node B: %d %q %v", id, code, st, err)
+		}
+		waitUntil(t, 10*time.Second, id+" at y", func() bool { m, _ := y.missing(map[string]bool{id: true}); return len(m) == 0 })
+	}
+	if n := x.attempts.Load(); n != before {
+		t.Fatalf("x had %d attempts from node B, which has no destination x; want none", n-before)
+	}
+	_, raw := apiDo(t, b.addr, "GET", "/events/1", nil)
+	var ev struct {
+		Deliveries []struct {
+			Destination string `json:"destination"`
+			State       string `json:"state"`
+			Note        string `json:"note"`
+		} `json:"deliveries"`
+	}
+	if err := json.Unmarshal(raw, &ev); err != nil || len(ev.Deliveries) != 2 {
+		t.Fatalf("event 1 on node B: %s (%v); want its deliveries to x and y", raw, err)
+	}
+	for _, d := range ev.Deliveries {
+		if want := map[string]string{"x": "destination no longer configured"}[d.Destination]; d.Note != want || d.Destination == "x" && d.State != "pending" {
+			t.Errorf("node B's delivery to %s: %s, note %q; want pending with note %q", d.Destination, d.State, d.Note, want)
+		}
+	}
+
+	// x is back in B's file: B sends what waited, each once.
+	x.ok.Store(true)
+	nodeConfig(t, dirB, dbURL, x.url, y.url, true)
+	b.cmd.Process.Signal(syscall.SIGHUP)
+	waitUntil(t, 30*time.Second, "x's waiting deliveries sent by node B", func() bool {
+		for _, id := range ids {
+			if x.count(id) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, id := range ids {
+		if n := x.count(id); n != 1 {
+			t.Errorf("%s reached x %d times; want once", id, n)
+		}
+	}
+	b.stop(t)
 }
