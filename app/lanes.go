@@ -29,6 +29,10 @@ func (d *Dispatcher) putInForce(cfg *Config) {
 		l := old[dest.Name]
 		if l == nil {
 			lanes = append(lanes, &lane{name: dest.Name, dest: dest, pace: pacer{spacing: dest.Rate.Spacing()}})
+			// Its stored pause or hold (one from before it was removed, or
+			// another node's) is read before it sends: this pass reads the
+			// controls.
+			d.controlsOld.Store(true)
 			continue
 		}
 		delete(old, dest.Name)

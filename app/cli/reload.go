@@ -67,9 +67,10 @@ func (r *reloader) listen() chan os.Signal {
 	return hup
 }
 
-// watch reloads on each SIGHUP that hup (listen's) hears until ctx is done.
+// watch reloads on each SIGHUP that hup (listen's) hears until ctx is
+// done. hup stays registered after: a reload during the shutdown must
+// not end the process (SIGHUP's default) before it has drained.
 func (r *reloader) watch(ctx context.Context, hup chan os.Signal) {
-	defer signal.Stop(hup)
 	for {
 		select {
 		case <-ctx.Done():
@@ -100,14 +101,16 @@ func (r *reloader) Reload() {
 	}
 	old := r.running.Config()
 	diff := app.Settle(old, next)
-	r.receiver.Apply(next)
+	// The receiver last: once it routes to a new destination, the
+	// dispatcher has been handed its lane.
 	r.sender.Apply(next)
-	r.dispatcher.Apply(next)
 	r.stats.Apply(next)
 	r.pauser.Apply(next)
 	r.alerter.Apply(next)
 	r.sweeper.Apply(next)
 	r.reschedule(old, next)
+	r.dispatcher.Apply(next)
+	r.receiver.Apply(next)
 	r.running.Store(&app.Loaded{Config: next, Path: path, At: r.now(), Restart: diff.Restart})
 	r.logger.Info("config reloaded", append([]any{"file", path}, diff.LogAttrs()...)...)
 }
