@@ -113,10 +113,13 @@ type ConfigDiff struct {
 
 // Settle compares next with the config in force, old, and makes next the
 // config to run: the parts that cannot change while serving (listen
-// addresses, data dir, TLS, body and connection limits, storage, the
-// trusted proxies, status login, backups) are set back to old's, and named in the diff's
-// Restart. Everything else of next applies as it is.
-func Settle(old, next *Config) ConfigDiff {
+// addresses, data dir, TLS, body and connection limits, the trusted
+// proxies, storage, the status login, backups) are set back to old's, and
+// named in the diff's Restart. Everything else of next applies as it is.
+// A next that cannot run with old's storage (a destination's timeout the
+// running lease does not outlast) is an error, and must not be put in
+// force.
+func Settle(old, next *Config) (ConfigDiff, error) {
 	var d ConfigDiff
 	d.Sources = diffNamed(old.Sources, next.Sources, func(s *Source) string { return s.Name }, sourceSame)
 	d.Destinations = diffNamed(old.Destinations, next.Destinations, func(d *Destination) string { return d.Name },
@@ -153,7 +156,30 @@ func Settle(old, next *Config) ConfigDiff {
 	server := old.Server
 	server.PublicURL = n.PublicURL
 	next.Server, next.Storage, next.Status, next.Backup = server, old.Storage, old.Status, old.Backup
-	return d
+	return d, checkLease(next)
+}
+
+// LeaseMargin is how much longer than a send to any destination (its
+// timeout) a PostgreSQL lease must last: config loading and reloads
+// refuse less.
+const LeaseMargin = 5 * time.Second
+
+// checkLease refuses a config on PostgreSQL whose lease some destination's
+// timeout reaches: another node would send that delivery again while the
+// first send still runs. Loading checks the file's lease; a reload keeps
+// the running one.
+func checkLease(c *Config) error {
+	if c.Storage.Backend != BackendPostgres {
+		return nil
+	}
+	for i, d := range c.Destinations {
+		if d.Timeout+LeaseMargin > c.Storage.Lease {
+			return &ConfigError{File: c.Path, Key: fmt.Sprintf("destination[%d] (%s).timeout", i, d.Name),
+				Reason: fmt.Sprintf("%v is too long for the running storage.lease %v (a lease changes at a restart): a lease must outlast a send by %v",
+					d.Timeout, c.Storage.Lease, LeaseMargin)}
+		}
+	}
+	return nil
 }
 
 // Empty reports whether the diff changes nothing live.

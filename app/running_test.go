@@ -100,7 +100,10 @@ func TestSettle(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			old, next := reloadBase(), reloadBase()
 			tt.change(next)
-			d := app.Settle(old, next)
+			d, err := app.Settle(old, next)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !slices.Equal(d.Restart, tt.restart) {
 				t.Errorf("restart = %q; want %q", d.Restart, tt.restart)
 			}
@@ -111,6 +114,36 @@ func TestSettle(t *testing.T) {
 			}
 			if tt.check != nil {
 				tt.check(t, d, next)
+			}
+		})
+	}
+}
+
+// On PostgreSQL the lease waits for a restart: a reload whose
+// destination's timeout the running lease does not outlast is refused,
+// even when the file's new lease would.
+func TestSettle_LeaseOfRunning(t *testing.T) {
+	old := reloadBase()
+	old.Storage = app.StorageConfig{Backend: app.BackendPostgres, URL: "postgres://db/h", Lease: 10 * time.Second}
+	for _, tt := range []struct {
+		name    string
+		timeout time.Duration
+		ok      bool
+	}{{"Shorter", 5 * time.Second, true}, {"TooLong", 6 * time.Second, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			next := reloadBase()
+			next.Storage = app.StorageConfig{Backend: app.BackendPostgres, URL: "postgres://db/h", Lease: time.Minute}
+			next.Destinations[0].Timeout = tt.timeout
+			d, err := app.Settle(old, next)
+			if (err == nil) != tt.ok {
+				t.Fatalf("Settle: %v; want ok %v", err, tt.ok)
+			}
+			if !slices.Equal(d.Restart, []string{"storage"}) {
+				t.Errorf("restart = %q; want storage", d.Restart)
+			}
+			var ce *app.ConfigError
+			if err != nil && (!errors.As(err, &ce) || ce.Key != "destination[0] (pos).timeout") {
+				t.Errorf("error = %v; want one naming destination[0] (pos).timeout", err)
 			}
 		})
 	}

@@ -91,7 +91,12 @@ func (r *reloader) Reload() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	path := *r.opts.path
+	old := r.running.Config()
 	next, err := r.opts.load() // the cron specs are checked there
+	var diff app.ConfigDiff
+	if err == nil {
+		diff, err = app.Settle(old, next)
+	}
 	if err != nil {
 		f := r.running.Refuse(path, r.now(), err)
 		for _, reason := range f.Reasons {
@@ -99,8 +104,6 @@ func (r *reloader) Reload() {
 		}
 		return
 	}
-	old := r.running.Config()
-	diff := app.Settle(old, next)
 	// The receiver last: once it routes to a new destination, the
 	// dispatcher has been handed its lane.
 	r.sender.Apply(next)
