@@ -76,6 +76,22 @@ to = ["erp"]
 		t.Error("a refusal banner without a refusal")
 	}
 
+	// Dead, it is listed as such among the dead letters.
+	ds, err := db.EventDeliveries(context.Background(), e.Seq)
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("deliveries: %v, %v", ds, err)
+	}
+	for _, d := range ds {
+		rec := app.AttemptRecord{ID: d.ID, Attempt: &app.Attempt{Start: now, Status: 500}, State: app.Dead}
+		if errs := db.RecordAttempts(context.Background(), []app.AttemptRecord{rec}); errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+	}
+	page = get("/dead-letters")
+	if got := strings.Count(page, "(no longer configured)"); got != 1 {
+		t.Errorf("the dead letters say %d times that a destination is no longer configured; want once (pos):\n%s", got, page)
+	}
+
 	running.Refuse("/etc/hookbox/config.toml", now, errors.Join(
 		&app.ConfigError{File: "/etc/hookbox/config.toml", Key: "route.to", Reason: `no destination "crm"`},
 		&app.ConfigError{File: "/etc/hookbox/config.toml", Key: "route[1].filter", Reason: "<syntax error>"}))

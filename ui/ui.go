@@ -394,8 +394,9 @@ func (u *UI) dead(c *fiber.Ctx) error {
 		return err
 	}
 	rows := make([]deadRow, 0, len(list))
+	cfg := u.cfg()
 	for _, d := range list {
-		rows = append(rows, deadRow{Delivery: d, Event: names[d.EventSeq]})
+		rows = append(rows, deadRow{Delivery: d, Event: names[d.EventSeq], Unconfigured: cfg.DestinationByName(d.Destination) == nil})
 	}
 	return u.render(c, 200, "dead", "Dead letters", map[string]any{"List": rows, "Total": total, "Next": next,
 		"Done": c.Query("replayed")})
