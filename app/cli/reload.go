@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -59,18 +57,8 @@ func (r *reloader) schedule(cfg *app.Config, j *cronJob) error {
 	return nil
 }
 
-// listen takes SIGHUP from now on (its default ends the process), for
-// watch.
-func (r *reloader) listen() chan os.Signal {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	return hup
-}
-
-// watch reloads on each SIGHUP that hup (listen's) hears until ctx is
-// done. hup stays registered after: a reload during the shutdown must
-// not end the process (SIGHUP's default) before it has drained.
-func (r *reloader) watch(ctx context.Context, hup chan os.Signal) {
+// watch reloads on each SIGHUP that hup hears until ctx is done.
+func (r *reloader) watch(ctx context.Context, hup <-chan os.Signal) {
 	for {
 		select {
 		case <-ctx.Done():

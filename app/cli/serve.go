@@ -116,6 +116,12 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP from here on is a reload (reload.go), never the end of the
+	// process (its default): one that comes while starting waits for the
+	// reloader, one during the shutdown is dropped.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 
 	running := app.NewRunning(cfg, time.Now())
 	stats := app.NewStats(cfg, db, time.Now)
@@ -237,7 +243,7 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 		return err
 	}
 	go login.Watch(ctx, passwdDir)
-	go reload.watch(ctx, reload.listen()) // before the line that says it started: a reload may follow it at once
+	go reload.watch(ctx, hup)
 	logger.Info("hookbox started", append(attrs, "data", n.where, "sources", len(cfg.Sources))...)
 	go func() { served <- srv.Serve(ln) }()
 	if tlsSrv != nil {
