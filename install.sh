@@ -477,6 +477,8 @@ Type=simple
 User=$SVC_USER
 Group=$SVC_USER
 ExecStart=$REAL_BIN serve -config $REAL_CONFIG
+# systemctl reload hookbox: the config is read again and put in force, or refused (the old one keeps running).
+ExecReload=/bin/kill -HUP \$MAINPID
 EnvironmentFile=-$REAL_ENV_FILE
 StateDirectory=hookbox
 StateDirectoryMode=0700

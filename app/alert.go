@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -60,13 +61,11 @@ type AlertStore interface {
 // "destination"}, Slack-compatible) to the alert URL, and the message to
 // Email.
 type Alerter struct {
-	store  AlertStore
-	cfg    AlertsConfig
-	dests  []string // the configured destinations' names, in order
-	where  string   // where to act, for the message
-	page   string   // where the overview is, for the message
-	client *http.Client
-	Logger *slog.Logger
+	store AlertStore
+	// settings are the config's, swapped whole by Apply.
+	settings atomic.Pointer[alertSettings]
+	client   *http.Client
+	Logger   *slog.Logger
 	// Storage, when set, has an alert go out when commits start failing,
 	// and another when they work again.
 	Storage *StorageHealth
@@ -105,26 +104,17 @@ const maxAlertHeader = 16 << 10
 
 // NewAlerter builds the alerter for cfg over store.
 func NewAlerter(cfg *Config, store AlertStore) *Alerter {
-	where, page := "hookbox replay -all", "the status page"
-	if cfg.Server.PublicURL != "" {
-		where = cfg.Server.PublicURL + "/ or " + where
-		page = cfg.Server.PublicURL + "/"
-	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.Proxy = nil // post only to the configured URL, as the dispatcher does
 	// An answer is read bounded: its header here, its body in post, and
 	// nothing inflated on the way (a small gzip can declare gigabytes).
 	transport.MaxResponseHeaderBytes = maxAlertHeader
 	transport.DisableCompression = true
-	return &Alerter{
+	a := &Alerter{
 		Now:      time.Now,
 		notices:  make(chan AlertMessage, noticeQueue),
 		lastSent: map[string]time.Time{},
 		store:    store,
-		cfg:      cfg.Alerts,
-		dests:    sortedNames(cfg.Destinations),
-		where:    where,
-		page:     page,
 		client: &http.Client{
 			Timeout:   10 * time.Second,
 			Transport: transport,
@@ -134,7 +124,30 @@ func NewAlerter(cfg *Config, store AlertStore) *Alerter {
 		Logger:     slog.With("component", "alert"),
 		poisonTold: -1,
 	}
+	a.Apply(cfg)
+	return a
 }
+
+// alertSettings are what the alerter takes from one config.
+type alertSettings struct {
+	AlertsConfig
+	dests []string // the configured destinations' names, in order
+	where string   // where to act, for the message
+	page  string   // where the overview is, for the message
+}
+
+// Apply puts cfg's [alerts] and public_url in force for the next alert.
+func (a *Alerter) Apply(cfg *Config) {
+	s := &alertSettings{AlertsConfig: cfg.Alerts, dests: sortedNames(cfg.Destinations), where: "hookbox replay -all", page: "the status page"}
+	if cfg.Server.PublicURL != "" {
+		s.where = cfg.Server.PublicURL + "/ or " + s.where
+		s.page = cfg.Server.PublicURL + "/"
+	}
+	a.settings.Store(s)
+}
+
+// conf returns the settings in force.
+func (a *Alerter) conf() *alertSettings { return a.settings.Load() }
 
 // Check runs CheckStorage and CheckCluster: on one node, every check. A
 // failed post is logged and tried again at the next check. It is meant to
@@ -150,7 +163,7 @@ func (a *Alerter) Check(ctx context.Context) {
 // off from the database), and a node cut off cannot be the one that runs
 // the cluster's jobs.
 func (a *Alerter) CheckStorage(ctx context.Context) {
-	if !a.cfg.Enabled() {
+	if !a.conf().Enabled() {
 		return
 	}
 	a.checkStorage(ctx)
@@ -160,7 +173,7 @@ func (a *Alerter) CheckStorage(ctx context.Context) {
 // count of dead deliveries crossed the threshold since the last message:
 // the store's state, which one node of a cluster checks.
 func (a *Alerter) CheckCluster(ctx context.Context) {
-	if !a.cfg.Enabled() {
+	if !a.conf().Enabled() {
 		return
 	}
 	a.checkPoison(ctx)
@@ -169,16 +182,16 @@ func (a *Alerter) CheckCluster(ctx context.Context) {
 		a.Logger.Error("count dead deliveries", slog.Any("error", err))
 		return
 	}
-	over := n > a.cfg.DeadLettersOver
+	over := n > a.conf().DeadLettersOver
 	if over == a.alerting {
 		return
 	}
 	m := AlertMessage{Kind: AlertDeadLetters, Subject: fmt.Sprintf("hookbox: %d dead deliveries", n),
 		Text: fmt.Sprintf("hookbox: %d dead deliveries (alert above %d): they failed every retry and wait for a replay. "+
-			"Replay them from %s.", n, a.cfg.DeadLettersOver, a.where)}
+			"Replay them from %s.", n, a.conf().DeadLettersOver, a.conf().where)}
 	if !over {
 		m.Subject = fmt.Sprintf("hookbox: dead deliveries back to %d", n)
-		m.Text = fmt.Sprintf("hookbox: dead deliveries back to %d (alert above %d). See %s.", n, a.cfg.DeadLettersOver, a.page)
+		m.Text = fmt.Sprintf("hookbox: dead deliveries back to %d (alert above %d). See %s.", n, a.conf().DeadLettersOver, a.conf().page)
 	}
 	if err := a.send(ctx, m); err != nil {
 		a.Logger.Error("send alert", slog.Any("error", err))
@@ -197,11 +210,11 @@ func (a *Alerter) checkStorage(ctx context.Context) {
 	}
 	m := AlertMessage{Kind: AlertStorageFailing, Subject: "hookbox: storage is failing",
 		Text: fmt.Sprintf("hookbox: storage is failing since %s: %s. Webhooks get 503 (their senders retry; %d refused so far) and deliveries wait. "+
-			"%s See %s.", cur.Since.UTC().Format(time.RFC3339), cur.LastError, cur.Refused, a.Storage.Fix, a.page)}
+			"%s See %s.", cur.Since.UTC().Format(time.RFC3339), cur.LastError, cur.Refused, a.Storage.Fix, a.conf().page)}
 	if !failing {
 		m = AlertMessage{Kind: AlertStorageRecovered, Subject: "hookbox: storage works again",
 			Text: fmt.Sprintf("hookbox: storage works again after failing for %s, since %s (%d webhooks refused with 503, which their senders retry); "+
-				"deliveries resume. See %s.", last.Until.Sub(last.Since).Round(time.Second), last.Since.UTC().Format(time.RFC3339), last.Refused, a.page)}
+				"deliveries resume. See %s.", last.Until.Sub(last.Since).Round(time.Second), last.Since.UTC().Format(time.RFC3339), last.Refused, a.conf().page)}
 	}
 	if err := a.send(ctx, m); err != nil {
 		a.Logger.Error("send alert", slog.Any("error", err))
@@ -229,7 +242,7 @@ func (a *Alerter) checkPoison(ctx context.Context) {
 	}
 	m := AlertMessage{Kind: AlertPoison, Subject: fmt.Sprintf("hookbox: %d records set aside", n),
 		Text: fmt.Sprintf("hookbox: %d records in %s cannot be read and were set aside; everything else is delivered. "+
-			"The newest: %s %s (%s). See the overview on %s.%s", n, store, p.Kind, p.Key, p.Reason, a.page, fix)}
+			"The newest: %s %s (%s). See the overview on %s.%s", n, store, p.Kind, p.Key, p.Reason, a.conf().page, fix)}
 	if err := a.send(ctx, m); err != nil {
 		a.Logger.Error("send alert", slog.Any("error", err))
 		return
@@ -245,7 +258,7 @@ func (a *Alerter) checkPoison(ctx context.Context) {
 // failure is logged): a broken URL never makes an email go out twice.
 func (a *Alerter) send(ctx context.Context, m AlertMessage) error {
 	var err error
-	if a.cfg.URL != "" {
+	if a.conf().URL != "" {
 		err = a.post(ctx, m)
 	}
 	if a.Email != nil {
@@ -261,7 +274,7 @@ func (a *Alerter) send(ctx context.Context, m AlertMessage) error {
 // post posts m's JSON to the alert URL.
 func (a *Alerter) post(ctx context.Context, m AlertMessage) error {
 	body, _ := json.Marshal(m)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.conf().URL, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("build request: %w", SendError(ctx, err, 0))
 	}
@@ -285,7 +298,7 @@ func (a *Alerter) post(ctx context.Context, m AlertMessage) error {
 // so a hanging alert URL cannot hold up or pile up its callers (a TLS
 // handshake, the certificate watcher).
 func (a *Alerter) Notify(topic, text string) {
-	if !a.cfg.Enabled() {
+	if !a.conf().Enabled() {
 		return
 	}
 	now := a.Now()
@@ -296,7 +309,7 @@ func (a *Alerter) Notify(topic, text string) {
 	}
 	select {
 	case a.notices <- AlertMessage{Kind: AlertCertificate, Subject: "hookbox: trouble with the HTTPS certificate",
-		Text: text + " See " + a.page + "."}:
+		Text: text + " See " + a.conf().page + "."}:
 		a.lastSent[topic] = now
 	default:
 		a.Logger.Warn("alert dropped: queue full", "topic", topic)
@@ -327,15 +340,15 @@ func (a *Alerter) Backup(ctx context.Context, err error) {
 	a.backupMu.Lock()
 	defer a.backupMu.Unlock()
 	failed := err != nil
-	if !a.cfg.Enabled() || failed == a.backupFailed {
+	if !a.conf().Enabled() || failed == a.backupFailed {
 		return
 	}
 	m := AlertMessage{Kind: AlertBackupRecovered, Subject: "hookbox: backups work again",
-		Text: fmt.Sprintf("hookbox: backups work again (the last one at %s). See %s.", a.Now().UTC().Format(time.RFC3339), a.page)}
+		Text: fmt.Sprintf("hookbox: backups work again (the last one at %s). See %s.", a.Now().UTC().Format(time.RFC3339), a.conf().page)}
 	if failed {
 		m = AlertMessage{Kind: AlertBackupFailed, Subject: "hookbox: the scheduled backup failed",
 			Text: fmt.Sprintf("hookbox: the scheduled backup failed at %s: %v. Ingest goes on; fix the backup dir ([backup] dir) or the disk. See %s.",
-				a.Now().UTC().Format(time.RFC3339), err, a.page)}
+				a.Now().UTC().Format(time.RFC3339), err, a.conf().page)}
 	}
 	if perr := a.send(ctx, m); perr != nil {
 		a.Logger.Error("send alert", slog.Any("error", perr))

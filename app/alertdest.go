@@ -34,10 +34,10 @@ func destWatchEvery(failingFor time.Duration) time.Duration {
 // (nil: always) says this node sends the cluster's alerts. It returns at
 // once without alerts configured or without Health.
 func (a *Alerter) WatchDestinations(ctx context.Context, leader func() bool) {
-	if a.Health == nil || !a.cfg.Enabled() {
+	if a.Health == nil || !a.conf().Enabled() {
 		return
 	}
-	t := time.NewTicker(destWatchEvery(a.cfg.FailingFor))
+	t := time.NewTicker(destWatchEvery(a.conf().FailingFor))
 	defer t.Stop()
 	for {
 		select {
@@ -56,7 +56,7 @@ func (a *Alerter) WatchDestinations(ctx context.Context, leader func() bool) {
 // store first, sends it if it won the mark, and takes the mark back when
 // no channel took it, so that the next check tries again.
 func (a *Alerter) CheckDestinations(ctx context.Context) {
-	if a.Health == nil || !a.cfg.Enabled() {
+	if a.Health == nil || !a.conf().Enabled() {
 		return
 	}
 	hs, err := a.Health.DestinationHealths(ctx)
@@ -65,12 +65,12 @@ func (a *Alerter) CheckDestinations(ctx context.Context) {
 		return
 	}
 	now := a.Now()
-	for _, name := range a.dests {
+	for _, name := range a.conf().dests {
 		h, ok := hs[name]
 		if !ok {
 			continue
 		}
-		kind := DestinationAlert(h, now, a.cfg.FailingFor)
+		kind := DestinationAlert(h, now, a.conf().FailingFor)
 		from, to := h.Alerted, time.Time{}
 		switch kind {
 		case "":
@@ -121,7 +121,7 @@ func (a *Alerter) destinationMessage(ctx context.Context, kind, dest string, h D
 			Subject: fmt.Sprintf("hookbox: destination %s failing since %s", dest, stamp(h.FailingSince)),
 			Text: fmt.Sprintf("hookbox: destination %s has been failing since %s (%s, with no success since).%s "+
 				"%s deliveries wait for it; the next try is %s. Nothing is lost: they go out when it answers again. See %s.",
-				dest, stamp(h.FailingSince), now.Sub(h.FailingSince).Round(time.Second), why, count, next, a.page)}
+				dest, stamp(h.FailingSince), now.Sub(h.FailingSince).Round(time.Second), why, count, next, a.conf().page)}
 	}
 	back := h.RecoveredAt
 	if back.Before(h.Alerted) {
@@ -131,7 +131,7 @@ func (a *Alerter) destinationMessage(ctx context.Context, kind, dest string, h D
 		Subject: fmt.Sprintf("hookbox: destination %s delivers again", dest),
 		Text: fmt.Sprintf("hookbox: destination %s delivers again since %s, after failing for %s (since %s). "+
 			"%s deliveries are waiting for it and go out now. See %s.",
-			dest, stamp(back), back.Sub(h.Alerted).Round(time.Second), stamp(h.Alerted), count, a.page)}
+			dest, stamp(back), back.Sub(h.Alerted).Round(time.Second), stamp(h.Alerted), count, a.conf().page)}
 }
 
 // sortedNames returns the names of ds in order.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -216,8 +217,8 @@ func (d *Dispatcher) storeHolds(holds []laneHold) {
 		return
 	}
 	for _, h := range holds {
-		if err := d.Controls.HoldDestination(context.Background(), h.lane.dest.Name, h.until); err != nil {
-			d.Logger.Warn("store a destination's Retry-After hold: only this node holds it", "destination", h.lane.dest.Name, "error", err)
+		if err := d.Controls.HoldDestination(context.Background(), h.lane.name, h.until); err != nil {
+			d.Logger.Warn("store a destination's Retry-After hold: only this node holds it", "destination", h.lane.name, "error", err)
 		}
 	}
 }
@@ -276,8 +277,9 @@ func (d *Dispatcher) waitSlot(at time.Time) {
 // the CLI: it stores the change, then tells this node's dispatcher (the
 // other nodes of a cluster read it within their ControlEvery).
 type Pauser struct {
-	store   ControlStore
-	dests   map[string]bool
+	store ControlStore
+	// dests are the names of the config in force (Apply).
+	dests   atomic.Pointer[map[string]bool]
 	changed func()
 	now     func() time.Time
 }
@@ -285,11 +287,18 @@ type Pauser struct {
 // NewPauser returns the Pauser of cfg's destinations over store; changed
 // (may be nil) is told after each change, now is the clock.
 func NewPauser(cfg *Config, store ControlStore, changed func(), now func() time.Time) *Pauser {
-	p := &Pauser{store: store, dests: map[string]bool{}, changed: changed, now: now}
-	for _, d := range cfg.Destinations {
-		p.dests[d.Name] = true
-	}
+	p := &Pauser{store: store, changed: changed, now: now}
+	p.Apply(cfg)
 	return p
+}
+
+// Apply makes cfg's destinations the ones that can be paused.
+func (p *Pauser) Apply(cfg *Config) {
+	dests := make(map[string]bool, len(cfg.Destinations))
+	for _, d := range cfg.Destinations {
+		dests[d.Name] = true
+	}
+	p.dests.Store(&dests)
 }
 
 // ErrNoDestination answers a pause or resume of a name the config does not have.
@@ -297,7 +306,7 @@ var ErrNoDestination = Errorf(ENOTFOUND, "no such destination: the names are the
 
 // Pause pauses dest, by the user by, for reason (cleaned: CleanPauseReason).
 func (p *Pauser) Pause(ctx context.Context, dest, by, reason string) error {
-	if !p.dests[dest] {
+	if !(*p.dests.Load())[dest] {
 		return ErrNoDestination
 	}
 	if err := p.store.PauseDestination(ctx, dest, p.now(), by, CleanPauseReason(reason)); err != nil {
@@ -309,7 +318,7 @@ func (p *Pauser) Pause(ctx context.Context, dest, by, reason string) error {
 
 // Resume ends dest's pause: its waiting deliveries go out in accept order.
 func (p *Pauser) Resume(ctx context.Context, dest string) error {
-	if !p.dests[dest] {
+	if !(*p.dests.Load())[dest] {
 		return ErrNoDestination
 	}
 	if err := p.store.ResumeDestination(ctx, dest); err != nil {

@@ -27,8 +27,11 @@ import (
 type Dispatcher struct {
 	store  Outbox
 	sender Sender
-	// lanes are the destinations' lanes in the config's order, built once.
+	// lanes are the destinations' lanes in the config's order; only the
+	// Run goroutine reads or changes the list (lanes.go).
 	lanes []*lane
+	// next is the config Apply handed over, for the next pass to put in force.
+	next atomic.Pointer[Config]
 	// Now is the clock; tests replace it.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -74,8 +77,9 @@ type Dispatcher struct {
 	// onPass, when set, is told each finished pass with the clock's time
 	// just before it began: a signal tests wait on.
 	onPass atomic.Pointer[func(began time.Time)]
-	// transforms make the bodies of the routes that have a transform.
-	transforms sendTransforms
+	// transforms make the bodies of the routes that have a transform;
+	// swapped whole when a config is put in force.
+	transforms atomic.Pointer[sendTransforms]
 
 	// Controls, when set before Run, holds the destinations' pauses and
 	// Retry-After holds (control.go); the dispatcher reads them at most
@@ -106,8 +110,11 @@ type Dispatcher struct {
 }
 
 // lane is one destination's part of the dispatcher. d.mu guards its
-// fields but queue, which only the Run goroutine touches.
+// fields but queue, which only the Run goroutine touches; dest changes
+// only in the Run goroutine, under d.mu (lanes.go), and a send takes the
+// one its job was started with.
 type lane struct {
+	name string
 	dest *Destination
 	// paused says an operator paused it: no send starts. held is the end
 	// of its last Retry-After (its own, or one another node stored): no
@@ -167,12 +174,9 @@ func NewDispatcher(cfg *Config, store Outbox, sender Sender) *Dispatcher {
 		inflight:      map[uint64]bool{},
 		finished:      map[uint64]uint64{},
 		unrecorded:    map[uint64]int{},
-		transforms:    newSendTransforms(cfg),
 		ControlEvery:  DefaultControlEvery,
 	}
-	for _, dest := range cfg.Destinations {
-		d.lanes = append(d.lanes, &lane{dest: dest, pace: pacer{spacing: dest.Rate.Spacing()}})
-	}
+	d.putInForce(cfg)
 	return d
 }
 
@@ -257,6 +261,9 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 		}
 	}
 	d.mu.Unlock()
+	if cfg := d.next.Swap(nil); cfg != nil {
+		d.putInForce(cfg)
+	}
 	skip := func(id uint64) bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -367,6 +374,7 @@ func (d *Dispatcher) start(ctx context.Context, l *lane, j job) {
 	d.mu.Lock()
 	d.inflight[j.w.Delivery.ID] = true
 	l.busy++
+	j.dest = l.dest
 	d.mu.Unlock()
 	d.sends.Add(1)
 	d.queue(ctx, l) <- j // never blocks: busy stays within Concurrency
@@ -417,7 +425,7 @@ func (d *Dispatcher) release(id uint64) {
 // once with the reason (the same event through the same transform fails
 // the same way at every retry), to be replayed once the config is fixed.
 func (d *Dispatcher) send(ctx context.Context, l *lane, j job, records chan<- finishedAttempt) {
-	w, dest := j.w, l.dest
+	w, dest := j.w, j.dest
 	if !j.at.IsZero() {
 		d.waitSlot(j.at)
 	}
@@ -426,7 +434,7 @@ func (d *Dispatcher) send(ctx context.Context, l *lane, j job, records chan<- fi
 	var failed error // the transform's
 	if !d.stopping.Load() {
 		req := SendRequest{Dest: dest, Work: w, Attempt: w.Delivery.Attempts + 1, Now: d.Now()}
-		if req.Transformed, failed = d.transforms.of(w); failed == nil {
+		if req.Transformed, failed = d.transforms.Load().of(w); failed == nil {
 			res = d.sender.Send(ctx, req)
 		} else {
 			res.Err = failed

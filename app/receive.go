@@ -110,12 +110,10 @@ type IngestStore interface {
 // Receiver turns verified webhooks into durable events: verify, identify,
 // remember once, store — and only then answer.
 type Receiver struct {
-	store     IngestStore
-	cfg       *Config
-	sources   map[string]*Source
-	stats     map[string]*SourceStats
-	rules     map[string]*routeRules // of the routes with a filter or an order key
-	retention time.Duration
+	store IngestStore
+	// routing is what the config in force says: one load per request,
+	// swapped whole by Apply.
+	routing atomic.Pointer[routing]
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 	// Logger receives accepted events and rejections (both rate-limited)
@@ -127,8 +125,19 @@ type Receiver struct {
 	unknown Throttle // of the log lines about unknown sources
 	accepts Throttle // of the log lines about accepted events
 	// ruleWarn throttles the log lines about the rules of routes not in
-	// rules (none in a config NewReceiver saw).
+	// rules (none in a config the receiver was given).
 	ruleWarn Throttle
+}
+
+// routing is the receiver's view of one config: never changed once in
+// force. What is kept per source and per route (counters, throttles)
+// carries over to the next config by name.
+type routing struct {
+	cfg       *Config
+	sources   map[string]*Source
+	stats     map[string]*SourceStats
+	rules     map[string]*routeRules // of the routes with a filter or an order key
+	retention time.Duration
 }
 
 // Log lines about bad requests are throttled: at most one a minute per
@@ -143,29 +152,46 @@ const (
 // NewReceiver builds a receiver for cfg's sources over store.
 func NewReceiver(cfg *Config, store IngestStore) *Receiver {
 	r := &Receiver{
-		store:     store,
+		store:  store,
+		Now:    time.Now,
+		Logger: slog.With("component", "receive"),
+	}
+	r.Apply(cfg)
+	return r
+}
+
+// Apply puts cfg's sources and routes in force for the requests that
+// start from now on; requests being handled finish with the config they
+// began with. A source or route kept by name keeps its counters.
+func (r *Receiver) Apply(cfg *Config) {
+	old := r.routing.Load()
+	rt := &routing{
 		cfg:       cfg,
 		sources:   make(map[string]*Source, len(cfg.Sources)),
 		stats:     make(map[string]*SourceStats, len(cfg.Sources)),
 		rules:     map[string]*routeRules{},
 		retention: cfg.Retention.EventIDs,
-		Now:       time.Now,
-		Logger:    slog.With("component", "receive"),
 	}
 	for _, s := range cfg.Sources {
-		r.sources[s.Name] = s
-		r.stats[s.Name] = &SourceStats{}
-	}
-	for _, rt := range cfg.Routes {
-		if rt.Filter != nil || rt.OrderKey != nil {
-			r.rules[rt.Name] = &routeRules{}
+		rt.sources[s.Name] = s
+		rt.stats[s.Name] = &SourceStats{}
+		if old != nil && old.stats[s.Name] != nil {
+			rt.stats[s.Name] = old.stats[s.Name]
 		}
 	}
-	return r
+	for _, route := range cfg.Routes {
+		if route.Filter != nil || route.OrderKey != nil {
+			rt.rules[route.Name] = &routeRules{}
+			if old != nil && old.rules[route.Name] != nil {
+				rt.rules[route.Name] = old.rules[route.Name]
+			}
+		}
+	}
+	r.routing.Store(rt)
 }
 
 // SourceStats returns what is kept of source, or nil for an unknown source.
-func (r *Receiver) SourceStats(source string) *SourceStats { return r.stats[source] }
+func (r *Receiver) SourceStats(source string) *SourceStats { return r.routing.Load().stats[source] }
 
 // Receive verifies in as a webhook for source and, when genuine and new,
 // stores it durably before returning Accepted.
@@ -174,7 +200,8 @@ func (r *Receiver) SourceStats(source string) *SourceStats { return r.stats[sour
 // and logged, throttled, with its path.
 func (r *Receiver) Receive(ctx context.Context, source string, in *Inbound) (Result, error) {
 	start := time.Now()
-	src, known := r.sources[source]
+	rt := r.routing.Load()
+	src, known := rt.sources[source]
 	if !known {
 		r.Stats.Unknown()
 		if ok, held := r.unknown.Allow(r.Now(), unknownLogEvery); ok {
@@ -185,7 +212,7 @@ func (r *Receiver) Receive(ctx context.Context, source string, in *Inbound) (Res
 		}
 		return Result{}, Errorf(ENOTFOUND, "unknown source")
 	}
-	res, err := r.receive(ctx, src, in)
+	res, err := r.receive(ctx, rt, src, in)
 	r.Stats.Inbound(src.Name, outcomeOf(res, err), time.Since(start))
 	return res, err
 }
@@ -205,9 +232,9 @@ func outcomeOf(res Result, err error) Outcome {
 	return res.Outcome
 }
 
-func (r *Receiver) receive(ctx context.Context, src *Source, in *Inbound) (Result, error) {
+func (r *Receiver) receive(ctx context.Context, rt *routing, src *Source, in *Inbound) (Result, error) {
 	source := src.Name
-	st := r.stats[source]
+	st := rt.stats[source]
 	now := r.Now()
 	v, err := src.Verify(provider.Request{Body: in.Body, Header: in, URL: src.URL}, now)
 	if err != nil {
@@ -230,11 +257,11 @@ func (r *Receiver) receive(ctx context.Context, src *Source, in *Inbound) (Resul
 		Header:     keptHeaders(in.Header),
 		Body:       in.Body,
 	}
-	plan := r.plan(src, id, topic, in)
+	plan := r.plan(rt, src, id, topic, in)
 	if plan.Empty() && len(plan.Filtered) > 0 {
 		e.Unrouted = UnroutedReason(plan.Filtered)
 	}
-	dup, err := r.store.Accept(ctx, e, now.Add(r.retention), plan)
+	dup, err := r.store.Accept(ctx, e, now.Add(rt.retention), plan)
 	if err != nil {
 		r.Stats.storage().Refused(r.Logger, err, "source", source)
 		return Result{}, Errorf(EUNAVAILABLE, "storage unavailable, retry later")
@@ -260,11 +287,11 @@ func (r *Receiver) receive(ctx context.Context, src *Source, in *Inbound) (Resul
 // routes have rules, and an event no filtered route matches allocates
 // nothing for them (BenchmarkPlan); the headers the templates read are
 // made at the first route with a key or an order key.
-func (r *Receiver) plan(src *Source, id, topic string, in *Inbound) *Plan {
+func (r *Receiver) plan(rs *routing, src *Source, id, topic string, in *Inbound) *Plan {
 	p := &Plan{}
 	var h provider.Header // how the templates see the headers, made on first use
 	var rin *RuleInput    // what the filters see, made on first use
-	for _, rt := range r.cfg.Routes {
+	for _, rt := range rs.cfg.Routes {
 		if !rt.Matches(src.Name, topic) {
 			continue
 		}
@@ -272,7 +299,7 @@ func (r *Receiver) plan(src *Source, id, topic string, in *Inbound) *Plan {
 			if rin == nil {
 				rin = &RuleInput{Source: src.Name, Topic: topic, ID: id, Header: in.Header, Body: in.Body}
 			}
-			if ok, err := r.match(rt, rin); !ok {
+			if ok, err := r.match(rs, rt, rin); !ok {
 				note := FilterNote{Route: rt.Name}
 				if err != nil {
 					note.Err = err.Error()
@@ -285,7 +312,7 @@ func (r *Receiver) plan(src *Source, id, topic string, in *Inbound) *Plan {
 			h = provider.Headers(src.Provider, in)
 		}
 		fin := fields.Input{Body: in.Body, Header: h, Source: src.Name, Topic: topic}
-		order := r.orderKey(rt, fin)
+		order := r.orderKey(rs, rt, fin)
 		if rt.Key == nil {
 			for _, d := range rt.To {
 				p.Direct = AddDirect(p.Direct, Direct{Dest: d, Route: rt.Name, OrderKey: order})
@@ -325,14 +352,14 @@ const ruleLogEvery = time.Minute
 
 // match asks rt's filter about in. A panic of the filter is its error,
 // never the request's: the event is still accepted (promise 5).
-func (r *Receiver) match(rt *Route, in *RuleInput) (ok bool, err error) {
+func (r *Receiver) match(rs *routing, rt *Route, in *RuleInput) (ok bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			ok, err = false, fmt.Errorf("filter failed: %v", v)
 		}
 		if err != nil {
 			ok = false
-			r.warnRule(rt, false, "route filter failed: the route does not take the event",
+			r.warnRule(rs, rt, false, "route filter failed: the route does not take the event",
 				"source", in.Source, "event", strings.Clone(in.ID), "topic", in.Topic, "error", LastText(err.Error()))
 		}
 	}()
@@ -341,13 +368,13 @@ func (r *Receiver) match(rt *Route, in *RuleInput) (ok bool, err error) {
 
 // orderKey renders rt's order key for in; one that cannot be built is ""
 // (the deliveries go out without an order), logged, throttled.
-func (r *Receiver) orderKey(rt *Route, in fields.Input) string {
+func (r *Receiver) orderKey(rs *routing, rt *Route, in fields.Input) string {
 	if rt.OrderKey == nil {
 		return ""
 	}
 	k, err := rt.OrderKey.Render(in)
 	if err != nil {
-		r.warnRule(rt, true, "order key cannot be built: the route's deliveries go out unordered",
+		r.warnRule(rs, rt, true, "order key cannot be built: the route's deliveries go out unordered",
 			"source", in.Source, "topic", in.Topic, "error", LastText(err.Error()))
 		return ""
 	}
@@ -355,10 +382,10 @@ func (r *Receiver) orderKey(rt *Route, in fields.Input) string {
 }
 
 // warnRule writes one throttled warning about rt's filter, or its order
-// key. A route that came after NewReceiver shares one throttle.
-func (r *Receiver) warnRule(rt *Route, order bool, msg string, args ...any) {
+// key. A route without its own throttle in rs shares one.
+func (r *Receiver) warnRule(rs *routing, rt *Route, order bool, msg string, args ...any) {
 	t := &r.ruleWarn
-	if rr := r.rules[rt.Name]; rr != nil && order {
+	if rr := rs.rules[rt.Name]; rr != nil && order {
 		t = &rr.orderWarn
 	} else if rr != nil {
 		t = &rr.filterWarn

@@ -102,13 +102,13 @@ func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
 			continue
 		}
 		a := f.rec.Attempt
-		d.Stats.Attempt(f.lane.dest.Name, f.rec.State, a.Duration)
+		d.Stats.Attempt(f.lane.name, f.rec.State, a.Duration)
 		switch f.rec.State {
 		case Dead:
-			d.Logger.Warn("delivery dead", "delivery", f.rec.ID, "destination", f.lane.dest.Name,
+			d.Logger.Warn("delivery dead", "delivery", f.rec.ID, "destination", f.lane.name,
 				"event", f.w.Event.ID, "attempts", a.N, "last_error", a.Error)
 		case Pending:
-			d.Logger.Debug("delivery will retry", "delivery", f.rec.ID, "destination", f.lane.dest.Name, "due", f.rec.Due, "error", a.Error)
+			d.Logger.Debug("delivery will retry", "delivery", f.rec.ID, "destination", f.lane.name, "due", f.rec.Due, "error", a.Error)
 		}
 		d.sends.Done()
 	}

@@ -67,7 +67,10 @@ func (h *destHealth) down(now time.Time, every time.Duration) bool {
 // schedule (a probe, or a retry taken early while its destination
 // recovers).
 type job struct {
-	w            Work
+	w Work
+	// dest is its lane's destination when it started: a reload that
+	// changes the destination changes the sends that start later.
+	dest         *Destination
 	early, probe bool
 	// at, when set, is its slot of the destination's rate shared by a
 	// cluster: the sender waits for it before it sends.
@@ -108,7 +111,7 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 		}
 		if h.down(end, d.ProbeEvery) && h.walk == nil {
 			h.walk, walk = &position{}, true
-			d.Logger.Debug("destination answers again: its waiting retries go out now", "destination", f.lane.dest.Name, "probe", f.probe)
+			d.Logger.Debug("destination answers again: its waiting retries go out now", "destination", f.lane.name, "probe", f.probe)
 		}
 		h.walkFails = 0
 		h.failingSince, h.others, h.notBefore, h.lastError = time.Time{}, false, time.Time{}, ""

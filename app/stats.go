@@ -136,22 +136,36 @@ func (d DestInfo) SuccessRate() float64 {
 
 // NewStats builds the counters for cfg, read from store.
 func NewStats(cfg *Config, store StatsStore, now func() time.Time) *Stats {
-	s := &Stats{now: now, store: store, sources: map[string]*SourceInfo{}, dests: map[string]*DestInfo{},
-		noted: map[string]DestinationHealth{}, Storage: newStorageHealth(now)}
+	s := &Stats{now: now, store: store, noted: map[string]DestinationHealth{}, Storage: newStorageHealth(now)}
 	s.health, _ = store.(HealthStore)
 	s.Storage.failedCommit = func() { s.metrics().CommitFailed() }
+	s.Apply(cfg)
+	return s
+}
+
+// Apply makes the rows those of cfg's sources, destinations and routes; a
+// destination kept by name keeps the dispatcher's view of it.
+func (s *Stats) Apply(cfg *Config) {
+	var routes []*Route
 	for _, rt := range cfg.Routes {
 		if rt.Key != nil || rt.Filter != nil {
-			s.routes = append(s.routes, rt)
+			routes = append(routes, rt)
 		}
 	}
+	sources := map[string]*SourceInfo{}
 	for _, src := range cfg.Sources {
-		s.sources[src.Name] = &SourceInfo{Name: src.Name}
+		sources[src.Name] = &SourceInfo{Name: src.Name}
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dests := map[string]*DestInfo{}
 	for _, d := range cfg.Destinations {
-		s.dests[d.Name] = &DestInfo{Name: d.Name}
+		dests[d.Name] = &DestInfo{Name: d.Name}
+		if old := s.dests[d.Name]; old != nil {
+			dests[d.Name] = old
+		}
 	}
-	return s
+	s.sources, s.dests, s.routes = sources, dests, routes
 }
 
 // metrics is s's Metrics, one that hears nothing when it has none.
@@ -195,9 +209,8 @@ func (s *Stats) Inbound(source string, o Outcome, took time.Duration) {
 		}
 		s.store.AddCounts(now, c)
 	}
-	if _, ok := s.sources[source]; !ok { // the map is not written after NewStats
-		return
-	}
+	// source is a configured name (the receiver's): an unknown one is
+	// counted by Unknown.
 	switch o {
 	case Duplicate:
 		s.store.AddNamed(now, SourceDuplicate, source, 1)
@@ -381,10 +394,11 @@ func (s *Stats) Tables(ctx context.Context) (Tables, error) {
 			LastError: l.Text, LastAt: l.At, LastDelivered: lasts[Named{Kind: DestDelivered, Name: name}].At,
 			FailingSince: h.FailingSince, NextTry: h.NextTry})
 	}
+	routes := s.routes
 	s.mu.Unlock()
 	sort.Slice(t.Sources, func(i, j int) bool { return t.Sources[i].Name < t.Sources[j].Name })
 	sort.Slice(t.Destinations, func(i, j int) bool { return t.Destinations[i].Name < t.Destinations[j].Name })
-	for _, rt := range s.routes {
+	for _, rt := range routes {
 		name := rt.Name
 		t.Routes = append(t.Routes, RouteInfo{Name: name, Received: n(RouteReceived, name), Merged: n(RouteMerged, name),
 			Deferred: n(RouteDeferred, name), Unkeyed: n(RouteUnkeyed, name), Sent: n(RouteSent, name),

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -39,8 +40,10 @@ type SweepStore interface {
 // hourly counts older than the status page shows.
 type Sweeper struct {
 	Store SweepStore
-	// IDs and Events are the retention periods (Config.Retention).
+	// IDs and Events are the retention periods (Config.Retention); set
+	// them before the first Sweep, then through Apply.
 	IDs, Events time.Duration
+	mu          sync.Mutex // guards IDs and Events once sweeps run
 	// Chunk bounds the records deleted per transaction.
 	Chunk int
 	// Pause is the rest between two chunks.
@@ -65,6 +68,13 @@ func NewSweeper(cfg *Config, store SweepStore) *Sweeper {
 	}
 }
 
+// Apply puts cfg's retention in force from the next sweep on.
+func (s *Sweeper) Apply(cfg *Config) {
+	s.mu.Lock()
+	s.IDs, s.Events = cfg.Retention.EventIDs, cfg.Retention.Events
+	s.mu.Unlock()
+}
+
 // SweepResult counts what one sweep removed and how many transactions it took.
 type SweepResult struct {
 	IDs, Events, Windows, Chunks int
@@ -77,12 +87,15 @@ type SweepResult struct {
 func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
 	now := s.Now()
+	s.mu.Lock()
+	events := s.Events
+	s.mu.Unlock()
 	for _, step := range []struct {
 		count *int
 		fn    func(limit int) (int, error)
 	}{
 		{&res.IDs, func(limit int) (int, error) { return s.Store.ForgetExpiredIDs(ctx, now, limit) }},
-		{&res.Events, func(limit int) (int, error) { return s.Store.DeleteEventsBefore(ctx, now.Add(-s.Events), limit) }},
+		{&res.Events, func(limit int) (int, error) { return s.Store.DeleteEventsBefore(ctx, now.Add(-events), limit) }},
 		{&res.Windows, func(limit int) (int, error) { return s.Store.PruneWindows(ctx, now, limit) }},
 	} {
 		for {

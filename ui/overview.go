@@ -115,7 +115,7 @@ func (u *UI) overview(c *fiber.Ctx) error {
 
 // rate is destination name's rate as the config writes it ("" for none).
 func (u *UI) rate(name string) string {
-	for _, d := range u.d.Config.Destinations {
+	for _, d := range u.cfg().Destinations {
 		if d.Name == name {
 			return d.Rate.String()
 		}

@@ -156,4 +156,7 @@ func (u *UI) replayQuery(c *fiber.Ctx) error {
 type deadRow struct {
 	*app.Delivery
 	Event app.EventName
+	// Unconfigured says the config in force has no such destination: a
+	// replay waits until a config names it again.
+	Unconfigured bool
 }

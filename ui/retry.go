@@ -44,7 +44,7 @@ func (u *UI) retryOne(c *fiber.Ctx) error {
 // back to the overview, which says how many (?retried=N&destination=NAME).
 func (u *UI) retryDestination(c *fiber.Ctx) error {
 	name, err := url.PathUnescape(c.Params("name")) // the page escapes names as any path
-	dest := u.d.Config.DestinationByName(name)
+	dest := u.cfg().DestinationByName(name)
 	if err != nil || dest == nil {
 		return fiber.ErrNotFound
 	}
@@ -60,7 +60,7 @@ func (u *UI) retryDestination(c *fiber.Ctx) error {
 // from its query (only a configured name and a number are shown).
 func (u *UI) retriedNotice(c *fiber.Ctx) string {
 	n, err := strconv.Atoi(c.Query("retried"))
-	dest := u.d.Config.DestinationByName(c.Query("destination"))
+	dest := u.cfg().DestinationByName(c.Query("destination"))
 	if err != nil || n < 0 || dest == nil {
 		return ""
 	}

@@ -38,12 +38,14 @@ func Static() fs.FS { sub, _ := fs.Sub(staticFS, "static"); return sub }
 
 // Deps are what the pages are built from.
 type Deps struct {
-	Config *app.Config
-	Store  app.ReadModel
-	Stats  *app.Stats
-	Wake   func()
-	Now    func() time.Time
-	Logger *slog.Logger
+	// Running is the config in force, read per page (nil: Config, always).
+	Running *app.Running
+	Config  *app.Config
+	Store   app.ReadModel
+	Stats   *app.Stats
+	Wake    func()
+	Now     func() time.Time
+	Logger  *slog.Logger
 	// LastBackup gives the newest scheduled backup's time and size and the
 	// error of the latest run (nil: no backup line on the overview).
 	LastBackup func() (time.Time, int64, error)
@@ -123,12 +125,18 @@ func New(d Deps) *UI {
 	if d.Logger == nil {
 		d.Logger = slog.With("component", "ui")
 	}
+	if d.Running == nil {
+		d.Running = app.NewRunning(d.Config, d.Now())
+	}
 	u := &UI{d: d, tmpl: map[string]*template.Template{}}
 	for _, page := range []string{"overview", "events", "event", "dead", "confirm", "replay", "config", "login"} {
 		u.tmpl[page] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html"))
 	}
 	return u
 }
+
+// config returns the config in force.
+func (u *UI) cfg() *app.Config { return u.d.Running.Config() }
 
 // Mount registers the pages through add, which must put them behind a
 // login and a CSRF check.
@@ -158,14 +166,19 @@ type page struct {
 	// StorageFix what to do about it.
 	Storage    *app.StorageEpisode
 	StorageFix string
-	Data       any
+	// Loaded is the config in force; Refused, the last config a reload
+	// refused (nil once a later one applied).
+	Loaded  *app.Loaded
+	Refused *app.Refusal
+	Data    any
 }
 
 func (u *UI) render(c *fiber.Ctx, status int, name, title string, data any) error {
 	ctx := c.UserContext()
 	csrf, _ := c.Locals("csrf").(string)
 	dead, _ := u.d.Store.CountDead(ctx)
-	p := page{Title: title, CSRF: csrf, Nav: name, Dead: dead, Data: data}
+	p := page{Title: title, CSRF: csrf, Nav: name, Dead: dead, Data: data,
+		Loaded: u.d.Running.Loaded(), Refused: u.d.Running.Refused()}
 	if u.d.Stats != nil {
 		if cur, failing, _ := u.d.Stats.Storage.State(); failing {
 			p.Storage, p.StorageFix = &cur, u.d.Stats.Storage.Fix
@@ -236,7 +249,7 @@ func (u *UI) events(c *fiber.Ctx) error {
 	}
 	window := newSearchWindow(res, u.d.Now(), nextURL, q.Before > 0)
 	var sources []string
-	for _, s := range u.d.Config.Sources {
+	for _, s := range u.cfg().Sources {
 		sources = append(sources, s.Name)
 	}
 	var offer *replayOffer
@@ -281,6 +294,9 @@ type deliveryRow struct {
 	// Waiting says it waits for a retry (pending, due later): the page
 	// offers Retry now; Retried that the page comes back from one.
 	Waiting, Retried bool
+	// Unconfigured says the config in force has no such destination: the
+	// delivery is kept, and goes out once a reload names it again.
+	Unconfigured bool
 }
 
 // sentBody is what a route's transform, as configured now, makes of an
@@ -301,7 +317,7 @@ func (u *UI) sentBodies(e *app.Event, ds []*app.Delivery) map[string]*sentBody {
 	var in *app.RuleInput
 	var out map[string]*sentBody
 	for _, d := range ds {
-		t := u.d.Config.RouteTransform(d.Route)
+		t := u.cfg().RouteTransform(d.Route)
 		if t == nil || out[d.Route] != nil {
 			continue
 		}
@@ -309,7 +325,7 @@ func (u *UI) sentBodies(e *app.Event, ds []*app.Delivery) map[string]*sentBody {
 			in, out = e.RuleInput(), map[string]*sentBody{}
 		}
 		sb := &sentBody{Route: d.Route}
-		if tr, err := app.ApplyTransform(t, in, u.d.Config.Server.MaxBodyBytes); err != nil {
+		if tr, err := app.ApplyTransform(t, in, u.cfg().Server.MaxBodyBytes); err != nil {
 			sb.Error = err.Error()
 		} else {
 			sb.ContentType = tr.ContentType
@@ -338,6 +354,7 @@ func (u *UI) event(c *fiber.Ctx) error {
 		return err
 	}
 	sent := u.sentBodies(e, ds)
+	cfg := u.cfg()
 	var rows []deliveryRow
 	for _, d := range ds {
 		_, hist, err := u.d.Store.Delivery(ctx, d.ID)
@@ -345,7 +362,8 @@ func (u *UI) event(c *fiber.Ctx) error {
 			return err
 		}
 		row := deliveryRow{Delivery: d, History: hist, Sent: sent[d.Route],
-			Waiting: d.State == app.Pending && d.Due.After(u.d.Now()), Retried: d.ID == retriedID(c)}
+			Waiting: d.State == app.Pending && d.Due.After(u.d.Now()), Retried: d.ID == retriedID(c),
+			Unconfigured: cfg.DestinationByName(d.Destination) == nil}
 		if d.OrderKey != "" { // one more read, for ordered deliveries only
 			prev, err := u.d.Store.PreviousInGroup(ctx, d)
 			if err != nil {
@@ -399,8 +417,9 @@ func (u *UI) dead(c *fiber.Ctx) error {
 		return err
 	}
 	rows := make([]deadRow, 0, len(list))
+	cfg := u.cfg()
 	for _, d := range list {
-		rows = append(rows, deadRow{Delivery: d, Event: names[d.EventSeq]})
+		rows = append(rows, deadRow{Delivery: d, Event: names[d.EventSeq], Unconfigured: cfg.DestinationByName(d.Destination) == nil})
 	}
 	return u.render(c, 200, "dead", "Dead letters", map[string]any{"List": rows, "Total": total, "Next": next,
 		"Done": c.Query("replayed")})
@@ -475,7 +494,7 @@ type destView struct {
 
 func (u *UI) config(c *fiber.Ctx) error {
 	var dests []destView
-	for _, d := range u.d.Config.Destinations {
+	for _, d := range u.cfg().Destinations {
 		v := destView{Name: d.Name, URL: d.URL, Timeout: d.Timeout, Retry: d.Retry, Concurrency: d.Concurrency, HasSecret: d.Secret != nil}
 		if pu, err := url.Parse(d.URL); err == nil && pu.RawQuery != "" {
 			pu.RawQuery = "…"
@@ -487,5 +506,5 @@ func (u *UI) config(c *fiber.Ctx) error {
 		sort.Strings(v.HeaderNames)
 		dests = append(dests, v)
 	}
-	return u.render(c, 200, "config", "Configuration", map[string]any{"C": u.d.Config, "Destinations": dests})
+	return u.render(c, 200, "config", "Configuration", map[string]any{"C": u.cfg(), "Destinations": dests})
 }

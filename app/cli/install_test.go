@@ -190,6 +190,7 @@ var installUnitLines = []string{
 	"User=hookbox",
 	"Group=hookbox",
 	"ExecStart=/usr/local/bin/hookbox serve -config /etc/hookbox/config.toml",
+	"ExecReload=/bin/kill -HUP $MAINPID",
 	"StateDirectory=hookbox",
 	"StateDirectoryMode=0700",
 	"EnvironmentFile=-/etc/hookbox/hookbox.env",

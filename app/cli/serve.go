@@ -141,10 +141,18 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP from here on is a reload (reload.go), never the end of the
+	// process (its default): one that comes while starting waits for the
+	// reloader, one during the shutdown is dropped.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 
+	running := app.NewRunning(cfg, time.Now())
 	stats := app.NewStats(cfg, db, time.Now)
 	prom := metrics.New(stats, db) // stats reports to it; /metrics serves it
-	dispatcher := app.NewDispatcher(cfg, db, httpsend.New(cfg, Version))
+	sender := httpsend.New(cfg, Version)
+	dispatcher := app.NewDispatcher(cfg, db, sender)
 	dispatcher.Stats = stats
 	dispatcher.Controls = db // pauses and Retry-After holds; on PostgreSQL the rate's slots too
 	dispatcher.Health = db   // failing since, next try: the same after a restart and on every node
@@ -191,9 +199,16 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	}
 
 	sched := newCron(logger.With("component", "cron"))
+	// SIGHUP puts the file's config in force again (reload.go): the jobs
+	// whose specs are config are scheduled through it.
+	reload := &reloader{opts: opts, running: running, logger: logger.With("component", "config"), now: time.Now,
+		receiver: receiver, dispatcher: dispatcher, sender: sender, stats: stats, pauser: pauser, alerter: alerter,
+		sweeper: sweeper, sched: sched}
 	// Jobs run on one node of a cluster (n.onLeader): on bbolt, the only one.
-	if _, err := sched.AddFunc(cfg.Retention.Sweep, n.onLeader(func() { sweeper.Run(ctx) })); err != nil {
-		return fmt.Errorf("%s: retention.sweep: %w", path, err)
+	sweep := &cronJob{key: "retention.sweep", spec: func(c *app.Config) string { return c.Retention.Sweep },
+		run: n.onLeader(func() { sweeper.Run(ctx) })}
+	if err := reload.schedule(cfg, sweep); err != nil {
+		return err
 	}
 	// Each node alerts of its own storage trouble; one alerts of the
 	// cluster's dead letters and records set aside.
@@ -203,8 +218,8 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 			alerter.CheckCluster(ctx)
 		}
 	}
-	if _, err := sched.AddFunc(cfg.Alerts.Check, checkAlerts); err != nil {
-		return fmt.Errorf("%s: alerts.check: %w", path, err)
+	if err := reload.schedule(cfg, &cronJob{key: "alerts.check", spec: func(c *app.Config) string { return c.Alerts.Check }, run: checkAlerts}); err != nil {
+		return err
 	}
 	var lastBackup func() (time.Time, int64, error)
 	if cfg.Backup.Schedule != "" {
@@ -236,7 +251,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
 	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
 		Backup: n.backup, Login: login.Check, LoginGeneration: login.Generation, Stats: stats, Metrics: prom, LastBackup: lastBackup,
-		Pauser: pauser})
+		Pauser: pauser, Running: running})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen in %s, or -listen, or $%s): %w", cfg.Server.Listen, path, config.EnvListen, err)
@@ -270,6 +285,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 		return err
 	}
 	go login.Watch(ctx, passwdDir)
+	go reload.watch(ctx, hup)
 	own.Info("hookbox started", append(attrs, "data", n.where, "sources", len(cfg.Sources))...)
 	go func() { served <- srv.Serve(ln) }()
 	if tlsSrv != nil {

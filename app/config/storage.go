@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"time"
 
 	"github.com/BurntSushi/toml"
 
@@ -12,7 +11,7 @@ import (
 
 // leaseMargin is how much longer than the longest destination timeout a
 // lease must be: the attempt is recorded after the send ends.
-const leaseMargin = 5 * time.Second
+const leaseMargin = app.LeaseMargin
 
 type rawStorage struct {
 	Backend string `toml:"backend"`

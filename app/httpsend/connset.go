@@ -19,8 +19,9 @@ import (
 type connSet struct {
 	// timeouts is each destination address's connect timeout: its
 	// destination's timeout (the longest where destinations share an
-	// address), keyed by host:port in lower case.
-	timeouts map[string]time.Duration
+	// address), keyed by host:port in lower case; swapped whole by a
+	// reload (setTimeouts).
+	timeouts atomic.Pointer[map[string]time.Duration]
 	// dialCtx ends when the stop begins (stopDials); stopped says so
 	// without a lock, for every send.
 	dialCtx    context.Context
@@ -32,17 +33,24 @@ type connSet struct {
 }
 
 func newConnSet(dests []*app.Destination) *connSet {
-	s := &connSet{timeouts: map[string]time.Duration{}, open: map[*trackedConn]struct{}{}}
+	s := &connSet{open: map[*trackedConn]struct{}{}}
 	s.dialCtx, s.cancelDial = context.WithCancel(context.Background())
+	s.setTimeouts(dests)
+	return s
+}
+
+// setTimeouts makes the connect timeouts those of dests.
+func (s *connSet) setTimeouts(dests []*app.Destination) {
+	timeouts := map[string]time.Duration{}
 	for _, d := range dests {
 		u, err := url.Parse(d.URL)
 		if err != nil {
 			continue // the config refuses such URLs
 		}
 		addr := dialAddr(u)
-		s.timeouts[addr] = max(s.timeouts[addr], d.Timeout)
+		timeouts[addr] = max(timeouts[addr], d.Timeout)
 	}
-	return s
+	s.timeouts.Store(&timeouts)
 }
 
 // dialAddr is the address the transport dials for u, as connSet keys it.
@@ -60,7 +68,7 @@ var errStopping = errors.New("shutting down")
 // dial connects over IPv4, tracked, and is cut when the send's context
 // ends or the stop begins.
 func (s *connSet) dial(ctx context.Context, _, addr string) (net.Conn, error) {
-	timeout := s.timeouts[strings.ToLower(addr)]
+	timeout := (*s.timeouts.Load())[strings.ToLower(addr)]
 	if timeout <= 0 {
 		timeout = app.DefaultTimeout
 	}

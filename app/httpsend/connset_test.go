@@ -35,8 +35,8 @@ func TestConnSet_TimeoutPerAddress(t *testing.T) {
 		if addr == "127.0.0.1:8081" {
 			want = 5 * time.Second
 		}
-		if got := s.timeouts[addr]; got != want {
-			t.Errorf("%s: dial timeout for %q is %v, want %v (known: %v)", d.URL, addr, got, want, s.timeouts)
+		if got := (*s.timeouts.Load())[addr]; got != want {
+			t.Errorf("%s: dial timeout for %q is %v, want %v (known: %v)", d.URL, addr, got, want, *s.timeouts.Load())
 		}
 	}
 }

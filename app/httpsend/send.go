@@ -33,9 +33,11 @@ var _ app.Sender = (*Sender)(nil)
 // read as sent, never inflated). Its connections are dialled by connSet,
 // so that shutdown can cut them.
 type Sender struct {
-	out   *app.Outbound
-	conns *connSet // its connections, cut at shutdown
-	reuse *http.Transport
+	// out builds the headers for the config in force (Apply).
+	out     atomic.Pointer[app.Outbound]
+	version string
+	conns   *connSet // its connections, cut at shutdown
+	reuse   *http.Transport
 	// fresh makes the one resend of a request that a reused connection
 	// dropped before any byte of an answer: always on a new connection.
 	fresh *http.Transport
@@ -66,7 +68,17 @@ func New(cfg *app.Config, version string) *Sender {
 			ReadBufferSize:  4 << 10,
 		}
 	}
-	return &Sender{out: app.NewOutbound(cfg, version), conns: conns, reuse: transport(true), fresh: transport(false)}
+	s := &Sender{version: version, conns: conns, reuse: transport(true), fresh: transport(false)}
+	s.out.Store(app.NewOutbound(cfg, version))
+	return s
+}
+
+// Apply puts cfg's sources and destinations in force for the sends that
+// start from now on. The pool of idle connections keeps the size it was
+// given at start.
+func (s *Sender) Apply(cfg *app.Config) {
+	s.out.Store(app.NewOutbound(cfg, s.version))
+	s.conns.setTimeouts(cfg.Destinations)
 }
 
 // attemptTrace is what the transport tells of one request: whether its
@@ -99,7 +111,7 @@ func (s *Sender) post(ctx context.Context, dest *app.Destination, e *app.Event, 
 	if ctx.Err() != nil { // shutting down
 		return app.Answer{Err: context.Cause(ctx)}
 	}
-	header, err := s.out.Header(dest, e, t, attempt, now)
+	header, err := s.out.Load().Header(dest, e, t, attempt, now)
 	if err != nil {
 		return app.Answer{Err: err}
 	}

@@ -29,6 +29,7 @@ func (s *Server) routeAPI(r fiber.Router) {
 	r.Post("/replay", s.handleReplayQuery) // replay by query (replay.go)
 	r.Get("/backup", s.handleBackup)
 	r.Get("/stats", s.handleStats)
+	r.Get("/config", s.handleConfig) // the config in force, and a refused one (config.go)
 	r.Get("/events", s.handleEvents)
 	r.Get("/events/:seq", s.handleEvent)
 	r.Get("/events/:seq/body", s.handleEventBody)
@@ -136,6 +137,11 @@ type deliveryJSON struct {
 	EventID string `json:"event_id,omitempty"`
 	Topic   string `json:"topic,omitempty"`
 	Name    string `json:"name,omitempty"`
+
+	// Note is "destination no longer configured" when the config in
+	// force has no such destination: the delivery is kept, and goes out
+	// once a reload names it again.
+	Note string `json:"note,omitempty"`
 }
 
 type attemptJSON struct {
@@ -156,11 +162,18 @@ func utc(t time.Time) time.Time {
 	return t.UTC()
 }
 
+// NoteUnconfigured is a delivery's note when its destination is not in
+// the config in force.
+const NoteUnconfigured = "destination no longer configured"
+
 // toJSON renders a delivery of cfg, with its attempts when given.
 func toJSON(cfg *app.Config, d *app.Delivery, attempts ...*app.Attempt) deliveryJSON {
 	j := deliveryJSON{ID: d.ID, EventSeq: d.EventSeq, Destination: d.Destination, State: d.State.String(),
 		Route: d.Route, OrderKey: d.OrderKey, Transformed: cfg.RouteTransform(d.Route) != nil,
 		Attempts: d.Attempts, Created: utc(d.Created), Updated: utc(d.Updated), LastStatus: d.LastStatus, LastError: d.LastError}
+	if cfg.DestinationByName(d.Destination) == nil {
+		j.Note = NoteUnconfigured
+	}
 	if d.State == app.Pending && !d.Due.IsZero() {
 		due := d.Due.UTC()
 		j.Due = &due
@@ -185,7 +198,7 @@ func (s *Server) handleDeadLetters(c *fiber.Ctx) error {
 	}
 	items := make([]deliveryJSON, 0, len(list))
 	for _, d := range list {
-		items = append(items, toJSON(s.cfg, d))
+		items = append(items, toJSON(s.config(), d))
 	}
 	if err := s.nameDeliveries(c, items); err != nil {
 		return s.storeError(c, err)
@@ -203,7 +216,7 @@ func (s *Server) handleDelivery(c *fiber.Ctx) error {
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	j := toJSON(s.cfg, d, attempts...)
+	j := toJSON(s.config(), d, attempts...)
 	if j.AfterDead, err = afterDead(ctx, s.deps.Store, d); err != nil {
 		return s.storeError(c, err)
 	}
@@ -407,7 +420,7 @@ func (s *Server) handleEvent(c *fiber.Ctx) error {
 		if err != nil {
 			return s.storeError(c, err)
 		}
-		j := toJSON(s.cfg, d, attempts...)
+		j := toJSON(s.config(), d, attempts...)
 		if j.AfterDead, err = afterDead(ctx, s.deps.Store, d); err != nil {
 			return s.storeError(c, err)
 		}

@@ -84,6 +84,7 @@ func TestAPI_JSONStyle(t *testing.T) {
 	}
 	calls := []struct{ method, path, route string }{
 		{"GET", "/api/v1/stats", "/api/v1/stats"},
+		{"GET", "/api/v1/config", "/api/v1/config"},
 		{"GET", "/api/v1/events", "/api/v1/events"},
 		{"GET", "/api/v1/events?limit=1", "/api/v1/events"},
 		{"GET", "/api/v1/events?q=a%2Fb&limit=1", "/api/v1/events"},       // a body search

@@ -200,7 +200,7 @@ func (s *Server) sameOrigin(c *fiber.Ctx, origin string) bool {
 	if self, ok := originOf(s.scheme(c) + "://" + c.Hostname()); ok && o == self {
 		return true
 	}
-	pub, ok := originOf(s.cfg.Server.PublicURL)
+	pub, ok := originOf(s.config().Server.PublicURL)
 	return ok && o == pub
 }
 

@@ -139,7 +139,7 @@ func (s *Server) readBody(req *fasthttp.Request) (buf []byte, status int) {
 	if stream == nil {
 		return nil, 0 // no body (no Content-Length, no chunks), or read already
 	}
-	declared, limit := req.Header.ContentLength(), s.cfg.Server.MaxBodyBytes
+	declared, limit := req.Header.ContentLength(), s.server.MaxBodyBytes
 	switch {
 	case declared > limit:
 		return nil, fiber.StatusRequestEntityTooLarge
@@ -210,7 +210,7 @@ func (s *Server) refuseBody(ctx *fasthttp.RequestCtx, status int) {
 		ctx.Response.Header.Set(fiber.HeaderRetryAfter, "1")
 		if ok, held := s.budgetLog.Allow(s.deps.Now(), refuseLogEvery); ok {
 			s.Logger.Warn("request refused: server.max_body_bytes_total held by bodies arriving",
-				"client", s.clientAddr(ctx), "limit", s.cfg.Server.MaxBodyBytesTotal, "refused_since_last_line", held)
+				"client", s.clientAddr(ctx), "limit", s.server.MaxBodyBytesTotal, "refused_since_last_line", held)
 		}
 	case fiber.StatusBadRequest:
 		if ctx.Request.Header.ContentLength() >= 0 {
@@ -230,8 +230,8 @@ func (s *Server) clientAddr(ctx *fasthttp.RequestCtx) string {
 	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
 		p = a.AddrPort().Addr().Unmap()
 	}
-	if s.cfg.Server.Trusted(p) {
-		p = forwardedFor(ctx.Request.Header.PeekAll(fiber.HeaderXForwardedFor), p, s.cfg.Server.Trusted)
+	if s.server.Trusted(p) {
+		p = forwardedFor(ctx.Request.Header.PeekAll(fiber.HeaderXForwardedFor), p, s.server.Trusted)
 	}
 	return p.String()
 }

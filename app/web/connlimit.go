@@ -31,8 +31,8 @@ func refusal(status, msg string) []byte {
 // answered 503 (all full) or 429 (its address), with Retry-After, and
 // closed; under TLS it is only closed, so wrap ln in TLS after Limit.
 func (s *Server) Limit(ln net.Listener) net.Listener {
-	l := &limitListener{Listener: ln, s: s, max: s.cfg.Server.MaxConnections, perIP: s.cfg.Server.MaxConnectionsPerIP,
-		answer: s.cfg.Server.TLS == app.TLSNone, from: map[netip.Addr]int{}, conns: map[*limitedConn]struct{}{}}
+	l := &limitListener{Listener: ln, s: s, max: s.server.MaxConnections, perIP: s.server.MaxConnectionsPerIP,
+		answer: s.server.TLS == app.TLSNone, from: map[netip.Addr]int{}, conns: map[*limitedConn]struct{}{}}
 	s.limitsMu.Lock()
 	s.limits = append(s.limits, l)
 	s.limitsMu.Unlock()
@@ -66,7 +66,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 			addr = a.AddrPort().Addr().Unmap()
 		}
-		key, counted := clientKey(addr), l.perIP > 0 && !l.s.cfg.Server.Trusted(addr)
+		key, counted := clientKey(addr), l.perIP > 0 && !l.s.server.Trusted(addr)
 		lc := &limitedConn{Conn: c, l: l, key: key, counted: counted}
 		if ok := l.admit(lc); ok {
 			return lc, nil

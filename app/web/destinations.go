@@ -66,7 +66,7 @@ func (s *Server) handleDestinations(c *fiber.Ctx) error {
 	}
 	now := s.deps.Now()
 	out := []destinationJSON{}
-	for _, d := range s.cfg.Destinations {
+	for _, d := range s.config().Destinations {
 		n, err := s.deps.Store.Backlog(ctx, d.Name, maxWaitingCount)
 		if err != nil {
 			return s.storeError(c, err)

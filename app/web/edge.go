@@ -129,10 +129,10 @@ func peer(c *fiber.Ctx) netip.Addr {
 // change it.
 func (s *Server) client(c *fiber.Ctx) netip.Addr {
 	p := peer(c)
-	if !s.cfg.Server.Trusted(p) {
+	if !s.server.Trusted(p) {
 		return p
 	}
-	return forwardedFor(c.Request().Header.PeekAll(fiber.HeaderXForwardedFor), p, s.cfg.Server.Trusted)
+	return forwardedFor(c.Request().Header.PeekAll(fiber.HeaderXForwardedFor), p, s.server.Trusted)
 }
 
 // forwardedFor walks the X-Forwarded-For values (each a comma-separated
@@ -173,7 +173,7 @@ func (s *Server) scheme(c *fiber.Ctx) string {
 	if c.Context().IsTLS() {
 		return "https"
 	}
-	if !s.cfg.Server.Trusted(peer(c)) {
+	if !s.server.Trusted(peer(c)) {
 		return "http"
 	}
 	all := c.Request().Header.PeekAll(fiber.HeaderXForwardedProto)

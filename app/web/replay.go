@@ -197,7 +197,7 @@ func (s *Server) replayQuery(b replayQueryJSON) (app.ReplayQuery, error) {
 	if !q.Filtered() {
 		return q, app.Errorf(app.EINVALID, "give at least one of since, until, source, destination or status (or q, a body search): a replay of every delivery is refused (use \"status\": \"any\" to mean it)")
 	}
-	if q.Destination != "" && s.cfg.DestinationByName(q.Destination) == nil {
+	if q.Destination != "" && s.config().DestinationByName(q.Destination) == nil {
 		return q, app.Errorf(app.EINVALID, "destination %q is not in the config", q.Destination)
 	}
 	return q.Check()

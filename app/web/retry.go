@@ -87,7 +87,7 @@ func (s *Server) handleRetryDelivery(c *fiber.Ctx) error {
 // (Store.RetryDestination): they go out as its lane's concurrency allows.
 func (s *Server) handleRetryDestination(c *fiber.Ctx) error {
 	name, err := url.PathUnescape(c.Params("name")) // hookbox retry escapes it as any path
-	dest := s.cfg.DestinationByName(name)
+	dest := s.config().DestinationByName(name)
 	if err != nil || dest == nil {
 		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no destination named %q in the config", name))
 	}

@@ -78,13 +78,19 @@ type Deps struct {
 	LastBackup func() (time.Time, int64, error)
 	// Pauser pauses and resumes destinations (nil: the routes answer 404).
 	Pauser *app.Pauser
+	// Running is the config in force, read per request, and the last one
+	// a reload refused (nil: New's cfg, always).
+	Running *app.Running
 }
 
 // Server serves hookbox's HTTP endpoints.
 type Server struct {
-	fiber    *fiber.App
-	deps     Deps
-	cfg      *app.Config
+	fiber   *fiber.App
+	deps    Deps
+	running *app.Running
+	// server is the [server] table at start: what it says cannot change
+	// while serving (app.Settle), and the edge reads it without a load.
+	server   app.ServerConfig
 	ui       *ui.UI
 	sessions sessions
 	guard    *guard
@@ -128,16 +134,20 @@ func New(cfg *app.Config, deps Deps) *Server {
 	if deps.Metrics == nil {
 		deps.Metrics = metrics.New(deps.Stats, deps.Store)
 	}
+	if deps.Running == nil {
+		deps.Running = app.NewRunning(cfg, deps.Now())
+	}
 	s := &Server{
 		deps:     deps,
-		cfg:      cfg,
+		running:  deps.Running,
+		server:   cfg.Server,
 		sessions: sessions{m: map[string]*session{}},
 		guard:    newGuard(deps.Login, deps.Now),
 		bodies:   newBodyBudget(cfg.Server.MaxBodyBytesTotal),
 		Logger:   slog.With("component", "http"),
 	}
 	s.guard.generation = s.loginGeneration
-	s.ui = ui.New(ui.Deps{Config: cfg, Store: deps.Store, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
+	s.ui = ui.New(ui.Deps{Running: deps.Running, Store: deps.Store, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
 		LastBackup: deps.LastBackup, Pauser: deps.Pauser})
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:      cfg.Server.MaxBodyBytes,
@@ -192,6 +202,11 @@ func New(cfg *app.Config, deps Deps) *Server {
 	})
 	return s
 }
+
+// config returns the config in force. What cannot change while serving
+// (listen, TLS, body and connection limits) keeps its start value in
+// every config put in force (app.Settle).
+func (s *Server) config() *app.Config { return s.running.Config() }
 
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.fiber.Listener(ln) }

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"hookbox/app"
+	"hookbox/app/httpsend"
+)
+
+// reloader reads the config file again on SIGHUP and puts it in force
+// in every component that holds config, or refuses it and keeps the one
+// in force.
+type reloader struct {
+	opts    *configOptions
+	running *app.Running
+	logger  *slog.Logger
+	now     func() time.Time
+
+	receiver   *app.Receiver
+	dispatcher *app.Dispatcher
+	sender     *httpsend.Sender
+	stats      *app.Stats
+	pauser     *app.Pauser
+	alerter    *app.Alerter
+	sweeper    *app.Sweeper
+
+	// The cron jobs whose specs are config: each is scheduled again when
+	// its spec changes.
+	sched *cron.Cron
+	crons []*cronJob
+	mu    sync.Mutex // one reload at a time
+}
+
+// cronJob is a job of sched whose spec the config gives.
+type cronJob struct {
+	key  string // the config key, for errors
+	spec func(*app.Config) string
+	run  func()
+	id   cron.EntryID
+}
+
+// schedule adds j to r's scheduler with its spec in cfg.
+func (r *reloader) schedule(cfg *app.Config, j *cronJob) error {
+	id, err := r.sched.AddFunc(j.spec(cfg), j.run)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", cfg.Path, j.key, err)
+	}
+	j.id = id
+	r.crons = append(r.crons, j)
+	return nil
+}
+
+// watch reloads on each SIGHUP that hup hears until ctx is done.
+func (r *reloader) watch(ctx context.Context, hup <-chan os.Signal) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			r.Reload()
+		}
+	}
+}
+
+// Reload reads and validates the config file the server started with
+// (with the same flags and environment). A config with a mistake is
+// refused: each mistake is logged, and shown on the page and in the
+// API, and the one in force keeps running. A valid one is put in force
+// in every component (what cannot change while serving keeps its value,
+// and is named in the log line).
+func (r *reloader) Reload() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	path := *r.opts.path
+	old := r.running.Config()
+	next, err := r.opts.load() // the cron specs are checked there
+	var diff app.ConfigDiff
+	if err == nil {
+		diff, err = app.Settle(old, next)
+	}
+	if err != nil {
+		f := r.running.Refuse(path, r.now(), err)
+		for _, reason := range f.Reasons {
+			r.logger.Error("config refused: the running config stays in force", "file", path, "reason", reason)
+		}
+		return
+	}
+	// The receiver last: once it routes to a new destination, the
+	// dispatcher has been handed its lane.
+	r.sender.Apply(next)
+	r.stats.Apply(next)
+	r.pauser.Apply(next)
+	r.alerter.Apply(next)
+	r.sweeper.Apply(next)
+	r.reschedule(old, next)
+	r.dispatcher.Apply(next)
+	r.receiver.Apply(next)
+	r.running.Store(&app.Loaded{Config: next, Path: path, At: r.now(), Restart: diff.Restart})
+	r.logger.Info("config reloaded", append([]any{"file", path}, diff.LogAttrs()...)...)
+}
+
+// reschedule schedules again the jobs whose spec next changes.
+func (r *reloader) reschedule(old, next *app.Config) {
+	for _, j := range r.crons {
+		if j.spec(old) == j.spec(next) {
+			continue
+		}
+		id, err := r.sched.AddFunc(j.spec(next), j.run)
+		if err != nil { // the config's validation parsed it
+			r.logger.Error("reschedule", "key", j.key, "error", err)
+			continue
+		}
+		r.sched.Remove(j.id)
+		j.id = id
+	}
+}
