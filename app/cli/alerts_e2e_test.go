@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/mail/mailtest"
 	"hookbox/storage/postgres/pgtest"
 )
 
@@ -78,7 +79,9 @@ var failingSinceRE = regexp.MustCompile(`failing since ([^<(]+)\(`)
 // a restart during the outage keeps "failing since" (the same time) on
 // the page and in GET /api/v1/destinations, and sends neither the WARN
 // line nor the alert again; once it answers, one INFO line and one
-// destination_recovered alert.
+// destination_recovered alert. Each alert also arrives as one email at a
+// real SMTP server on 127.0.0.1 (a local relay: smtp+insecure://; the
+// TLS forms are tested in app/mail).
 func TestEndToEnd_DestinationAlerts(t *testing.T) {
 	t.Parallel() // mostly waiting for failing_for: overlaps the other waiting tests
 	eachStore(t, testDestinationAlerts)
@@ -94,6 +97,8 @@ func testDestinationAlerts(t *testing.T, st storeCase) {
 	}))
 	t.Cleanup(pos.Close)
 	alerts := newAlertURL(t)
+	relay := mailtest.Start(t, mailtest.Options{Mode: mailtest.Plain})
+	env := []string{"E2E_GH_SECRET=" + e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e", "E2E_SMTP_URL=smtp+insecure://" + relay.Addr}
 	dir := t.TempDir()
 	config := writeConfigServer(t, dir, `public_url = "http://hooks.shop.example"`, fmt.Sprintf(`
 [status]
@@ -102,6 +107,9 @@ password_env = "E2E_STATUS_PASSWORD"
 [alerts]
 url = %q
 failing_for = "5s"
+email_to = ["ops@shop.example"]
+email_from = "hookbox <hookbox@shop.example>"
+smtp_url_env = "E2E_SMTP_URL"
 
 [[destination]]
 name = "pos"
@@ -114,7 +122,7 @@ source = "gh"
 to = ["pos"]
 `, alerts.url, pos.URL), st.config(2*time.Second))
 
-	p := start(t, config)
+	p := startWith(t, config, env)
 	body := []byte(`{"order": 1004}`)
 	if r := post(t, p.addr, "gh", body, githubHeaders(body, e2eSecret, "order-1004")); r.code != 200 {
 		t.Fatalf("post: %d %v", r.code, r.body)
@@ -156,6 +164,10 @@ to = ["pos"]
 		return *dests.Destinations[0].FailingSince, m[1]
 	}
 	since, shown := failingSince(p.addr)
+	email := nextEmail(t, relay)
+	if !strings.Contains(email, "Subject: hookbox: destination pos failing since") || !strings.Contains(email, "http://hooks.shop.example/") {
+		t.Errorf("the failing alert's email lacks its subject or the page's URL:\n%s", email)
+	}
 	if d := failing.at.Sub(since); d < 5*time.Second {
 		t.Errorf("the failing alert came %v after the first failure; want failing_for (5s) or more", d)
 	}
@@ -166,7 +178,7 @@ to = ["pos"]
 	p.stop(t)
 	firstLog := p.logText()
 
-	p = start(t, config)
+	p = startWith(t, config, env)
 	since2, shown2 := failingSince(p.addr)
 	if !since2.Equal(since) || shown2 != shown {
 		t.Errorf("after the restart: failing since %v (%q); want %v (%q) as before", since2, shown2, since, shown)
@@ -185,6 +197,14 @@ to = ["pos"]
 	if len(got) != 2 || got[1].Kind != "destination_recovered" || got[1].Destination != "pos" {
 		t.Fatalf("alerts = %+v; want one destination_failing, then one destination_recovered", got)
 	}
+	if email := nextEmail(t, relay); !strings.Contains(email, "Subject: hookbox: destination pos delivers again") {
+		t.Errorf("the recovered alert's email lacks its subject:\n%s", email)
+	}
+	select { // the server has stopped: every email it sent has arrived
+	case m := <-relay.Messages:
+		t.Errorf("a third email; want one per alert:\n%s", m.Data)
+	default:
+	}
 	if n := strings.Count(firstLog+secondLog, "destination failing"); n != 1 {
 		t.Errorf("%d first-failure lines for one episode (%d attempts); want 1:\n%s\n%s", n, requests.Load(), firstLog, secondLog)
 	}
@@ -199,6 +219,22 @@ to = ["pos"]
 	}
 	t.Logf("%d attempts; failing alert %v after the first failure; recovered alert %v after it",
 		requests.Load(), got[0].at.Sub(since).Round(100*time.Millisecond), got[1].at.Sub(since).Round(100*time.Millisecond))
+}
+
+// nextEmail waits for the next message the relay takes, sent to the
+// configured address, and returns it as received.
+func nextEmail(t *testing.T, relay *mailtest.Server) string {
+	t.Helper()
+	select {
+	case m := <-relay.Messages:
+		if len(m.To) != 1 || m.To[0] != "ops@shop.example" || m.From != "hookbox@shop.example" {
+			t.Errorf("email from %q to %q; want hookbox@shop.example to ops@shop.example", m.From, m.To)
+		}
+		return string(m.Data)
+	case <-time.After(15 * time.Second):
+		t.Fatal("no email at the SMTP server")
+		return ""
+	}
 }
 
 // lineWith returns the first line of log that contains s.
