@@ -72,10 +72,25 @@ func TestSettle(t *testing.T) {
 					t.Errorf("retention: diff %v, in force %v", d.Retention, next.Retention.Events)
 				}
 			}},
-		{name: "AlertsLive", change: func(c *app.Config) { c.Alerts.EmailTo = []string{"ops@a.example"} },
-			check: func(t *testing.T, d app.ConfigDiff, _ *app.Config) {
-				if !d.Alerts {
-					t.Error("alerts change not seen")
+		{name: "AlertsLive", change: func(c *app.Config) { c.Alerts.FailingFor, c.Alerts.URL = 5*time.Minute, "https://hooks.example/a" },
+			check: func(t *testing.T, d app.ConfigDiff, next *app.Config) {
+				if !d.Alerts || next.Alerts.FailingFor != 5*time.Minute || next.Alerts.URL != "https://hooks.example/a" {
+					t.Errorf("alerts: diff %v, in force %+v", d.Alerts, next.Alerts)
+				}
+			}},
+		// The mailer and the log's handler are built at start.
+		{name: "Email", change: func(c *app.Config) {
+			c.Alerts.EmailTo, c.Alerts.EmailFrom, c.Alerts.SMTPURL = []string{"ops@a.example"}, "hb@a.example", "smtps://mail.example"
+		}, restart: []string{"alerts.email_to", "alerts.email_from", "alerts.smtp_url_env"},
+			check: func(t *testing.T, d app.ConfigDiff, next *app.Config) {
+				if d.Alerts || next.Alerts.Enabled() || next.Alerts.SMTPURL != "" {
+					t.Errorf("email in force: diff %v, %+v; want the running (none)", d.Alerts, next.Alerts)
+				}
+			}},
+		{name: "Log", change: func(c *app.Config) { c.Log.Format = "json" }, restart: []string{"log"},
+			check: func(t *testing.T, _ app.ConfigDiff, next *app.Config) {
+				if next.Log.Format != "" {
+					t.Errorf("log in force = %+v; want the running one", next.Log)
 				}
 			}},
 		{name: "AddRemoveChange", change: func(c *app.Config) {

@@ -17,6 +17,11 @@ type StorageConfig struct {
 	// outbox: if the node dies mid-send, another sends it once the lease
 	// has ended. It outlasts every destination's timeout.
 	Lease time.Duration
+	// SearchIndex keeps a trigram index of the bodies (pg_trgm) for the
+	// body search: fast searches over the whole retention, for about a
+	// third of PostgreSQL's accepts per second (docs/BENCHMARKS.md). Off,
+	// a search reads every body and the index is dropped.
+	SearchIndex bool
 }
 
 // The storage backends.

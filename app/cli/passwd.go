@@ -108,7 +108,7 @@ func storePasswordHash(ctx context.Context, cfg *app.Config, hash []byte) (strin
 	if cfg.Storage.Backend == app.BackendPostgres {
 		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		db, err := postgres.Open(octx, cfg.Storage.URL, postgres.Options{Lease: cfg.Storage.Lease,
+		db, err := postgres.Open(octx, cfg.Storage.URL, postgres.Options{Lease: cfg.Storage.Lease, NoSearchIndex: !cfg.Storage.SearchIndex,
 			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			return "", fmt.Errorf("%s: storage: %w", cfg.Path, err)

@@ -55,7 +55,7 @@ func openStore(ctx context.Context, path string, cfg *app.Config, logger *slog.L
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	db, err := postgres.Open(octx, cfg.Storage.URL, postgres.Options{Lease: cfg.Storage.Lease, Logger: logger.With("component", "postgres")})
+	db, err := postgres.Open(octx, cfg.Storage.URL, postgres.Options{Lease: cfg.Storage.Lease, NoSearchIndex: !cfg.Storage.SearchIndex, Logger: logger.With("component", "postgres")})
 	if err != nil {
 		return nil, fmt.Errorf("%s: storage: %w", path, err)
 	}

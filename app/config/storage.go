@@ -18,6 +18,8 @@ type rawStorage struct {
 	URL     string `toml:"url"`
 	URLEnv  string `toml:"url_env"`
 	Lease   string `toml:"lease"`
+	// SearchIndex is a pointer: absent means on.
+	SearchIndex *bool `toml:"search_index"`
 }
 
 // storage checks the [storage] table. It runs after the destinations (a
@@ -39,6 +41,9 @@ func (v *validator) storage(cfg *app.Config, r rawStorage, rawBackupSchedule str
 			if k.val != "" {
 				v.fail(k.key, `only with backend = "postgres"`)
 			}
+		}
+		if r.SearchIndex != nil {
+			v.fail("storage.search_index", `only with backend = "postgres" (bbolt searches the newest bodies within a budget, with no index)`)
 		}
 		return
 	}
@@ -72,6 +77,7 @@ func (v *validator) storage(cfg *app.Config, r rawStorage, rawBackupSchedule str
 		v.fail(key, "names no database (postgres://…/DATABASE)")
 	}
 	s.Lease = v.duration("storage.lease", r.Lease, app.DefaultLease)
+	s.SearchIndex = r.SearchIndex == nil || *r.SearchIndex
 	for _, d := range cfg.Destinations {
 		if d.Timeout+leaseMargin > s.Lease {
 			v.fail("storage.lease", fmt.Sprintf("%v is too short for destination %q (timeout %v): a lease must outlast a send by %v", s.Lease, d.Name, d.Timeout, leaseMargin))

@@ -24,8 +24,8 @@ func TestParseConfig_Storage(t *testing.T) {
 	})
 	t.Run("PostgresFromDefaultEnv", func(t *testing.T) {
 		cfg, err := config.Parse("c.toml", storageSrc+"[storage]\nbackend = \"postgres\"\n", env(map[string]string{"HOOKBOX_DATABASE_URL": url}))
-		if err != nil || cfg.Storage.Backend != app.BackendPostgres || cfg.Storage.URL != url || cfg.Storage.Lease != app.DefaultLease {
-			t.Fatalf("storage = %+v, %v", cfg.Storage, err)
+		if err != nil || cfg.Storage.Backend != app.BackendPostgres || cfg.Storage.URL != url || cfg.Storage.Lease != app.DefaultLease || !cfg.Storage.SearchIndex {
+			t.Fatalf("storage = %+v, %v; want the search index on by default", cfg.Storage, err)
 		}
 		if cfg.Backup.Schedule != "" {
 			t.Fatalf("backups on postgres = %q, want off (they are the database's)", cfg.Backup.Schedule)
@@ -36,6 +36,12 @@ func TestParseConfig_Storage(t *testing.T) {
 			"[storage]\nbackend = \"postgres\"\nurl = \""+url+"\"\nlease = \"30s\"\n[backup]\nschedule = \"off\"\n", env(nil))
 		if err != nil || cfg.Storage.URL != url || cfg.Storage.Lease != 30*time.Second {
 			t.Fatalf("storage = %+v, %v", cfg.Storage, err)
+		}
+	})
+	t.Run("PostgresSearchIndexOff", func(t *testing.T) {
+		cfg, err := config.Parse("c.toml", storageSrc+"[storage]\nbackend = \"postgres\"\nurl = \""+url+"\"\nsearch_index = false\n", env(nil))
+		if err != nil || cfg.Storage.SearchIndex {
+			t.Fatalf("storage = %+v, %v; want the search index off", cfg.Storage, err)
 		}
 	})
 	t.Run("PostgresURLEnv", func(t *testing.T) {
@@ -53,6 +59,7 @@ func TestParseConfig_Storage(t *testing.T) {
 	}{
 		{"UnknownBackend", storageSrc + "[storage]\nbackend = \"sqlite\"\n", nil, "storage.backend", `use "bbolt"`},
 		{"UnknownKey", storageSrc + "[storage]\nbackend = \"postgres\"\ndsn = \"x\"\n", nil, "storage.dsn", "unknown key"},
+		{"SearchIndexWithBBolt", storageSrc + "[storage]\nsearch_index = false\n", nil, "storage.search_index", `only with backend = "postgres"`},
 		{"URLWithBBolt", storageSrc + "[storage]\nurl = \"" + url + "\"\n", nil, "storage.url", `only with backend = "postgres"`},
 		{"LeaseWithBBolt", storageSrc + "[storage]\nbackend = \"bbolt\"\nlease = \"1m\"\n", nil, "storage.lease", `only with backend = "postgres"`},
 		{"NoURL", pg, nil, "storage.url_env", "HOOKBOX_DATABASE_URL is not set"},

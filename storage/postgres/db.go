@@ -63,6 +63,9 @@ type Options struct {
 	// Poll is how often the node looks at the outbox without being told
 	// (a safety net: other nodes announce new work with NOTIFY).
 	Poll time.Duration
+	// NoSearchIndex drops the trigram index of the bodies (or builds
+	// none): accepts go faster, and a body search reads every body.
+	NoSearchIndex bool
 	// Node names this process in leases (default: host, pid and a random part).
 	Node string
 	// Committers is how many group commits of accepts may run at once.

@@ -110,6 +110,17 @@ func (d *DB) indexSearch() {
 		}
 	}()
 	start := time.Now()
+	if d.opt.NoSearchIndex {
+		dropped, err := d.dropSearchIndex(ctx)
+		d.indexErr = err
+		switch {
+		case err != nil && ctx.Err() == nil:
+			d.logger.Warn("body search index not dropped (storage.search_index = false): accepts pay for it until a restart drops it", "index", searchIndex, "error", err)
+		case dropped:
+			d.logger.Info("body search index dropped (storage.search_index = false): a body search reads every body", "index", searchIndex)
+		}
+		return
+	}
 	built, err := d.buildSearchIndex(ctx)
 	d.indexErr = err
 	switch {
@@ -122,6 +133,20 @@ func (d *DB) indexSearch() {
 	case built:
 		d.logger.Info("body search index built", "index", searchIndex, "took", time.Since(start).Round(time.Millisecond))
 	}
+}
+
+// dropSearchIndex drops the trigram index of bodies, when there is one,
+// without blocking accepts (CONCURRENTLY), under the lock that builds it.
+// dropped says it was there.
+func (d *DB) dropSearchIndex(ctx context.Context) (dropped bool, err error) {
+	err = d.withSearchLock(ctx, func(c *pgx.Conn) error {
+		if err := c.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", searchIndex).Scan(&dropped); err != nil || !dropped {
+			return err
+		}
+		_, err := c.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+searchIndex)
+		return err
+	})
+	return dropped && err == nil, err
 }
 
 // errNoTrigram says pg_trgm is not installed and cannot be.
@@ -137,14 +162,25 @@ var errNoTrigram = errors.New("the pg_trgm extension cannot be created")
 // build that was cut short is dropped and built again. built says it was
 // built now.
 func (d *DB) buildSearchIndex(ctx context.Context) (built bool, err error) {
+	err = d.withSearchLock(ctx, func(c *pgx.Conn) error {
+		built, err = buildSearchIndex(ctx, c)
+		return err
+	})
+	return built, err
+}
+
+// withSearchLock runs f on one connection while it holds the schema's
+// lock of the search index: one node of a schema builds or drops it at a
+// time.
+func (d *DB) withSearchLock(ctx context.Context, f func(c *pgx.Conn) error) error {
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
-		return false, err
+		return err
 	}
 	defer conn.Release()
 	c := conn.Conn()
 	if _, err := c.Exec(ctx, "SELECT pg_advisory_lock($1, hashtext(current_schema()))", lockSearch); err != nil {
-		return false, fmt.Errorf("lock: %w", err)
+		return fmt.Errorf("lock: %w", err)
 	}
 	defer func() {
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -153,6 +189,11 @@ func (d *DB) buildSearchIndex(ctx context.Context) (built bool, err error) {
 			c.Close(uctx) // the session and its lock end with it; Release drops the connection
 		}
 	}()
+	return f(c)
+}
+
+// buildSearchIndex is DB.buildSearchIndex on c, which holds the lock.
+func buildSearchIndex(ctx context.Context, c *pgx.Conn) (built bool, err error) {
 	schema, err := trigramSchema(ctx, c)
 	if err != nil {
 		return false, err

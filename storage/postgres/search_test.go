@@ -79,6 +79,18 @@ func TestSearch_Index(t *testing.T) {
 		func(v string) { valid = append(valid, v) }); err != nil || strings.Join(valid, "") != "true" {
 		t.Fatalf("index after the restart: valid %v, %v", valid, err)
 	}
+	// storage.search_index = false: the next start drops it, and a search
+	// still finds the same events.
+	db4 := mustOpenURL(t, url, postgres.Options{NoSearchIndex: true})
+	searchIndexed(t, db4)
+	var left []string
+	if err := db.Query("SELECT coalesce(to_regclass('hookbox_events_body_trgm')::text, 'none')", nil,
+		func(v string) { left = append(left, v) }); err != nil || strings.Join(left, "") != "none" {
+		t.Fatalf("index after a start with NoSearchIndex: %v, %v; want none", left, err)
+	}
+	if got := find(); got != "wh-1" {
+		t.Fatalf("after the index was dropped: %q, want wh-1", got)
+	}
 }
 
 // A database user that may not create pg_trgm (no CREATE on the
