@@ -187,7 +187,10 @@ func (m *Mailer) Send(ctx context.Context, msg app.AlertMessage) error {
 	ctx, cancel := context.WithTimeout(ctx, m.Timeout)
 	defer cancel()
 	if err := m.send(ctx, msg); err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The connection's deadline (the same instant) may fire before
+		// the context's timer does.
+		var ne net.Error
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 			err = fmt.Errorf("%w (cut after %s)", err, m.Timeout)
 		}
 		return fmt.Errorf("send to %s: %w", m.server, err)
