@@ -32,18 +32,26 @@ func destWatchEvery(failingFor time.Duration) time.Duration {
 
 // WatchDestinations runs CheckDestinations until ctx is done, when leader
 // (nil: always) says this node sends the cluster's alerts. It returns at
-// once without alerts configured or without Health.
+// once without Health. It keeps watching while no alert channel is
+// configured (CheckDestinations then does nothing), and follows a
+// reloaded failing_for, so that a reload that configures alerts or
+// changes failing_for takes effect without a restart.
 func (a *Alerter) WatchDestinations(ctx context.Context, leader func() bool) {
-	if a.Health == nil || !a.conf().Enabled() {
+	if a.Health == nil {
 		return
 	}
-	t := time.NewTicker(destWatchEvery(a.conf().FailingFor))
+	every := destWatchEvery(a.conf().FailingFor)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			if e := destWatchEvery(a.conf().FailingFor); e != every {
+				every = e
+				t.Reset(e)
+			}
 			if leader == nil || leader() {
 				a.CheckDestinations(ctx)
 			}

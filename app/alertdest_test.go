@@ -196,3 +196,39 @@ func TestAlerter_DestinationEmailOnly(t *testing.T) {
 		t.Fatalf("emails = %+v; want one destination_failing of pos", emails)
 	}
 }
+
+// A reload that configures an alert URL (none at start) reaches the
+// watcher already running: the failing destination's alert goes out with
+// no restart.
+func TestAlerter_WatchDestinationsAfterReload(t *testing.T) {
+	sink := newJSONSink(t)
+	now := time.Now()
+	a, db := destAlerter(t, "", nil, &now)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := db.SaveDestinationHealth(ctx, "pos", app.DestinationHealth{FailingSince: now.Add(-time.Minute), LastError: "HTTP 500"}); err != nil {
+		t.Fatal(err)
+	}
+	watched := make(chan struct{})
+	go func() { a.WatchDestinations(ctx, nil); close(watched) }()
+
+	toml := "[alerts]\nfailing_for = \"2s\"\nurl = \"" + sink.url + "\"\n[[destination]]\nname = \"pos\"\nurl = \"http://127.0.0.1:1/\"\n"
+	cfg, err := config.Parse("t.toml", toml, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Apply(cfg)
+	for deadline := time.Now().Add(20 * time.Second); len(sink.got()) == 0; time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-watched:
+			t.Fatal("the watcher returned: alerts were off at start")
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no alert after the reload configured a URL")
+		}
+	}
+	if got := sink.got(); got[0]["kind"] != app.AlertDestinationFailing {
+		t.Errorf("alert = %v; want %s", got[0], app.AlertDestinationFailing)
+	}
+}
