@@ -257,12 +257,14 @@ func (a *Alerter) checkPoison(ctx context.Context) {
 // alert that Email took is not posted again when the URL refused it (the
 // failure is logged): a broken URL never makes an email go out twice.
 func (a *Alerter) send(ctx context.Context, m AlertMessage) error {
+	if a.Email != nil {
+		a.Email(m) // queued first: a stop during the post still sends it (the mailer drains its queue)
+	}
 	var err error
 	if a.conf().URL != "" {
 		err = a.post(ctx, m)
 	}
 	if a.Email != nil {
-		a.Email(m)
 		if err != nil {
 			a.Logger.Error("send alert to the alert URL (it went by email)", "kind", m.Kind, slog.Any("error", err))
 		}

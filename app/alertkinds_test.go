@@ -62,6 +62,9 @@ func TestAlerter_KindsAndSubjects(t *testing.T) {
 				t.Errorf("backup failure text = %q; want the reason", ms[0].Text)
 			}
 			if withURL {
+				// Email is handed each alert before the URL's post.
+				for deadline := time.Now().Add(5 * time.Second); len(sink.got()) < 3 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				}
 				bodies := sink.got()
 				if len(bodies) != 3 {
 					t.Fatalf("URL got %v; want the same 3 alerts", bodies)

@@ -125,16 +125,15 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 		h.failingSince, h.firstFailed = later(a.Start, h.recoveredAt), f.rec.ID
 		// The first failure after a success: one line per episode, not one
 		// per attempt (the next ones are Debug, in recorded).
-		next := any("none: the delivery is dead")
+		next, nextTry := any("none: the delivery is dead"), time.Time{}
 		if f.rec.State == Pending {
-			next = f.rec.Due
+			next, nextTry = f.rec.Due, f.rec.Due
 		}
-		d.Logger.Warn("destination failing", "destination", f.lane.dest.Name, "status", a.Status, "error", a.Error,
-			"event", f.w.Event.ID, "delivery", f.rec.ID, "next_try", next)
-		nextTry := time.Time{}
-		if f.rec.State == Pending {
-			nextTry = f.rec.Due
+		attrs := []any{"destination", f.lane.dest.Name}
+		if a.Status != 0 { // none when no answer came (a refused connection, a timeout)
+			attrs = append(attrs, "status", a.Status)
 		}
+		d.Logger.Warn("destination failing", append(attrs, "error", a.Error, "event", f.w.Event.ID, "delivery", f.rec.ID, "next_try", next)...)
 		d.noteHealth(f.lane, h, healthNote{view: DestinationHealth{FailingSince: h.failingSince, LastError: a.Error, NextTry: nextTry}})
 	} else if f.rec.ID != h.firstFailed {
 		h.others = true

@@ -184,7 +184,9 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 			return fmt.Errorf("%s: alerts: %w", path, err)
 		}
 		alerter.Email = mailer.Queue
-		go mailer.Run(ctx) // sends what the alerter queues, one at a time
+		mailed := make(chan struct{})
+		go func() { mailer.Run(ctx); close(mailed) }() // sends what the alerter queues, one at a time
+		defer func() { stop(); <-mailed }()            // at shutdown (or a failed start): what is queued, within mail.DrainTimeout
 	}
 	// The destination alerts: the leader reads the stored health, and the
 	// store's mark makes each go out once per cluster.

@@ -125,33 +125,77 @@ func (m *Mailer) Queue(msg app.AlertMessage) {
 // Run sends the queued messages one at a time until ctx is done. A send
 // that fails is tried again after Backoff, up to Tries times; an answer
 // of the server that refuses the message for good (5xx) drops it at once.
+//
+// When ctx is done it makes one try of each message still queued, all
+// within DrainTimeout, and returns: an alert raised just before a stop
+// (a destination that answers again, then systemctl restart) still goes
+// out.
 func (m *Mailer) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			m.drain()
 			return
 		case msg := <-m.queue:
-			m.deliver(ctx, msg)
+			if !m.deliver(ctx, msg) { // the stop came first, or cut its send
+				m.drain(msg)
+				return
+			}
 		}
 	}
 }
 
-// deliver sends msg, trying again while the failure may pass.
-func (m *Mailer) deliver(ctx context.Context, msg app.AlertMessage) {
+// DrainTimeout bounds the sends Run makes at shutdown: well inside the
+// shutdown's own grace.
+const DrainTimeout = 3 * time.Second
+
+// drain makes one try of each of first and the queued messages within
+// DrainTimeout.
+func (m *Mailer) drain(first ...app.AlertMessage) {
+	ctx, cancel := context.WithTimeout(context.Background(), DrainTimeout)
+	defer cancel()
+	for {
+		var msg app.AlertMessage
+		if len(first) > 0 {
+			msg, first = first[0], first[1:]
+		} else {
+			select {
+			case msg = <-m.queue:
+			default:
+				return
+			}
+		}
+		if err := m.Send(ctx, msg); err != nil {
+			m.Logger.Error("email dropped at shutdown", "kind", msg.Kind, "destination", msg.Destination, "server", m.server.String(), slog.Any("error", err))
+			continue
+		}
+		m.Logger.Info("email sent", "kind", msg.Kind, "destination", msg.Destination, "to", len(m.to), "tries", 1)
+	}
+}
+
+// deliver sends msg, trying again while the failure may pass. It reports
+// false when ctx ended before msg was sent or dropped (Run then drains).
+func (m *Mailer) deliver(ctx context.Context, msg app.AlertMessage) bool {
 	for try := 1; ; try++ {
+		if ctx.Err() != nil {
+			return false
+		}
 		err := m.Send(ctx, msg)
 		again := m.logOutcome(ctx, msg, try, err)
 		if m.Attempted != nil {
 			m.Attempted(msg, err) // after the log line: a test that waits on it reads the line
 		}
+		if err != nil && ctx.Err() != nil {
+			return false
+		}
 		if !again {
-			return
+			return true
 		}
 		t := time.NewTimer(m.Backoff(try))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return
+			return false
 		case <-t.C:
 		}
 	}
@@ -164,7 +208,7 @@ func (m *Mailer) logOutcome(ctx context.Context, msg app.AlertMessage, try int, 
 		m.Logger.Info("email sent", "kind", msg.Kind, "destination", msg.Destination, "to", len(m.to), "tries", try)
 		return false
 	case ctx.Err() != nil:
-		return false // shutting down: the alert is lost, as the alert URL's would be
+		return false // shutting down: Run makes one more try (drain)
 	case permanent(err) || try >= m.Tries:
 		m.Logger.Error("email dropped", "kind", msg.Kind, "destination", msg.Destination, "tries", try, "server", m.server.String(), slog.Any("error", err))
 		return false

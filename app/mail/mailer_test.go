@@ -197,6 +197,24 @@ func TestMailer_InsecureRelay(t *testing.T) {
 	checkMessage(t, got, failing)
 }
 
+// A message still queued when the server stops is sent before Run
+// returns (one try, within DrainTimeout): the alert raised just before a
+// stop is not lost.
+func TestMailer_DrainAtShutdown(t *testing.T) {
+	s := mailtest.Start(t, mailtest.Options{Mode: mailtest.Plain})
+	m, _ := newMailer(t, smtpURL("smtp+insecure", s, false))
+	m.Queue(failing)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // stopped before Run took it
+	m.Run(ctx)
+	select {
+	case got := <-s.Messages:
+		checkMessage(t, got, failing)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the queued message was not sent at shutdown")
+	}
+}
+
 // A server that does not offer STARTTLS to an smtp:// URL gets nothing
 // but EHLO: no AUTH (the password), no message, in the clear.
 func TestMailer_ErrNoSTARTTLS(t *testing.T) {
