@@ -49,9 +49,9 @@ type Stats struct {
 	health HealthStore // nil: the dispatcher's notes only
 
 	mu      sync.Mutex
-	sources map[string]*SourceInfo // names only: the rows come from the store
-	dests   map[string]*DestInfo   // names only: the rows come from the store
-	routes  []*Route               // the debounced and filtered routes, in config order
+	sources map[string]bool // the configured names: the rows come from the store
+	dests   map[string]bool // the configured names: the rows come from the store
+	routes  []*Route        // the debounced and filtered routes, in config order
 	// noted is the dispatcher's view of a destination's health not
 	// stored yet (or with no HealthStore, its last view).
 	noted map[string]DestinationHealth
@@ -144,7 +144,8 @@ func NewStats(cfg *Config, store StatsStore, now func() time.Time) *Stats {
 }
 
 // Apply makes the rows those of cfg's sources, destinations and routes; a
-// destination kept by name keeps the dispatcher's view of it.
+// destination kept by name keeps the dispatcher's noted view of it, a
+// removed one's is forgotten.
 func (s *Stats) Apply(cfg *Config) {
 	var routes []*Route
 	for _, rt := range cfg.Routes {
@@ -152,17 +153,19 @@ func (s *Stats) Apply(cfg *Config) {
 			routes = append(routes, rt)
 		}
 	}
-	sources := map[string]*SourceInfo{}
+	sources := map[string]bool{}
 	for _, src := range cfg.Sources {
-		sources[src.Name] = &SourceInfo{Name: src.Name}
+		sources[src.Name] = true
+	}
+	dests := map[string]bool{}
+	for _, d := range cfg.Destinations {
+		dests[d.Name] = true
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	dests := map[string]*DestInfo{}
-	for _, d := range cfg.Destinations {
-		dests[d.Name] = &DestInfo{Name: d.Name}
-		if old := s.dests[d.Name]; old != nil {
-			dests[d.Name] = old
+	for name := range s.noted {
+		if !dests[name] {
+			delete(s.noted, name)
 		}
 	}
 	s.sources, s.dests, s.routes = sources, dests, routes
@@ -276,7 +279,7 @@ func (s *Stats) DestState(dest string, view DestinationHealth) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dests[dest] != nil {
+	if s.dests[dest] {
 		s.noted[dest] = view
 	}
 }
