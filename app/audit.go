@@ -1,0 +1,149 @@
+// The audit log: one entry per state change (and per login), kept in the
+// store like events, append-only through the API.
+
+package app
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// AuditEntry is one recorded action: when, who, from where, what, and
+// with what result. Secrets are never in it.
+type AuditEntry struct {
+	// Seq orders the entries; the store sets it.
+	Seq uint64
+	At  time.Time
+	// Actor is who: a user name, "token:NAME", "local:UNIXUSER" for a
+	// command run on the box, or "system".
+	Actor string
+	// Via is how: "session", "basic", "token", "cli", "signal".
+	Via string
+	// From is the client's address, or "local".
+	From string
+	// Action is what (the Audit* constants).
+	Action string
+	// Target is what it acted on: a delivery id, a destination, a user or
+	// token name, a query.
+	Target string
+	// Detail says more: counts, a role change, a reason.
+	Detail string
+	// Result is AuditOK, AuditFailed or AuditDenied; Detail says why.
+	Result string
+}
+
+// Results of an audited action.
+const (
+	AuditOK     = "ok"
+	AuditFailed = "failed"
+	AuditDenied = "denied"
+)
+
+// Audited actions.
+const (
+	AuditLogin        = "login"
+	AuditLogout       = "logout"
+	AuditReplay       = "replay"       // one delivery
+	AuditReplayDead   = "replay.dead"  // every dead letter
+	AuditReplayQuery  = "replay.query" // by query, with its query and count
+	AuditRetry        = "retry"        // one delivery now
+	AuditRetryDest    = "retry.destination"
+	AuditPause        = "pause"
+	AuditResume       = "resume"
+	AuditUserAdd      = "user.add"
+	AuditUserRemove   = "user.remove"
+	AuditUserRole     = "user.role"
+	AuditUserPassword = "user.password"
+	AuditTokenCreate  = "token.create"
+	AuditTokenRevoke  = "token.revoke"
+	AuditConfigReload = "config.reload"
+	AuditRestore      = "restore"
+	AuditBackup       = "backup.download"
+)
+
+// AuditQuery selects audit entries, newest first.
+type AuditQuery struct {
+	// Actor and Action, when set, must match exactly; an Action ending in
+	// "." matches every action under it ("user.").
+	Actor, Action string
+	// Result, when set, must match.
+	Result string
+	// Since and Until bound At (zero: open).
+	Since, Until time.Time
+	// Before, when not 0, gives entries with a smaller Seq (the next page).
+	Before uint64
+	// Limit bounds the entries returned (0: DefaultAuditLimit).
+	Limit int
+}
+
+// Bounds of an audit query's page.
+const (
+	DefaultAuditLimit = 100
+	MaxAuditLimit     = 1000
+)
+
+// Match reports whether e is selected by q's filters (not its page).
+func (q AuditQuery) Match(e *AuditEntry) bool {
+	switch {
+	case q.Actor != "" && e.Actor != q.Actor:
+		return false
+	case q.Action != "" && e.Action != q.Action && !(strings.HasSuffix(q.Action, ".") && strings.HasPrefix(e.Action, q.Action)):
+		return false
+	case q.Result != "" && e.Result != q.Result:
+		return false
+	case !q.Since.IsZero() && e.At.Before(q.Since):
+		return false
+	case !q.Until.IsZero() && !e.At.Before(q.Until):
+		return false
+	}
+	return true
+}
+
+// PageLimit returns the number of entries a page of q holds.
+func (q AuditQuery) PageLimit() int {
+	switch {
+	case q.Limit <= 0:
+		return DefaultAuditLimit
+	case q.Limit > MaxAuditLimit:
+		return MaxAuditLimit
+	}
+	return q.Limit
+}
+
+// AuditStore keeps the audit log.
+type AuditStore interface {
+	// AppendAudit adds e durably, setting its Seq.
+	AppendAudit(ctx context.Context, e AuditEntry) error
+	// Audit returns the entries q selects, newest first.
+	Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
+	// DeleteAuditBefore deletes at most limit entries older than t and
+	// reports how many it deleted.
+	DeleteAuditBefore(ctx context.Context, t time.Time, limit int) (int, error)
+}
+
+// maxAuditField bounds each text field of an entry.
+const maxAuditField = 1000
+
+// CleanAuditEntry returns e as it is stored: every text field trimmed of
+// control characters and cut to maxAuditField bytes at a rune boundary.
+func CleanAuditEntry(e AuditEntry) AuditEntry {
+	for _, f := range []*string{&e.Actor, &e.Via, &e.From, &e.Action, &e.Target, &e.Detail, &e.Result} {
+		*f = cleanText(*f, maxAuditField)
+	}
+	return e
+}
+
+func cleanText(s string, max int) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			r = ' '
+		}
+		if b.Len()+len(string(r)) > max {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return strings.TrimSpace(b.String())
+}
