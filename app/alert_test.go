@@ -111,9 +111,14 @@ func TestAlerter_NotifyHangingURL(t *testing.T) {
 	var texts []string
 	var inflight, most atomic.Int64
 	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := inflight.Add(1)
 		defer inflight.Add(-1)
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
 		raw, _ := io.ReadAll(r.Body)
@@ -160,6 +165,13 @@ func TestAlerter_NotifyHangingURL(t *testing.T) {
 			t.Errorf("%d goroutines after the notifications, %d before", n, base)
 			break
 		}
+	}
+	// The first post may still be on its way: wait for it, then no other
+	// may have started while it hangs.
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no alert posted within 10 s")
 	}
 	if most.Load() != 1 {
 		t.Errorf("%d posts in flight at once, want 1", most.Load())
