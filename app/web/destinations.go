@@ -14,9 +14,9 @@ import (
 // The admin API of destinations (issue 28): list them with their pause,
 // hold and backlog; pause and resume one.
 func (s *Server) routeDestinations(r fiber.Router) {
-	r.Get("/destinations", s.handleDestinations)
-	r.Post("/destinations/:name/pause", s.handlePause)
-	r.Post("/destinations/:name/resume", s.handleResume)
+	s.route(r, "/api/v1", fiber.MethodGet, "/destinations", s.handleDestinations)
+	s.route(r, "/api/v1", fiber.MethodPost, "/destinations/:name/pause", s.handlePause)
+	s.route(r, "/api/v1", fiber.MethodPost, "/destinations/:name/resume", s.handleResume)
 }
 
 // maxWaitingCount bounds the count of a destination's waiting deliveries.
