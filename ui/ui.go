@@ -460,6 +460,7 @@ func (u *UI) dead(c *fiber.Ctx) error {
 func (u *UI) replayAll(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	if request.PostValue(c, "confirm") != "yes" {
+		skipAudit(c)
 		n, _ := u.d.Store.CountDead(ctx)
 		return u.render(c, 200, "confirm", "Replay all?", map[string]any{"Action": "/dead-letters/replay",
 			"Question": fmt.Sprintf("Send all %d dead deliveries again?", n)})
@@ -468,6 +469,7 @@ func (u *UI) replayAll(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	c.Locals(AuditDetail, fmt.Sprintf("replayed %d", n))
 	u.d.Wake()
 	return c.Redirect("/dead-letters?replayed="+strconv.Itoa(n), fiber.StatusSeeOther)
 }
@@ -479,6 +481,7 @@ func (u *UI) replayOne(c *fiber.Ctx) error {
 		return fiber.ErrNotFound
 	}
 	if request.PostValue(c, "confirm") != "yes" {
+		skipAudit(c)
 		d, _, err := u.d.Store.Delivery(ctx, id)
 		if errors.Is(err, app.ErrNotFound) {
 			return fiber.ErrNotFound

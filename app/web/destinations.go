@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/ui"
 )
 
 // The admin API of destinations (issue 28): list them with their pause,
@@ -103,6 +104,9 @@ func (s *Server) handlePause(c *fiber.Ctx) error {
 	}
 	name := strings.Clone(c.Params("name"))
 	by := pausedBy(c)
+	if in.Reason != "" {
+		c.Locals(ui.AuditDetail, "reason: "+in.Reason)
+	}
 	if err := s.deps.Pauser.Pause(c.UserContext(), name, by, in.Reason); err != nil {
 		return s.controlError(c, err)
 	}

@@ -5,11 +5,13 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/ui"
 )
 
 // rule is what a route needs.
@@ -21,7 +23,13 @@ type rule struct {
 	// doing names the action in a refusal: "your role (viewer) may not
 	// <doing>".
 	doing string
+	// action, when set, is the audit action the route records (once per
+	// request, refusals included).
+	action string
 }
+
+// audit returns r recording action.
+func (r rule) audit(action string) rule { r.action = action; return r }
 
 var (
 	viewer   = func(doing string) rule { return rule{role: app.RoleViewer, doing: doing} }
@@ -43,15 +51,15 @@ var routeRules = map[string]rule{
 	"GET /api/v1/events/:seq/body":           viewer("read events"),
 	"GET /api/v1/destinations":               viewer("read destinations"),
 	"GET /metrics":                           viewer("read the metrics"),
-	"POST /api/v1/dead-letters/replay":       operator("replay dead letters"),
-	"POST /api/v1/dead-letters/:id/replay":   operator("replay deliveries"),
-	"POST /api/v1/deliveries/:id/replay":     operator("replay deliveries"),
-	"POST /api/v1/replay":                    operator("replay deliveries"),
-	"POST /api/v1/deliveries/:id/retry":      operator("retry deliveries"),
-	"POST /api/v1/destinations/:name/retry":  operator("retry deliveries"),
-	"POST /api/v1/destinations/:name/pause":  operator("pause destinations"),
-	"POST /api/v1/destinations/:name/resume": operator("resume destinations"),
-	"GET /api/v1/backup":                     admin("download backups"),
+	"POST /api/v1/dead-letters/replay":       operator("replay dead letters").audit(app.AuditReplayDead),
+	"POST /api/v1/dead-letters/:id/replay":   operator("replay deliveries").audit(app.AuditReplay),
+	"POST /api/v1/deliveries/:id/replay":     operator("replay deliveries").audit(app.AuditReplay),
+	"POST /api/v1/replay":                    operator("replay deliveries").audit(app.AuditReplayQuery),
+	"POST /api/v1/deliveries/:id/retry":      operator("retry deliveries").audit(app.AuditRetry),
+	"POST /api/v1/destinations/:name/retry":  operator("retry deliveries").audit(app.AuditRetryDest),
+	"POST /api/v1/destinations/:name/pause":  operator("pause destinations").audit(app.AuditPause),
+	"POST /api/v1/destinations/:name/resume": operator("resume destinations").audit(app.AuditResume),
+	"GET /api/v1/backup":                     admin("download backups").audit(app.AuditBackup),
 
 	// The pages.
 	"GET /":                           viewer("see the status page"),
@@ -59,13 +67,13 @@ var routeRules = map[string]rule{
 	"GET /events/:seq":                viewer("see events"),
 	"GET /dead-letters":               viewer("see dead letters"),
 	"GET /config":                     viewer("see the config"),
-	"POST /dead-letters/replay":       operator("replay dead letters"),
-	"POST /deliveries/:id/replay":     operator("replay deliveries"),
-	"POST /deliveries/:id/retry":      operator("retry deliveries"),
-	"POST /destinations/:name/retry":  operator("retry deliveries"),
-	"POST /replay":                    operator("replay deliveries"),
-	"POST /destinations/:name/pause":  operator("pause destinations"),
-	"POST /destinations/:name/resume": operator("resume destinations"),
+	"POST /dead-letters/replay":       operator("replay dead letters").audit(app.AuditReplayDead),
+	"POST /deliveries/:id/replay":     operator("replay deliveries").audit(app.AuditReplay),
+	"POST /deliveries/:id/retry":      operator("retry deliveries").audit(app.AuditRetry),
+	"POST /destinations/:name/retry":  operator("retry deliveries").audit(app.AuditRetryDest),
+	"POST /replay":                    operator("replay deliveries").audit(app.AuditReplayQuery),
+	"POST /destinations/:name/pause":  operator("pause destinations").audit(app.AuditPause),
+	"POST /destinations/:name/resume": operator("resume destinations").audit(app.AuditResume),
 }
 
 // publicRoutes are the routes anyone may use, or anyone logged in
@@ -89,15 +97,68 @@ func ruleOf(method, path string) rule {
 }
 
 // authorize refuses a request whose identity (set by requireAuth) may not
-// use the route of r: 403 with a sentence.
+// use the route of r: 403 with a sentence. A route with an audit action
+// records one entry: the refusal, or what the handler did.
 func (s *Server) authorize(r rule) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		id, _ := c.Locals("identity").(app.Identity)
 		if err := allowed(id, r); err != nil {
+			if r.action != "" {
+				e := s.who(c).Entry(r.action, auditTarget(c), "", nil)
+				e.Result, e.Detail = app.AuditDenied, app.ErrorMessage(err)
+				s.deps.Access.Record(c.UserContext(), e)
+			}
 			return s.sendError(c, err)
 		}
-		return c.Next()
+		if r.action == "" {
+			return c.Next()
+		}
+		err := c.Next()
+		if skip, _ := c.Locals(ui.AuditSkip).(bool); skip {
+			return err
+		}
+		detail, _ := c.Locals(ui.AuditDetail).(string)
+		s.deps.Access.Record(c.UserContext(), s.who(c).Entry(r.action, auditTarget(c), detail, handlerError(c, err)))
+		return err
 	}
+}
+
+// auditTarget is what a request acts on: the handler's word, else the
+// route's delivery id or destination name.
+func auditTarget(c *fiber.Ctx) string {
+	if t, _ := c.Locals(ui.AuditTarget).(string); t != "" {
+		return t
+	}
+	if id := c.Params("id"); id != "" {
+		return "delivery " + id
+	}
+	return c.Params("name")
+}
+
+// handlerError is what a handler's answer says went wrong, as an Error
+// whose message may be recorded; nil when it succeeded.
+func handlerError(c *fiber.Ctx, err error) error {
+	var fe *fiber.Error
+	switch {
+	case errors.As(err, &fe):
+		return app.Errorf(app.EINVALID, "%d %s", fe.Code, fe.Message)
+	case err != nil:
+		return err // recorded as an internal error
+	case c.Response().StatusCode() >= 400:
+		msg, _ := c.Locals(errorLocal).(string)
+		if msg == "" {
+			msg = fiber.NewError(c.Response().StatusCode()).Message
+		}
+		return app.Errorf(app.EINVALID, "%d %s", c.Response().StatusCode(), msg)
+	}
+	return nil
+}
+
+// who is the audit actor of c: its identity, how it logged in, from where.
+func (s *Server) who(c *fiber.Ctx) app.Who {
+	id, _ := c.Locals("identity").(app.Identity)
+	via, _ := c.Locals("via").(string)
+	return app.Who{Actor: id.Actor(), Via: via, From: s.client(c).String()}
 }
 
 // allowed reports, as an Error EFORBIDDEN with a sentence, why id may not

@@ -325,8 +325,12 @@ func (s *Server) sendError(c *fiber.Ctx, err error) error {
 	if code == app.EUNAVAILABLE {
 		c.Set(fiber.HeaderRetryAfter, "5")
 	}
+	c.Locals(errorLocal, app.ErrorMessage(err)) // for the audit entry
 	return c.Status(status).JSON(answer{Status: "error", Error: app.ErrorMessage(err)})
 }
+
+// errorLocal keeps the message of an error answer in c.Locals.
+const errorLocal = "error.message"
 
 // handleError answers errors raised outside the handlers (body too large,
 // unknown route, wrong method, panics) with fixed texts, never err.Error()
