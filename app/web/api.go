@@ -44,6 +44,8 @@ func (s *Server) routeAPI(r fiber.Router) {
 	s.route(r, "/api/v1", fiber.MethodPost, "/destinations/:name/retry", s.handleRetryDestination)
 	// Destinations: list, pause, resume (destinations.go).
 	s.routeDestinations(r)
+	// Team access: the audit log, users and tokens (team.go).
+	s.routeTeam(r)
 }
 
 // BackupIdleTimeout bounds how long a backup download may go without

@@ -61,6 +61,18 @@ var routeRules = map[string]rule{
 	"POST /api/v1/destinations/:name/resume": operator("resume destinations").audit(app.AuditResume),
 	"GET /api/v1/backup":                     admin("download backups").audit(app.AuditBackup),
 
+	// Team access: admins read; only admin users change (a token cannot
+	// create tokens or users). Access records the changes itself.
+	"GET /api/v1/audit":                 admin("read the audit log"),
+	"GET /api/v1/users":                 admin("list users"),
+	"GET /api/v1/tokens":                admin("list tokens"),
+	"POST /api/v1/users":                adminUser("add users"),
+	"DELETE /api/v1/users/:name":        adminUser("remove users"),
+	"POST /api/v1/users/:name/role":     adminUser("change roles"),
+	"POST /api/v1/users/:name/password": adminUser("change passwords"),
+	"POST /api/v1/tokens":               adminUser("create tokens"),
+	"DELETE /api/v1/tokens/:name":       adminUser("revoke tokens"),
+
 	// The pages.
 	"GET /":                           viewer("see the status page"),
 	"GET /events":                     viewer("see events"),
@@ -165,7 +177,7 @@ func (s *Server) who(c *fiber.Ctx) app.Who {
 // do what r guards; nil when it may.
 func allowed(id app.Identity, r rule) error {
 	if id.Token && r.noToken {
-		return app.Errorf(app.EFORBIDDEN, "a token cannot %s: an admin user may", r.doing)
+		return app.Errorf(app.EFORBIDDEN, "a token cannot create tokens or users, nor change them: an admin user may %s", r.doing)
 	}
 	if id.Role.Allows(r.role) {
 		return nil

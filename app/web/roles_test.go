@@ -46,9 +46,9 @@ func TestRoutes_Refusal(t *testing.T) {
 	}{
 		{app.Identity{Name: "v", Role: app.RoleViewer}, operator("replay deliveries"), "your role (viewer) may not replay deliveries: an operator or admin may"},
 		{app.Identity{Name: "o", Role: app.RoleOperator}, admin("download backups"), "your role (operator) may not download backups: an admin may"},
-		{app.Identity{Name: "ci", Role: app.RoleAdmin, Token: true}, adminUser("create tokens or users"), "a token cannot create tokens or users: an admin user may"},
+		{app.Identity{Name: "ci", Role: app.RoleAdmin, Token: true}, adminUser("create tokens"), "a token cannot create tokens or users, nor change them: an admin user may create tokens"},
 		{app.Identity{}, viewer("read events"), "your role (none) may not read events: a viewer, operator or admin may"},
-		{app.Identity{Name: "a", Role: app.RoleAdmin}, adminUser("create tokens or users"), ""},
+		{app.Identity{Name: "a", Role: app.RoleAdmin}, adminUser("create tokens"), ""},
 		{app.Identity{Name: "o", Role: app.RoleOperator, Token: true}, operator("replay deliveries"), ""},
 	} {
 		err := allowed(tt.id, tt.rule)
