@@ -56,6 +56,10 @@ type Deps struct {
 	// path (the server's table of roles); a page shows only the buttons it
 	// may use (nil: every button).
 	May func(c *fiber.Ctx, method, path string) bool
+	// Access backs the admin's Audit and Team pages (nil: empty).
+	Access *app.Access
+	// Who is the audit actor of a request (the Team page's changes).
+	Who func(c *fiber.Ctx) app.Who
 }
 
 // UI renders the status pages.
@@ -133,7 +137,7 @@ func New(d Deps) *UI {
 		d.Running = app.NewRunning(d.Config, d.Now())
 	}
 	u := &UI{d: d, tmpl: map[string]*template.Template{}}
-	for _, page := range []string{"overview", "events", "event", "dead", "confirm", "replay", "config", "login"} {
+	for _, page := range []string{"overview", "events", "event", "dead", "confirm", "replay", "config", "login", "audit", "team"} {
 		u.tmpl[page] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html"))
 	}
 	return u
@@ -158,6 +162,14 @@ func (u *UI) Mount(add func(method, path string, h fiber.Handler)) {
 	add(fiber.MethodPost, "/destinations/:name/pause", u.pause)
 	add(fiber.MethodPost, "/destinations/:name/resume", u.resume)
 	add(fiber.MethodGet, "/config", u.config)
+	// Team access (admins): audit_page.go, team.go.
+	add(fiber.MethodGet, "/audit", u.audit)
+	add(fiber.MethodGet, "/team", u.team)
+	add(fiber.MethodPost, "/team/users", u.teamAddUser)
+	add(fiber.MethodPost, "/team/users/:name/role", u.teamSetRole)
+	add(fiber.MethodPost, "/team/users/:name/remove", u.teamRemoveUser)
+	add(fiber.MethodPost, "/team/tokens", u.teamCreateToken)
+	add(fiber.MethodPost, "/team/tokens/:name/revoke", u.teamRevokeToken)
 }
 
 // page is what every template gets.

@@ -78,6 +78,13 @@ var expectedRoles = map[string]struct {
 	"POST /replay":                           {role: app.RoleOperator, page: true},
 	"POST /destinations/:name/pause":         {role: app.RoleOperator, page: true},
 	"POST /destinations/:name/resume":        {role: app.RoleOperator, page: true},
+	"GET /audit":                             {role: app.RoleAdmin, noToken: true, page: true},
+	"GET /team":                              {role: app.RoleAdmin, noToken: true, page: true},
+	"POST /team/users":                       {role: app.RoleAdmin, noToken: true, page: true},
+	"POST /team/users/:name/role":            {role: app.RoleAdmin, noToken: true, page: true},
+	"POST /team/users/:name/remove":          {role: app.RoleAdmin, noToken: true, page: true},
+	"POST /team/tokens":                      {role: app.RoleAdmin, noToken: true, page: true},
+	"POST /team/tokens/:name/revoke":         {role: app.RoleAdmin, noToken: true, page: true},
 }
 
 // publicInMatrix are the routes without a role: the webhook endpoint, the

@@ -85,6 +85,13 @@ var routeRules = map[string]rule{
 	"POST /destinations/:name/retry":  operator("retry deliveries").audit(app.AuditRetryDest),
 	"POST /replay":                    operator("replay deliveries").audit(app.AuditReplayQuery),
 	"POST /destinations/:name/pause":  operator("pause destinations").audit(app.AuditPause),
+	"GET /audit":                      adminUser("read the audit log"),
+	"GET /team":                       adminUser("manage users and tokens"),
+	"POST /team/users":                adminUser("add users"),
+	"POST /team/users/:name/role":     adminUser("change roles"),
+	"POST /team/users/:name/remove":   adminUser("remove users"),
+	"POST /team/tokens":               adminUser("create tokens"),
+	"POST /team/tokens/:name/revoke":  adminUser("revoke tokens"),
 	"POST /destinations/:name/resume": operator("resume destinations").audit(app.AuditResume),
 }
 
