@@ -187,6 +187,20 @@ func roleMatrix(t *testing.T, db matrixStore) {
 		if m == nil {
 			t.Fatalf("login as %s: no CSRF token on the page (%d)", user, res.StatusCode)
 		}
+		// The page says who is logged in, and shows admins only the
+		// Team and Audit pages.
+		u := access.Users()
+		for _, x := range u {
+			if x.Name != user {
+				continue
+			}
+			if who := `<span class="who" id="who">` + user + ` <small>(` + x.Role.String() + `)</small>`; !strings.Contains(string(page), who) {
+				t.Errorf("the page of %s does not show %s", user, who)
+			}
+			if got, want := strings.Contains(string(page), `href="/team"`), x.Role == app.RoleAdmin; got != want {
+				t.Errorf("the page of %s (%s) links the Team page: %v; want %v", user, x.Role, got, want)
+			}
+		}
 		return caller{session: cookie, csrf: string(m[1])}
 	}
 	callers := []caller{{name: "anonymous"}}
@@ -200,6 +214,16 @@ func roleMatrix(t *testing.T, db matrixStore) {
 	}
 	gone := login("gone")
 	gone.name = "removed user's old session"
+	// A changed role ends the sessions taken under the old one.
+	demoted := login("gone")
+	if err := access.SetRole(ctx, who, "gone", app.RoleViewer); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", base+"/", nil)
+	req.AddCookie(demoted.session)
+	if res, err := client.Do(req); err != nil || res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a session after its user's role changed: %v %v; want 303 to the login", res, err)
+	}
 	if err := access.RemoveUser(ctx, who, "gone"); err != nil {
 		t.Fatal(err)
 	}
