@@ -34,6 +34,17 @@ func testCancelled(t *testing.T, open Opener) {
 			t.Error("Accept with a cancelled ctx reported a duplicate")
 		}
 		cancelled(t, "SetMeta", s.SetMeta(done, "cancelled", []byte("x")))
+		cancelled(t, "CreateUser", s.CreateUser(done, app.User{Name: "never", Role: app.RoleViewer, Hash: []byte("h"), Created: T0}))
+		cancelled(t, "CreateToken", s.CreateToken(done, app.Token{Name: "never", Role: app.RoleViewer, Created: T0}))
+		cancelled(t, "AppendAudit", s.AppendAudit(done, app.AuditEntry{At: T0, Actor: "never"}))
+		_, err = s.EnsureFirstUser(done, "admin", T0, func() ([]byte, error) { t.Error("first called with a cancelled ctx"); return nil, nil })
+		cancelled(t, "EnsureFirstUser", err)
+		if a, err := s.LoadAccess(ctx); err != nil || len(a.Users)+len(a.Tokens) != 0 {
+			t.Errorf("after cancelled writes: %+v, %v; want no user or token", a, err)
+		}
+		if es, err := s.Audit(ctx, app.AuditQuery{}); err != nil || len(es) != 0 {
+			t.Errorf("after a cancelled AppendAudit: %d entries, %v", len(es), err)
+		}
 		errs := s.RecordAttempts(done, []app.AttemptRecord{{ID: id, Attempt: &app.Attempt{Start: T0, Status: 200},
 			State: app.Delivered}})
 		cancelled(t, "RecordAttempts", errs[0])
@@ -68,6 +79,10 @@ func testCancelled(t *testing.T, open Opener) {
 		}
 	})
 	t.Run("Reads", func(t *testing.T) {
+		_, err := s.LoadAccess(done)
+		cancelled(t, "LoadAccess", err)
+		_, err = s.Audit(done, app.AuditQuery{})
+		cancelled(t, "Audit", err)
 		ev, err := s.Event(done, e.Seq)
 		cancelled(t, "Event", err)
 		if ev != nil {

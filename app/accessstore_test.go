@@ -1,0 +1,193 @@
+package app_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"hookbox/app"
+	"hookbox/storage/bboltstore"
+)
+
+func mustHash(t *testing.T, pw string) []byte {
+	t.Helper()
+	h, err := bcrypt.GenerateFromPassword([]byte(pw), 10) // the lowest cost ValidPasswordHash takes
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// auditActions returns the action/actor/target/result of every audit
+// entry, oldest first.
+func auditActions(t *testing.T, db *bboltstore.DB) []string {
+	t.Helper()
+	es, err := db.Audit(context.Background(), app.AuditQuery{Limit: app.MaxAuditLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[len(es)-1-i] = e.Action + " " + e.Actor + " " + e.Target + " " + e.Result
+	}
+	return out
+}
+
+// app.Access over a real store: users and tokens work and stop working
+// when changed, the last admin stays, each change leaves one audit entry
+// with its actor, and a second Access over the store (another node) sees
+// the changes after Refresh.
+func TestAccess_Store(t *testing.T) {
+	ctx := context.Background()
+	db, err := bboltstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := now0
+	clock := func() time.Time { return now }
+	a, err := app.NewAccess(ctx, app.StatusConfig{User: "admin"}, db, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Now = clock
+	b, err := app.NewAccess(ctx, app.StatusConfig{User: "admin"}, db, db, nil) // another node
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Now = clock
+	root := app.Who{Actor: "root", Via: "cli", From: "local"}
+	if err := a.AddUser(ctx, root, "ann", app.RoleAdmin, mustHash(t, "ann-pw")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddUser(ctx, app.Who{Actor: "ann", Via: "session", From: "10.0.0.1"}, "bob", app.RoleOperator, mustHash(t, "bob-pw")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.CheckPassword("bob", "bob-pw"); ok {
+		t.Fatal("node B knows bob before a Refresh")
+	}
+	if err := b.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob, ok := b.CheckPassword("bob", "bob-pw")
+	if !ok || bob.Role != app.RoleOperator {
+		t.Fatalf("node B: bob = %+v, %v after Refresh", bob, ok)
+	}
+	if _, ok := a.CheckPassword("bob", "wrong"); ok {
+		t.Fatal("a wrong password passed")
+	}
+
+	// The last admin stays.
+	if err := a.RemoveUser(ctx, root, "ann"); app.ErrorCode(err) != app.ECONFLICT {
+		t.Fatalf("remove the last admin = %v; want %s", err, app.ECONFLICT)
+	}
+	if err := a.SetRole(ctx, root, "ann", app.RoleViewer); app.ErrorCode(err) != app.ECONFLICT {
+		t.Fatalf("demote the last admin = %v; want %s", err, app.ECONFLICT)
+	}
+
+	// A role change, a password change and a removal each end bob's
+	// sessions, on both nodes.
+	for _, c := range []struct {
+		name       string
+		change     func() error
+		before, pw string // bob's password before and after ("": none)
+	}{
+		{"role", func() error { return a.SetRole(ctx, root, "bob", app.RoleViewer) }, "bob-pw", "bob-pw"},
+		{"password", func() error { return a.SetPassword(ctx, root, "bob", mustHash(t, "bob-pw2")) }, "bob-pw", "bob-pw2"},
+		{"remove", func() error { return a.RemoveUser(ctx, root, "bob") }, "bob-pw2", ""},
+	} {
+		id, ok := a.CheckPassword("bob", c.before)
+		if !ok {
+			t.Fatalf("%s: bob does not log in before", c.name)
+		}
+		if err := b.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !a.Current(id) || !b.Current(id) {
+			t.Fatalf("%s: bob's session ended before the change", c.name)
+		}
+		if err := c.change(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if a.Current(id) {
+			t.Errorf("%s: bob's session lasts on node A", c.name)
+		}
+		if err := b.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if b.Current(id) {
+			t.Errorf("%s: bob's session lasts on node B after Refresh", c.name)
+		}
+		if c.pw != "" {
+			if _, ok := b.CheckPassword("bob", c.pw); !ok {
+				t.Errorf("%s: bob does not log in with %q after it", c.name, c.pw)
+			}
+		} else if _, ok := b.CheckPassword("bob", "bob-pw2"); ok {
+			t.Errorf("a removed bob logs in")
+		}
+	}
+
+	// Tokens: work, stop at revoke, stop at expiry.
+	ci, err := a.CreateToken(ctx, app.Who{Actor: "ann", Via: "session", From: "10.0.0.1"}, "ci", app.RoleOperator, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := a.CreateToken(ctx, app.Who{Actor: "ann", Via: "session", From: "10.0.0.1"}, "short", app.RoleViewer, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id, ok := b.CheckToken(ci)
+	if !ok || id.Role != app.RoleOperator || !id.Token || id.Actor() != "token:ci" {
+		t.Fatalf("ci = %+v, %v", id, ok)
+	}
+	sid, ok := b.CheckToken(short)
+	if !ok {
+		t.Fatal("short does not work")
+	}
+	now = now0.Add(time.Hour)
+	if _, ok := b.CheckToken(short); ok || b.Current(sid) {
+		t.Error("short works after its expiry")
+	}
+	if err := a.RevokeToken(ctx, root, "ci"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.CheckToken(ci); ok || b.Current(id) {
+		t.Error("ci works after revoke")
+	}
+
+	want := []string{
+		"user.add root ann ok",
+		"user.add ann bob ok",
+		"user.remove root ann failed",
+		"user.role root ann failed",
+		"user.role root bob ok",
+		"user.password root bob ok",
+		"user.remove root bob ok",
+		"token.create ann ci ok",
+		"token.create ann short ok",
+		"token.revoke root ci ok",
+	}
+	if got := auditActions(t, db); !equalLines(got, want) {
+		t.Errorf("audit:\n%v\nwant\n%v", got, want)
+	}
+}
+
+func equalLines(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
