@@ -241,18 +241,13 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	// The password is only read here: one is generated once every
 	// listener is bound (below), so that a start that fails to bind shows
 	// none, and the one shown belongs to a server that runs.
-	login, err := app.NewLogin(ctx, cfg.Status, db, logger.With("component", "status"))
+	access, err := app.NewAccess(ctx, cfg.Status, db, db, logger.With("component", "access"))
 	if err != nil {
 		return err
 	}
-	passwdDir := "" // where hookbox passwd leaves requests: the data dir of bbolt (PostgreSQL shares the hash in the database)
-	if cfg.Storage.Backend != app.BackendPostgres {
-		passwdDir = cfg.Server.DataDir
-		login.TakeRequest(ctx, passwdDir) // one left while the server was stopped
-	}
 	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
 	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
-		Backup: n.backup, Login: login.Check, LoginGeneration: login.Generation, Stats: stats, Metrics: prom, LastBackup: lastBackup,
+		Backup: n.backup, Access: access, Stats: stats, Metrics: prom, LastBackup: lastBackup,
 		Pauser: pauser, Running: running})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
@@ -279,14 +274,14 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 			}()
 		}
 	}
-	if err := login.Ensure(ctx); err != nil {
+	if err := access.Ensure(ctx); err != nil {
 		ln.Close()
 		if httpSrv != nil {
 			httpSrv.Close()
 		}
 		return err
 	}
-	go login.Watch(ctx, passwdDir)
+	go access.Watch(ctx)
 	go reload.watch(ctx, hup)
 	own.Info("hookbox started", append(attrs, "data", n.where, "sources", len(cfg.Sources))...)
 	go func() { served <- srv.Serve(ln) }()

@@ -59,6 +59,14 @@ func TestBrowser_Screenshots(t *testing.T) {
 	}
 	f := openFixture(t, t.TempDir(), time.Now().UTC(), nil)
 	events := f.fill()
+	for path, body := range map[string]string{ // the Team and Audit pages with something on them
+		"/api/v1/users":  `{"name": "ann", "role": "operator", "password": "ann-long-password"}`,
+		"/api/v1/tokens": `{"name": "ci", "role": "viewer", "expires": "90d"}`,
+	} {
+		if code, b := f.postJSON(path, body); code != 201 {
+			t.Fatalf("%s: %d %s", path, code, b)
+		}
+	}
 
 	profile, err := os.MkdirTemp("", "hookbox-chromium")
 	if err != nil {
@@ -83,6 +91,8 @@ func TestBrowser_Screenshots(t *testing.T) {
 		{"event-debounced", "/events?topic=customers/*", "table.events"},
 		{"dead-letters", "/dead-letters", "main table"},
 		{"config", "/config", "main table"},
+		{"team", "/team", "#users"},
+		{"audit", "/audit", "#audit"},
 	}
 	for _, width := range []int64{1280, 390} {
 		shot := func(name string) {
