@@ -53,6 +53,7 @@ type DB struct {
 	mu        sync.RWMutex  // guards closed
 	closed    bool
 	inflight  sync.WaitGroup // writes between their check of closed and their answer
+	ensureMu  sync.Mutex     // one EnsureFirstUser at a time
 	lingerGap time.Duration  // see gather
 	lingerMax time.Duration
 	commits   atomic.Uint64 // see CommitCounts
