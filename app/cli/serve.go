@@ -250,6 +250,16 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 		passwdDir = cfg.Server.DataDir
 		login.TakeRequest(ctx, passwdDir) // one left while the server was stopped
 	}
+	// Users, tokens and the audit log, where the store keeps them.
+	var access *app.Access
+	if st, ok := db.(accessStores); ok {
+		if access, err = app.NewAccess(ctx, cfg.Status, st, st, logger.With("component", "access")); err != nil {
+			return err
+		}
+		if passwdDir != "" {
+			access.TakeAccessRequests(ctx, passwdDir) // ones left while the server was stopped
+		}
+	}
 	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
 	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
 		Backup: n.backup, Login: login.Check, LoginGeneration: login.Generation, Stats: stats, Metrics: prom, LastBackup: lastBackup,
@@ -286,6 +296,22 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 		}
 		return err
 	}
+	if access != nil {
+		// The status password (made or kept above) becomes the admin
+		// user's, once; then changes made elsewhere are taken up, and the
+		// command line's requests applied, every AccessPoll.
+		if err := access.Ensure(ctx); err != nil {
+			ln.Close()
+			if httpSrv != nil {
+				httpSrv.Close()
+			}
+			return err
+		}
+		go access.Watch(ctx)
+		if passwdDir != "" {
+			go takeAccessRequests(ctx, access, passwdDir)
+		}
+	}
 	go login.Watch(ctx, passwdDir)
 	go reload.watch(ctx, hup)
 	own.Info("hookbox started", append(attrs, "data", n.where, "sources", len(cfg.Sources))...)
@@ -321,4 +347,19 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	}
 	own.Info("hookbox stopped")
 	return nil
+}
+
+// takeAccessRequests applies the command line's access requests in dir
+// every AccessPoll until ctx ends.
+func takeAccessRequests(ctx context.Context, a *app.Access, dir string) {
+	t := time.NewTicker(app.AccessPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			a.TakeAccessRequests(ctx, dir)
+		}
+	}
 }
