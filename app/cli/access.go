@@ -48,6 +48,14 @@ func doAccess(ctx context.Context, cfg *app.Config, r app.AccessRequest) (app.Ac
 		if !ok {
 			return app.AccessAnswer{}, "", fmt.Errorf("%s keeps no users or tokens (this build's store does not)", where)
 		}
+		if r.Op == app.AccessOpUserPasswd && r.Name == cfg.Status.User {
+			// A store no server has started on yet has no user: the
+			// [status] user is made (or an older status password turned
+			// into it) as the first start would, with this password.
+			if _, err := s.EnsureFirstUser(ctx, r.Name, time.Now(), func() ([]byte, error) { return []byte(r.Hash), nil }); err != nil {
+				return app.AccessAnswer{}, "", err
+			}
+		}
 		a, err := app.NewAccess(ctx, cfg.Status, s, s, slog.New(slog.DiscardHandler))
 		if err != nil {
 			return app.AccessAnswer{}, "", err

@@ -40,7 +40,8 @@ func TestUserToken_Bbolt(t *testing.T) {
 
 	// Running: through request files.
 	srv := startServe(t, config, freePort(t))
-	if n := strings.Count(srv.out.String(), "generated a status page password"); n != 1 {
+	// Users exist already: the first start makes none.
+	if n := strings.Count(srv.out.String(), "generated a status page password"); n != 0 {
 		t.Fatalf("%d generated passwords:\n%s", n, srv.out)
 	}
 	out = must("user carol, password", "user", "add", "carol", "-role", "operator", "-generate")

@@ -241,28 +241,21 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	// The password is only read here: one is generated once every
 	// listener is bound (below), so that a start that fails to bind shows
 	// none, and the one shown belongs to a server that runs.
-	login, err := app.NewLogin(ctx, cfg.Status, db, logger.With("component", "status"))
+	// Users, tokens and the audit log, where the store keeps them (a
+	// store without them has only the config's user).
+	accessStore, _ := any(db).(app.AccessStore)
+	auditStore, _ := any(db).(app.AuditStore)
+	access, err := app.NewAccess(ctx, cfg.Status, accessStore, auditStore, logger.With("component", "access"))
 	if err != nil {
 		return err
 	}
-	passwdDir := "" // where hookbox passwd leaves requests: the data dir of bbolt (PostgreSQL shares the hash in the database)
+	requestDir := "" // where hookbox user, token and passwd leave requests: the data dir of bbolt
 	if cfg.Storage.Backend != app.BackendPostgres {
-		passwdDir = cfg.Server.DataDir
-		login.TakeRequest(ctx, passwdDir) // one left while the server was stopped
-	}
-	// Users, tokens and the audit log, where the store keeps them.
-	var access *app.Access
-	if st, ok := db.(accessStores); ok {
-		if access, err = app.NewAccess(ctx, cfg.Status, st, st, logger.With("component", "access")); err != nil {
-			return err
-		}
-		if passwdDir != "" {
-			access.TakeAccessRequests(ctx, passwdDir) // ones left while the server was stopped
-		}
+		requestDir = cfg.Server.DataDir
 	}
 	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
 	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
-		Backup: n.backup, Login: login.Check, LoginGeneration: login.Generation, Stats: stats, Metrics: prom, LastBackup: lastBackup,
+		Backup: n.backup, Access: access, Stats: stats, Metrics: prom, LastBackup: lastBackup,
 		Pauser: pauser, Running: running})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
@@ -289,30 +282,20 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 			}()
 		}
 	}
-	if err := login.Ensure(ctx); err != nil {
+	if err := access.Ensure(ctx); err != nil {
 		ln.Close()
 		if httpSrv != nil {
 			httpSrv.Close()
 		}
 		return err
 	}
-	if access != nil {
-		// The status password (made or kept above) becomes the admin
-		// user's, once; then changes made elsewhere are taken up, and the
-		// command line's requests applied, every AccessPoll.
-		if err := access.Ensure(ctx); err != nil {
-			ln.Close()
-			if httpSrv != nil {
-				httpSrv.Close()
-			}
-			return err
-		}
-		go access.Watch(ctx)
-		if passwdDir != "" {
-			go takeAccessRequests(ctx, access, passwdDir)
-		}
+	// Changes made elsewhere are taken up, and the command line's
+	// requests applied (ones left while the server was stopped first),
+	// every AccessPoll.
+	go access.Watch(ctx)
+	if requestDir != "" {
+		go takeAccessRequests(ctx, access, requestDir)
 	}
-	go login.Watch(ctx, passwdDir)
 	go reload.watch(ctx, hup)
 	own.Info("hookbox started", append(attrs, "data", n.where, "sources", len(cfg.Sources))...)
 	go func() { served <- srv.Serve(ln) }()
@@ -350,16 +333,16 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 }
 
 // takeAccessRequests applies the command line's access requests in dir
-// every AccessPoll until ctx ends.
+// now and every AccessPoll until ctx ends.
 func takeAccessRequests(ctx context.Context, a *app.Access, dir string) {
 	t := time.NewTicker(app.AccessPoll)
 	defer t.Stop()
 	for {
+		a.TakeAccessRequests(ctx, dir)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			a.TakeAccessRequests(ctx, dir)
 		}
 	}
 }

@@ -28,10 +28,11 @@ const (
 )
 
 type session struct {
-	user    string
+	// id is who logged in: the session ends as soon as Access.Current
+	// says it no longer holds (removed user, new role or password).
+	id      app.Identity
 	csrf    string
 	expires time.Time
-	gen     uint64 // the password's generation at login: a new password ends the session
 }
 
 // sessions are keyed by the SHA-256 of their token, so that finding one
@@ -53,7 +54,7 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (ss *sessions) create(user string, now time.Time, gen uint64) (string, *session) {
+func (ss *sessions) create(id app.Identity, now time.Time) (string, *session) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	for k, s := range ss.m { // drop expired ones while here
@@ -62,7 +63,7 @@ func (ss *sessions) create(user string, now time.Time, gen uint64) (string, *ses
 		}
 	}
 	tok := newToken()
-	s := &session{user: user, csrf: newToken(), expires: now.Add(sessionTTL), gen: gen}
+	s := &session{id: id, csrf: newToken(), expires: now.Add(sessionTTL)}
 	ss.m[tokenKey(tok)] = s
 	return tok, s
 }
@@ -98,36 +99,69 @@ func (s *Server) securityHeaders(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// authenticate finds who is calling: a session cookie (browser) or HTTP
-// Basic auth (CLI, scripts), the latter through the guard. It stores the
+// Ways a request is authenticated, as the audit log names them.
+const (
+	viaSession = "session"
+	viaBasic   = "basic"
+	viaToken   = "token"
+	viaForm    = "form" // the login form (only while logging in)
+)
+
+// authenticate finds who is calling: a session cookie (browser), a Bearer
+// token (scripts, on /api/v1 and /metrics only) or HTTP Basic auth (CLI,
+// scripts), the latter through the guard. A session or cached credential
+// whose identity no longer holds (Access.Current) is dropped. It stores the
 // session's CSRF token in c.Locals. When the guard limited the attempt,
-// wait says when to retry.
-func (s *Server) authenticate(c *fiber.Ctx) (user string, viaSession bool, wait time.Duration) {
+// wait says when to retry. via is "" when nobody is logged in.
+func (s *Server) authenticate(c *fiber.Ctx) (id app.Identity, via string, wait time.Duration) {
 	if tok := c.Cookies(sessionCookie); tok != "" {
-		if ss := s.sessions.get(tok, s.deps.Now()); ss != nil && ss.gen == s.loginGeneration() {
-			c.Locals("csrf", ss.csrf)
-			return ss.user, true, 0
+		if ss := s.sessions.get(tok, s.deps.Now()); ss != nil {
+			if s.deps.Access.Current(ss.id) {
+				c.Locals("csrf", ss.csrf)
+				return ss.id, viaSession, 0
+			}
+			s.sessions.drop(tok)
 		}
 	}
-	u, p, ok := basicAuth(c.Get(fiber.HeaderAuthorization))
+	h := c.Get(fiber.HeaderAuthorization)
+	if secret, ok := bearer(h); ok {
+		if !isAPI(c) { // never on the pages
+			return app.Identity{}, "", 0
+		}
+		if id, ok := s.deps.Access.CheckToken(secret); ok {
+			return id, viaToken, 0
+		}
+		return app.Identity{}, "", 0
+	}
+	u, p, ok := basicAuth(h)
 	if !ok {
-		return "", false, 0
+		return app.Identity{}, "", 0
 	}
-	if ok, wait := s.checkPassword(c, u, p, "basic"); !ok {
-		return "", false, wait
+	id, ok, wait = s.checkPassword(c, u, p, viaBasic)
+	if !ok {
+		return app.Identity{}, "", wait
 	}
-	return u, false, 0
+	return id, viaBasic, 0
+}
+
+// bearer returns the secret of an "Authorization: Bearer" header.
+func bearer(h string) (string, bool) {
+	const prefix = "bearer "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	return strings.TrimSpace(h[len(prefix):]), true
 }
 
 // checkPassword runs the guard's check and logs failures and limits,
 // throttled, with the client's address; wait is set when the attempt was
 // limited.
-func (s *Server) checkPassword(c *fiber.Ctx, user, password, via string) (ok bool, wait time.Duration) {
+func (s *Server) checkPassword(c *fiber.Ctx, user, password, via string) (id app.Identity, ok bool, wait time.Duration) {
 	client := s.client(c)
-	v, wait := s.guard.check(client, user, password, via == "basic")
+	v, id, _, wait := s.guard.check(client, user, password, via == viaBasic)
 	switch v {
 	case granted:
-		return true, 0
+		return id, true, 0
 	case limited:
 		if ok, held := s.limitedLog.Allow(s.deps.Now(), loginLogEvery); ok {
 			s.Logger.Warn("login attempt over the limit of failed logins: answered 429 without checking", "client", client.String(),
@@ -138,7 +172,7 @@ func (s *Server) checkPassword(c *fiber.Ctx, user, password, via string) (ok boo
 			s.Logger.Warn("failed login", "client", client.String(), "via", via, "failed_since_last_line", held)
 		}
 	}
-	return false, wait
+	return app.Identity{}, false, wait
 }
 
 // holdLimited delays the answer to an attempt the guard limited by
@@ -156,8 +190,8 @@ func (s *Server) holdLimited(c *fiber.Ctx, wait time.Duration) int {
 // must carry its CSRF token, from the form body or the X-CSRF-Token
 // header; one through Basic auth must not come from another site.
 func (s *Server) requireAuth(c *fiber.Ctx) error {
-	user, viaSession, wait := s.authenticate(c)
-	if user == "" {
+	id, via, wait := s.authenticate(c)
+	if via == "" {
 		if wait > 0 {
 			secs := s.holdLimited(c, wait)
 			return c.Status(fiber.StatusTooManyRequests).JSON(answer{Status: "error",
@@ -169,9 +203,11 @@ func (s *Server) requireAuth(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderWWWAuthenticate, `Basic realm="hookbox", charset="UTF-8"`)
 		return c.Status(fiber.StatusUnauthorized).JSON(answer{Status: "error", Error: "login required"})
 	}
-	c.Locals("user", strings.Clone(user)) // who pauses a destination
+	c.Locals("user", id.Name) // who pauses a destination
+	c.Locals("identity", id)
+	c.Locals("via", via)
 	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
-		if viaSession {
+		if via == viaSession {
 			tok := c.Get("X-CSRF-Token")
 			if tok == "" {
 				tok = request.PostValue(c, "csrf")
@@ -234,7 +270,7 @@ func isAPI(c *fiber.Ctx) bool {
 }
 
 func (s *Server) handleLoginPage(c *fiber.Ctx) error {
-	if user, _, _ := s.authenticate(c); user != "" {
+	if _, via, _ := s.authenticate(c); via != "" {
 		return c.Redirect("/", fiber.StatusSeeOther)
 	}
 	return s.ui.Login(c, fiber.StatusOK, "", c.Query("next"))
@@ -244,15 +280,15 @@ func (s *Server) handleLoginPage(c *fiber.Ctx) error {
 // password or a redirect target in the query string is ignored.
 func (s *Server) handleLogin(c *fiber.Ctx) error {
 	user, pass, next := request.PostValue(c, "user"), request.PostValue(c, "password"), request.PostValue(c, "next")
-	gen := s.loginGeneration() // before the check: a password changed meanwhile ends this session too
-	if ok, wait := s.checkPassword(c, user, pass, "form"); !ok {
+	id, ok, wait := s.checkPassword(c, user, pass, viaForm)
+	if !ok {
 		if wait > 0 {
 			secs := s.holdLimited(c, wait)
 			return s.ui.Login(c, fiber.StatusTooManyRequests, fmt.Sprintf("Too many failed logins: try again in %d seconds.", secs), next)
 		}
 		return s.ui.Login(c, fiber.StatusUnauthorized, "Wrong user or password.", next)
 	}
-	tok, _ := s.sessions.create(user, s.deps.Now(), gen)
+	tok, _ := s.sessions.create(id, s.deps.Now())
 	c.Cookie(&fiber.Cookie{Name: sessionCookie, Value: tok, Path: "/", HTTPOnly: true, SameSite: "Strict",
 		Secure: s.scheme(c) == "https", Expires: s.deps.Now().Add(sessionTTL)})
 	return c.Redirect(request.SafeNext(next), fiber.StatusSeeOther)
@@ -262,13 +298,4 @@ func (s *Server) handleLogout(c *fiber.Ctx) error {
 	s.sessions.drop(c.Cookies(sessionCookie))
 	c.ClearCookie(sessionCookie)
 	return c.Redirect("/login", fiber.StatusSeeOther)
-}
-
-// loginGeneration returns the password's generation (0 without a
-// LoginGeneration).
-func (s *Server) loginGeneration() uint64 {
-	if s.deps.LoginGeneration == nil {
-		return 0
-	}
-	return s.deps.LoginGeneration()
 }

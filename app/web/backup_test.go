@@ -33,7 +33,7 @@ func TestAPI_BackupStalledReader(t *testing.T) {
 	}
 	dir := t.TempDir()
 	s := web.New(mustConfig(t, apiConfig), web.Deps{Store: db, Health: db.Ping,
-		Login:  func(u, p string) bool { return u == "ops" && p == "pw-1234" },
+		Access: app.FixedAccess("ops", "pw-1234"),
 		Backup: func() (*os.File, int64, error) { return db.Backup(dir) }})
 	addr := serve(t, s.App())
 

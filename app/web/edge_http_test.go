@@ -58,11 +58,11 @@ secret = "s3cret-shop"
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	login, _ := app.StatusLogin(context.Background(), cfg.Status, db, slog.Default())
+	login := testAccess(t, cfg, db)
 	e := &edgeServer{db: db, log: &syncBuffer{}}
 	recv := app.NewReceiver(cfg, db)
 	recv.Logger = slog.New(slog.NewTextHandler(e.log, nil))
-	e.srv = web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, LimitedDelay: 50 * time.Millisecond})
+	e.srv = web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Access: login, LimitedDelay: 50 * time.Millisecond})
 	e.srv.Logger = slog.New(slog.NewTextHandler(e.log, nil))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

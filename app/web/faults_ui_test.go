@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
@@ -59,8 +58,8 @@ func TestUI_ShowsRecordsSetAside(t *testing.T) {
 	if _, _, err := db.DueDeliveries(context.Background(), "pos", time.Now(), 10, func(uint64) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
-	login, _ := app.StatusLogin(context.Background(), cfg.Status, db, slog.Default())
-	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login})
+	login := testAccess(t, cfg, db)
+	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Access: login})
 	c := logIn(t, serve(t, srv.App()))
 	resp, page := c.do("GET", "/", nil)
 	if resp.StatusCode != 200 || !strings.Contains(page, "1 record in the data file cannot be read") ||
@@ -122,8 +121,8 @@ func TestUI_FailingDestination(t *testing.T) {
 		NextTry: time.Now().Add(4*time.Minute + 30*time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	login, _ := app.StatusLogin(context.Background(), cfg.Status, db, slog.Default())
-	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats})
+	login := testAccess(t, cfg, db)
+	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Access: login, Stats: stats})
 	c := logIn(t, serve(t, srv.App()))
 	_, page := c.do("GET", "/", nil)
 	want := regexp.MustCompile(`failing since [^<]*\(1m3\ds ago\)</span>, 3 waiting, next try in 4m[23]\ds`)
@@ -191,11 +190,11 @@ func TestUI_OverviewReadFails(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { db.Close() })
-			login, _ := app.StatusLogin(context.Background(), cfg.Status, db, slog.New(slog.DiscardHandler))
+			login := testAccess(t, cfg, db)
 			stats := app.NewStats(cfg, db, time.Now)
 			recv := app.NewReceiver(cfg, db)
 			srv := web.New(cfg, web.Deps{Receiver: recv, Store: &failingReads{db, tc.fail}, Health: db.Ping,
-				Login: login, Stats: stats})
+				Access: login, Stats: stats})
 			c := logIn(t, serve(t, srv.App()))
 			resp, page := c.do("GET", "/", nil)
 			if resp.StatusCode != 200 || !strings.Contains(page, "pos") || strings.Contains(page, errReadFailed.Error()) {

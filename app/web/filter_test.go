@@ -67,15 +67,12 @@ func openFilterFixture(t *testing.T) *fixture {
 	}
 	now := time.Now()
 	clock := func() time.Time { return now }
-	login, err := app.StatusLogin(context.Background(), cfg.Status, db, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	login := testAccess(t, cfg, db)
 	stats := app.NewStats(cfg, db, clock)
 	prom := metrics.New(stats, db)
 	recv := app.NewReceiver(cfg, db)
 	recv.Stats, recv.Now, recv.Logger = stats, clock, slog.New(slog.DiscardHandler)
-	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats, Metrics: prom, Now: clock})
+	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Access: login, Stats: stats, Metrics: prom, Now: clock})
 	f := &fixture{t: t, dir: dir, now: now, db: db, stats: stats, srv: srv, base: "http://" + serve(t, srv.App())}
 	f.stop = func() { srv.App().Shutdown(); db.Close() }
 	t.Cleanup(f.stop)

@@ -89,10 +89,7 @@ func openFixtureWith(t *testing.T, dir string, now time.Time, logger *slog.Logge
 	var clockMu sync.Mutex
 	cur := now
 	clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return cur }
-	login, err := app.StatusLogin(context.Background(), cfg.Status, db, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	login := testAccess(t, cfg, db)
 	stats := app.NewStats(cfg, db, clock)
 	prom := metrics.New(stats, db)
 	recv := app.NewReceiver(cfg, db)
@@ -100,7 +97,7 @@ func openFixtureWith(t *testing.T, dir string, now time.Time, logger *slog.Logge
 	if logger != nil {
 		recv.Logger = logger
 	}
-	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats, Metrics: prom, Now: clock,
+	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Access: login, Stats: stats, Metrics: prom, Now: clock,
 		Pauser: app.NewPauser(cfg, db, nil, clock)})
 	if logger != nil {
 		srv.Logger = logger

@@ -52,8 +52,8 @@ func BenchmarkPages(b *testing.B) {
 		}()
 	}
 	wg.Wait()
-	login := func(u, p string) bool { return u == "ops" && p == "pw-status-77" }
-	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, Login: login})
+	login := app.FixedAccess("ops", "pw-status-77")
+	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, Access: login})
 	addr := serve(b, srv.App())
 	for _, page := range []string{"/", "/events", "/events?source=shop&topic=orders/*", "/api/v1/stats"} {
 		b.Run(page, func(b *testing.B) {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -60,14 +59,11 @@ func newSecServer(t *testing.T, readTimeout time.Duration) *secServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	login, err := app.StatusLogin(context.Background(), cfg.Status, db, slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
+	login := testAccess(t, cfg, db)
 	s := &secServer{db: db, recv: app.NewReceiver(cfg, db), stats: app.NewStats(cfg, db, time.Now)}
 	s.prom = metrics.New(s.stats, db)
 	s.recv.Stats = s.stats
-	s.srv = web.New(cfg, web.Deps{Receiver: s.recv, Store: db, Health: db.Ping, Login: login, Stats: s.stats, Metrics: s.prom,
+	s.srv = web.New(cfg, web.Deps{Receiver: s.recv, Store: db, Health: db.Ping, Access: login, Stats: s.stats, Metrics: s.prom,
 		ReadTimeout: readTimeout, LimitedDelay: time.Millisecond})
 	s.addr = serve(t, s.srv.App())
 	return s

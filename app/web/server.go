@@ -57,12 +57,10 @@ type Deps struct {
 	Backup func() (*os.File, int64, error)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Login checks the status page's user and password (nil: nobody gets
-	// in); it runs under the limits of guard.go.
-	Login func(user, password string) bool
-	// LoginGeneration changes whenever the password does (nil: never):
-	// sessions and cached Basic credentials of an older one end.
-	LoginGeneration func() uint64
+	// Access checks passwords (under the limits of guard.go) and tokens,
+	// and says whether a session or cached credential still holds (nil:
+	// nobody gets in).
+	Access *app.Access
 	// LimitedDelay holds a 429 to a login over the limits (0: the
 	// LimitedDelay constant); tests shorten it.
 	LimitedDelay time.Duration
@@ -125,8 +123,8 @@ func New(cfg *app.Config, deps Deps) *Server {
 	if deps.LimitedDelay <= 0 {
 		deps.LimitedDelay = LimitedDelay
 	}
-	if deps.Login == nil {
-		deps.Login = func(string, string) bool { return false }
+	if deps.Access == nil {
+		deps.Access = app.FixedAccess("", "")
 	}
 	if deps.Stats == nil {
 		deps.Stats = app.NewStats(cfg, deps.Store, deps.Now)
@@ -142,11 +140,10 @@ func New(cfg *app.Config, deps Deps) *Server {
 		running:  deps.Running,
 		server:   cfg.Server,
 		sessions: sessions{m: map[string]*session{}},
-		guard:    newGuard(deps.Login, deps.Now),
+		guard:    newGuard(deps.Access.CheckPassword, deps.Access.Current, deps.Now),
 		bodies:   newBodyBudget(cfg.Server.MaxBodyBytesTotal),
 		Logger:   slog.With("component", "http"),
 	}
-	s.guard.generation = s.loginGeneration
 	s.ui = ui.New(ui.Deps{Running: deps.Running, Store: deps.Store, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
 		LastBackup: deps.LastBackup, Pauser: deps.Pauser})
 	s.fiber = fiber.New(fiber.Config{
@@ -258,6 +255,9 @@ func (s *Server) closeConns() {
 		l.closeAll()
 	}
 }
+
+// Access is who may log in, for tests.
+func (s *Server) Access() *app.Access { return s.deps.Access }
 
 // App exposes the Fiber app to tests (app.Test).
 func (s *Server) App() *fiber.App { return s.fiber }

@@ -114,7 +114,7 @@ secret = "s3cret-shop"
 	}
 	t.Cleanup(func() { db.Close() })
 	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping,
-		Login: func(u, p string) bool { return u == "admin" && p == "pw" }})
+		Access: app.FixedAccess("admin", "pw")})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -121,11 +120,8 @@ func TestEventPage_TransformedDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	login, err := app.StatusLogin(context.Background(), cfg.Status, db, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: &routedReads{DB: db, cfg: cfg}, Health: db.Ping, Login: login})
+	login := testAccess(t, cfg, db)
+	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: &routedReads{DB: db, cfg: cfg}, Health: db.Ping, Access: login})
 	f := &fixture{t: t, db: db, base: "http://" + serve(t, srv.App())}
 	const token = "shptka_0123456789abcdef"
 	receive := func(id, body string) uint64 {

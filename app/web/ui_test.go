@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -54,7 +53,7 @@ func newUIServer(t *testing.T) (addr string, db *bboltstore.DB, eventSeq uint64)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	login, _ := app.StatusLogin(context.Background(), cfg.Status, db, slog.Default())
+	login := testAccess(t, cfg, db)
 	stats := app.NewStats(cfg, db, time.Now)
 	prom := metrics.New(stats, db)
 	recv := app.NewReceiver(cfg, db)
@@ -72,7 +71,7 @@ func newUIServer(t *testing.T) (addr string, db *bboltstore.DB, eventSeq uint64)
 	ds, _ := db.EventDeliveries(context.Background(), seq)
 	db.RecordAttempt(context.Background(), ds[0].ID, &app.Attempt{Start: time.Now(), Duration: 3 * time.Millisecond, Status: 500, Error: "HTTP 500", Response: []byte("boom")}, app.Dead, time.Time{})
 	stats.Attempt("pos", app.Dead, 3*time.Millisecond)
-	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Login: login, Stats: stats, Metrics: prom,
+	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Access: login, Stats: stats, Metrics: prom,
 		Pauser: app.NewPauser(cfg, db, nil, time.Now)})
 	return serve(t, srv.App()), db, seq
 }
