@@ -266,6 +266,8 @@ type RetentionConfig struct {
 	EventIDs time.Duration
 	// Events is how long a stored event (body and headers) is kept.
 	Events time.Duration
+	// Audit is how long an audit log entry is kept.
+	Audit time.Duration
 	// Sweep is the cron spec of the job that forgets what expired.
 	Sweep string
 }
@@ -292,6 +294,7 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultEventIDs     = 720 * time.Hour
 	DefaultEvents       = 720 * time.Hour
+	DefaultAudit        = 8760 * time.Hour
 	DefaultSweep        = "@hourly"
 	DefaultTimeout      = 15 * time.Second
 	DefaultConcurrency  = 8

@@ -31,19 +31,22 @@ type SweepStore interface {
 	// PruneWindows forgets at most limit rate-limit windows that emptied
 	// by now, and reports how many.
 	PruneWindows(ctx context.Context, now time.Time, limit int) (int, error)
+	// DeleteAuditBefore deletes at most limit audit entries older than t,
+	// and reports how many it deleted.
+	DeleteAuditBefore(ctx context.Context, t time.Time, limit int) (int, error)
 	// PruneCounts forgets the hours that end at or before t (their counts
 	// by name too), and reports how many it forgot.
 	PruneCounts(ctx context.Context, before time.Time) (int, error)
 }
 
-// Sweeper forgets expired event ids, deletes old events and forgets the
-// hourly counts older than the status page shows.
+// Sweeper forgets expired event ids, deletes old events and audit entries,
+// and forgets the hourly counts older than the status page shows.
 type Sweeper struct {
 	Store SweepStore
-	// IDs and Events are the retention periods (Config.Retention); set
-	// them before the first Sweep, then through Apply.
-	IDs, Events time.Duration
-	mu          sync.Mutex // guards IDs and Events once sweeps run
+	// IDs, Events and Audit are the retention periods (Config.Retention);
+	// set them before the first Sweep, then through Apply.
+	IDs, Events, Audit time.Duration
+	mu                 sync.Mutex // guards IDs, Events and Audit once sweeps run
 	// Chunk bounds the records deleted per transaction.
 	Chunk int
 	// Pause is the rest between two chunks.
@@ -61,6 +64,7 @@ func NewSweeper(cfg *Config, store SweepStore) *Sweeper {
 		Store:  store,
 		IDs:    cfg.Retention.EventIDs,
 		Events: cfg.Retention.Events,
+		Audit:  cfg.Retention.Audit,
 		Chunk:  DefaultSweepChunk,
 		Pause:  DefaultChunkPause,
 		Now:    time.Now,
@@ -71,13 +75,13 @@ func NewSweeper(cfg *Config, store SweepStore) *Sweeper {
 // Apply puts cfg's retention in force from the next sweep on.
 func (s *Sweeper) Apply(cfg *Config) {
 	s.mu.Lock()
-	s.IDs, s.Events = cfg.Retention.EventIDs, cfg.Retention.Events
+	s.IDs, s.Events, s.Audit = cfg.Retention.EventIDs, cfg.Retention.Events, cfg.Retention.Audit
 	s.mu.Unlock()
 }
 
 // SweepResult counts what one sweep removed and how many transactions it took.
 type SweepResult struct {
-	IDs, Events, Windows, Chunks int
+	IDs, Events, Audit, Windows, Chunks int
 	// Hours is how many hours of counts were forgotten.
 	Hours int
 }
@@ -88,7 +92,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
 	now := s.Now()
 	s.mu.Lock()
-	events := s.Events
+	events, audit := s.Events, s.Audit
 	s.mu.Unlock()
 	for _, step := range []struct {
 		count *int
@@ -96,6 +100,12 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 	}{
 		{&res.IDs, func(limit int) (int, error) { return s.Store.ForgetExpiredIDs(ctx, now, limit) }},
 		{&res.Events, func(limit int) (int, error) { return s.Store.DeleteEventsBefore(ctx, now.Add(-events), limit) }},
+		{&res.Audit, func(limit int) (int, error) {
+			if audit <= 0 { // not set: a Sweeper built without it keeps the log
+				return 0, nil
+			}
+			return s.Store.DeleteAuditBefore(ctx, now.Add(-audit), limit)
+		}},
 		{&res.Windows, func(limit int) (int, error) { return s.Store.PruneWindows(ctx, now, limit) }},
 	} {
 		for {
@@ -134,6 +144,6 @@ func (s *Sweeper) Run(ctx context.Context) {
 		s.Logger.Error("sweep failed", slog.Any("error", err), "ids", res.IDs, "events", res.Events)
 		return
 	}
-	s.Logger.Info("sweep done", "ids", res.IDs, "events", res.Events, "chunks", res.Chunks,
+	s.Logger.Info("sweep done", "ids", res.IDs, "events", res.Events, "audit", res.Audit, "chunks", res.Chunks,
 		"duration", time.Since(start).Round(time.Millisecond))
 }

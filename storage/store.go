@@ -26,6 +26,8 @@ type Store interface {
 	app.ReadModel
 	app.ControlStore
 	app.HealthStore
+	app.AccessStore
+	app.AuditStore
 
 	// LookupID reports whether source's id is remembered, until when, and
 	// the seq of the event accepted with it.

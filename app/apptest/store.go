@@ -35,6 +35,7 @@ type Store struct {
 	ids    map[idKey]remembered
 	events map[uint64]*stored
 	seq    uint64
+	audit  []app.AuditEntry // in append order
 	closed bool
 }
 
@@ -230,4 +231,38 @@ func (s *Store) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return fmt.Sprintf("apptest.Store{%d ids, %d events}", len(s.ids), len(s.events))
+}
+
+// AppendAudit adds e at the end of the audit log, setting its Seq.
+func (s *Store) AppendAudit(ctx context.Context, e app.AuditEntry) error {
+	if err := s.lockWrite(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.seq++
+	e.Seq = s.seq
+	s.audit = append(s.audit, app.CleanAuditEntry(e))
+	return nil
+}
+
+// AuditLen returns the number of audit entries kept.
+func (s *Store) AuditLen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.audit)
+}
+
+// DeleteAuditBefore deletes at most limit of the oldest audit entries
+// older than t, stopping at the first that is not, as the real stores do.
+func (s *Store) DeleteAuditBefore(ctx context.Context, t time.Time, limit int) (int, error) {
+	if err := s.lockWrite(ctx); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	n := 0
+	for n < len(s.audit) && n < limit && s.audit[n].At.Before(t) {
+		n++
+	}
+	s.audit = s.audit[n:]
+	return n, nil
 }

@@ -33,7 +33,7 @@ secret = "s3cret"
 		if cfg.Server.DataDir != "./data" || cfg.Server.MaxBodyBytes != 1<<20 {
 			t.Errorf("server = %+v", cfg.Server)
 		}
-		if cfg.Retention.EventIDs != 720*time.Hour || cfg.Retention.Sweep != "@hourly" {
+		if cfg.Retention.EventIDs != 720*time.Hour || cfg.Retention.Audit != 8760*time.Hour || cfg.Retention.Sweep != "@hourly" {
 			t.Errorf("retention = %+v", cfg.Retention)
 		}
 		if s := cfg.SourceByName("gh"); s == nil || s.URL != "/in/gh" || s.Verify == nil {
@@ -122,6 +122,7 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"UnknownSourceKey", src + "secrett = \"y\"\n", "source.secrett", "unknown key"},
 		{"BadDuration", src + "[retention]\nevent_ids = \"3 days\"\n", "retention.event_ids", "not a duration"},
 		{"NegativeDuration", src + "[retention]\nevents = \"-1h\"\n", "retention.events", "must be positive"},
+		{"ZeroAudit", src + "[retention]\naudit = \"0s\"\n", "retention.audit", "must be positive"},
 		{"BadTolerance", src + "tolerance = \"soon\"\n", "source[0] (s).tolerance", "not a duration"},
 		{"BadCron", src + "[retention]\nsweep = \"every hour\"\n", "retention.sweep", "not a cron spec"},
 		{"NoSecret", "[[source]]\nname = \"s\"\nprovider = \"github\"\n", "source[0] (s).secret", "no secret"},

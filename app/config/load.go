@@ -117,6 +117,7 @@ type rawSource struct {
 type rawRetention struct {
 	EventIDs string `toml:"event_ids"`
 	Events   string `toml:"events"`
+	Audit    string `toml:"audit"`
 	Sweep    string `toml:"sweep"`
 }
 

@@ -271,6 +271,7 @@ func (v *validator) duration(key, s string, def time.Duration) time.Duration {
 func (v *validator) retention(r *app.RetentionConfig, raw rawRetention) {
 	r.EventIDs = v.duration("retention.event_ids", raw.EventIDs, app.DefaultEventIDs)
 	r.Events = v.duration("retention.events", raw.Events, app.DefaultEvents)
+	r.Audit = v.duration("retention.audit", raw.Audit, app.DefaultAudit)
 	r.Sweep = raw.Sweep
 	if r.Sweep == "" {
 		r.Sweep = app.DefaultSweep

@@ -77,21 +77,17 @@ func (d *DB) Audit(ctx context.Context, q app.AuditQuery) ([]app.AuditEntry, err
 			return nil
 		}
 		c := b.Cursor()
-		var k, v []byte
+		// Seek lands on the first key at or after Before (none: every key
+		// is before it); the page starts just below.
+		k, v := c.Last()
 		if q.Before != 0 {
-			k, v = c.Seek(binary.BigEndian.AppendUint64(nil, q.Before))
-			if k == nil {
-				k, v = c.Last()
-			} else {
+			if sk, _ := c.Seek(binary.BigEndian.AppendUint64(nil, q.Before)); sk != nil {
 				k, v = c.Prev()
+			} else {
+				k, v = c.Last()
 			}
-		} else {
-			k, v = c.Last()
 		}
 		for ; k != nil && len(out) < limit; k, v = c.Prev() {
-			if q.Before != 0 && binary.BigEndian.Uint64(k) >= q.Before {
-				continue
-			}
 			e, err := decodeAudit(k, v)
 			if err != nil {
 				return err

@@ -15,6 +15,7 @@ const (
 	lockSchema = 0x686b_0001 // held while the schema is created or migrated
 	lockLeader = 0x686b_0002 // held by the node that runs the once-per-cluster jobs
 	lockSearch = 0x686b_0003 // held while the body search index is built (search.go)
+	lockAccess = 0x686b_0004 // held while the first user is made (access.go)
 )
 
 // migrations are the schema's versions, in order: migrations[i] brings a
@@ -231,6 +232,48 @@ ALTER TABLE hookbox_destinations ADD COLUMN IF NOT EXISTS last_error text NOT NU
 ALTER TABLE hookbox_destinations ADD COLUMN IF NOT EXISTS next_try timestamptz;
 ALTER TABLE hookbox_destinations ADD COLUMN IF NOT EXISTS recovered_at timestamptz;
 ALTER TABLE hookbox_destinations ADD COLUMN IF NOT EXISTS alerted timestamptz;
+`,
+	// 8: team access (issue 30): users, tokens (only the SHA-256 of a
+	// secret), the version of both (one row, bumped in the transaction of
+	// every change and used as the stamp of what it writes), and the
+	// audit log (access.go, audit.go).
+	`
+CREATE TABLE IF NOT EXISTS hookbox_users (
+	name    text PRIMARY KEY,
+	role    text NOT NULL,
+	hash    bytea NOT NULL,
+	created timestamptz NOT NULL,
+	changed timestamptz,
+	stamp   bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS hookbox_tokens (
+	name       text PRIMARY KEY,
+	role       text NOT NULL,
+	hash       bytea NOT NULL UNIQUE,
+	created    timestamptz NOT NULL,
+	created_by text NOT NULL DEFAULT '',
+	expires    timestamptz,
+	last_used  timestamptz,
+	stamp      bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS hookbox_access_version (
+	id      integer PRIMARY KEY CHECK (id = 1),
+	version bigint NOT NULL
+);
+INSERT INTO hookbox_access_version (id, version) VALUES (1, 0) ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS hookbox_audit (
+	seq    bigserial PRIMARY KEY,
+	at     timestamptz NOT NULL,
+	actor  text NOT NULL,
+	via    text NOT NULL,
+	"from" text NOT NULL,
+	action text NOT NULL,
+	target text NOT NULL,
+	detail text NOT NULL,
+	result text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS hookbox_audit_at ON hookbox_audit (at);
+CREATE INDEX IF NOT EXISTS hookbox_audit_actor ON hookbox_audit (actor, seq);
 `,
 }
 

@@ -73,6 +73,10 @@ func Run(t *testing.T, open Opener, damage Damage) {
 	t.Run("OrderHeld", func(t *testing.T) { testOrderHeld(t, open) })
 	t.Run("OrderKeyBytes", func(t *testing.T) { testOrderKeyBytes(t, open) })
 	t.Run("OrderDebounce", func(t *testing.T) { testOrderDebounce(t, open) })
+	t.Run("Users", func(t *testing.T) { testUsers(t, open) })
+	t.Run("Tokens", func(t *testing.T) { testTokens(t, open) })
+	t.Run("EnsureFirstUser", func(t *testing.T) { testEnsureFirstUser(t, open) })
+	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })
 	t.Run("Cancelled", func(t *testing.T) { testCancelled(t, open) })
 	runFaults(t, open, damage)
 }
