@@ -2,13 +2,18 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"hookbox/app"
 	"hookbox/storage/bboltstore"
+	"hookbox/storage/postgres"
+	"hookbox/storage/postgres/pgtest"
 )
 
 var tokenLine = regexp.MustCompile(`(?m)^(hbx_\S+)$`)
@@ -17,8 +22,45 @@ var tokenLine = regexp.MustCompile(`(?m)^(hbx_\S+)$`)
 // (straight into the file) and a running one (request files the server
 // answers), each change audited once as local:USER via cli, kept over a
 // restart.
-func TestUserToken_Bbolt(t *testing.T) {
-	config := writeTestConfig(t, "", "")
+func TestUserToken(t *testing.T) {
+	t.Run("bbolt", func(t *testing.T) { testUserToken(t, "") })
+	t.Run("postgres", func(t *testing.T) { testUserToken(t, pgtest.URL(t)) })
+}
+
+// bearerStatus answers GET /api/v1/stats with the token's status code.
+func bearerStatus(t *testing.T, addr, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/stats", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// userStatus answers GET /api/v1/stats as user with password.
+func userStatus(t *testing.T, addr, user, password string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/stats", nil)
+	req.SetBasicAuth(user, password)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+var generatedLine = regexp.MustCompile(`user (\S+), password (\S+) \(shown`)
+
+func testUserToken(t *testing.T, url string) {
+	extra := ""
+	if url != "" {
+		extra = fmt.Sprintf("\n[storage]\nbackend = \"postgres\"\nurl = %q\n", url)
+	}
+	config := writeTestConfig(t, "", extra)
 	must := func(want string, args ...string) string {
 		t.Helper()
 		code, out := runCmd(append(args, "-config", config)...)
@@ -34,19 +76,28 @@ func TestUserToken_Bbolt(t *testing.T) {
 	if !tokenLine.MatchString(out) || !strings.Contains(out, "cannot be shown again") {
 		t.Fatalf("token create printed no token:\n%s", out)
 	}
+	ciToken := tokenLine.FindStringSubmatch(out)[1]
 	if code, out := runCmd("user", "add", "bob", "-role", "admin", "-generate", "-config", config); code != 1 || !strings.Contains(out, "bob") {
 		t.Fatalf("adding bob twice: %d\n%s", code, out)
 	}
 
 	// Running: through request files.
-	srv := startServe(t, config, freePort(t))
+	addr := freePort(t)
+	srv := startServe(t, config, addr)
 	// Users exist already: the first start makes none.
 	if n := strings.Count(srv.out.String(), "generated a status page password"); n != 0 {
 		t.Fatalf("%d generated passwords:\n%s", n, srv.out)
 	}
 	out = must("user carol, password", "user", "add", "carol", "-role", "operator", "-generate")
-	if !strings.Contains(out, "the running server") {
+	if url == "" && !strings.Contains(out, "the running server") {
 		t.Fatalf("user add on a running server did not go through it:\n%s", out)
+	}
+	carolPw := generatedLine.FindStringSubmatch(out)[2]
+	if got := userStatus(t, addr, "bob", "bob-password-1"); got != http.StatusOK {
+		t.Fatalf("bob (viewer) reading stats: %d", got)
+	}
+	if got := bearerStatus(t, addr, ciToken); got != http.StatusOK {
+		t.Fatalf("token ci reading stats: %d", got)
 	}
 	must("carol now has role admin", "user", "role", "carol", "admin")
 	out = must("bob", "user", "list")
@@ -60,8 +111,23 @@ func TestUserToken_Bbolt(t *testing.T) {
 	if !strings.Contains(out, "ci ") || !strings.Contains(out, "never") {
 		t.Fatalf("token list:\n%s", out)
 	}
+	waitStatus := func(what string, f func() int, want int) {
+		t.Helper()
+		deadline := time.Now().Add(2 * app.AccessPoll)
+		got := f()
+		for got != want && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			got = f()
+		}
+		if got != want {
+			t.Fatalf("%s: %d, want %d", what, got, want)
+		}
+	}
+	waitStatus("carol (operator) reading stats", func() int { return userStatus(t, addr, "carol", carolPw) }, http.StatusOK)
 	must("token ci revoked", "token", "revoke", "ci")
+	waitStatus("the revoked token", func() int { return bearerStatus(t, addr, ciToken) }, http.StatusUnauthorized)
 	must("user bob removed", "user", "remove", "bob")
+	waitStatus("removed bob", func() int { return userStatus(t, addr, "bob", "bob-password-1") }, http.StatusUnauthorized)
 	if code, out := runCmd("user", "remove", "nobody", "-config", config); code != 1 || !strings.Contains(out, "nobody") {
 		t.Fatalf("removing no such user: %d\n%s", code, out)
 	}
@@ -76,11 +142,22 @@ func TestUserToken_Bbolt(t *testing.T) {
 	srv.stop()
 
 	// After the restart (the file, read with the server stopped).
-	db, err := bboltstore.Open(filepath.Join(filepath.Dir(config), "data"))
-	if err != nil {
-		t.Fatal(err)
+	var db app.AuditStore
+	if url == "" {
+		b, err := bboltstore.Open(filepath.Join(filepath.Dir(config), "data"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		db = b
+	} else {
+		p, err := postgres.Open(context.Background(), url, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		db = p
 	}
-	defer db.Close()
 	entries, err := db.Audit(context.Background(), app.AuditQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
