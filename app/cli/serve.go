@@ -249,6 +249,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	if err != nil {
 		return err
 	}
+	reload.access = access
 	requestDir := "" // where hookbox user, token and passwd leave requests: the data dir of bbolt
 	if cfg.Storage.Backend != app.BackendPostgres {
 		requestDir = cfg.Server.DataDir
