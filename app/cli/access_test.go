@@ -185,3 +185,34 @@ func testUserToken(t *testing.T, url string) {
 		t.Errorf("audit entries by the command line: %v, want %v", count, want)
 	}
 }
+
+// TestPasswd_NameEndsSessions: hookbox passwd NAME on a running server
+// ends the old password's cached credential within a second, and the new
+// one logs in.
+func TestPasswd_NameEndsSessions(t *testing.T) {
+	config := writeTestConfig(t, "", "")
+	addr := freePort(t)
+	startServe(t, config, addr)
+	pipeStdin(t, "dana-password-1\n")
+	if code, out := runCmd("user", "add", "dana", "-role", "operator", "-config", config); code != 0 {
+		t.Fatalf("user add: %d\n%s", code, out)
+	}
+	if got := userStatus(t, addr, "dana", "dana-password-1"); got != http.StatusOK {
+		t.Fatalf("dana's first login: %d", got)
+	}
+	pipeStdin(t, "dana-password-2\n")
+	code, out := runCmd("passwd", "dana", "-config", config)
+	if code != 0 || !strings.Contains(out, "password of dana changed") {
+		t.Fatalf("passwd dana: %d\n%s", code, out)
+	}
+	changed := time.Now()
+	for userStatus(t, addr, "dana", "dana-password-1") != http.StatusUnauthorized {
+		if time.Since(changed) > time.Second {
+			t.Fatal("the old password still works a second after passwd")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := userStatus(t, addr, "dana", "dana-password-2"); got != http.StatusOK {
+		t.Fatalf("dana's new password: %d", got)
+	}
+}
