@@ -129,6 +129,9 @@ func (u *UI) pause(c *fiber.Ctx) error {
 		return fiber.ErrNotFound
 	}
 	by, _ := c.Locals("user").(string)
+	if r := request.PostValue(c, "reason"); r != "" {
+		c.Locals(AuditDetail, "reason: "+r)
+	}
 	if err := u.d.Pauser.Pause(c.UserContext(), strings.Clone(c.Params("name")), cmp.Or(by, "admin"), request.PostValue(c, "reason")); err != nil {
 		if errors.Is(err, app.ErrNoDestination) {
 			return fiber.ErrNotFound

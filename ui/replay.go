@@ -127,7 +127,9 @@ func (u *UI) replayQuery(c *fiber.Ctx) error {
 	if !ok {
 		return c.Redirect("/events?"+back.Encode(), fiber.StatusSeeOther)
 	}
+	c.Locals(AuditTarget, ReplayTarget(rq))
 	if get("confirm") != "yes" {
+		skipAudit(c)
 		rq.DryRun = true
 		res, err := u.d.Store.ReplayQuery(ctx, rq, u.d.Now())
 		if err != nil {
@@ -138,6 +140,7 @@ func (u *UI) replayQuery(c *fiber.Ctx) error {
 	}
 	if get("delivered") != "yes" { // the page did not ask about delivered ones: send none
 		if rq.Status == app.ReplayDelivered {
+			c.Locals(AuditDetail, "delivered ones not confirmed: none replayed")
 			back.Set("replayed", "0")
 			return c.Redirect("/events?"+back.Encode(), fiber.StatusSeeOther)
 		}
@@ -147,6 +150,7 @@ func (u *UI) replayQuery(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	c.Locals(AuditDetail, ReplayDetail(res))
 	u.d.Wake()
 	back.Set("replayed", strconv.Itoa(res.Replayed))
 	return c.Redirect("/events?"+back.Encode(), fiber.StatusSeeOther)

@@ -52,6 +52,10 @@ type Deps struct {
 	// Pauser, when set, backs the Pause and Resume buttons of the
 	// overview's destination rows.
 	Pauser *app.Pauser
+	// May reports whether the request's identity may use the route method
+	// path (the server's table of roles); a page shows only the buttons it
+	// may use (nil: every button).
+	May func(c *fiber.Ctx, method, path string) bool
 }
 
 // UI renders the status pages.
@@ -170,7 +174,29 @@ type page struct {
 	// refused (nil once a later one applied).
 	Loaded  *app.Loaded
 	Refused *app.Refusal
-	Data    any
+	// User and Role are who is logged in.
+	User, Role string
+	// Can says which buttons the user may use.
+	Can  Can
+	Data any
+}
+
+// Can is what the logged-in user may do, for the pages' buttons; the
+// server checks it again on each request.
+type Can struct {
+	Replay, ReplayAll, ReplayQuery, Retry, Pause, Resume, Backup, Admin bool
+}
+
+// can reads what c's identity may do.
+func (u *UI) can(c *fiber.Ctx) Can {
+	may := u.d.May
+	if may == nil {
+		may = func(*fiber.Ctx, string, string) bool { return true }
+	}
+	post := func(path string) bool { return may(c, fiber.MethodPost, path) }
+	return Can{Replay: post("/deliveries/:id/replay"), ReplayAll: post("/dead-letters/replay"), ReplayQuery: post("/replay"),
+		Retry: post("/deliveries/:id/retry"), Pause: post("/destinations/:name/pause"), Resume: post("/destinations/:name/resume"),
+		Backup: may(c, fiber.MethodGet, "/api/v1/backup")}
 }
 
 func (u *UI) render(c *fiber.Ctx, status int, name, title string, data any) error {
@@ -179,6 +205,10 @@ func (u *UI) render(c *fiber.Ctx, status int, name, title string, data any) erro
 	dead, _ := u.d.Store.CountDead(ctx)
 	p := page{Title: title, CSRF: csrf, Nav: name, Dead: dead, Data: data,
 		Loaded: u.d.Running.Loaded(), Refused: u.d.Running.Refused()}
+	if id, ok := c.Locals("identity").(app.Identity); ok {
+		p.User, p.Role, p.Can = id.Name, id.Role.String(), u.can(c)
+		p.Can.Admin = id.Role.Allows(app.RoleAdmin) && !id.Token
+	}
 	if u.d.Stats != nil {
 		if cur, failing, _ := u.d.Stats.Storage.State(); failing {
 			p.Storage, p.StorageFix = &cur, u.d.Stats.Storage.Fix
@@ -430,6 +460,7 @@ func (u *UI) dead(c *fiber.Ctx) error {
 func (u *UI) replayAll(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	if request.PostValue(c, "confirm") != "yes" {
+		skipAudit(c)
 		n, _ := u.d.Store.CountDead(ctx)
 		return u.render(c, 200, "confirm", "Replay all?", map[string]any{"Action": "/dead-letters/replay",
 			"Question": fmt.Sprintf("Send all %d dead deliveries again?", n)})
@@ -438,6 +469,7 @@ func (u *UI) replayAll(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	c.Locals(AuditDetail, fmt.Sprintf("replayed %d", n))
 	u.d.Wake()
 	return c.Redirect("/dead-letters?replayed="+strconv.Itoa(n), fiber.StatusSeeOther)
 }
@@ -449,6 +481,7 @@ func (u *UI) replayOne(c *fiber.Ctx) error {
 		return fiber.ErrNotFound
 	}
 	if request.PostValue(c, "confirm") != "yes" {
+		skipAudit(c)
 		d, _, err := u.d.Store.Delivery(ctx, id)
 		if errors.Is(err, app.ErrNotFound) {
 			return fiber.ErrNotFound

@@ -241,11 +241,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	// The password is only read here: one is generated once every
 	// listener is bound (below), so that a start that fails to bind shows
 	// none, and the one shown belongs to a server that runs.
-	// Users, tokens and the audit log, where the store keeps them (a
-	// store without them has only the config's user).
-	accessStore, _ := any(db).(app.AccessStore)
-	auditStore, _ := any(db).(app.AuditStore)
-	access, err := app.NewAccess(ctx, cfg.Status, accessStore, auditStore, logger.With("component", "access"))
+	access, err := app.NewAccess(ctx, cfg.Status, db, db, logger.With("component", "access"))
 	if err != nil {
 		return err
 	}

@@ -19,25 +19,33 @@ import (
 	"hookbox/app"
 )
 
+// route registers h for method path under prefix, behind the role its
+// entry in routeRules gives.
+func (s *Server) route(r fiber.Router, prefix, method, path string, h fiber.Handler) {
+	r.Add(method, path, s.authorize(ruleOf(method, prefix+path)), h)
+}
+
 // The admin API: dead letters, deliveries with their attempts, replay.
 func (s *Server) routeAPI(r fiber.Router) {
-	r.Get("/dead-letters", s.handleDeadLetters)
-	r.Post("/dead-letters/replay", s.handleReplayDead)
-	r.Post("/dead-letters/:id/replay", s.handleReplay)
-	r.Get("/deliveries/:id", s.handleDelivery)
-	r.Post("/deliveries/:id/replay", s.handleReplay)
-	r.Post("/replay", s.handleReplayQuery) // replay by query (replay.go)
-	r.Get("/backup", s.handleBackup)
-	r.Get("/stats", s.handleStats)
-	r.Get("/config", s.handleConfig) // the config in force, and a refused one (config.go)
-	r.Get("/events", s.handleEvents)
-	r.Get("/events/:seq", s.handleEvent)
-	r.Get("/events/:seq/body", s.handleEventBody)
+	s.route(r, "/api/v1", fiber.MethodGet, "/dead-letters", s.handleDeadLetters)
+	s.route(r, "/api/v1", fiber.MethodPost, "/dead-letters/replay", s.handleReplayDead)
+	s.route(r, "/api/v1", fiber.MethodPost, "/dead-letters/:id/replay", s.handleReplay)
+	s.route(r, "/api/v1", fiber.MethodGet, "/deliveries/:id", s.handleDelivery)
+	s.route(r, "/api/v1", fiber.MethodPost, "/deliveries/:id/replay", s.handleReplay)
+	s.route(r, "/api/v1", fiber.MethodPost, "/replay", s.handleReplayQuery) // replay by query (replay.go)
+	s.route(r, "/api/v1", fiber.MethodGet, "/backup", s.handleBackup)
+	s.route(r, "/api/v1", fiber.MethodGet, "/stats", s.handleStats)
+	s.route(r, "/api/v1", fiber.MethodGet, "/config", s.handleConfig) // the config in force, and a refused one (config.go)
+	s.route(r, "/api/v1", fiber.MethodGet, "/events", s.handleEvents)
+	s.route(r, "/api/v1", fiber.MethodGet, "/events/:seq", s.handleEvent)
+	s.route(r, "/api/v1", fiber.MethodGet, "/events/:seq/body", s.handleEventBody)
 	// Retry now (issue 28): retry.go.
-	r.Post("/deliveries/:id/retry", s.handleRetryDelivery)
-	r.Post("/destinations/:name/retry", s.handleRetryDestination)
+	s.route(r, "/api/v1", fiber.MethodPost, "/deliveries/:id/retry", s.handleRetryDelivery)
+	s.route(r, "/api/v1", fiber.MethodPost, "/destinations/:name/retry", s.handleRetryDestination)
 	// Destinations: list, pause, resume (destinations.go).
 	s.routeDestinations(r)
+	// Team access: the audit log, users and tokens (team.go).
+	s.routeTeam(r)
 }
 
 // BackupIdleTimeout bounds how long a backup download may go without

@@ -132,6 +132,24 @@ func TestAPI_JSONStyle(t *testing.T) {
 		}
 	}
 	calls = append(calls, struct{ method, path, route string }{"POST", "/api/v1/destinations/erp-warehouse-integration/retry", "/api/v1/destinations/:name/retry"})
+	// Team access (team.go): a user, a token, their lists, the audit log
+	// of everything above.
+	for _, c := range [][3]string{
+		{"POST", "/api/v1/users", "/api/v1/users"},
+		{"POST", "/api/v1/users/ann/role", "/api/v1/users/:name/role"},
+		{"POST", "/api/v1/users/ann/password", "/api/v1/users/:name/password"},
+		{"POST", "/api/v1/tokens", "/api/v1/tokens"},
+		{"GET", "/api/v1/users", "/api/v1/users"},
+		{"GET", "/api/v1/tokens", "/api/v1/tokens"},
+		{"GET", "/api/v1/audit", "/api/v1/audit"},
+		{"GET", "/api/v1/audit?limit=2&action=replay.", "/api/v1/audit"},
+	} {
+		calls = append(calls, struct{ method, path, route string }{c[0], c[1], c[2]})
+	}
+	bodies["/api/v1/users"] = `{"name": "ann", "role": "viewer"}`
+	bodies["/api/v1/users/ann/role"] = `{"role": "operator"}`
+	bodies["/api/v1/users/ann/password"] = `{"password": "a-long-enough-password"}`
+	bodies["/api/v1/tokens"] = `{"name": "ci", "role": "operator", "expires": "90d"}`
 	covered := map[string]bool{}
 	for _, c := range calls {
 		covered[c.method+" "+c.route] = true

@@ -155,10 +155,24 @@ func bearer(h string) (string, bool) {
 
 // checkPassword runs the guard's check and logs failures and limits,
 // throttled, with the client's address; wait is set when the attempt was
-// limited.
+// limited. A password really checked (not limited, not a cached Basic
+// credential) is recorded in the audit log, right or wrong.
 func (s *Server) checkPassword(c *fiber.Ctx, user, password, via string) (id app.Identity, ok bool, wait time.Duration) {
 	client := s.client(c)
-	v, id, _, wait := s.guard.check(client, user, password, via == viaBasic)
+	v, id, checked, wait := s.guard.check(client, user, password, via == viaBasic)
+	if checked {
+		auditVia := via
+		if via == viaForm {
+			auditVia = viaSession
+		}
+		e := app.Who{Actor: user, Via: auditVia, From: client.String()}.Entry(app.AuditLogin, "", "", nil)
+		if v != granted {
+			e.Result, e.Detail = app.AuditFailed, "wrong user or password"
+		} else {
+			e.Actor = id.Actor()
+		}
+		s.deps.Access.Record(c.UserContext(), e)
+	}
 	switch v {
 	case granted:
 		return id, true, 0
@@ -295,6 +309,7 @@ func (s *Server) handleLogin(c *fiber.Ctx) error {
 }
 
 func (s *Server) handleLogout(c *fiber.Ctx) error {
+	s.deps.Access.Record(c.UserContext(), s.who(c).Entry(app.AuditLogout, "", "", nil))
 	s.sessions.drop(c.Cookies(sessionCookie))
 	c.ClearCookie(sessionCookie)
 	return c.Redirect("/login", fiber.StatusSeeOther)

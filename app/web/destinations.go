@@ -9,14 +9,15 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/ui"
 )
 
 // The admin API of destinations (issue 28): list them with their pause,
 // hold and backlog; pause and resume one.
 func (s *Server) routeDestinations(r fiber.Router) {
-	r.Get("/destinations", s.handleDestinations)
-	r.Post("/destinations/:name/pause", s.handlePause)
-	r.Post("/destinations/:name/resume", s.handleResume)
+	s.route(r, "/api/v1", fiber.MethodGet, "/destinations", s.handleDestinations)
+	s.route(r, "/api/v1", fiber.MethodPost, "/destinations/:name/pause", s.handlePause)
+	s.route(r, "/api/v1", fiber.MethodPost, "/destinations/:name/resume", s.handleResume)
 }
 
 // maxWaitingCount bounds the count of a destination's waiting deliveries.
@@ -103,6 +104,9 @@ func (s *Server) handlePause(c *fiber.Ctx) error {
 	}
 	name := strings.Clone(c.Params("name"))
 	by := pausedBy(c)
+	if in.Reason != "" {
+		c.Locals(ui.AuditDetail, "reason: "+in.Reason)
+	}
 	if err := s.deps.Pauser.Pause(c.UserContext(), name, by, in.Reason); err != nil {
 		return s.controlError(c, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/ui"
 )
 
 // The replay routes of the admin API: one delivery, every dead one, and
@@ -80,6 +81,7 @@ func (s *Server) handleReplayDead(c *fiber.Ctx) error {
 	if err != nil {
 		return s.storeError(c, err)
 	}
+	c.Locals(ui.AuditDetail, fmt.Sprintf("replayed %d", n))
 	s.deps.Wake()
 	return c.JSON(fiber.Map{"replayed": n})
 }
@@ -146,6 +148,10 @@ func (s *Server) handleReplayQuery(c *fiber.Ctx) error {
 	if err != nil {
 		return s.sendError(c, err)
 	}
+	c.Locals(ui.AuditTarget, ui.ReplayTarget(q))
+	if q.DryRun {
+		c.Locals(ui.AuditSkip, true)
+	}
 	now := s.deps.Now()
 	if !body.Force && !q.DryRun && q.Status != app.ReplayDead {
 		dry := q
@@ -167,6 +173,7 @@ func (s *Server) handleReplayQuery(c *fiber.Ctx) error {
 	if err != nil {
 		return s.replayError(c, err)
 	}
+	c.Locals(ui.AuditDetail, ui.ReplayDetail(res))
 	if res.Replayed > 0 {
 		s.deps.Wake()
 	}

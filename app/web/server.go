@@ -145,7 +145,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		Logger:   slog.With("component", "http"),
 	}
 	s.ui = ui.New(ui.Deps{Running: deps.Running, Store: deps.Store, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
-		LastBackup: deps.LastBackup, Pauser: deps.Pauser})
+		LastBackup: deps.LastBackup, Pauser: deps.Pauser, May: may})
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:      cfg.Server.MaxBodyBytes,
 		ReadTimeout:    deps.ReadTimeout,
@@ -191,11 +191,11 @@ func New(cfg *app.Config, deps Deps) *Server {
 	if cfg.Status.MetricsPublic {
 		s.fiber.Get("/metrics", exported)
 	} else {
-		s.fiber.Get("/metrics", s.requireAuth, exported)
+		s.fiber.Get("/metrics", s.requireAuth, s.authorize(ruleOf(fiber.MethodGet, "/metrics")), exported)
 	}
 	s.routeAPI(s.fiber.Group("/api/v1", s.securityHeaders, s.requireAuth))
 	s.ui.Mount(func(method, path string, h fiber.Handler) {
-		s.fiber.Add(method, path, s.securityHeaders, s.requireAuth, h)
+		s.fiber.Add(method, path, s.securityHeaders, s.requireAuth, s.authorize(ruleOf(method, path)), h)
 	})
 	return s
 }
@@ -325,8 +325,12 @@ func (s *Server) sendError(c *fiber.Ctx, err error) error {
 	if code == app.EUNAVAILABLE {
 		c.Set(fiber.HeaderRetryAfter, "5")
 	}
+	c.Locals(errorLocal, app.ErrorMessage(err)) // for the audit entry
 	return c.Status(status).JSON(answer{Status: "error", Error: app.ErrorMessage(err)})
 }
+
+// errorLocal keeps the message of an error answer in c.Locals.
+const errorLocal = "error.message"
 
 // handleError answers errors raised outside the handlers (body too large,
 // unknown route, wrong method, panics) with fixed texts, never err.Error()

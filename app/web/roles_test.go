@@ -1,0 +1,66 @@
+package web
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+
+	"hookbox/app"
+	"hookbox/app/config"
+)
+
+// Every route the server registers has an entry in routeRules or
+// publicRoutes, and every entry is registered: a new route without a role
+// fails here (and panics at registration when it goes through route).
+func TestRoutes_EveryRouteHasARole(t *testing.T) {
+	cfg, err := config.Parse("roles.toml", "[status]\nuser = \"ops\"\npassword = \"pw-1234\"\n", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(cfg, Deps{Access: app.FixedAccess("ops", "pw-1234")})
+	seen := map[string]bool{}
+	for _, r := range s.App().GetRoutes(true) {
+		if r.Method == fiber.MethodHead || strings.HasPrefix(r.Path, "/static") {
+			continue
+		}
+		key := r.Method + " " + r.Path
+		seen[key] = true
+		if _, ok := routeRules[key]; !ok && !publicRoutes[key] {
+			t.Errorf("route %s has no role in routeRules (roles.go)", key)
+		}
+	}
+	for key := range routeRules {
+		if !seen[key] {
+			t.Errorf("routeRules names %s, which is not registered", key)
+		}
+	}
+}
+
+// A refusal says whose role, what, and who may.
+func TestRoutes_Refusal(t *testing.T) {
+	for _, tt := range []struct {
+		id   app.Identity
+		rule rule
+		want string
+	}{
+		{app.Identity{Name: "v", Role: app.RoleViewer}, operator("replay deliveries"), "your role (viewer) may not replay deliveries: an operator or admin may"},
+		{app.Identity{Name: "o", Role: app.RoleOperator}, admin("download backups"), "your role (operator) may not download backups: an admin may"},
+		{app.Identity{Name: "ci", Role: app.RoleAdmin, Token: true}, adminUser("create tokens"), "a token cannot create tokens or users, nor change them: an admin user may create tokens"},
+		{app.Identity{}, viewer("read events"), "your role (none) may not read events: a viewer, operator or admin may"},
+		{app.Identity{Name: "a", Role: app.RoleAdmin}, adminUser("create tokens"), ""},
+		{app.Identity{Name: "o", Role: app.RoleOperator, Token: true}, operator("replay deliveries"), ""},
+	} {
+		err := allowed(tt.id, tt.rule)
+		got := ""
+		if err != nil {
+			got = app.ErrorMessage(err)
+			if app.ErrorCode(err) != app.EFORBIDDEN {
+				t.Errorf("%+v: code %s; want forbidden", tt.id, app.ErrorCode(err))
+			}
+		}
+		if got != tt.want {
+			t.Errorf("%+v on %q: %q; want %q", tt.id, tt.rule.doing, got, tt.want)
+		}
+	}
+}
