@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -214,5 +215,66 @@ func TestPasswd_NameEndsSessions(t *testing.T) {
 	}
 	if got := userStatus(t, addr, "dana", "dana-password-2"); got != http.StatusOK {
 		t.Fatalf("dana's new password: %d", got)
+	}
+}
+
+// TestCLIIdentity_TwoNodes: on two PostgreSQL nodes, pause through node A
+// with HOOKBOX_TOKEN (an operator token) is in node B's GET /api/v1/audit
+// as token:ops; a viewer token's pause is refused with the server's
+// sentence and the error names the credential, never its value.
+func TestCLIIdentity_TwoNodes(t *testing.T) {
+	url := pgtest.URL(t)
+	sink := "http://127.0.0.1:1/"
+	config := writeTestConfig(t, sink, fmt.Sprintf("\n[status]\npassword = \"the admin password\"\n[storage]\nbackend = \"postgres\"\nurl = %q\n", url))
+	a := startServe(t, config, freePort(t))
+	b := startServe(t, config, freePort(t))
+	token := func(name, role string) string {
+		code, out := runCmd("token", "create", "-name", name, "-role", role, "-config", config)
+		if code != 0 {
+			t.Fatalf("token create %s: %d\n%s", name, code, out)
+		}
+		return tokenLine.FindStringSubmatch(out)[1]
+	}
+	ops, viewer := token("ops", "operator"), token("look", "viewer")
+	// The nodes take the new tokens up within AccessPoll.
+	deadline := time.Now().Add(2 * time.Second)
+	for _, s := range []*running{a, b} {
+		for bearerStatus(t, s.addr, viewer) != http.StatusOK || bearerStatus(t, s.addr, ops) != http.StatusOK {
+			if time.Now().After(deadline) {
+				t.Fatal("the nodes did not take up the new tokens")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	t.Setenv("HOOKBOX_TOKEN", viewer)
+	code, out := runCmd("pause", "-config", config, "-listen", a.addr, "sink")
+	if code != 1 || !strings.Contains(out, "403") || !strings.Contains(out, "HOOKBOX_TOKEN") || strings.Contains(out, viewer) {
+		t.Fatalf("pause with a viewer token: %d\n%s", code, out)
+	}
+	t.Setenv("HOOKBOX_TOKEN", ops)
+	if code, out := runCmd("pause", "-config", config, "-listen", a.addr, "sink"); code != 0 {
+		t.Fatalf("pause with an operator token: %d\n%s", code, out)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+b.addr+"/api/v1/audit?actor=token:ops", nil)
+	req.SetBasicAuth("admin", "the admin password")
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page struct {
+		Items []struct {
+			Actor  string `json:"actor"`
+			Action string `json:"action"`
+			Result string `json:"result"`
+		} `json:"items"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&page)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("node B's audit: %d %v", resp.StatusCode, err)
+	}
+	if len(page.Items) != 1 || page.Items[0].Action != app.AuditPause || page.Items[0].Result != app.AuditOK {
+		t.Fatalf("node B's audit of token:ops: %+v", page.Items)
 	}
 }

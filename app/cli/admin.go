@@ -79,6 +79,12 @@ func (a *adminAPI) doJSON(method, path string, body []byte) (*http.Response, err
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return a.send(req)
+}
+
+// send sends req with the CLI's credential and turns the answers that
+// refuse it (401, 403, 429) into errors. The caller closes the body.
+func (a *adminAPI) send(req *http.Request) (*http.Response, error) {
 	if a.token != "" {
 		req.Header.Set("Authorization", "Bearer "+a.token)
 	} else {
