@@ -159,7 +159,7 @@ func WaitAccessAnswer(ctx context.Context, dataDir, id string) (AccessAnswer, er
 	req := filepath.Join(dataDir, accessRequestPrefix+id+accessRequestSuffix)
 	ans := filepath.Join(dataDir, accessRequestPrefix+id+accessAnswerSuffix)
 	for {
-		b, err := readBounded(ans, maxAccessAnswerSize)
+		b, err := readBounded(ans, maxAccessAnswerSize, dirOwner(dataDir))
 		if err == nil {
 			os.Remove(ans)
 			var a AccessAnswer
@@ -182,10 +182,23 @@ func WaitAccessAnswer(ctx context.Context, dataDir, id string) (AccessAnswer, er
 	}
 }
 
+// dirOwner is the uid of dir's owner (-1: unknown): the server's user,
+// whose answers root reads.
+func dirOwner(dir string) int {
+	d, err := datadir.Open(dir)
+	if err != nil {
+		return -1
+	}
+	defer d.Close()
+	uid, _ := d.Owner()
+	return uid
+}
+
 // readBounded reads the regular file at path, not following a link nor
-// waiting on a FIFO, refusing one another user owns, others may read or
-// write, or longer than max.
-func readBounded(path string, max int64) ([]byte, error) {
+// waiting on a FIFO, refusing one that others may read or write, that is
+// longer than max, or that belongs to another user than this process's or
+// also (>= 0).
+func readBounded(path string, max int64, also int) ([]byte, error) {
 	f, err := datadir.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
@@ -198,7 +211,7 @@ func readBounded(path string, max int64) ([]byte, error) {
 	switch {
 	case fi.Mode().Perm()&0o077 != 0:
 		return nil, fmt.Errorf("%s has mode %04o: others may read or write it (want 0600)", path, fi.Mode().Perm())
-	case !ownedByMe(fi):
+	case !ownedByMe(fi) && (also < 0 || ownerOf(fi) != also):
 		return nil, fmt.Errorf("%s belongs to another user than this one", path)
 	case fi.Size() > max:
 		return nil, fmt.Errorf("%s is too long (%d bytes)", path, fi.Size())
@@ -227,7 +240,7 @@ func (a *Access) TakeAccessRequests(ctx context.Context, dataDir string) {
 		}
 		id := strings.TrimSuffix(strings.TrimPrefix(e.Name(), accessRequestPrefix), accessRequestSuffix)
 		var ans AccessAnswer
-		b, err := readBounded(filepath.Join(dataDir, e.Name()), maxAccessRequestSize)
+		b, err := readBounded(filepath.Join(dataDir, e.Name()), maxAccessRequestSize, -1)
 		var r AccessRequest
 		if err == nil {
 			err = json.Unmarshal(b, &r)
