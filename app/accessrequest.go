@@ -3,7 +3,7 @@
 // tokens. Each request is a file of its own in the data directory, with a
 // random name so two commands never clobber each other; the server applies
 // it through Access (which audits it) and leaves an answer beside it. As
-// with passwd.request, the file system authenticates the caller: the
+// with the passwd.request of earlier versions, the file system authenticates the caller: the
 // server takes only a regular file of its own user, mode 0600, small,
 // opened without following a link. A request never carries a password or
 // a token's secret: only a bcrypt hash, or a token's SHA-256.
