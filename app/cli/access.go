@@ -138,6 +138,10 @@ func runAccessRequest(ctx context.Context, c *command, path, dataDir string, r a
 
 // runUser is hookbox user add|list|remove|role.
 func runUser(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		c.usage(c.flags(), stdout)
+		return 0
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		c.usage(c.flags(), stderr)
 		return 2
@@ -223,6 +227,10 @@ func runUser(ctx context.Context, c *command, args []string, stdout, stderr io.W
 
 // runToken is hookbox token create|list|revoke.
 func runToken(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		c.usage(c.flags(), stdout)
+		return 0
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		c.usage(c.flags(), stderr)
 		return 2
