@@ -23,34 +23,42 @@ type adminAPI struct {
 	base   string
 	user   string
 	pass   string
-	// passFrom says where pass came from, for the error of a wrong one.
+	// token, when set, is sent as a Bearer token instead of user and pass.
+	token string
+	// passFrom names the credential used (never its value), for errors.
 	passFrom string
 	client   *http.Client
 }
 
 // newAdminAPI loads the config at path and prepares requests for command
-// cmd, logging in with [status] password, or with HOOKBOX_PASSWORD when
-// the server generated its password at first start.
+// cmd with the CLI's identity: HOOKBOX_TOKEN (sent as a Bearer token),
+// else HOOKBOX_USER (default [status] user) and HOOKBOX_PASSWORD, else the
+// config's [status] password.
 func newAdminAPI(cmd string, opts *configOptions, timeout time.Duration) (*adminAPI, error) {
 	path := *opts.path
 	cfg, err := opts.load()
 	if err != nil {
 		return nil, err
 	}
-	pass := cfg.Status.Password
-	if pass == "" {
-		pass = os.Getenv("HOOKBOX_PASSWORD")
-	}
-	if pass == "" {
-		return nil, fmt.Errorf("hookbox %s: %s: status.password: not set; set it (or password_env), or give the password generated at first start in HOOKBOX_PASSWORD", cmd, path)
-	}
 	base, client := web.LocalClient(cfg.Server, timeout)
-	from := "HOOKBOX_PASSWORD"
-	if cfg.Status.Password != "" {
-		from = "[status] password or password_env in " + path
+	a := &adminAPI{cmd: cmd, config: path, listen: cfg.Server.Listen, base: base + "/api/v1", client: client}
+	if tok := os.Getenv("HOOKBOX_TOKEN"); tok != "" {
+		a.token, a.passFrom = tok, "the token in HOOKBOX_TOKEN"
+		return a, nil
 	}
-	return &adminAPI{cmd: cmd, config: path, listen: cfg.Server.Listen, base: base + "/api/v1",
-		user: cfg.Status.User, pass: pass, passFrom: from, client: client}, nil
+	a.user = cfg.Status.User
+	if u := os.Getenv("HOOKBOX_USER"); u != "" {
+		a.user = u
+	}
+	if pw := os.Getenv("HOOKBOX_PASSWORD"); pw != "" {
+		a.pass, a.passFrom = pw, fmt.Sprintf("user %q with the password in HOOKBOX_PASSWORD", a.user)
+		return a, nil
+	}
+	if cfg.Status.Password == "" || a.user != cfg.Status.User {
+		return nil, fmt.Errorf("hookbox %s: no credential: set HOOKBOX_TOKEN (a token from hookbox token create), or HOOKBOX_USER and HOOKBOX_PASSWORD (the password generated at first start is the user %s's), or [status] password in %s", cmd, cfg.Status.User, path)
+	}
+	a.pass, a.passFrom = cfg.Status.Password, fmt.Sprintf("user %q with [status] password or password_env in %s", a.user, path)
+	return a, nil
 }
 
 // do sends one request to path under /api/v1. The caller closes the body.
@@ -71,7 +79,17 @@ func (a *adminAPI) doJSON(method, path string, body []byte) (*http.Response, err
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.SetBasicAuth(a.user, a.pass)
+	return a.send(req)
+}
+
+// send sends req with the CLI's credential and turns the answers that
+// refuse it (401, 403, 429) into errors. The caller closes the body.
+func (a *adminAPI) send(req *http.Request) (*http.Response, error) {
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	} else {
+		req.SetBasicAuth(a.user, a.pass)
+	}
 	resp, err := a.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("hookbox %s: is hookbox running on %s (server.listen in %s)? %v", a.cmd, a.listen, a.config, errors.Unwrap(err))
@@ -79,7 +97,11 @@ func (a *adminAPI) doJSON(method, path string, body []byte) (*http.Response, err
 	switch resp.StatusCode {
 	case http.StatusUnauthorized: // credentials were sent: they are wrong
 		resp.Body.Close()
-		return nil, fmt.Errorf("hookbox %s: the server answered 401: wrong user or password (user %q from [status] user, password from %s); hookbox passwd sets a new one", a.cmd, a.user, a.passFrom)
+		return nil, fmt.Errorf("hookbox %s: the server answered 401: wrong user or password, or a revoked or expired token (%s); hookbox passwd sets a new password", a.cmd, a.passFrom)
+	case http.StatusForbidden:
+		answer := readAnswer(resp.Body)
+		resp.Body.Close()
+		return nil, fmt.Errorf("hookbox %s: the server answered 403 to %s: %s", a.cmd, a.passFrom, answer)
 	case http.StatusTooManyRequests:
 		answer := readAnswer(resp.Body)
 		resp.Body.Close()

@@ -266,7 +266,7 @@ func TestBackup_AdminAPIClosed(t *testing.T) {
 	config := filepath.Join(dir, "config.toml")
 	os.WriteFile(config, []byte("[[source]]\nname = \"a\"\nprovider = \"github\"\nsecret = \"s\"\n"), 0o600)
 	_, errOut, code := hookbox(t, nil, "backup", "-config", config, "-o", filepath.Join(dir, "b.db"))
-	if code != 1 || !strings.Contains(errOut, "status.password: not set") {
+	if code != 1 || !strings.Contains(errOut, "no credential: set HOOKBOX_TOKEN") {
 		t.Fatalf("exit %d, %q", code, errOut)
 	}
 	if _, errOut, code = hookbox(t, nil, "backup", "-config", config); code != 2 || !strings.Contains(errOut, "-o FILE") {

@@ -12,13 +12,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"hookbox/app"
 	"hookbox/app/cli/clitest"
 )
 
 // TestPasswordHandoff_FIFOSwap is issue 24, finding 6, on the real binary:
 // whoever owns the data directory (the service user) swaps the password
-// request for a FIFO with renameat2(RENAME_EXCHANGE), in a tight loop, so
+// request (now an access request of hookbox user, token or passwd) for a FIFO with renameat2(RENAME_EXCHANGE), in a tight loop, so
 // that the server's watcher finds a regular file when it looks and a FIFO
 // when it opens. The watcher must refuse the FIFO with a log line and keep
 // watching: a genuine hookbox passwd afterwards still changes the password
@@ -35,7 +34,7 @@ func TestPasswordHandoff_FIFOSwap(t *testing.T) {
 	}
 	p := startBinary(t, clitest.Binary(t), config, nil)
 
-	req := filepath.Join(data, app.PasswordRequestName)
+	req := filepath.Join(data, "access-"+strings.Repeat("0", 32)+".request")
 	fifo := filepath.Join(data, ".swap-fifo")
 	if err := unix.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -67,14 +66,14 @@ func TestPasswordHandoff_FIFOSwap(t *testing.T) {
 			if errA != nil || errB != nil || a.Mode().Type() == b.Mode().Type() {
 				os.Remove(req)
 				os.Remove(fifo)
-				os.WriteFile(req, []byte("not a hash\n"), 0o600)
+				os.WriteFile(req, []byte("not a request\n"), 0o600)
 				unix.Mkfifo(fifo, 0o600)
 			}
 		}
 	}()
 	refusedFIFO := func() bool {
 		for _, line := range strings.Split(p.logText(), "\n") {
-			if strings.Contains(line, "password request refused") && strings.Contains(line, "not a regular file: a FIFO") {
+			if strings.Contains(line, "access request refused") && strings.Contains(line, "not a regular file: a FIFO") {
 				return true
 			}
 		}
@@ -89,14 +88,14 @@ func TestPasswordHandoff_FIFOSwap(t *testing.T) {
 	if !refusedFIFO() {
 		t.Errorf("within 45 s of swapping, the server did not log refusing a FIFO as the request:\n%s", p.logText())
 	}
-	for _, n := range []string{req, fifo, filepath.Join(data, "passwd.refused")} {
+	for _, n := range []string{req, fifo, filepath.Join(data, "access-"+strings.Repeat("0", 32)+".answer")} {
 		os.Remove(n)
 	}
 
 	// A genuine passwd now: the watcher must still be watching.
 	start := time.Now()
 	out, errOut, code := hookbox(t, []byte("a genuine new password\n"), "passwd", "-config", config)
-	if code != 0 || !strings.Contains(out, "the running server took it") {
+	if code != 0 || !strings.Contains(out, "the running server") {
 		t.Fatalf("passwd after the FIFO swap: exit %d after %v\n%s%s\nserver log:\n%s", code, time.Since(start).Round(time.Millisecond), out, errOut, p.logText())
 	}
 	t.Logf("passwd after the FIFO swap took %v", time.Since(start).Round(time.Millisecond))

@@ -201,7 +201,7 @@ func TestPassword_NeverLost(t *testing.T) {
 		}
 		pipeStdin(t, "a new password for a running server\n")
 		code, out := runCmd("passwd", "-config", config)
-		if code != 0 || !strings.Contains(out, "the running server took it") {
+		if code != 0 || !strings.Contains(out, "the running server") {
 			t.Fatalf("passwd: %d\n%s", code, out)
 		}
 		if got := apiStatus(t, addr, "a new password for a running server"); got != http.StatusOK {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -84,18 +83,9 @@ func (a *adminAPI) post(path string, body []byte) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.SetBasicAuth(a.user, a.pass)
 	req.Header.Set("X-Hookbox-Client", app.PausedByCLI)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("hookbox %s: is hookbox running on %s (server.listen in %s)? %v", a.cmd, a.listen, a.config, errors.Unwrap(err))
-	}
-	if resp.StatusCode == http.StatusUnauthorized {
-		resp.Body.Close()
-		return nil, fmt.Errorf("hookbox %s: the server answered 401: wrong user or password (user %q from [status] user, password from %s); hookbox passwd sets a new one", a.cmd, a.user, a.passFrom)
-	}
-	return resp, nil
+	return a.send(req)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,8 @@ type reloader struct {
 	running *app.Running
 	logger  *slog.Logger
 	now     func() time.Time
+	// access records reloads by signal in the audit log (nil: none).
+	access *app.Access
 
 	receiver   *app.Receiver
 	dispatcher *app.Dispatcher
@@ -64,7 +67,14 @@ func (r *reloader) watch(ctx context.Context, hup <-chan os.Signal) {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			r.Reload()
+			refused := r.reload()
+			if r.access != nil {
+				var err error
+				if refused != "" {
+					err = app.Errorf(app.EINVALID, "%s", refused)
+				}
+				r.access.Record(ctx, app.Who{Actor: "system", Via: "signal", From: "local"}.Entry(app.AuditConfigReload, *r.opts.path, "", err))
+			}
 		}
 	}
 }
@@ -75,7 +85,11 @@ func (r *reloader) watch(ctx context.Context, hup <-chan os.Signal) {
 // API, and the one in force keeps running. A valid one is put in force
 // in every component (what cannot change while serving keeps its value,
 // and is named in the log line).
-func (r *reloader) Reload() {
+func (r *reloader) Reload() { r.reload() }
+
+// reload is Reload, returning the first reason of a refusal ("" when the
+// config was put in force).
+func (r *reloader) reload() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	path := *r.opts.path
@@ -90,7 +104,11 @@ func (r *reloader) Reload() {
 		for _, reason := range f.Reasons {
 			r.logger.Error("config refused: the running config stays in force", "file", path, "reason", reason)
 		}
-		return
+		if len(f.Reasons) == 0 {
+			return err.Error()
+		}
+		first, _, _ := strings.Cut(f.Reasons[0], "\n")
+		return first
 	}
 	// The receiver last: once it routes to a new destination, the
 	// dispatcher has been handed its lane.
@@ -104,6 +122,7 @@ func (r *reloader) Reload() {
 	r.receiver.Apply(next)
 	r.running.Store(&app.Loaded{Config: next, Path: path, At: r.now(), Restart: diff.Restart})
 	r.logger.Info("config reloaded", append([]any{"file", path}, diff.LogAttrs()...)...)
+	return ""
 }
 
 // reschedule schedules again the jobs whose spec next changes.

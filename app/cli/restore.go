@@ -8,9 +8,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"hookbox/app"
 	"hookbox/app/config"
 	"hookbox/storage/bboltstore"
 )
@@ -23,7 +25,7 @@ const restoreHelp = "Replaces data_dir/hookbox.db with a copy of FILE (a schedul
 	"new file gets the owner of the one it replaces. At the next start, deliveries\n" +
 	"that were pending in the copy go out again and its remembered ids stay duplicates."
 
-func runRestore(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
+func runRestore(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
 	path := configFlag(fs)
 	dataDirFlag := fs.String("data-dir", "", "the data directory, over server.data_dir and $"+config.EnvDataDir)
@@ -74,6 +76,17 @@ func runRestore(_ context.Context, c *command, args []string, stdout, stderr io.
 		return 1
 	}
 	fmt.Fprintf(stdout, "restored %s into %s (%d bytes, bbolt check passed)\n", file, res.Path, res.Size)
+	// The restored file's audit log says who put it in place.
+	if db, err := bboltstore.Open(dataDir); err != nil {
+		fmt.Fprintf(stderr, "hookbox restore: the restore is not in the audit log: %v\n", err)
+	} else {
+		e := app.Who{Actor: localActor(), Via: "cli", From: "local"}.Entry(app.AuditRestore, filepath.Base(file), "", nil)
+		e.At = time.Now()
+		if err := db.AppendAudit(ctx, app.CleanAuditEntry(e)); err != nil {
+			fmt.Fprintf(stderr, "hookbox restore: the restore is not in the audit log: %v\n", err)
+		}
+		db.Close()
+	}
 	if res.Replaced != "" {
 		fmt.Fprintf(stdout, "the previous data file is kept as %s\n", res.Replaced)
 	}

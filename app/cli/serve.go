@@ -245,6 +245,11 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	if err != nil {
 		return err
 	}
+	reload.access = access
+	requestDir := "" // where hookbox user, token and passwd leave requests: the data dir of bbolt
+	if cfg.Storage.Backend != app.BackendPostgres {
+		requestDir = cfg.Server.DataDir
+	}
 	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
 	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
 		Backup: n.backup, Access: access, Stats: stats, Metrics: prom, LastBackup: lastBackup,
@@ -281,7 +286,13 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 		}
 		return err
 	}
+	// Changes made elsewhere are taken up, and the command line's
+	// requests applied (ones left while the server was stopped first),
+	// every AccessPoll.
 	go access.Watch(ctx)
+	if requestDir != "" {
+		go takeAccessRequests(ctx, access, requestDir)
+	}
 	go reload.watch(ctx, hup)
 	own.Info("hookbox started", append(attrs, "data", n.where, "sources", len(cfg.Sources))...)
 	go func() { served <- srv.Serve(ln) }()
@@ -316,4 +327,19 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	}
 	own.Info("hookbox stopped")
 	return nil
+}
+
+// takeAccessRequests applies the command line's access requests in dir
+// now and every AccessPoll until ctx ends.
+func takeAccessRequests(ctx context.Context, a *app.Access, dir string) {
+	t := time.NewTicker(app.AccessPoll)
+	defer t.Stop()
+	for {
+		a.TakeAccessRequests(ctx, dir)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
