@@ -407,6 +407,9 @@ func (a *Access) setRole(ctx context.Context, name string, role Role) error {
 	if err := a.keepAnAdmin(ctx, name, role); err != nil {
 		return err
 	}
+	if u := a.snap.Load().users[name]; u != nil && u.Role == role {
+		return nil // nothing changes: the user's sessions go on
+	}
 	if err := a.store.SetUserRole(ctx, name, role, a.Now()); err != nil {
 		return err
 	}

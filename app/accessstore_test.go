@@ -87,6 +87,11 @@ func TestAccess_Store(t *testing.T) {
 		t.Fatalf("demote the last admin = %v; want %s", err, app.ECONFLICT)
 	}
 
+	// Giving bob the role he has changes nothing: his session goes on.
+	if err := a.SetRole(ctx, root, "bob", app.RoleOperator); err != nil || !a.Current(bob) {
+		t.Fatalf("same role: %v; session current = %v", err, a.Current(bob))
+	}
+
 	// A role change, a password change and a removal each end bob's
 	// sessions, on both nodes.
 	for _, c := range []struct {
@@ -168,6 +173,7 @@ func TestAccess_Store(t *testing.T) {
 		"user.add ann bob ok",
 		"user.remove root ann failed",
 		"user.role root ann failed",
+		"user.role root bob ok",
 		"user.role root bob ok",
 		"user.password root bob ok",
 		"user.remove root bob ok",

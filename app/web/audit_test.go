@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +82,55 @@ func TestAudit_OneEntryPerAction(t *testing.T) {
 	}
 	if !strings.Contains(secret, app.TokenPrefix) {
 		t.Errorf("token answer %s: no secret shown", secret)
+	}
+}
+
+// A token may not change users or tokens, whatever its role: the refusal
+// is one entry, denied, with the token as actor; nothing is changed.
+func TestAudit_TokenDeniedUserChange(t *testing.T) {
+	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+	ctx := context.Background()
+	access := f.srv.Access()
+	users := len(access.Users())
+	secret, err := access.CreateToken(ctx, app.Who{Actor: "ops", Via: "cli", From: "local"}, "robot", app.RoleAdmin, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ method, path, body, action string }{
+		{"POST", "/api/v1/users", `{"name": "eve", "role": "admin", "password": "eve-secret-password"}`, app.AuditUserAdd},
+		{"POST", "/api/v1/tokens", `{"name": "more", "role": "admin"}`, app.AuditTokenCreate},
+		{"DELETE", "/api/v1/tokens/robot", "", app.AuditTokenRevoke},
+	} {
+		req, _ := http.NewRequest(c.method, f.base+c.path, strings.NewReader(c.body))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 403 {
+			t.Errorf("%s %s with an admin token: %d %s, want 403", c.method, c.path, resp.StatusCode, body)
+		}
+		got, err := access.Audit(ctx, app.AuditQuery{Action: c.action})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var denied int
+		for _, e := range got {
+			if e.Result == app.AuditDenied {
+				denied++
+				if e.Actor != "token:robot" || e.Via != "token" || strings.Contains(e.Detail, "eve-secret-password") {
+					t.Errorf("denied entry %+v", e)
+				}
+			}
+		}
+		if denied != 1 {
+			t.Errorf("%s: %d denied entries, want 1 (%+v)", c.action, denied, got)
+		}
+	}
+	if len(access.Users()) != users || len(access.Tokens()) != 1 {
+		t.Errorf("a refused change changed something: users %+v tokens %+v", access.Users(), access.Tokens())
 	}
 }

@@ -26,10 +26,16 @@ type rule struct {
 	// action, when set, is the audit action the route records (once per
 	// request, refusals included).
 	action string
+	// deniedOnly records only refusals: what the handler does, Access
+	// records itself (the changes of users and tokens).
+	deniedOnly bool
 }
 
 // audit returns r recording action.
 func (r rule) audit(action string) rule { r.action = action; return r }
+
+// denied returns r recording its refusals as action.
+func (r rule) denied(action string) rule { r.action, r.deniedOnly = action, true; return r }
 
 var (
 	viewer   = func(doing string) rule { return rule{role: app.RoleViewer, doing: doing} }
@@ -62,16 +68,17 @@ var routeRules = map[string]rule{
 	"GET /api/v1/backup":                     admin("download backups").audit(app.AuditBackup),
 
 	// Team access: admins read; only admin users change (a token cannot
-	// create tokens or users). Access records the changes itself.
+	// create tokens or users). Access records the changes itself; the
+	// table, their refusals.
 	"GET /api/v1/audit":                 admin("read the audit log"),
 	"GET /api/v1/users":                 admin("list users"),
 	"GET /api/v1/tokens":                admin("list tokens"),
-	"POST /api/v1/users":                adminUser("add users"),
-	"DELETE /api/v1/users/:name":        adminUser("remove users"),
-	"POST /api/v1/users/:name/role":     adminUser("change roles"),
-	"POST /api/v1/users/:name/password": adminUser("change passwords"),
-	"POST /api/v1/tokens":               adminUser("create tokens"),
-	"DELETE /api/v1/tokens/:name":       adminUser("revoke tokens"),
+	"POST /api/v1/users":                adminUser("add users").denied(app.AuditUserAdd),
+	"DELETE /api/v1/users/:name":        adminUser("remove users").denied(app.AuditUserRemove),
+	"POST /api/v1/users/:name/role":     adminUser("change roles").denied(app.AuditUserRole),
+	"POST /api/v1/users/:name/password": adminUser("change passwords").denied(app.AuditUserPassword),
+	"POST /api/v1/tokens":               adminUser("create tokens").denied(app.AuditTokenCreate),
+	"DELETE /api/v1/tokens/:name":       adminUser("revoke tokens").denied(app.AuditTokenRevoke),
 
 	// The pages.
 	"GET /":                           viewer("see the status page"),
@@ -87,11 +94,11 @@ var routeRules = map[string]rule{
 	"POST /destinations/:name/pause":  operator("pause destinations").audit(app.AuditPause),
 	"GET /audit":                      adminUser("read the audit log"),
 	"GET /team":                       adminUser("manage users and tokens"),
-	"POST /team/users":                adminUser("add users"),
-	"POST /team/users/:name/role":     adminUser("change roles"),
-	"POST /team/users/:name/remove":   adminUser("remove users"),
-	"POST /team/tokens":               adminUser("create tokens"),
-	"POST /team/tokens/:name/revoke":  adminUser("revoke tokens"),
+	"POST /team/users":                adminUser("add users").denied(app.AuditUserAdd),
+	"POST /team/users/:name/role":     adminUser("change roles").denied(app.AuditUserRole),
+	"POST /team/users/:name/remove":   adminUser("remove users").denied(app.AuditUserRemove),
+	"POST /team/tokens":               adminUser("create tokens").denied(app.AuditTokenCreate),
+	"POST /team/tokens/:name/revoke":  adminUser("revoke tokens").denied(app.AuditTokenRevoke),
 	"POST /destinations/:name/resume": operator("resume destinations").audit(app.AuditResume),
 }
 
@@ -129,7 +136,7 @@ func (s *Server) authorize(r rule) fiber.Handler {
 			}
 			return s.sendError(c, err)
 		}
-		if r.action == "" {
+		if r.action == "" || r.deniedOnly {
 			return c.Next()
 		}
 		err := c.Next()
