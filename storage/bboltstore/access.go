@@ -308,7 +308,7 @@ func (d *DB) TouchToken(ctx context.Context, name string, at time.Time) error {
 	if err != nil || !later {
 		return err
 	}
-	return d.update(ctx, func(tx *bolt.Tx) error {
+	return d.updateQuiet(ctx, func(tx *bolt.Tx) error {
 		raw := getRecord(tx, bucketTokens, name)
 		if raw == nil {
 			return nil

@@ -40,7 +40,7 @@ func (d *DB) AppendAudit(ctx context.Context, e app.AuditEntry) error {
 		return err
 	}
 	v := append([]byte{auditVersion}, b...)
-	return d.update(ctx, func(tx *bolt.Tx) error {
+	return d.updateQuiet(ctx, func(tx *bolt.Tx) error {
 		bk, err := tx.CreateBucketIfNotExists(bucketAudit)
 		if err != nil {
 			return err

@@ -27,6 +27,12 @@ type write struct {
 	// applies the write's results to in-memory state (the id index).
 	committed func(*txState)
 	done      chan error
+	// quiet says the write is bookkeeping (an audit entry, a token's last
+	// use) that tells nothing of the storage's health: a commit of quiet
+	// writes only is not reported to OnCommit. On a full disk such a write
+	// fits in free pages while the events' commits fail, and its success
+	// must not say "storage works again".
+	quiet bool
 }
 
 // txState is what the writes of one transaction share, handed to each of
@@ -130,7 +136,7 @@ func (d *DB) commitGroup(group []write, st *txState) {
 		})
 		d.settleCounts(err == nil)
 		if failed < 0 {
-			if f := d.onCommit.Load(); f != nil {
+			if f := d.onCommit.Load(); f != nil && !allQuiet(group) {
 				(*f)(err)
 			}
 			if err == nil {
@@ -188,6 +194,21 @@ func (d *DB) update(ctx context.Context, fn func(*bolt.Tx) error) error {
 	return d.updateTx(ctx, func(tx *bolt.Tx, _ *txState) error { return fn(tx) }, nil)
 }
 
+// updateQuiet is update for a quiet write (see write.quiet).
+func (d *DB) updateQuiet(ctx context.Context, fn func(*bolt.Tx) error) error {
+	return d.enqueue(ctx, write{fn: func(tx *bolt.Tx, _ *txState) error { return fn(tx) }, quiet: true, done: make(chan error, 1)})
+}
+
+// allQuiet reports whether every write of group is quiet.
+func allQuiet(group []write) bool {
+	for _, w := range group {
+		if !w.quiet {
+			return false
+		}
+	}
+	return true
+}
+
 // updateTx is update for a write that shares its transaction's state, with
 // a committed hook (see write). ctx is honoured up to the moment the write
 // is handed to the committer: a write whose ctx is done before, or while it
@@ -196,6 +217,11 @@ func (d *DB) update(ctx context.Context, fn func(*bolt.Tx) error) error {
 // says: updateTx never reports success before the commit returns, and never
 // an error for a write that commits.
 func (d *DB) updateTx(ctx context.Context, fn func(*bolt.Tx, *txState) error, committed func(*txState)) error {
+	return d.enqueue(ctx, write{fn: fn, committed: committed, done: make(chan error, 1)})
+}
+
+// enqueue hands w to the committer and waits for its commit (updateTx).
+func (d *DB) enqueue(ctx context.Context, w write) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -207,7 +233,6 @@ func (d *DB) updateTx(ctx context.Context, fn func(*bolt.Tx, *txState) error, co
 	d.inflight.Add(1)
 	d.mu.RUnlock()
 	defer d.inflight.Done()
-	w := write{fn: fn, committed: committed, done: make(chan error, 1)}
 	select {
 	case d.queue <- w:
 	case <-ctx.Done():
