@@ -136,18 +136,27 @@ func runAccessRequest(ctx context.Context, c *command, path, dataDir string, r a
 	return ans, 0
 }
 
-// runUser is hookbox user add|list|remove|role.
-func runUser(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int {
+// accessSubcommand reads the subcommand of user or token: its command and
+// flags, or the exit code of a help or a usage error (code >= 0).
+func accessSubcommand(c *command, args []string, stdout, stderr io.Writer) (*command, accessFlagSet, int) {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
 		c.usage(c.flags(), stdout)
-		return 0
+		return nil, accessFlagSet{}, 0
 	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		c.usage(c.flags(), stderr)
-		return 2
+		return nil, accessFlagSet{}, 2
 	}
 	sub := &command{name: c.name + " " + args[0], synopsis: c.synopsis, help: c.help}
-	fs := newAccessFlags(sub)
+	return sub, newAccessFlags(sub), -1
+}
+
+// runUser is hookbox user add|list|remove|role.
+func runUser(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int {
+	sub, fs, code := accessSubcommand(c, args, stdout, stderr)
+	if code >= 0 {
+		return code
+	}
 	switch args[0] {
 	case "add":
 		role := fs.String("role", "", "the user's role: viewer, operator or admin")
@@ -227,16 +236,10 @@ func runUser(ctx context.Context, c *command, args []string, stdout, stderr io.W
 
 // runToken is hookbox token create|list|revoke.
 func runToken(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-		c.usage(c.flags(), stdout)
-		return 0
+	sub, fs, code := accessSubcommand(c, args, stdout, stderr)
+	if code >= 0 {
+		return code
 	}
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		c.usage(c.flags(), stderr)
-		return 2
-	}
-	sub := &command{name: c.name + " " + args[0], synopsis: c.synopsis, help: c.help}
-	fs := newAccessFlags(sub)
 	switch args[0] {
 	case "create":
 		name := fs.String("name", "", "the token's name")
