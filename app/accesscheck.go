@@ -6,7 +6,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -511,10 +510,4 @@ func (a *Access) revokeToken(ctx context.Context, name string) error {
 		return err
 	}
 	return a.load(ctx)
-}
-
-// IsNotFound reports whether err is an Error ENOTFOUND.
-func IsNotFound(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Code == ENOTFOUND
 }
