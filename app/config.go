@@ -66,7 +66,18 @@ func (c AlertsConfig) Enabled() bool { return c.URL != "" || len(c.EmailTo) > 0 
 // Destination is one [[destination]]: an endpoint of the merchant's.
 type Destination struct {
 	Name string
-	URL  string
+	// URL is where its deliveries are POSTed; "" for a command destination.
+	URL string
+	// Command, when set (instead of URL), is the program and arguments run
+	// for each attempt: no shell, the body on standard input, the metadata
+	// in HOOKBOX_* variables (see CommandEnv). Command[0] is an absolute
+	// path, checked executable at load.
+	Command []string
+	// Env is what a command's environment holds besides PATH and the
+	// HOOKBOX_* variables: each "NAME=value", resolved at load from
+	// [[destination]] env (a name takes hookbox's own value). Secrets may be
+	// among them: never logged or shown.
+	Env []string
 	// Secret, when set, signs requests with Standard Webhooks headers.
 	Secret      []byte
 	Timeout     time.Duration

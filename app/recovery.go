@@ -261,7 +261,7 @@ func (d *Dispatcher) show(l *lane, h *destHealth, now, next, probe time.Time) {
 // earlyOutcome is the outcome of an early send: a failure keeps the
 // delivery's step and due time, so an early try never costs it a retry.
 func earlyOutcome(w Work, res Answer, state DeliveryState, due time.Time) (DeliveryState, time.Time) {
-	if state == Delivered || res.Status == http.StatusGone {
+	if state == Delivered || res.Refused || res.Status == http.StatusGone {
 		return state, due
 	}
 	return Pending, w.Delivery.Due

@@ -20,7 +20,7 @@ func outcome(dest *Destination, dl *Delivery, res Answer, now time.Time) (Delive
 	switch {
 	case res.Delivered:
 		return Delivered, time.Time{}
-	case res.Status == http.StatusGone:
+	case res.Refused || res.Status == http.StatusGone:
 		return Dead, time.Time{}
 	case dl.Tries >= len(dest.Retry):
 		return Dead, time.Time{}

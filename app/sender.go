@@ -29,6 +29,28 @@ type Sender interface {
 	Close()
 }
 
+// Senders sends each attempt with the sender of its destination's kind:
+// Command for a destination with a command, HTTP for one with a URL.
+type Senders struct {
+	HTTP, Command Sender
+}
+
+var _ Sender = Senders{}
+
+// Send hands req to the sender of its destination's kind.
+func (s Senders) Send(ctx context.Context, req SendRequest) Answer {
+	if len(req.Dest.Command) > 0 {
+		return s.Command.Send(ctx, req)
+	}
+	return s.HTTP.Send(ctx, req)
+}
+
+// Stop stops both.
+func (s Senders) Stop() { s.HTTP.Stop(); s.Command.Stop() }
+
+// Close closes both.
+func (s Senders) Close() { s.HTTP.Close(); s.Command.Close() }
+
 // SendRequest is one attempt handed to a Sender.
 type SendRequest struct {
 	Dest *Destination
@@ -53,9 +75,13 @@ type Answer struct {
 	// Answered says something of an answer came: an attempt that had not
 	// reached the destination when the stop began is not recorded.
 	Answered bool
-	// Status is the destination's HTTP status, 0 when none came; 410
-	// makes the delivery dead at once.
+	// Status is the destination's HTTP status, 0 when none came (and for
+	// a command); 410 makes the delivery dead at once.
 	Status int
+	// Refused says the destination refused the delivery for good, so it is
+	// dead at once whatever retries are left: HTTP 410, or a command's exit
+	// status 65 (EX_DATAERR).
+	Refused bool
 	// Snippet is the start of the answer, at most MaxResponseSnippet bytes.
 	Snippet []byte
 	// RetryAfter is what the destination asked for (0: nothing), honoured

@@ -1,0 +1,95 @@
+// The live stream of accepted events that `hookbox listen` reads
+// (GET /api/v1/stream): what a store gives it and what goes on the wire.
+
+package app
+
+import (
+	"context"
+	"time"
+)
+
+// StreamStore is what the stream reads of a store: the events accepted
+// after a cursor. Both stores implement it; on PostgreSQL it returns what
+// every node accepted.
+type StreamStore interface {
+	// EventsAfter returns up to limit events whose Seq is above after, in
+	// ascending Seq, whole (headers and body). An event whose commit comes
+	// after a higher Seq's (PostgreSQL hands out seqs before commit) shows
+	// up in a later call: the reader keeps the gaps it saw open for
+	// StreamGapWait (StreamCursor).
+	EventsAfter(ctx context.Context, after uint64, limit int) ([]*Event, error)
+}
+
+// The bounds of the stream.
+const (
+	// StreamResume is how far back a reconnecting listener's Last-Event-ID
+	// is honoured: events accepted in the last StreamResume after it are
+	// sent first, at most StreamResumeMax of them; before that, a notice
+	// says what was skipped.
+	StreamResume    = 10 * time.Minute
+	StreamResumeMax = 10000
+	// StreamQueue bounds what waits for one listener: at most this many
+	// events or StreamQueueBytes of bodies; a listener further behind is
+	// dropped with a notice, never buffered without limit.
+	StreamQueue      = 256
+	StreamQueueBytes = 8 << 20
+	// StreamPerUser and StreamMax bound the listeners connected at once,
+	// per user or token and on the node (429 beyond).
+	StreamPerUser = 4
+	StreamMax     = 64
+	// StreamPoll is how often the node reads new events while someone
+	// listens; StreamPing how often an idle stream sends a comment, so
+	// proxies keep it open.
+	StreamPoll = 200 * time.Millisecond
+	StreamPing = 15 * time.Second
+	// StreamGapWait is how long a seq missing below a seen one is waited
+	// for (a PostgreSQL commit still under way) before it is taken to be
+	// rolled back.
+	StreamGapWait = 10 * time.Second
+)
+
+// StreamEvent is the data of one "event" message on the stream (SSE
+// `event: event`, `id:` its Seq): an accepted event as received, so a
+// listener can forward its body and headers unchanged (JSON encodes Body
+// as base64, byte-exact).
+type StreamEvent struct {
+	Seq        uint64    `json:"seq"`
+	Source     string    `json:"source"`
+	ID         string    `json:"id"`
+	Topic      string    `json:"topic"`
+	ReceivedAt time.Time `json:"received_at"`
+	// Header is the kept request headers as received, in order, each a
+	// [name, value] pair.
+	Header [][2]string `json:"header"`
+	Body   []byte      `json:"body"`
+}
+
+// StreamNotice is the data of one "notice" message (SSE `event: notice`):
+// something a listener must be told, in a sentence.
+type StreamNotice struct {
+	// Kind is one of the StreamNotice* values.
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// The kinds of StreamNotice.
+const (
+	// StreamNoticeDropped: the listener fell too far behind and the server
+	// closes the stream; reconnecting with Last-Event-ID resumes it.
+	StreamNoticeDropped = "dropped"
+	// StreamNoticeGap: events between Last-Event-ID and the resume window
+	// were not sent (too old, or too many).
+	StreamNoticeGap = "gap"
+	// StreamNoticeReady: the stream is live from here on (sent once, after
+	// what a resume sent).
+	StreamNoticeReady = "ready"
+)
+
+// StreamEventOf is e as the stream sends it.
+func StreamEventOf(e *Event) StreamEvent {
+	h := make([][2]string, len(e.Header))
+	for i, f := range e.Header {
+		h[i] = [2]string{f.Name, f.Value}
+	}
+	return StreamEvent{Seq: e.Seq, Source: e.Source, ID: e.ID, Topic: e.Topic, ReceivedAt: e.ReceivedAt, Header: h, Body: e.Body}
+}
