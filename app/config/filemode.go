@@ -52,6 +52,11 @@ func InlineSecretKeys(data string) []string {
 		if u, err := url.Parse(d.URL); err == nil && u.RawQuery != "" {
 			keys = append(keys, key+".url")
 		}
+		for j, e := range d.Env { // NAME=value inline; a bare NAME takes hookbox's own
+			if name, _, ok := strings.Cut(e, "="); ok && secretName(name) {
+				keys = append(keys, fmt.Sprintf("%s.env[%d]", key, j))
+			}
+		}
 		var names []string
 		for name := range d.Headers {
 			if secretName(name) {

@@ -54,6 +54,8 @@ type rawAlerts struct {
 type rawDestination struct {
 	Name        string            `toml:"name"`
 	URL         string            `toml:"url"`
+	Command     []string          `toml:"command"` // instead of url: command.go
+	Env         []string          `toml:"env"`
 	Secret      string            `toml:"secret"`
 	SecretEnv   string            `toml:"secret_env"`
 	Timeout     string            `toml:"timeout"`

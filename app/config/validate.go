@@ -125,8 +125,17 @@ func (v *validator) destination(key string, r rawDestination) *app.Destination {
 		return nil
 	}
 	d := &app.Destination{Name: r.Name, URL: r.URL, Headers: r.Headers, Concurrency: app.DefaultConcurrency, Retry: app.DefaultRetry}
-	if u, err := url.Parse(r.URL); err != nil || !httpURL(r.URL) || u.User != nil {
-		v.fail(key+".url", "must be an absolute http(s) URL without user:password (put credentials in headers)")
+	switch {
+	case r.Command != nil && r.URL != "":
+		v.fail(key+".command", "a destination has either url or command, not both")
+	case r.Command != nil || r.Env != nil:
+		v.command(key, d, r) // command.go
+	case r.URL == "":
+		v.fail(key+".url", "is missing: a destination needs url (an absolute http(s) URL) or command (a program to run)")
+	default:
+		if u, err := url.Parse(r.URL); err != nil || !httpURL(r.URL) || u.User != nil {
+			v.fail(key+".url", "must be an absolute http(s) URL without user:password (put credentials in headers)")
+		}
 	}
 	secret := r.Secret
 	if r.SecretEnv != "" {
@@ -189,12 +198,13 @@ func (v *validator) destination(key string, r rawDestination) *app.Destination {
 }
 
 // defaultForwardSignatures is whether destination d gets the provider's
-// signature headers when its config does not say: today every destination
-// does, so that a merchant's app that checks Shopify's or Stripe's own
-// signature keeps working. A destination that gets a transformed body or
-// runs a command (later) defaults to false here: the provider's signature
-// means nothing over a new body, and a script has no use for it.
-func defaultForwardSignatures(d *app.Destination) bool { return true }
+// signature headers when its config does not say: a destination with a
+// URL does, so that a merchant's app that checks Shopify's or Stripe's own
+// signature keeps working. A command does not: it runs on this box after
+// hookbox checked the signature, and a credential it has no use for is
+// better kept out of its environment (forward_signatures = true puts it
+// there).
+func defaultForwardSignatures(d *app.Destination) bool { return len(d.Command) == 0 }
 
 func (v *validator) route(key string, r rawRoute, cfg *app.Config) *app.Route {
 	if cfg.SourceByName(r.Source) == nil {
