@@ -12,6 +12,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"hookbox/app"
+	"hookbox/app/cmdsend"
 	"hookbox/app/httpsend"
 )
 
@@ -29,6 +30,7 @@ type reloader struct {
 	receiver   *app.Receiver
 	dispatcher *app.Dispatcher
 	sender     *httpsend.Sender
+	commands   *cmdsend.Sender
 	stats      *app.Stats
 	pauser     *app.Pauser
 	alerter    *app.Alerter
@@ -113,6 +115,7 @@ func (r *reloader) reload() string {
 	// The receiver last: once it routes to a new destination, the
 	// dispatcher has been handed its lane.
 	r.sender.Apply(next)
+	r.commands.Apply(next) // a changed command comes with each attempt's destination
 	r.stats.Apply(next)
 	r.pauser.Apply(next)
 	r.alerter.Apply(next)

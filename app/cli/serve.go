@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/cmdsend"
 	"hookbox/app/config"
 	"hookbox/app/httpsend"
 	"hookbox/app/mail"
@@ -152,7 +153,9 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	stats := app.NewStats(cfg, db, time.Now)
 	prom := metrics.New(stats, db) // stats reports to it; /metrics serves it
 	sender := httpsend.New(cfg, Version)
-	dispatcher := app.NewDispatcher(cfg, db, sender)
+	commands := cmdsend.New(cfg, Version)
+	commands.Logger = logger.With("component", "cmdsend")
+	dispatcher := app.NewDispatcher(cfg, db, app.Senders{HTTP: sender, Command: commands})
 	dispatcher.Stats = stats
 	dispatcher.Controls = db // pauses and Retry-After holds; on PostgreSQL the rate's slots too
 	dispatcher.Health = db   // failing since, next try: the same after a restart and on every node
@@ -204,7 +207,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	// SIGHUP puts the file's config in force again (reload.go): the jobs
 	// whose specs are config are scheduled through it.
 	reload := &reloader{opts: opts, running: running, logger: logger.With("component", "config"), now: time.Now,
-		receiver: receiver, dispatcher: dispatcher, sender: sender, stats: stats, pauser: pauser, alerter: alerter,
+		receiver: receiver, dispatcher: dispatcher, sender: sender, commands: commands, stats: stats, pauser: pauser, alerter: alerter,
 		sweeper: sweeper, sched: sched}
 	// Jobs run on one node of a cluster (n.onLeader): on bbolt, the only one.
 	sweep := &cronJob{key: "retention.sweep", spec: func(c *app.Config) string { return c.Retention.Sweep },
