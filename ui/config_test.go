@@ -71,3 +71,37 @@ to = ["erp"]
 		t.Error("the route without rules does not show empty rule cells")
 	}
 }
+
+// A command destination shows its program and how many arguments it has,
+// and the names of its env, never an argument or a value.
+func TestConfigPage_Command(t *testing.T) {
+	cfg, err := config.Parse("c.toml", `[[destination]]
+name = "orders-script"
+command = ["/bin/sh", "--token=ARG-SECRET", "b"]
+env = ["API_TOKEN=ENV-SECRET", "MODE"]
+`, func(k string) (string, bool) { return "OWN-SECRET", k == "MODE" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := bboltstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	a := fiber.New()
+	ui.New(ui.Deps{Config: cfg, Store: db}).Mount(func(method, path string, h fiber.Handler) { a.Add(method, path, h) })
+	resp, err := a.Test(httptest.NewRequest("GET", "/config", nil), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	page := string(b)
+	if want := `command <code>/bin/sh</code> <small>(2 arguments, not shown; env API_TOKEN, MODE)</small>`; !strings.Contains(page, want) {
+		t.Errorf("the page lacks %s:\n%s", want, page)
+	}
+	for _, secret := range []string{"ARG-SECRET", "ENV-SECRET", "OWN-SECRET"} {
+		if strings.Contains(page, secret) {
+			t.Errorf("the page shows %s", secret)
+		}
+	}
+}

@@ -74,6 +74,22 @@ func plural(n any, one, many string) string {
 	return strconv.FormatInt(v, 10) + " " + many
 }
 
+// attemptStatus is an attempt's status column: its HTTP status, or for a
+// command how it ended ("exit 75", "killed" by the timeout or a signal),
+// "—" when neither is known (no answer came).
+func attemptStatus(status int, errText string) string {
+	switch {
+	case status != 0:
+		return strconv.Itoa(status)
+	case strings.HasPrefix(errText, "exit status "):
+		code, _, _ := strings.Cut(strings.TrimPrefix(errText, "exit status "), ";")
+		return "exit " + code
+	case strings.HasPrefix(errText, "killed "):
+		return "killed"
+	}
+	return "—"
+}
+
 // outcome writes an attempt's result once: "HTTP 500" when the error is
 // only the status, "HTTP 500: <error>" when it says more, the error alone
 // without a status.

@@ -47,6 +47,22 @@ func TestOutcome(t *testing.T) {
 	}
 }
 
+func TestAttemptStatus(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		err    string
+		want   string
+	}{
+		{200, "", "200"}, {503, "HTTP 503", "503"}, {0, "connection refused", "—"}, {0, "", "—"},
+		{0, "exit status 75", "exit 75"}, {0, "exit status 65", "exit 65"},
+		{0, "killed after the 30s timeout", "killed"}, {0, "killed by signal SIGSEGV", "killed"},
+	} {
+		if got := attemptStatus(tc.status, tc.err); got != tc.want {
+			t.Errorf("attemptStatus(%d, %q) = %q; want %q", tc.status, tc.err, got, tc.want)
+		}
+	}
+}
+
 func TestNiceScale(t *testing.T) {
 	for n, want := range map[uint64]uint64{0: 1, 1: 1, 2: 2, 3: 5, 7: 10, 10: 10, 11: 20, 180: 200, 4000: 5000} {
 		if got := niceScale(n); got != want {

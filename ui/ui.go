@@ -75,10 +75,11 @@ var funcs = template.FuncMap{
 		}
 		return human(roundAgo(time.Since(t))) + " ago"
 	},
-	"dur":     human,
-	"sub":     func(a, b int) int { return a - b },
-	"plural":  plural,
-	"outcome": outcome,
+	"dur":           human,
+	"sub":           func(a, b int) int { return a - b },
+	"plural":        plural,
+	"outcome":       outcome,
+	"attemptStatus": attemptStatus,
 	"when": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"
@@ -527,9 +528,14 @@ func (u *UI) replayOne(c *fiber.Ctx) error {
 }
 
 // destView is a destination as the config page shows it: no secret, no
-// header values, no query string (it may carry a token).
+// header values, no query string (it may carry a token); of a command,
+// its program and how many arguments it has, not what they are (one may
+// be a token), and the names env gives it, not their values.
 type destView struct {
 	Name, URL   string
+	Program     string
+	Args        int
+	EnvNames    []string
 	Timeout     time.Duration
 	Retry       []time.Duration
 	Concurrency int
@@ -544,6 +550,13 @@ func (u *UI) config(c *fiber.Ctx) error {
 		if pu, err := url.Parse(d.URL); err == nil && pu.RawQuery != "" {
 			pu.RawQuery = "…"
 			v.URL = pu.String()
+		}
+		if len(d.Command) > 0 {
+			v.Program, v.Args = d.Command[0], len(d.Command)-1
+			for _, e := range d.Env {
+				name, _, _ := strings.Cut(e, "=")
+				v.EnvNames = append(v.EnvNames, name)
+			}
 		}
 		for k := range d.Headers {
 			v.HeaderNames = append(v.HeaderNames, k)

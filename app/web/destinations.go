@@ -36,6 +36,12 @@ type destinationJSON struct {
 	Rate         string     `json:"rate,omitempty"`
 	// HeldUntil is the end of the Retry-After that holds it, if in the future.
 	HeldUntil *time.Time `json:"held_until"`
+	// Kind is "http" (it has a url) or "command"; a command's Program is
+	// its path and Arguments how many it has, never what they are (one
+	// may be a token). Neither is there for a url, which may carry one.
+	Kind      string `json:"kind"`
+	Program   string `json:"program,omitempty"`
+	Arguments *int   `json:"arguments,omitempty"`
 }
 
 func timeOrNil(t time.Time) *time.Time {
@@ -77,6 +83,11 @@ func (s *Server) handleDestinations(c *fiber.Ctx) error {
 			PausedBy: ctl.PausedBy, Waiting: n, FailingSince: timeOrNil(failing[d.Name]), Rate: d.Rate.String()}
 		if ctl.HeldUntil.After(now) {
 			j.HeldUntil = timeOrNil(ctl.HeldUntil)
+		}
+		j.Kind = "http"
+		if len(d.Command) > 0 {
+			args := len(d.Command) - 1
+			j.Kind, j.Program, j.Arguments = "command", d.Command[0], &args
 		}
 		out = append(out, j)
 	}
