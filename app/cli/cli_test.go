@@ -300,6 +300,10 @@ func TestCheck_BrokenConfigs(t *testing.T) {
 		{"SquareWithoutPublicURL", "[[source]]\nname = \"sq\"\nprovider = \"square\"\nsecret = \"s\"\n", "server.public_url:"},
 		{"HMACWithoutHeader", "[[source]]\nname = \"h\"\nprovider = \"hmac\"\nsecret = \"s\"\nid = \"{body.id}\"\n", "source[0] (h).signature_header:"},
 		{"TOMLSyntax", src + "secret = \n", "line 5"},
+		{"CommandMissing", src + "[[destination]]\nname = \"orders-script\"\ncommand = [\"/nonexistent/on-order\", \"--token\", \"t0k3n\"]\n",
+			"destination[0] (orders-script).command[0]: /nonexistent/on-order does not exist"},
+		{"CommandAndURL", src + "[[destination]]\nname = \"d\"\nurl = \"http://127.0.0.1:9/\"\ncommand = [\"/bin/true\"]\n",
+			"destination[0] (d).command: a destination has either url or command, not both"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

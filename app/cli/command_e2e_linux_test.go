@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -284,6 +285,31 @@ func testCommandDestination(t *testing.T, st storeCase) {
 		if lines := waitLines(t, filepath.Join(dir, "lines"), 4); lines[3] != `{"paused": 1}` {
 			t.Fatalf("lines = %q", lines)
 		}
+	})
+
+	// A reload (SIGHUP) puts a changed command in force for the next
+	// attempts.
+	t.Run("ReloadChangesCommand", func(t *testing.T) {
+		v2 := filepath.Join(dir, "v2.sh")
+		if err := os.WriteFile(v2, []byte("#!/bin/sh\nbody=$(cat)\nprintf 'v2 %s %s\\n' \"$2\" \"$body\" >> \"$1/v2\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(config)
+		old := fmt.Sprintf("command = [%q, %q]", filepath.Join(dir, "retrying.sh"), dir)
+		changed := bytes.Replace(data, []byte(old), []byte(fmt.Sprintf("command = [%q, %q, \"again\"]", v2, dir)), 1)
+		if bytes.Equal(changed, data) {
+			t.Fatalf("no %s in the config", old)
+		}
+		if err := os.WriteFile(config, changed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p.cmd.Process.Signal(syscall.SIGHUP)
+		waitLog(t, p, "config reloaded", 10*time.Second)
+		postTopic(t, p.addr, "retrying", "v-1", `{"v": 2}`)
+		if got := waitLines(t, filepath.Join(dir, "v2"), 1); got[0] != `v2 again {"v": 2}` {
+			t.Fatalf("v2 = %q", got)
+		}
+		waitDelivery(t, p.addr, "v-1", "delivered", 1)
 	})
 
 	t.Run("DestinationsAPI", func(t *testing.T) {
