@@ -132,3 +132,29 @@ func TestInlineSecretKeys_CommandEnv(t *testing.T) {
 		t.Fatalf("keys = %q, want %q", got, want)
 	}
 }
+
+// README's example of a command destination loads, with its program in
+// place (an executable file at a path of the test's).
+func TestParseConfig_CommandReadme(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(readme), "\n## Run a script for each event\n")
+	_, block, ok2 := strings.Cut(sec, "```toml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README has no toml example under ## Run a script for each event")
+	}
+	prog := script(t, t.TempDir(), "on-order", 0o755)
+	block = strings.ReplaceAll(block, "/usr/local/bin/on-order", prog)
+	src := "[[source]]\nname = \"shop\"\nprovider = \"shopify\"\nsecret = \"x\"\n"
+	cfg, err := config.Parse("readme.toml", src+block, env(map[string]string{"SHOP_API_TOKEN": "t"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := cfg.DestinationByName("orders-script")
+	if d == nil || len(d.Command) != 3 || d.Command[0] != prog || !slices.Equal(d.Env, []string{"SHOP_API_TOKEN=t", "MODE=live"}) || d.Concurrency != 2 {
+		t.Fatalf("destination %+v", d)
+	}
+}
