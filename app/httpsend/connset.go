@@ -43,6 +43,9 @@ func newConnSet(dests []*app.Destination) *connSet {
 func (s *connSet) setTimeouts(dests []*app.Destination) {
 	timeouts := map[string]time.Duration{}
 	for _, d := range dests {
+		if len(d.Command) > 0 {
+			continue // cmdsend runs it: nothing to dial
+		}
 		u, err := url.Parse(d.URL)
 		if err != nil {
 			continue // the config refuses such URLs
