@@ -154,7 +154,6 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	prom := metrics.New(stats, db) // stats reports to it; /metrics serves it
 	sender := httpsend.New(cfg, Version)
 	commands := cmdsend.New(cfg, Version)
-	commands.Logger = logger.With("component", "cmdsend")
 	dispatcher := app.NewDispatcher(cfg, db, app.Senders{HTTP: sender, Command: commands})
 	dispatcher.Stats = stats
 	dispatcher.Controls = db // pauses and Retry-After holds; on PostgreSQL the rate's slots too

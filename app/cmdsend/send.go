@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"sync"
@@ -30,7 +29,6 @@ var _ app.Sender = (*Sender)(nil)
 // delivers; 65 (EX_DATAERR) refuses the delivery for good; anything else,
 // a signal or the timeout is a failed attempt, retried on the schedule.
 type Sender struct {
-	Logger *slog.Logger
 	// out builds the headers for the config in force (Apply): the ones an
 	// HTTP attempt would carry are the command's HOOKBOX_HEADER_*.
 	out     atomic.Pointer[app.Outbound]
@@ -47,7 +45,7 @@ type Sender struct {
 // New builds the command sender for cfg's destinations; version goes
 // into the User-Agent header (HOOKBOX_HEADER_USER_AGENT).
 func New(cfg *app.Config, version string) *Sender {
-	s := &Sender{Logger: slog.With("component", "cmdsend"), version: version, path: os.Getenv("PATH"), running: map[int]*struct{}{}}
+	s := &Sender{version: version, path: os.Getenv("PATH"), running: map[int]*struct{}{}}
 	s.out.Store(app.NewOutbound(cfg, version))
 	return s
 }
