@@ -351,3 +351,39 @@ func waitGroupGone(t *testing.T, pgid int) []string {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// hookbox stopping with a command running past the shutdown's grace kills
+// the command's whole group and records nothing of the attempt: after the
+// restart it runs again as the same attempt.
+func TestEndToEnd_CommandKilledAtShutdown(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "hang.sh")
+	// While the file hang exists it starts a child and waits for it.
+	text := "#!/bin/sh\necho $$ $HOOKBOX_ATTEMPT >> \"$1/runs\"\n[ -e \"$1/hang\" ] || exit 0\nsleep 1000 &\nwait\n"
+	if err := os.WriteFile(prog, []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hang"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("\n[status]\npassword_env = \"E2E_STATUS_PASSWORD\"\n\n[[destination]]\nname = \"hang\"\ncommand = [%q, %q]\ntimeout = \"5m\"\n\n[[route]]\nsource = \"gh\"\nto = [\"hang\"]\n", prog, dir)
+	config := writeConfig(t, t.TempDir(), cfg)
+	p := start(t, config)
+	postTopic(t, p.addr, "push", "h-1", `{"h": 1}`)
+	first := strings.Fields(waitLines(t, filepath.Join(dir, "runs"), 1)[0])
+	pgid, _ := strconv.Atoi(first[0])
+	p.stop(t) // SIGTERM: the command outlives the grace and is killed
+	if live := waitGroupGone(t, pgid); len(live) > 0 {
+		t.Fatalf("after hookbox stopped, process group %d is left with %v", pgid, live)
+	}
+	os.Remove(filepath.Join(dir, "hang"))
+	p = start(t, config)
+	runs := waitLines(t, filepath.Join(dir, "runs"), 2)
+	if first[1] != "1" || !strings.HasSuffix(runs[1], " 1") {
+		t.Fatalf("runs = %q; want attempt 1 twice: the killed one is not recorded", runs)
+	}
+	if d := waitDelivery(t, p.addr, "h-1", "delivered", 1); d.History[0].Error != "" {
+		t.Fatalf("delivery = %+v", d)
+	}
+	p.stop(t)
+}
