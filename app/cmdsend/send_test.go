@@ -304,3 +304,23 @@ func TestSend_ProgramGone(t *testing.T) {
 		t.Fatalf("snippet = %q", res.Snippet)
 	}
 }
+
+// BenchmarkSend is the cost of one attempt of a command that reads its
+// input and exits 0: a process started, fed, waited for and its group
+// killed.
+func BenchmarkSend(b *testing.B) {
+	p := filepath.Join(b.TempDir(), "script")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\ncat > /dev/null\n"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	s := cmdsend.New(&app.Config{}, "bench")
+	defer s.Close()
+	req := request([]string{p}, strings.Repeat("x", 2048), time.Minute)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if res := s.Send(context.Background(), req); !res.Delivered {
+				b.Fatalf("answer = %+v", res)
+			}
+		}
+	})
+}
