@@ -39,13 +39,13 @@ type Sender struct {
 	mu      sync.Mutex
 	stopped bool              // no new start (Stop)
 	closed  bool              // no new start, and the groups were killed (Close)
-	running map[int]*struct{} // the process groups in flight, by pgid
+	running map[int]struct{} // the process groups in flight, by pgid
 }
 
 // New builds the command sender for cfg's destinations; version goes
 // into the User-Agent header (HOOKBOX_HEADER_USER_AGENT).
 func New(cfg *app.Config, version string) *Sender {
-	s := &Sender{version: version, path: os.Getenv("PATH"), running: map[int]*struct{}{}}
+	s := &Sender{version: version, path: os.Getenv("PATH"), running: map[int]struct{}{}}
 	s.out.Store(app.NewOutbound(cfg, version))
 	return s
 }
@@ -140,7 +140,7 @@ func (s *Sender) run(ctx context.Context, dest *app.Destination, body []byte, en
 	var pgid int
 	if err == nil {
 		pgid = cmd.Process.Pid // Setpgid: the group is the process's id
-		s.running[pgid] = nil
+		s.running[pgid] = struct{}{}
 	}
 	s.mu.Unlock()
 	stdinR.Close()
