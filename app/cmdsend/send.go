@@ -37,8 +37,8 @@ type Sender struct {
 	path string
 
 	mu      sync.Mutex
-	stopped bool              // no new start (Stop)
-	closed  bool              // no new start, and the groups were killed (Close)
+	stopped bool             // no new start (Stop)
+	closed  bool             // no new start, and the groups were killed (Close)
 	running map[int]struct{} // the process groups in flight, by pgid
 }
 
