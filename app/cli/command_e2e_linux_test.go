@@ -172,7 +172,7 @@ func testCommandDestination(t *testing.T, st storeCase) {
 			t.Fatal(err)
 		}
 	}
-	config := writeConfig(t, t.TempDir(), commandConfig(dir), st.config(time.Second))
+	config := writeConfig(t, t.TempDir(), commandConfig(dir), st.config(15*time.Second)) // the default timeout
 	p := start(t, config)
 
 	t.Run("RetriedUntilExit0", func(t *testing.T) {
