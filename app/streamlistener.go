@@ -225,3 +225,14 @@ func (l *StreamListener) gapNotice(ctx context.Context, r *streamResume) (Stream
 func (l *StreamListener) Close() {
 	l.closeOnce.Do(func() { l.hub.remove(l) })
 }
+
+// Ready reports whether Next has a message without waiting for a new
+// event (a writer flushes once it has none).
+func (l *StreamListener) Ready() bool {
+	if l.readyPending || l.resume != nil && !l.resume.done {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue) > 0 || l.dropped || l.ended
+}
