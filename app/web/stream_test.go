@@ -321,47 +321,10 @@ func TestStream_StuckListenerDropped(t *testing.T) {
 	live.notice(t, app.StreamNoticeReady)
 	heapBefore := heapInUse()
 
-	// The stuck one: a raw connection that asks and never reads.
-	conn, err := net.Dial("tcp", strings.TrimPrefix(n.base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.(*net.TCPConn).SetReadBuffer(4096)
-	fmt.Fprintf(conn, "GET /api/v1/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Basic b3BzOnB3LTEyMzQ=\r\n\r\n")
+	conn := stuckClient(t, strings.TrimPrefix(n.base, "http://"))
 	waitFor(t, "two listeners", func() bool { return n.hub.Listeners() == 2 })
-
-	body := []byte(`{"pad":"` + strings.Repeat("x", 2048-10) + `"}`)
 	const events = 1500 // 3 MiB of bodies, 4 MiB on the wire: past the socket buffers and StreamQueue
-	var wg sync.WaitGroup
-	next := make(chan int)
-	errs := make(chan error, 8)
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := postWebhook(n.base, fmt.Sprint("e", i), "orders/create", body); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	go func() {
-		for i := range events {
-			next <- i
-		}
-		close(next)
-	}()
-	for range events {
-		live.event(t)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	flood(t, n, live, events)
 	waitFor(t, "the stuck listener dropped", func() bool { return n.hub.Listeners() == 1 })
 	heapAfter := heapInUse()
 	t.Logf("heap in use: %.1f MiB with one listener, %.1f MiB after %d events of 2 KiB not read by another (dropped)",
@@ -371,10 +334,64 @@ func TestStream_StuckListenerDropped(t *testing.T) {
 	}
 	// What reached the stuck client ends with the dropped notice, or is cut
 	// by the write deadline once its buffers are full.
-	conn.(*net.TCPConn).SetReadBuffer(1 << 20)
+	conn.SetReadBuffer(1 << 20)
 	conn.SetReadDeadline(time.Now().Add(time.Minute))
 	rest, _ := io.ReadAll(conn)
 	t.Logf("the stuck client read %d KiB once it read again; dropped notice: %v", len(rest)>>10, strings.Contains(string(rest), `"kind":"dropped"`))
+}
+
+// stuckClient opens a stream at addr on a raw connection that never reads.
+func stuckClient(t *testing.T, addr string) *net.TCPConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := c.(*net.TCPConn)
+	t.Cleanup(func() { conn.Close() })
+	conn.SetReadBuffer(4096)
+	fmt.Fprintf(conn, "GET /api/v1/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Basic b3BzOnB3LTEyMzQ=\r\n\r\n")
+	return conn
+}
+
+// flood sends events webhooks of 2 KiB to n from 8 clients, and reads
+// each on live, which is never more than 64 events behind (a quarter of
+// StreamQueue): it keeps up, whatever the machine's speed.
+func flood(t *testing.T, n *streamNode, live *sseStream, events int) {
+	t.Helper()
+	body := []byte(`{"pad":"` + strings.Repeat("x", 2048-10) + `"}`)
+	var wg sync.WaitGroup
+	ahead := make(chan struct{}, 64)
+	next := make(chan int)
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := postWebhook(n.base, fmt.Sprint("flood", i), "orders/create", body); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		for i := range events {
+			ahead <- struct{}{}
+			next <- i
+		}
+		close(next)
+	}()
+	for range events {
+		live.event(t)
+		<-ahead
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
