@@ -404,3 +404,82 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The stream's throughput to one listener on 127.0.0.1, and its bytes on
+// the wire per event of 2 KiB (base64 of the body, headers, JSON and SSE
+// framing): a resume sends stored events as fast as the client reads.
+func TestStream_Throughput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a measure")
+	}
+	db := openBolt(t)
+	n := startStreamNode(t, db)
+	const events = 3000
+	body := []byte(`{"pad":"` + strings.Repeat("x", 2048-10) + `"}`)
+	var wg sync.WaitGroup
+	errs := make(chan error, events)
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < events; i += 16 {
+				e := &app.Event{Source: "shop", ID: fmt.Sprint("t", i), Topic: "orders/create", ReceivedAt: time.Now(), Body: body,
+					Header: []app.HeaderField{{Name: "Content-Type", Value: "application/json"}, {Name: "X-Shopify-Topic", Value: "orders/create"},
+						{Name: "X-Shopify-Hmac-Sha256", Value: "2cT0AoYQ3q4Yb2n8m2R9jJ2v0Kq1l7YkP3e3b6sQy9E="}, {Name: "X-Shopify-Shop-Domain", Value: "a.myshopify.com"}}}
+				if _, err := db.Accept(context.Background(), e, time.Now().Add(time.Hour), nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	s := openStream(t, n.base, "", "0")
+	for range events {
+		s.event(t)
+	}
+	took := time.Since(start)
+	s.notice(t, app.StreamNoticeReady)
+	s.res.Body.Close()
+	for range s.msgs {
+	}
+	t.Logf("%d events of 2 KiB to one listener in %s: %.0f events/s, %.1f MiB/s; %d bytes on the wire per event (2048 of body)",
+		events, took.Round(time.Millisecond), events/took.Seconds(), float64(*s.read)/took.Seconds()/(1<<20), *s.read/events)
+}
+
+// Two PostgreSQL nodes: an event accepted by node A arrives on a stream of
+// node B, and a resume on B reads what A accepted.
+func TestStream_TwoPostgresNodes(t *testing.T) {
+	url := pgtest.URL(t)
+	a := startStreamNode(t, openPostgres(t, url))
+	b := startStreamNode(t, openPostgres(t, url))
+	s := openStream(t, b.base, "", "")
+	s.notice(t, app.StreamNoticeReady)
+	var last uint64
+	for i := range 5 {
+		node := a
+		if i%2 == 1 {
+			node = b
+		}
+		sendTo(t, node.base, fmt.Sprint("c", i), "orders/create", []byte(fmt.Sprintf(`{"c":%d}`, i)))
+		e := s.event(t)
+		if e.ID != fmt.Sprint("c", i) {
+			t.Fatalf("event %d on node B's stream: %+v", i, e)
+		}
+		if i == 2 {
+			last = e.Seq
+		}
+	}
+	r := openStream(t, b.base, "", fmt.Sprint(last))
+	for _, want := range []string{"c3", "c4"} {
+		if e := r.event(t); e.ID != want {
+			t.Fatalf("resumed on B with %+v; want %s", e, want)
+		}
+	}
+	r.notice(t, app.StreamNoticeReady)
+}
