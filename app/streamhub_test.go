@@ -352,3 +352,20 @@ func TestStreamHub_CloseAndIdle(t *testing.T) {
 		t.Fatalf("Subscribe after Close = %v", err)
 	}
 }
+
+// The stream sends signatures as received and leaves other credentials out.
+func TestStreamEventOf_Headers(t *testing.T) {
+	e := &app.Event{Seq: 7, Header: []app.HeaderField{
+		{Name: "X-Shopify-Hmac-Sha256", Value: "sig1"}, {Name: "Stripe-Signature", Value: "t=1,v1=ab"},
+		{Name: "webhook-signature", Value: "v1,xyz"}, {Name: "X-Api-Key", Value: "secret-key"},
+		{Name: "X-Auth-Token", Value: "secret-token"}, {Name: "X-Session-Id", Value: "s"}, {Name: "Content-Type", Value: "application/json"},
+	}}
+	var got []string
+	for _, h := range app.StreamEventOf(e).Header {
+		got = append(got, h[0]+"="+h[1])
+	}
+	want := []string{"X-Shopify-Hmac-Sha256=sig1", "Stripe-Signature=t=1,v1=ab", "webhook-signature=v1,xyz", "Content-Type=application/json"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("stream headers %v; want %v", got, want)
+	}
+}
