@@ -76,7 +76,6 @@ type StreamHub struct {
 	PerUser, Max                 int
 	Now                          func() time.Time
 	Logger                       *slog.Logger
-	startMu                      sync.Mutex // one start at a time
 	pollMu                       sync.Mutex // one poll at a time
 	mu                           sync.Mutex // guards what follows
 	listeners                    map[*StreamListener]struct{}
@@ -126,66 +125,64 @@ func (h *StreamHub) Listeners() int {
 // *StreamLimitError past PerUser or Max, ErrStreamClosed after Close. The
 // caller must Close the listener.
 func (h *StreamHub) Subscribe(ctx context.Context, key string, f StreamFilter, resume bool, lastID uint64) (*StreamListener, error) {
-	h.startMu.Lock()
-	defer h.startMu.Unlock()
-	h.mu.Lock()
-	switch {
-	case h.closed:
-		h.mu.Unlock()
-		return nil, ErrStreamClosed
-	case len(h.listeners) >= h.Max:
-		h.mu.Unlock()
-		return nil, &StreamLimitError{fmt.Sprintf("this server already streams to %d listeners, its most; retry later", h.Max)}
-	case h.perKey[key] >= h.PerUser:
-		h.mu.Unlock()
-		return nil, &StreamLimitError{fmt.Sprintf("%s already has %d streams open, the most per user or token; close one first", key, h.PerUser)}
-	}
-	running := h.running
-	h.mu.Unlock()
-	if !running {
-		if err := h.start(ctx); err != nil {
-			return nil, err
+	var newest uint64
+	fresh := false // newest was read for a start
+	for {
+		h.mu.Lock()
+		switch {
+		case h.closed:
+			h.mu.Unlock()
+			return nil, ErrStreamClosed
+		case len(h.listeners) >= h.Max:
+			h.mu.Unlock()
+			return nil, &StreamLimitError{fmt.Sprintf("this server already streams to %d listeners, its most; retry later", h.Max)}
+		case h.perKey[key] >= h.PerUser:
+			h.mu.Unlock()
+			return nil, &StreamLimitError{fmt.Sprintf("%s already has %d streams open, the most per user or token; close one first", key, h.PerUser)}
 		}
+		if h.running || fresh {
+			break
+		}
+		h.mu.Unlock()
+		// No poller: where it starts is the newest event now (read
+		// without the lock; another Subscribe may start it meanwhile).
+		list, _, err := h.store.ListEvents(ctx, EventQuery{Limit: 1})
+		if err != nil {
+			return nil, fmt.Errorf("stream: find the newest event: %w", err)
+		}
+		if len(list) > 0 {
+			newest = list[0].Seq
+		}
+		fresh = true
 	}
-	l := &StreamListener{hub: h, filter: f, key: key, signal: make(chan struct{}, 1)}
-	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed {
-		return nil, ErrStreamClosed
+	if !h.running {
+		h.high, h.missing = newest, map[uint64]*streamGap{}
+		h.running = true
+		h.done = make(chan struct{})
+		go h.run(h.done)
 	}
+	l := &StreamListener{hub: h, filter: f, key: key, signal: make(chan struct{}, 1), readyPending: true}
 	h.listeners[l] = struct{}{}
 	h.perKey[key]++
-	l.readyPending = true
 	if resume {
 		l.startResume(lastID, h.high, h.missing, h.Now())
 	}
 	return l, nil
 }
 
-// start reads where the newest event is and starts the poller.
-func (h *StreamHub) start(ctx context.Context) error {
-	newest, _, err := h.store.ListEvents(ctx, EventQuery{Limit: 1})
-	if err != nil {
-		return fmt.Errorf("stream: find the newest event: %w", err)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return ErrStreamClosed
-	}
-	h.high, h.missing = 0, map[uint64]*streamGap{}
-	if len(newest) > 0 {
-		h.high = newest[0].Seq
-	}
-	h.running = true
-	h.done = make(chan struct{})
-	go h.run(h.done)
-	return nil
-}
-
 // run polls while listeners are connected, then returns.
 func (h *StreamHub) run(done chan struct{}) {
 	defer close(done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-h.stop: // Close does not wait for a read under way
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	t := time.NewTimer(h.Poll)
 	defer t.Stop()
 	for {
@@ -202,7 +199,7 @@ func (h *StreamHub) run(done chan struct{}) {
 			return
 		}
 		h.mu.Unlock()
-		h.poll(context.Background())
+		h.poll(ctx)
 		t.Reset(h.Poll)
 	}
 }

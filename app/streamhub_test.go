@@ -369,3 +369,71 @@ func TestStreamEventOf_Headers(t *testing.T) {
 		t.Fatalf("stream headers %v; want %v", got, want)
 	}
 }
+
+// Listeners that join while events commit out of order, each resuming
+// from a different seq, all get every event after their seq exactly once.
+func TestStreamHub_JoinUnderLoad(t *testing.T) {
+	log := newCommitLog()
+	h := app.NewStreamHub(log)
+	h.Poll = time.Millisecond
+	t.Cleanup(h.Close)
+	const total = 400
+	keep := subscribe(t, h, "keep", app.StreamFilter{}, false, 0) // the hub polls throughout
+	go func() {
+		for range total { // drained, so it is never dropped
+			if _, err := keep.Next(context.Background()); err != nil {
+				return
+			}
+		}
+	}()
+	committed := make(chan uint64, total)
+	go func() {
+		// Pairs commit swapped: 2 before 1, 4 before 3…
+		for s := uint64(1); s <= total; s += 2 {
+			log.commit(s+1, "shop", "a", time.Now())
+			committed <- s + 1
+			log.commit(s, "shop", "a", time.Now())
+			committed <- s
+			if s%20 == 1 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	var last uint64
+	for range 8 {
+		// Join once 40 more events are in, resuming from a seq already
+		// seen.
+		for range 40 {
+			last = <-committed
+		}
+		last := last - 3
+		l := subscribe(t, h, fmt.Sprint("l", last), app.StreamFilter{}, true, last)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seen := map[uint64]int{}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			below := 0
+			for len(seen)-below < int(total-last) {
+				m, err := l.Next(ctx)
+				if err != nil {
+					t.Errorf("listener after %d: %v with %d of %d", last, err, len(seen), total-last)
+					return
+				}
+				// A seq at or below last comes only when the hub was
+				// waiting for it at the join (it never sent it): once.
+				if m.Event != nil {
+					if seen[m.Event.Seq]++; seen[m.Event.Seq] > 1 {
+						t.Errorf("listener after %d got %d twice", last, m.Event.Seq)
+					}
+					if m.Event.Seq <= last {
+						below++
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

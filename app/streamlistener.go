@@ -48,7 +48,10 @@ type streamResume struct {
 	cutShort             bool
 	// maybeLive are the seqs the hub was waiting for when the listener
 	// joined: one read here may come live as well, and is then not sent
-	// again.
+	// again; one at or below lastID that comes live is sent (this hub
+	// never sent it), any other live event at or below lastID is not (the
+	// hub had not read that far when the listener joined, and the client
+	// says it has it).
 	maybeLive map[uint64]bool
 	sentLive  map[uint64]bool
 	page      []*Event
@@ -63,13 +66,9 @@ func (l *StreamListener) startResume(lastID, high uint64, missing map[uint64]*st
 		r.after = high - uint64(l.hub.ResumeMax) // at most ResumeMax seqs, so at most ResumeMax events
 		r.cutShort = true
 	}
+	r.maybeLive, r.sentLive = make(map[uint64]bool, len(missing)), map[uint64]bool{}
 	for s := range missing {
-		if s > lastID {
-			if r.maybeLive == nil {
-				r.maybeLive, r.sentLive = map[uint64]bool{}, map[uint64]bool{}
-			}
-			r.maybeLive[s] = true
-		}
+		r.maybeLive[s] = true
 	}
 	l.resume = r
 }
@@ -142,8 +141,8 @@ func (l *StreamListener) Next(ctx context.Context) (StreamMessage, error) {
 		case dropped:
 			return StreamMessage{}, ErrStreamClosed
 		case e != nil:
-			if r := l.resume; r != nil && r.sentLive[e.Seq] {
-				delete(r.sentLive, e.Seq) // the resume sent it already
+			if r := l.resume; r != nil && (r.sentLive[e.Seq] || e.Seq <= r.lastID && !r.maybeLive[e.Seq]) {
+				delete(r.sentLive, e.Seq) // the resume sent it already, or the client had it
 				continue
 			}
 			return StreamMessage{Event: e}, nil
