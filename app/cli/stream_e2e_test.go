@@ -31,7 +31,7 @@ url = "http://127.0.0.1:1/never"
 source = "shop"
 topics = ["orders/*"]
 to = ["pos"]
-`+st.config(5*time.Second))
+`+st.config(15*time.Second))
 		p := startWith(t, config, []string{"E2E_GH_SECRET=" + e2eSecret})
 		addr := p.addr
 		req, _ := http.NewRequest("GET", "http://"+addr+"/api/v1/stream", nil)
