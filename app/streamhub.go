@@ -85,7 +85,7 @@ type StreamHub struct {
 	missing                      map[uint64]*streamGap
 	wake, stop                   chan struct{}
 	done                         chan struct{} // closed when the poller of this run returns
-	onPoll                       func()        // tests: after each poll
+	readLog                      Throttle      // of the line about failed reads
 }
 
 // streamGap is a seq the hub waits for.
@@ -209,11 +209,6 @@ func (h *StreamHub) run(done chan struct{}) {
 func (h *StreamHub) poll(ctx context.Context) {
 	h.pollMu.Lock()
 	defer h.pollMu.Unlock()
-	defer func() {
-		if h.onPoll != nil {
-			h.onPoll()
-		}
-	}()
 	h.recheck(ctx) // first, so that a late seq goes out before the ones above it
 	h.mu.Lock()
 	high := h.high
@@ -221,7 +216,7 @@ func (h *StreamHub) poll(ctx context.Context) {
 	for range streamMaxPages {
 		es, err := h.store.EventsAfter(ctx, high, streamPage)
 		if err != nil {
-			h.Logger.Warn("stream: read new events", slog.Any("error", err))
+			h.warn("stream: read new events", 0, err)
 			return
 		}
 		now := h.Now()
@@ -271,7 +266,7 @@ func (h *StreamHub) recheck(ctx context.Context) {
 	for _, s := range due {
 		e, err := h.store.Event(ctx, s)
 		if err != nil {
-			h.Logger.Warn("stream: re-read a missing event", slog.Uint64("seq", s), slog.Any("error", err))
+			h.warn("stream: re-read a missing event", s, err)
 			return
 		}
 		h.mu.Lock()
@@ -294,6 +289,14 @@ func (h *StreamHub) publishLocked(e *Event) {
 		if l.filter.Match(e) && !l.push(e) {
 			delete(h.listeners, l) // dropped: it keeps its place in perKey until Close
 		}
+	}
+}
+
+// warn logs a failed read at most once a minute (the store may be down
+// for a while, and the hub reads every Poll).
+func (h *StreamHub) warn(msg string, seq uint64, err error) {
+	if ok, held := h.readLog.Allow(h.Now(), time.Minute); ok {
+		h.Logger.Warn(msg, slog.Uint64("seq", seq), slog.Uint64("held", held), slog.Any("error", err))
 	}
 }
 
