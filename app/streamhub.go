@@ -124,9 +124,25 @@ func (h *StreamHub) Listeners() int {
 // skipped; then a ready notice, then live events. It fails with a
 // *StreamLimitError past PerUser or Max, ErrStreamClosed after Close. The
 // caller must Close the listener.
+//
+// A lastID above the newest event stored is not this store's (its data was
+// reset, or the client resumes against another hookbox): the listener gets
+// a gap notice saying so and live events, none held back.
 func (h *StreamHub) Subscribe(ctx context.Context, key string, f StreamFilter, resume bool, lastID uint64) (*StreamListener, error) {
 	var newest uint64
 	fresh := false // newest was read for a start
+	var unknown *StreamNotice
+	if resume {
+		n, err := h.newest(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if lastID > n {
+			resume = false
+			unknown = &StreamNotice{Kind: StreamNoticeGap, Message: fmt.Sprintf(
+				"Last-Event-ID %d is past this server's newest event (%d): its data is not the one you read; live from here", lastID, n)}
+		}
+	}
 	for {
 		h.mu.Lock()
 		switch {
@@ -146,14 +162,11 @@ func (h *StreamHub) Subscribe(ctx context.Context, key string, f StreamFilter, r
 		h.mu.Unlock()
 		// No poller: where it starts is the newest event now (read
 		// without the lock; another Subscribe may start it meanwhile).
-		list, _, err := h.store.ListEvents(ctx, EventQuery{Limit: 1})
+		n, err := h.newest(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("stream: find the newest event: %w", err)
+			return nil, err
 		}
-		if len(list) > 0 {
-			newest = list[0].Seq
-		}
-		fresh = true
+		newest, fresh = n, true
 	}
 	defer h.mu.Unlock()
 	if !h.running {
@@ -162,13 +175,25 @@ func (h *StreamHub) Subscribe(ctx context.Context, key string, f StreamFilter, r
 		h.done = make(chan struct{})
 		go h.run(h.done)
 	}
-	l := &StreamListener{hub: h, filter: f, key: key, signal: make(chan struct{}, 1), readyPending: true}
+	l := &StreamListener{hub: h, filter: f, key: key, signal: make(chan struct{}, 1), readyPending: true, unknown: unknown}
 	h.listeners[l] = struct{}{}
 	h.perKey[key]++
 	if resume {
 		l.startResume(lastID, h.high, h.missing, h.Now())
 	}
 	return l, nil
+}
+
+// newest returns the seq of the newest event stored (0: none).
+func (h *StreamHub) newest(ctx context.Context) (uint64, error) {
+	list, _, err := h.store.ListEvents(ctx, EventQuery{Limit: 1})
+	if err != nil {
+		return 0, fmt.Errorf("stream: find the newest event: %w", err)
+	}
+	if len(list) == 0 {
+		return 0, nil
+	}
+	return list[0].Seq, nil
 }
 
 // run polls while listeners are connected, then returns.

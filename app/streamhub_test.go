@@ -272,6 +272,18 @@ func TestStreamHub_Resume(t *testing.T) {
 		l := subscribe(t, h, "ann", app.StreamFilter{}, true, 1)
 		wantMessages(t, "resume after 1", nextN(t, l, 4), "5", "6", "notice:gap", "notice:ready")
 	})
+	t.Run("UnknownID", func(t *testing.T) {
+		// A Last-Event-ID past the newest event (a reset store): a gap
+		// notice, then every live event, none held back.
+		log := newCommitLog()
+		log.commit(1, "shop", "a", streamT0)
+		h, _ := newTestHub(t, log)
+		l := subscribe(t, h, "ann", app.StreamFilter{}, true, 5000)
+		wantMessages(t, "an unknown id", nextN(t, l, 2), "notice:gap", "notice:ready")
+		log.commit(2, "shop", "a", streamT0)
+		app.PollStream(h)
+		wantMessages(t, "live", nextN(t, l, 1), "2")
+	})
 	t.Run("Filtered", func(t *testing.T) {
 		log := newCommitLog()
 		log.commit(1, "shop", "a", streamT0)

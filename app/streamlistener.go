@@ -33,6 +33,7 @@ type StreamListener struct {
 
 	// What only Next's goroutine touches.
 	readyPending bool
+	unknown      *StreamNotice // a gap notice to send first: Last-Event-ID was not this store's
 	resume       *streamResume
 	told         bool // the dropped notice was handed out
 	closeOnce    sync.Once
@@ -115,6 +116,11 @@ func (l *StreamListener) Next(ctx context.Context) (StreamMessage, error) {
 		if err != nil || ok {
 			return m, err
 		}
+	}
+	if l.unknown != nil {
+		n := l.unknown
+		l.unknown = nil
+		return StreamMessage{Notice: n}, nil
 	}
 	if l.readyPending {
 		l.readyPending = false
@@ -228,7 +234,7 @@ func (l *StreamListener) Close() {
 // Ready reports whether Next has a message without waiting for a new
 // event (a writer flushes once it has none).
 func (l *StreamListener) Ready() bool {
-	if l.readyPending || l.resume != nil && !l.resume.done {
+	if l.readyPending || l.unknown != nil || l.resume != nil && !l.resume.done {
 		return true
 	}
 	l.mu.Lock()
