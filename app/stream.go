@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -85,11 +86,25 @@ const (
 	StreamNoticeReady = "ready"
 )
 
-// StreamEventOf is e as the stream sends it.
+// StreamEventOf is e as the stream sends it. Signatures go as received
+// (an HMAC of the body tells nothing of the secret, and the listener's app
+// checks it), but a header whose value the pages mask as a credential and
+// that is not a signature (X-Api-Key, X-Auth-Token, a session) is left
+// out: a viewer does not read it on the pages either.
 func StreamEventOf(e *Event) StreamEvent {
-	h := make([][2]string, len(e.Header))
-	for i, f := range e.Header {
-		h[i] = [2]string{f.Name, f.Value}
+	h := make([][2]string, 0, len(e.Header))
+	for _, f := range e.Header {
+		if streamHidden(f.Name) {
+			continue
+		}
+		h = append(h, [2]string{f.Name, f.Value})
 	}
 	return StreamEvent{Seq: e.Seq, Source: e.Source, ID: e.ID, Topic: e.Topic, ReceivedAt: e.ReceivedAt, Header: h, Body: e.Body}
+}
+
+// streamHidden reports whether the stream leaves the header name out: a
+// credential that is not a signature.
+func streamHidden(name string) bool {
+	n := strings.ToLower(name)
+	return secretish(name) && !strings.Contains(n, "sig") && !strings.Contains(n, "hmac")
 }
