@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -368,6 +369,7 @@ to = ["erp"]
 	}
 
 	testSlowListener(t, vps, token)
+	testListenRefused(t, vps)
 }
 
 // testSlowListener: a client that asks for the stream and never reads is
@@ -410,5 +412,49 @@ func testSlowListener(t *testing.T, vps *proc, token string) {
 	// VPS that held them for the client would grow by that much.
 	if grew := anon1 - anon0; grew > 24<<10 {
 		t.Errorf("the VPS's anonymous memory grew by %d KiB while a client did not read", grew)
+	}
+}
+
+// testListenRefused: a wrong token, and a URL that is not a hookbox's
+// base, end listen at once with exit 1 and a sentence that says why.
+func testListenRefused(t *testing.T, vps *proc) {
+	for _, tt := range []struct {
+		name, token, url, want string
+	}{
+		{"WrongToken", "hbx_not_a_token_of_this_server", "http://" + vps.addr, "answered 401 to the token in HOOKBOX_TOKEN"},
+		{"NotTheBase", "hbx_whatever", "http://" + vps.addr + "/hookbox", "has no /api/v1/stream (404)"},
+	} {
+		cmd := exec.Command(clitest.Binary(t), "listen", tt.url, "-forward", "http://127.0.0.1:1/")
+		cmd.Env = append(os.Environ(), "HOOKBOX_TOKEN="+tt.token)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), tt.want) || strings.Contains(stderr.String(), tt.token) {
+			t.Errorf("%s: %v, %q; want exit 1 with %q and no token", tt.name, err, stderr.String(), tt.want)
+		}
+	}
+}
+
+// TestListen_Usage: listen without its operands or a credential says so
+// (exit 2) before it connects anywhere.
+func TestListen_Usage(t *testing.T) {
+	t.Setenv("HOOKBOX_TOKEN", "")
+	t.Setenv("HOOKBOX_PASSWORD", "")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"listen", "-forward", "http://localhost:3000/"}, "give the remote hookbox's URL and -forward URL"},
+		{[]string{"listen", "http://127.0.0.1:1"}, "give the remote hookbox's URL and -forward URL"},
+		{[]string{"listen", "http://127.0.0.1:1", "-forward", "http://localhost:3000/"}, "no credential: set HOOKBOX_TOKEN"},
+	} {
+		if _, errOut, code := hookbox(t, nil, tt.args...); code != 2 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d, %q; want 2 with %q", tt.args, code, errOut, tt.want)
+		}
+	}
+	t.Setenv("HOOKBOX_TOKEN", "hbx_x")
+	if _, errOut, code := hookbox(t, nil, "listen", "ftp://example.com", "-forward", "http://localhost:3000/"); code != 1 || !strings.Contains(errOut, `the remote URL "ftp://example.com" is not an http:// or https:// URL`) {
+		t.Errorf("ftp remote: exit %d, %q", code, errOut)
 	}
 }
