@@ -36,7 +36,7 @@ type HeaderField struct {
 // hookbox. bboltstore.DB implements it on one bbolt file, postgres.DB on
 // PostgreSQL; storetest checks both alike. Every service takes only the
 // role it uses (IngestStore, Outbox, SweepStore, StatsStore, AlertStore,
-// ReadModel, MetaStore, BackupStore); the sum is for wiring and tests.
+// ReadModel, MetaStore, BackupStore, StreamStore); the sum is for wiring and tests.
 type Store interface {
 	IngestStore
 	Outbox
@@ -44,6 +44,7 @@ type Store interface {
 	StatsStore
 	AlertStore
 	ReadModel
+	StreamStore
 }
 
 // Outbox is what the Dispatcher needs of the store: the deliveries due,

@@ -165,7 +165,10 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	})
 	receiver := app.NewReceiver(cfg, db)
 	receiver.Stats = stats
-	db.OnOpened(dispatcher.Wake) // once per commit that opened deliveries
+	// The stream's hub reads new events at once after such a commit too;
+	// an unrouted accept waits for its poll (app.StreamPoll).
+	hub := app.NewStreamHub(db)
+	db.OnOpened(func() { dispatcher.Wake(); hub.Wake() }) // once per commit that opened deliveries
 	sweeper := app.NewSweeper(cfg, db)
 	sweeper.Stats = stats
 	alerter := app.NewAlerter(cfg, db)
@@ -253,7 +256,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
 	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
 		Backup: n.backup, Access: access, Stats: stats, Metrics: prom, LastBackup: lastBackup,
-		Pauser: pauser, Running: running})
+		Pauser: pauser, Running: running, Stream: hub})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen in %s, or -listen, or $%s): %w", cfg.Server.Listen, path, config.EnvListen, err)

@@ -39,6 +39,7 @@ func (s *Server) routeAPI(r fiber.Router) {
 	s.route(r, "/api/v1", fiber.MethodGet, "/events", s.handleEvents)
 	s.route(r, "/api/v1", fiber.MethodGet, "/events/:seq", s.handleEvent)
 	s.route(r, "/api/v1", fiber.MethodGet, "/events/:seq/body", s.handleEventBody)
+	s.route(r, "/api/v1", fiber.MethodGet, "/stream", s.handleStream) // live events for `hookbox listen` (stream.go)
 	// Retry now (issue 28): retry.go.
 	s.route(r, "/api/v1", fiber.MethodPost, "/deliveries/:id/retry", s.handleRetryDelivery)
 	s.route(r, "/api/v1", fiber.MethodPost, "/destinations/:name/retry", s.handleRetryDestination)

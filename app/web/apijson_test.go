@@ -102,6 +102,9 @@ func TestAPI_JSONStyle(t *testing.T) {
 		{"POST", "/api/v1/destinations/pos/resume", "/api/v1/destinations/:name/resume"},
 		{"POST", "/api/v1/destinations/nope/pause", "/api/v1/destinations/:name/pause"}, // the error answer
 		{"GET", "/healthz", "/healthz"},
+		// The stream's error answer (its messages' JSON is walked by
+		// stream_test.go).
+		{"GET", "/api/v1/stream?topic=" + strings.Repeat("a", 300), "/api/v1/stream"},
 		// Replay by query and the force of a delivered one (replay.go):
 		// bodies below.
 		{"POST", "/api/v1/replay", "/api/v1/replay"},

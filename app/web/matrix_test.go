@@ -47,6 +47,7 @@ var expectedRoles = map[string]struct {
 	"GET /api/v1/events/:seq":                {role: app.RoleViewer},
 	"GET /api/v1/events/:seq/body":           {role: app.RoleViewer},
 	"GET /api/v1/destinations":               {role: app.RoleViewer},
+	"GET /api/v1/stream":                     {role: app.RoleViewer},
 	"GET /metrics":                           {role: app.RoleViewer},
 	"POST /api/v1/dead-letters/replay":       {role: app.RoleOperator},
 	"POST /api/v1/dead-letters/:id/replay":   {role: app.RoleOperator},
@@ -158,6 +159,7 @@ func roleMatrix(t *testing.T, db matrixStore) {
 	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, Access: access, Now: clock,
 		Pauser: app.NewPauser(cfg, db, nil, clock)})
 	base := "http://" + serve(t, srv.App())
+	t.Cleanup(func() { srv.Shutdown(context.Background()) }) // ends the streams opened below first
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	csrfRe := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
 	login := func(user string) caller {
@@ -268,7 +270,15 @@ func roleMatrix(t *testing.T, db matrixStore) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			body, _ := io.ReadAll(res.Body)
+			var body []byte
+			if key == "GET /api/v1/stream" && res.StatusCode == http.StatusOK {
+				// A stream answer lasts: its head is what is checked.
+				if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+					t.Errorf("%s as %s: Content-Type %q", key, c.name, ct)
+				}
+			} else {
+				body, _ = io.ReadAll(res.Body)
+			}
 			res.Body.Close()
 			got := res.StatusCode
 			// Who the server takes the caller for on this route: tokens

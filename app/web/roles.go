@@ -56,6 +56,7 @@ var routeRules = map[string]rule{
 	"GET /api/v1/events/:seq":                viewer("read events"),
 	"GET /api/v1/events/:seq/body":           viewer("read events"),
 	"GET /api/v1/destinations":               viewer("read destinations"),
+	"GET /api/v1/stream":                     viewer("stream events"),
 	"GET /metrics":                           viewer("read the metrics"),
 	"POST /api/v1/dead-letters/replay":       operator("replay dead letters").audit(app.AuditReplayDead),
 	"POST /api/v1/dead-letters/:id/replay":   operator("replay deliveries").audit(app.AuditReplay),

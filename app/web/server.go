@@ -79,6 +79,9 @@ type Deps struct {
 	// Running is the config in force, read per request, and the last one
 	// a reload refused (nil: New's cfg, always).
 	Running *app.Running
+	// Stream serves GET /api/v1/stream (nil: a hub over Store when it
+	// can stream, app.StreamHubStore). Shutdown closes it.
+	Stream *app.StreamHub
 }
 
 // Server serves hookbox's HTTP endpoints.
@@ -134,6 +137,9 @@ func New(cfg *app.Config, deps Deps) *Server {
 	}
 	if deps.Running == nil {
 		deps.Running = app.NewRunning(cfg, deps.Now())
+	}
+	if hs, ok := deps.Store.(app.StreamHubStore); ok && deps.Stream == nil {
+		deps.Stream = app.NewStreamHub(hs)
 	}
 	s := &Server{
 		deps:     deps,
@@ -221,6 +227,9 @@ const idleGrace = time.Second
 // the connections Limit handed out are closed; a request cut so was not
 // answered, and its sender sends it again.
 func (s *Server) Shutdown(ctx context.Context) error {
+	if s.deps.Stream != nil {
+		s.deps.Stream.Close() // streams end now, not at their next ping
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.fiber.ShutdownWithContext(ctx) }()
 	grace := time.After(idleGrace)

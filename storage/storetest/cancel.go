@@ -90,6 +90,8 @@ func testCancelled(t *testing.T, open Opener) {
 		}
 		_, _, err = s.ListEvents(done, app.EventQuery{Limit: 10})
 		cancelled(t, "ListEvents", err)
+		_, err = s.EventsAfter(done, 0, 10)
+		cancelled(t, "EventsAfter", err)
 		_, _, err = s.DueDeliveries(done, "erp", T0.Add(time.Hour), 10, nil)
 		cancelled(t, "DueDeliveries", err)
 		_, err = s.WaitingDeliveries(done, "erp", time.Time{}, 0, 10, nil)

@@ -63,6 +63,7 @@ func Run(t *testing.T, open Opener, damage Damage) {
 	t.Run("DebounceConcurrentSameKey", func(t *testing.T) { testDebounceConcurrent(t, open) })
 	t.Run("PruneWindows", func(t *testing.T) { testPruneWindows(t, open) })
 	t.Run("ListEvents", func(t *testing.T) { testListEvents(t, open) })
+	t.Run("EventsAfter", func(t *testing.T) { testEventsAfter(t, open) })
 	t.Run("ListEventsStatus", func(t *testing.T) { testListEventsStatus(t, open) })
 	t.Run("Search", func(t *testing.T) { testSearch(t, open) })
 	t.Run("DeadLetters", func(t *testing.T) { testDeadLetters(t, open) })

@@ -1,0 +1,354 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"hookbox/app"
+)
+
+// commitLog is a store's committed events in the order a test commits
+// them, seqs chosen by the test: it models PostgreSQL, where a seq is
+// handed out before its commit, so seq 4 may become visible after 5.
+type commitLog struct {
+	mu     sync.Mutex
+	events map[uint64]*app.Event
+	reads  int // EventsAfter and Event calls
+}
+
+func newCommitLog() *commitLog { return &commitLog{events: map[uint64]*app.Event{}} }
+
+func (c *commitLog) commit(seq uint64, source, topic string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events[seq] = &app.Event{Seq: seq, Source: source, ID: fmt.Sprint("evt_", seq), Topic: topic, ReceivedAt: at, Body: []byte(fmt.Sprintf(`{"n":%d}`, seq))}
+}
+
+func (c *commitLog) sorted() []uint64 {
+	seqs := make([]uint64, 0, len(c.events))
+	for s := range c.events {
+		seqs = append(seqs, s)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	return seqs
+}
+
+func (c *commitLog) EventsAfter(ctx context.Context, after uint64, limit int) ([]*app.Event, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads++
+	var out []*app.Event
+	for _, s := range c.sorted() {
+		if s > after && len(out) < limit {
+			out = append(out, c.events[s])
+		}
+	}
+	return out, nil
+}
+
+func (c *commitLog) Event(ctx context.Context, seq uint64) (*app.Event, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads++
+	return c.events[seq], nil
+}
+
+func (c *commitLog) ListEvents(ctx context.Context, q app.EventQuery) ([]app.EventSummary, uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seqs := c.sorted()
+	if len(seqs) == 0 {
+		return nil, 0, nil
+	}
+	return []app.EventSummary{{Seq: seqs[len(seqs)-1]}}, 0, nil
+}
+
+func (c *commitLog) readCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads
+}
+
+// testClock is a clock the test moves.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *testClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+var streamT0 = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+
+// newTestHub returns a hub over log that polls only when the test says so
+// (PollStream), on a clock the test moves.
+func newTestHub(t *testing.T, log *commitLog) (*app.StreamHub, *testClock) {
+	clock := &testClock{now: streamT0}
+	h := app.NewStreamHub(log)
+	h.Poll = time.Hour
+	h.Now = clock.Now
+	t.Cleanup(h.Close)
+	return h, clock
+}
+
+// next returns l's next message as "seq" or "notice:kind", failing t
+// after a minute.
+func next(t *testing.T, l *app.StreamListener) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m, err := l.Next(ctx)
+	if err != nil {
+		t.Fatalf("Next: %v", err)
+	}
+	if m.Notice != nil {
+		return "notice:" + m.Notice.Kind
+	}
+	return fmt.Sprint(m.Event.Seq)
+}
+
+// nextN returns l's next n messages.
+func nextN(t *testing.T, l *app.StreamListener, n int) []string {
+	t.Helper()
+	var out []string
+	for range n {
+		out = append(out, next(t, l))
+	}
+	return out
+}
+
+func subscribe(t *testing.T, h *app.StreamHub, key string, f app.StreamFilter, resume bool, last uint64) *app.StreamListener {
+	t.Helper()
+	l, err := h.Subscribe(context.Background(), key, f, resume, last)
+	if err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+func wantMessages(t *testing.T, what string, got []string, want ...string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s got %v, want %v", what, got, want)
+	}
+}
+
+func TestStreamHub_FanOutAndFilters(t *testing.T) {
+	log := newCommitLog()
+	log.commit(1, "shop", "orders/create", streamT0) // before anyone listens: not sent
+	h, _ := newTestHub(t, log)
+	all := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+	shop := subscribe(t, h, "bob", app.StreamFilter{Source: "shop"}, false, 0)
+	orders := subscribe(t, h, "cy", app.StreamFilter{Topic: "orders/*"}, false, 0)
+	log.commit(2, "shop", "orders/create", streamT0)
+	log.commit(3, "stripe", "orders/paid", streamT0)
+	log.commit(4, "shop", "products/update", streamT0)
+	log.commit(5, "shopify", "orders/create", streamT0) // not "shop"
+	app.PollStream(h)
+	wantMessages(t, "all", nextN(t, all, 5), "notice:ready", "2", "3", "4", "5")
+	wantMessages(t, "source=shop", nextN(t, shop, 3), "notice:ready", "2", "4")
+	wantMessages(t, "topic=orders/*", nextN(t, orders, 4), "notice:ready", "2", "3", "5")
+}
+
+// Seqs that commit out of order are sent when they show up; one that never
+// does is given up after GapWait, and the gap costs a few point reads.
+func TestStreamHub_Gaps(t *testing.T) {
+	log := newCommitLog()
+	h, clock := newTestHub(t, log)
+	l := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+	wantMessages(t, "start", nextN(t, l, 1), "notice:ready")
+	log.commit(1, "shop", "a", streamT0)
+	log.commit(3, "shop", "a", streamT0) // 2 is still committing
+	app.PollStream(h)
+	wantMessages(t, "first poll", nextN(t, l, 2), "1", "3")
+	log.commit(2, "shop", "a", streamT0)
+	clock.add(h.GapStep())
+	app.PollStream(h)
+	wantMessages(t, "late commit", nextN(t, l, 1), "2")
+
+	// 4 never commits (a duplicate's seq, a rollback).
+	log.commit(5, "shop", "a", streamT0)
+	app.PollStream(h)
+	wantMessages(t, "after a hole", nextN(t, l, 1), "5")
+	before := log.readCount()
+	start := clock.Now()
+	polls := 0
+	for clock.Now().Before(start.Add(h.GapWait)) {
+		clock.add(h.GapStep()) // a poll every GapStep, as StreamPoll by default
+		app.PollStream(h)
+		polls++
+	}
+	if reads := log.readCount() - before; reads > polls+8 {
+		t.Errorf("%d reads over %d polls for one gap; want one read per poll and a few re-reads", reads, polls)
+	} else {
+		t.Logf("one gap over %s: %d reads in %d polls (%d of them re-reads of the gap)", h.GapWait, reads, polls, reads-polls)
+	}
+	log.commit(4, "shop", "a", streamT0) // too late: given up
+	log.commit(6, "shop", "a", streamT0)
+	clock.add(h.GapStep())
+	app.PollStream(h)
+	wantMessages(t, "after giving up", nextN(t, l, 1), "6")
+}
+
+// A listener that stops reading is dropped, with a notice, while the
+// others go on; the hub keeps nothing of it.
+func TestStreamHub_SlowListenerDropped(t *testing.T) {
+	log := newCommitLog()
+	h, _ := newTestHub(t, log)
+	h.Queue = 4
+	fast := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+	slow := subscribe(t, h, "bob", app.StreamFilter{}, false, 0)
+	wantMessages(t, "fast", nextN(t, fast, 1), "notice:ready")
+	for i := uint64(1); i <= 12; i += 2 {
+		log.commit(i, "shop", "a", streamT0)
+		log.commit(i+1, "shop", "a", streamT0)
+		app.PollStream(h)
+		wantMessages(t, "fast", nextN(t, fast, 2), fmt.Sprint(i), fmt.Sprint(i+1))
+	}
+	wantMessages(t, "slow", nextN(t, slow, 2), "notice:ready", "notice:dropped")
+	if _, err := slow.Next(context.Background()); !errors.Is(err, app.ErrStreamClosed) {
+		t.Fatalf("Next after the dropped notice = %v; want ErrStreamClosed", err)
+	}
+	if n := h.Listeners(); n != 1 {
+		t.Fatalf("Listeners = %d after a drop; want 1", n)
+	}
+
+	t.Run("Bytes", func(t *testing.T) {
+		h, _ := newTestHub(t, log)
+		h.QueueBytes = 20 // each body is 8 or 9 bytes: the third does not fit
+		l := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+		for s := uint64(13); s <= 15; s++ {
+			log.commit(s, "shop", "a", streamT0)
+		}
+		app.PollStream(h)
+		wantMessages(t, "over the bytes", nextN(t, l, 2), "notice:ready", "notice:dropped")
+	})
+}
+
+func TestStreamHub_Resume(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		log := newCommitLog()
+		for s := uint64(1); s <= 10; s++ {
+			log.commit(s, "shop", "a", streamT0)
+		}
+		h, _ := newTestHub(t, log)
+		l := subscribe(t, h, "ann", app.StreamFilter{}, true, 3)
+		wantMessages(t, "resume after 3", nextN(t, l, 8), "4", "5", "6", "7", "8", "9", "10", "notice:ready")
+		log.commit(11, "shop", "a", streamT0)
+		app.PollStream(h)
+		wantMessages(t, "live", nextN(t, l, 1), "11")
+	})
+	t.Run("TooMany", func(t *testing.T) {
+		log := newCommitLog()
+		for s := uint64(1); s <= 10; s++ {
+			log.commit(s, "shop", "a", streamT0)
+		}
+		h, _ := newTestHub(t, log)
+		h.ResumeMax = 3
+		l := subscribe(t, h, "ann", app.StreamFilter{}, true, 2)
+		wantMessages(t, "resume after 2, at most 3", nextN(t, l, 5), "8", "9", "10", "notice:gap", "notice:ready")
+	})
+	t.Run("TooOld", func(t *testing.T) {
+		log := newCommitLog()
+		for s := uint64(1); s <= 6; s++ {
+			at := streamT0
+			if s <= 4 {
+				at = streamT0.Add(-app.StreamResume - time.Second)
+			}
+			log.commit(s, "shop", "a", at)
+		}
+		h, _ := newTestHub(t, log)
+		l := subscribe(t, h, "ann", app.StreamFilter{}, true, 1)
+		wantMessages(t, "resume after 1", nextN(t, l, 4), "5", "6", "notice:gap", "notice:ready")
+	})
+	t.Run("Filtered", func(t *testing.T) {
+		log := newCommitLog()
+		log.commit(1, "shop", "a", streamT0)
+		log.commit(2, "stripe", "a", streamT0)
+		log.commit(3, "shop", "a", streamT0)
+		h, _ := newTestHub(t, log)
+		l := subscribe(t, h, "ann", app.StreamFilter{Source: "shop"}, true, 0)
+		wantMessages(t, "resume of shop", nextN(t, l, 3), "1", "3", "notice:ready")
+	})
+}
+
+// At the join of a resume and the live events, nothing is sent twice and
+// nothing is missed, even when a seq the hub waits for commits in between.
+func TestStreamHub_ResumeJoin(t *testing.T) {
+	log := newCommitLog()
+	h, clock := newTestHub(t, log)
+	early := subscribe(t, h, "ann", app.StreamFilter{}, false, 0) // keeps the hub polling
+	log.commit(1, "shop", "a", streamT0)
+	log.commit(2, "shop", "a", streamT0)
+	log.commit(3, "shop", "a", streamT0)
+	log.commit(5, "shop", "a", streamT0) // 4 is committing
+	app.PollStream(h)
+	log.commit(4, "shop", "a", streamT0) // commits before the resume reads
+	log.commit(6, "shop", "a", streamT0) // after the hub's last read
+	l := subscribe(t, h, "bob", app.StreamFilter{}, true, 0)
+	wantMessages(t, "resume", nextN(t, l, 6), "1", "2", "3", "4", "5", "notice:ready")
+	clock.add(h.GapStep())
+	app.PollStream(h) // reads 6, re-reads 4 and sends it live
+	log.commit(7, "shop", "a", streamT0)
+	app.PollStream(h)
+	wantMessages(t, "live", nextN(t, l, 2), "6", "7")
+	wantMessages(t, "the early listener", nextN(t, early, 8), "notice:ready", "1", "2", "3", "5", "4", "6", "7")
+}
+
+func TestStreamHub_Limits(t *testing.T) {
+	h, _ := newTestHub(t, newCommitLog())
+	h.PerUser, h.Max = 2, 3
+	subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+	a2 := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+	var le *app.StreamLimitError
+	if _, err := h.Subscribe(context.Background(), "ann", app.StreamFilter{}, false, 0); !errors.As(err, &le) {
+		t.Fatalf("third stream of ann: %v; want a StreamLimitError", err)
+	}
+	subscribe(t, h, "bob", app.StreamFilter{}, false, 0)
+	if _, err := h.Subscribe(context.Background(), "cy", app.StreamFilter{}, false, 0); !errors.As(err, &le) {
+		t.Fatalf("fourth stream on the node: %v; want a StreamLimitError", err)
+	}
+	a2.Close()
+	subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+}
+
+// Close ends a Next that waits, and no poller runs once nobody listens.
+func TestStreamHub_CloseAndIdle(t *testing.T) {
+	log := newCommitLog()
+	h, _ := newTestHub(t, log)
+	l := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+	l.Close()
+	<-app.StreamStopped(h)
+	reads := log.readCount()
+	h.Wake()
+	h.Wake()
+	if got := log.readCount(); got != reads {
+		t.Fatalf("%d reads while nobody listens", got-reads)
+	}
+
+	l = subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+	wantMessages(t, "start", nextN(t, l, 1), "notice:ready")
+	ended := make(chan error, 1)
+	go func() {
+		_, err := l.Next(context.Background())
+		ended <- err
+	}()
+	h.Close()
+	if err := <-ended; !errors.Is(err, app.ErrStreamClosed) {
+		t.Fatalf("Next at Close = %v; want ErrStreamClosed", err)
+	}
+	if _, err := h.Subscribe(context.Background(), "ann", app.StreamFilter{}, false, 0); !errors.Is(err, app.ErrStreamClosed) {
+		t.Fatalf("Subscribe after Close = %v", err)
+	}
+}

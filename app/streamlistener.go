@@ -1,0 +1,238 @@
+// One listener of the stream hub: its bounded queue of live events, and
+// the resume that comes before them.
+
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// StreamMessage is one message of a stream: an event or a notice.
+type StreamMessage struct {
+	// Event is shared with the other listeners: never change it.
+	Event  *Event
+	Notice *StreamNotice
+}
+
+// StreamListener is one connected stream: Next hands out its messages.
+// Next is called from one goroutine; the hub pushes from another.
+type StreamListener struct {
+	hub    *StreamHub
+	filter StreamFilter
+	key    string
+	signal chan struct{} // cap 1: something was pushed, or the stream ended
+
+	mu      sync.Mutex // guards queue, bytes, dropped, ended
+	queue   []*Event
+	bytes   int
+	dropped bool // fell behind: the dropped notice, then the end
+	ended   bool // the hub closed
+
+	// What only Next's goroutine touches.
+	readyPending bool
+	resume       *streamResume
+	told         bool // the dropped notice was handed out
+	closeOnce    sync.Once
+}
+
+// streamResume is a resume in progress: the events in (after, until] not
+// older than since, read from the store a page at a time.
+type streamResume struct {
+	lastID, after, until uint64
+	since                time.Time
+	sent                 int
+	skipped              int // older than the window
+	cutShort             bool
+	// maybeLive are the seqs the hub was waiting for when the listener
+	// joined: one read here may come live as well, and is then not sent
+	// again.
+	maybeLive map[uint64]bool
+	sentLive  map[uint64]bool
+	page      []*Event
+	done      bool
+}
+
+// startResume prepares the resume after lastID up to high, the hub's
+// cursor when l joined; events above high come live (under the hub's mu).
+func (l *StreamListener) startResume(lastID, high uint64, missing map[uint64]*streamGap, now time.Time) {
+	r := &streamResume{lastID: lastID, after: lastID, until: high, since: now.Add(-l.hub.Resume)}
+	if high > lastID && high-lastID > uint64(l.hub.ResumeMax) {
+		r.after = high - uint64(l.hub.ResumeMax) // at most ResumeMax seqs, so at most ResumeMax events
+		r.cutShort = true
+	}
+	for s := range missing {
+		if s > lastID {
+			if r.maybeLive == nil {
+				r.maybeLive, r.sentLive = map[uint64]bool{}, map[uint64]bool{}
+			}
+			r.maybeLive[s] = true
+		}
+	}
+	l.resume = r
+}
+
+// push queues e; false when l is past its bounds and is dropped (its
+// queue freed) or has ended.
+func (l *StreamListener) push(e *Event) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.dropped || l.ended {
+		return false
+	}
+	if len(l.queue) >= l.hub.Queue || l.bytes+len(e.Body) > l.hub.QueueBytes {
+		l.dropped, l.queue, l.bytes = true, nil, 0
+	} else {
+		l.queue = append(l.queue, e)
+		l.bytes += len(e.Body)
+	}
+	select {
+	case l.signal <- struct{}{}:
+	default:
+	}
+	return !l.dropped
+}
+
+// end marks l ended by the hub's Close.
+func (l *StreamListener) end() {
+	l.mu.Lock()
+	l.ended = true
+	l.mu.Unlock()
+	select {
+	case l.signal <- struct{}{}:
+	default:
+	}
+}
+
+// Next returns the next message: the resume's events and notices, the
+// ready notice, then live events as they come. A listener that fell
+// behind gets a dropped notice, then ErrStreamClosed, as at the hub's
+// Close; ctx's error when ctx is done first (Next may be called again).
+func (l *StreamListener) Next(ctx context.Context) (StreamMessage, error) {
+	if r := l.resume; r != nil && !r.done {
+		m, ok, err := l.nextResumed(ctx, r)
+		if err != nil || ok {
+			return m, err
+		}
+	}
+	if l.readyPending {
+		l.readyPending = false
+		return StreamMessage{Notice: &StreamNotice{Kind: StreamNoticeReady, Message: "live from here on"}}, nil
+	}
+	for {
+		l.mu.Lock()
+		dropped, ended := l.dropped, l.ended
+		var e *Event
+		if !dropped && !ended && len(l.queue) > 0 {
+			e = l.queue[0]
+			l.queue[0] = nil
+			l.queue = l.queue[1:]
+			l.bytes -= len(e.Body)
+		}
+		l.mu.Unlock()
+		switch {
+		case ended:
+			return StreamMessage{}, ErrStreamClosed
+		case dropped && !l.told:
+			l.told = true
+			return StreamMessage{Notice: &StreamNotice{Kind: StreamNoticeDropped, Message: fmt.Sprintf(
+				"this listener fell more than %d events or %d bytes behind and is dropped; reconnect with Last-Event-ID to resume", l.hub.Queue, l.hub.QueueBytes)}}, nil
+		case dropped:
+			return StreamMessage{}, ErrStreamClosed
+		case e != nil:
+			if r := l.resume; r != nil && r.sentLive[e.Seq] {
+				delete(r.sentLive, e.Seq) // the resume sent it already
+				continue
+			}
+			return StreamMessage{Event: e}, nil
+		}
+		select {
+		case <-l.signal:
+		case <-ctx.Done():
+			return StreamMessage{}, ctx.Err()
+		}
+	}
+}
+
+// nextResumed returns the resume's next message; ok is false once it has
+// none left.
+func (l *StreamListener) nextResumed(ctx context.Context, r *streamResume) (StreamMessage, bool, error) {
+	for {
+		if len(r.page) > 0 {
+			e := r.page[0]
+			r.page[0] = nil
+			r.page = r.page[1:]
+			r.after = e.Seq
+			if e.ReceivedAt.Before(r.since) {
+				r.skipped++
+				continue
+			}
+			if !l.filter.Match(e) {
+				continue
+			}
+			if r.maybeLive[e.Seq] {
+				r.sentLive[e.Seq] = true
+			}
+			r.sent++
+			return StreamMessage{Event: e}, true, nil
+		}
+		if r.after >= r.until {
+			r.done = true
+			return l.gapNotice(ctx, r)
+		}
+		es, err := l.hub.store.EventsAfter(ctx, r.after, min(streamPage, int(min(r.until-r.after, streamPage))))
+		if err != nil {
+			return StreamMessage{}, false, fmt.Errorf("stream: resume after %d: %w", r.after, err)
+		}
+		for len(es) > 0 && es[len(es)-1].Seq > r.until {
+			es = es[:len(es)-1]
+		}
+		if len(es) == 0 {
+			r.after = r.until
+			continue
+		}
+		r.page = es
+	}
+}
+
+// gapNotice returns the gap notice once the resume is sent, when events
+// after Last-Event-ID were left out.
+func (l *StreamListener) gapNotice(ctx context.Context, r *streamResume) (StreamMessage, bool, error) {
+	skipped := r.skipped
+	if r.cutShort {
+		// Seqs (lastID, first read] were not read: is any event there?
+		es, err := l.hub.store.EventsAfter(ctx, r.lastID, 1)
+		if err != nil {
+			return StreamMessage{}, false, fmt.Errorf("stream: resume after %d: %w", r.lastID, err)
+		}
+		if len(es) == 0 || es[0].Seq > r.until-uint64(l.hub.ResumeMax) {
+			r.cutShort = false
+		}
+	}
+	if skipped == 0 && !r.cutShort {
+		return StreamMessage{}, false, nil
+	}
+	msg := fmt.Sprintf("events after %d older than %s or beyond the newest %d were not sent", r.lastID, l.hub.Resume, l.hub.ResumeMax)
+	if skipped > 0 && !r.cutShort {
+		msg = fmt.Sprintf("%d events after %d were older than %s and were not sent", skipped, r.lastID, l.hub.Resume)
+	}
+	return StreamMessage{Notice: &StreamNotice{Kind: StreamNoticeGap, Message: msg}}, true, nil
+}
+
+// Close disconnects l; it may be called more than once.
+func (l *StreamListener) Close() {
+	l.closeOnce.Do(func() { l.hub.remove(l) })
+}
+
+// Ready reports whether Next has a message without waiting for a new
+// event (a writer flushes once it has none).
+func (l *StreamListener) Ready() bool {
+	if l.readyPending || l.resume != nil && !l.resume.done {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue) > 0 || l.dropped || l.ended
+}
