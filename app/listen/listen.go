@@ -186,6 +186,10 @@ func (l *Listener) connect(parent context.Context) (ready bool, err error) {
 	}
 	resp, err := l.stream.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL is in the ready line already
+		}
 		return false, err
 	}
 	defer resp.Body.Close()
