@@ -349,3 +349,20 @@ func TestListener_BoundsNoticesCancel(t *testing.T) {
 	}
 	done <- nil // for the cleanup
 }
+
+// Without a token, the user and password go as Basic authentication.
+func TestListener_BasicAuth(t *testing.T) {
+	stream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "ops" || p != "pw-1" || r.Header.Get("Authorization") == "" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		streamHeader(w)
+		sseNotice(w, app.StreamNoticeReady, "live")
+		<-r.Context().Done()
+	}))
+	t.Cleanup(stream.Close)
+	out := newOutput()
+	run(t, &listen.Listener{Remote: stream.URL, Forward: "http://127.0.0.1:1/", User: "ops", Password: "pw-1", Out: out})
+	out.wait(t, "Ready, forwarding events of "+stream.URL+" to http://127.0.0.1:1/", 1)
+}
