@@ -1,5 +1,5 @@
 // Package cli is hookbox's command line: the subcommands (serve, check,
-// sign, route, replay, backup, restore, bench, version), one file each, and the
+// sign, route, replay, backup, restore, bench, listen, version), one file each, and the
 // table that dispatches to them (this file). main hands it the arguments.
 package cli
 
@@ -140,6 +140,9 @@ var commands = []*command{
 			"destination's secret: -secret, else $HOOKBOX_SINK_SECRET, else the secret of the\n" +
 			"destination in -config whose url is on -listen. It answers 200, or 401 to a bad\n" +
 			"signature (hookbox then retries, as with a real endpoint).", run: runSink},
+	{name: "listen", synopsis: "URL -forward http://localhost:3000/PATH [-source S] [-topic GLOB] [-max-body B] [-timeout D]",
+		summary: "forward the events a remote hookbox accepts to a local URL, live (a viewer token is enough)",
+		help:    listenHelp, run: runListen},
 	{name: "version", synopsis: "", summary: "print the version, commit and build time",
 		help: "Prints the version, the VCS commit and the build time of this binary.", run: runVersion},
 }

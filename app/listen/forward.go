@@ -1,0 +1,126 @@
+package listen
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"time"
+	"unicode"
+
+	"hookbox/app"
+)
+
+// hopHeaders mean something for one connection only, or are the
+// client's to set: never forwarded.
+var hopHeaders = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true,
+	"Upgrade": true, "Host": true, "Content-Length": true,
+}
+
+// forwardHeader is the header the local app gets for an event's headers:
+// all of them as received (X-Shopify-Hmac-Sha256, Stripe-Signature… so
+// that its signature check works unchanged) but the hop-by-hop ones, Host
+// and Content-Length (and what Connection names).
+func forwardHeader(fields [][2]string) http.Header {
+	drop := map[string]bool{}
+	for _, f := range fields {
+		if textproto.CanonicalMIMEHeaderKey(f[0]) == "Connection" {
+			for _, n := range strings.Split(f[1], ",") {
+				drop[textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(n))] = true
+			}
+		}
+	}
+	h := http.Header{}
+	for _, f := range fields {
+		k := textproto.CanonicalMIMEHeaderKey(f[0])
+		if hopHeaders[k] || drop[k] || !validHeader(f[0], f[1]) {
+			continue
+		}
+		h[k] = append(h[k], f[1])
+	}
+	if _, ok := h["User-Agent"]; !ok {
+		// Go's own User-Agent is not the platform's: send none.
+		h["User-Agent"] = []string{""}
+	}
+	if _, ok := h["Idempotency-Key"]; !ok {
+		// Present and empty: not sent, but it lets the transport send the
+		// POST again on a fresh connection when a kept-alive one was closed
+		// before any of the answer came.
+		h["Idempotency-Key"] = nil
+	}
+	return h
+}
+
+// validHeader reports whether a header field can be written on the wire
+// as it is (the remote is a peer: a name or value it sends could break the
+// request, which Go would refuse anyway, as a whole).
+func validHeader(name, value string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || c == ':' {
+			return false
+		}
+	}
+	return !strings.ContainsAny(value, "\r\n\x00")
+}
+
+// forwardEvent POSTs ev to the local URL and prints its line: the local
+// time, source, topic, event id, the local answer (or error) and the time
+// it took. A failed forward is printed and not tried again.
+func (l *Listener) forwardEvent(ctx context.Context, ev *app.StreamEvent) {
+	start := time.Now()
+	answer := l.post(ctx, ev)
+	took := time.Since(start)
+	topic := ev.Topic
+	if topic == "" {
+		topic = "-"
+	}
+	l.printf("%s  %s  %s  %s  → %s  %d ms", l.clock(), printable(ev.Source), printable(topic), printable(ev.ID), answer, took.Milliseconds())
+}
+
+// post sends ev and returns the answer as printed: "200 OK", or "error: …".
+func (l *Listener) post(ctx context.Context, ev *app.StreamEvent) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.Forward, bytes.NewReader(ev.Body))
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	req.Header = forwardHeader(ev.Header)
+	resp, err := l.forward.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "error: " + err.Error()
+	}
+	// Read a little of the answer (so the connection can be kept), never
+	// all of what a local app may send.
+	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, answerMax))
+	resp.Body.Close()
+	status := printable(resp.Status)
+	if err != nil {
+		return fmt.Sprintf("%s (the answer's body failed: %v)", status, err)
+	}
+	return status
+}
+
+// printable is s with the runes that could drive a terminal replaced:
+// what the remote sends is a peer's.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return '?'
+	}, s)
+}
