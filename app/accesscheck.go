@@ -79,6 +79,11 @@ type Access struct {
 	refresh sync.Mutex
 	touchMu sync.Mutex
 	touched map[string]time.Time // token name → last write of its last use
+	// missed is when a token not in memory last made a refresh (unix ns):
+	// one made a moment ago on another node or by the CLI on PostgreSQL
+	// works at once, and unknown tokens read the store at most once per
+	// tokenMissRefresh.
+	missed atomic.Int64
 
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -230,13 +235,32 @@ func (a *Access) CheckToken(secret string) (Identity, bool) {
 	if !LooksLikeToken(secret) {
 		return Identity{}, false
 	}
-	t := a.snap.Load().tokens[TokenHash(secret)]
+	hash := TokenHash(secret)
+	t := a.snap.Load().tokens[hash]
 	now := a.Now()
+	if t == nil && a.refreshOnMiss(now) {
+		t = a.snap.Load().tokens[hash]
+	}
 	if t == nil || t.Expired(now) {
 		return Identity{}, false
 	}
 	a.touch(t.Name, now)
 	return Identity{Name: t.Name, Role: t.Role, Token: true, stamp: t.Stamp}, true
+}
+
+// tokenMissRefresh is how often a token not in memory may make a refresh.
+const tokenMissRefresh = 100 * time.Millisecond
+
+// refreshOnMiss refreshes the users and tokens from the store, unless a
+// miss did so less than tokenMissRefresh ago, and reports whether it did.
+func (a *Access) refreshOnMiss(now time.Time) bool {
+	last := a.missed.Load()
+	if a.store == nil || now.UnixNano()-last < int64(tokenMissRefresh) || !a.missed.CompareAndSwap(last, now.UnixNano()) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return a.Refresh(ctx) == nil
 }
 
 // touch writes a token's last use, at most once per tokenTouchEvery per

@@ -197,3 +197,49 @@ func equalLines(a, b []string) bool {
 	}
 	return true
 }
+
+// A token made a moment ago by another node (or by the CLI on PostgreSQL)
+// works at once on a node that has not refreshed yet: a token it does not
+// know makes it read the store, at most once per 100 ms.
+func TestAccess_TokenMadeElsewhere(t *testing.T) {
+	ctx := context.Background()
+	db, err := bboltstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := now0
+	clock := func() time.Time { return now }
+	a, err := app.NewAccess(ctx, app.StatusConfig{User: "admin"}, db, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := app.NewAccess(ctx, app.StatusConfig{User: "admin"}, db, db, nil) // another node
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Now, b.Now = clock, clock
+	root := app.Who{Actor: "root", Via: "cli", From: "local"}
+	first, err := a.CreateToken(ctx, root, "laptop", app.RoleViewer, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := b.CheckToken(first); !ok || id.Name != "laptop" || id.Role != app.RoleViewer {
+		t.Fatalf("node B on a token made on node A a moment ago: %+v, %v; want laptop, viewer", id, ok)
+	}
+	second, err := a.CreateToken(ctx, root, "ci", app.RoleOperator, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(50 * time.Millisecond)
+	if _, ok := b.CheckToken(app.NewTokenSecret()); ok {
+		t.Fatal("an unknown token was taken")
+	}
+	if _, ok := b.CheckToken(second); ok {
+		t.Fatal("node B read the store again within 100 ms of a miss")
+	}
+	now = now.Add(100 * time.Millisecond)
+	if _, ok := b.CheckToken(second); !ok {
+		t.Fatal("node B did not read the store again 100 ms after a miss")
+	}
+}

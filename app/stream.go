@@ -14,11 +14,13 @@ import (
 // every node accepted.
 type StreamStore interface {
 	// EventsAfter returns up to limit events whose Seq is above after, in
-	// ascending Seq, whole (headers and body). An event whose commit comes
+	// ascending Seq, whole (headers and body); it stops after the event
+	// whose body takes the bodies read to maxBytes or more (the bodies are
+	// the sender's to size: a page always holds at least one event). An event whose commit comes
 	// after a higher Seq's (PostgreSQL hands out seqs before commit) shows
 	// up in a later call: the reader keeps the gaps it saw open for
 	// StreamGapWait (StreamCursor).
-	EventsAfter(ctx context.Context, after uint64, limit int) ([]*Event, error)
+	EventsAfter(ctx context.Context, after uint64, limit, maxBytes int) ([]*Event, error)
 }
 
 // The bounds of the stream.
@@ -33,7 +35,7 @@ const (
 	// events or StreamQueueBytes of bodies; a listener further behind is
 	// dropped with a notice, never buffered without limit.
 	StreamQueue      = 256
-	StreamQueueBytes = 8 << 20
+	StreamQueueBytes = 2 << 20
 	// StreamPerUser and StreamMax bound the listeners connected at once,
 	// per user or token and on the node (429 beyond).
 	StreamPerUser = 4

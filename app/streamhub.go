@@ -43,8 +43,13 @@ func (e *StreamLimitError) Error() string { return e.Message }
 // ErrStreamClosed ends every stream when the hub closes (server shutdown).
 var ErrStreamClosed = errors.New("stream closed")
 
-// streamPage is how many events one read of the store takes.
-const streamPage = 256
+// streamPage is how many events one read of the store takes, and
+// streamPageBytes how much of their bodies (beyond the first): what a read
+// holds is bounded whatever size the senders give their bodies.
+const (
+	streamPage      = 256
+	streamPageBytes = 1 << 20
+)
 
 // streamMaxPages bounds the pages one poll reads, so a burst does not
 // hold the listeners' queues back from their writers for long.
@@ -239,7 +244,7 @@ func (h *StreamHub) poll(ctx context.Context) {
 	high := h.high
 	h.mu.Unlock()
 	for range streamMaxPages {
-		es, err := h.store.EventsAfter(ctx, high, streamPage)
+		es, err := h.store.EventsAfter(ctx, high, streamPage, streamPageBytes)
 		if err != nil {
 			h.warn("stream: read new events", 0, err)
 			return
@@ -253,7 +258,7 @@ func (h *StreamHub) poll(ctx context.Context) {
 			h.publishLocked(e)
 		}
 		h.mu.Unlock()
-		if len(es) < streamPage {
+		if len(es) == 0 { // a short page may have been cut by its bytes
 			break
 		}
 	}

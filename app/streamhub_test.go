@@ -39,14 +39,16 @@ func (c *commitLog) sorted() []uint64 {
 	return seqs
 }
 
-func (c *commitLog) EventsAfter(ctx context.Context, after uint64, limit int) ([]*app.Event, error) {
+func (c *commitLog) EventsAfter(ctx context.Context, after uint64, limit, maxBytes int) ([]*app.Event, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reads++
 	var out []*app.Event
+	size := 0
 	for _, s := range c.sorted() {
-		if s > after && len(out) < limit {
+		if s > after && len(out) < limit && size < maxBytes {
 			out = append(out, c.events[s])
+			size += len(c.events[s].Body)
 		}
 	}
 	return out, nil

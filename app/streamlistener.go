@@ -187,7 +187,7 @@ func (l *StreamListener) nextResumed(ctx context.Context, r *streamResume) (Stre
 			r.done = true
 			return l.gapNotice(ctx, r)
 		}
-		es, err := l.hub.store.EventsAfter(ctx, r.after, min(streamPage, int(min(r.until-r.after, streamPage))))
+		es, err := l.hub.store.EventsAfter(ctx, r.after, min(streamPage, int(min(r.until-r.after, streamPage))), streamPageBytes)
 		if err != nil {
 			return StreamMessage{}, false, fmt.Errorf("stream: resume after %d: %w", r.after, err)
 		}
@@ -208,7 +208,7 @@ func (l *StreamListener) gapNotice(ctx context.Context, r *streamResume) (Stream
 	skipped := r.skipped
 	if r.cutShort {
 		// Seqs (lastID, first read] were not read: is any event there?
-		es, err := l.hub.store.EventsAfter(ctx, r.lastID, 1)
+		es, err := l.hub.store.EventsAfter(ctx, r.lastID, 1, streamPageBytes)
 		if err != nil {
 			return StreamMessage{}, false, fmt.Errorf("stream: resume after %d: %w", r.lastID, err)
 		}

@@ -54,7 +54,7 @@ func TestListen_SlowLaptop(t *testing.T) {
 	ln := startListen(t, []string{"HOOKBOX_TOKEN=" + token}, "http://"+vps.addr, "-forward", app.URL+"/webhooks", "-source", "shop", "-topic", "orders/*")
 	ln.wait(t, readyRE, 1)
 	// 300 events of 64 KiB: more than the VPS holds for one listener
-	// (8 MiB) and the sockets between them hold.
+	// (2 MiB) and the sockets between them hold.
 	const n = 300
 	pad := strings.Repeat("y", 64<<10)
 	for i := 1; i <= n; i++ {

@@ -90,7 +90,7 @@ func testCancelled(t *testing.T, open Opener) {
 		}
 		_, _, err = s.ListEvents(done, app.EventQuery{Limit: 10})
 		cancelled(t, "ListEvents", err)
-		_, err = s.EventsAfter(done, 0, 10)
+		_, err = s.EventsAfter(done, 0, 10, 1<<20)
 		cancelled(t, "EventsAfter", err)
 		_, _, err = s.DueDeliveries(done, "erp", T0.Add(time.Hour), 10, nil)
 		cancelled(t, "DueDeliveries", err)

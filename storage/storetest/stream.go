@@ -13,7 +13,7 @@ import (
 // ascending, at most limit, whatever the source, and nothing past the end.
 func testEventsAfter(t *testing.T, open Opener) {
 	s := open(t)
-	if es, err := s.EventsAfter(ctx, 0, 10); err != nil || len(es) != 0 {
+	if es, err := s.EventsAfter(ctx, 0, 10, 1<<20); err != nil || len(es) != 0 {
 		t.Fatalf("EventsAfter on an empty store = %d events, %v; want none", len(es), err)
 	}
 	var in []*app.Event
@@ -45,7 +45,7 @@ func testEventsAfter(t *testing.T, open Opener) {
 		}
 	}
 	t.Run("All", func(t *testing.T) {
-		got, err := s.EventsAfter(ctx, 0, 100)
+		got, err := s.EventsAfter(ctx, 0, 100, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func testEventsAfter(t *testing.T, open Opener) {
 		var got []*app.Event
 		after := uint64(0)
 		for {
-			page, err := s.EventsAfter(ctx, after, 3)
+			page, err := s.EventsAfter(ctx, after, 3, 1<<20)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,18 +70,32 @@ func testEventsAfter(t *testing.T, open Opener) {
 		}
 		same(t, got, in)
 	})
+	t.Run("BytesBound", func(t *testing.T) {
+		// A page stops after the body that takes it to maxBytes: the first
+		// always comes, however large.
+		size := len(in[0].Body)
+		got, err := s.EventsAfter(ctx, 0, 100, 2*size-1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same(t, got, in[:2])
+		if got, err = s.EventsAfter(ctx, 0, 100, 1); err != nil {
+			t.Fatal(err)
+		}
+		same(t, got, in[:1])
+	})
 	t.Run("AfterOne", func(t *testing.T) {
-		got, err := s.EventsAfter(ctx, in[2].Seq, 2)
+		got, err := s.EventsAfter(ctx, in[2].Seq, 2, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
 		same(t, got, in[3:5])
 	})
 	t.Run("PastTheEnd", func(t *testing.T) {
-		if es, err := s.EventsAfter(ctx, in[6].Seq, 10); err != nil || len(es) != 0 {
+		if es, err := s.EventsAfter(ctx, in[6].Seq, 10, 1<<20); err != nil || len(es) != 0 {
 			t.Fatalf("EventsAfter(last) = %d events, %v; want none", len(es), err)
 		}
-		if es, err := s.EventsAfter(ctx, 0, 0); err != nil || len(es) != 0 {
+		if es, err := s.EventsAfter(ctx, 0, 0, 1<<20); err != nil || len(es) != 0 {
 			t.Fatalf("EventsAfter with limit 0 = %d events, %v; want none", len(es), err)
 		}
 	})
@@ -90,7 +104,7 @@ func testEventsAfter(t *testing.T, open Opener) {
 		if _, err := s.DeleteEventsBefore(ctx, T0.Add(2*time.Second), 100); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.EventsAfter(ctx, 0, 100)
+		got, err := s.EventsAfter(ctx, 0, 100, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
