@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -323,7 +322,6 @@ func startNginxDestKeepAlive(t *testing.T, name string, keepAlive time.Duration)
 // client_max_body_size maxBody.
 func startNginx(t *testing.T, name string, keepAlive time.Duration, maxBody string) *realDest {
 	t.Helper()
-	nginx := clitest.Nginx(t)
 	backend := startNodeDest(t, name+"-backend", "chunked", 0)
 	dir := clitest.InteropDir(t)
 	prefix := t.TempDir()
@@ -335,41 +333,8 @@ func startNginx(t *testing.T, name string, keepAlive time.Duration, maxBody stri
 	port := freePort(t)
 	conf := strings.NewReplacer("DIR", prefix, "PORT", strconv.Itoa(port), "BACKEND", backendPort,
 		"KEEPALIVE", strconv.Itoa(int(keepAlive.Milliseconds()))+"ms", "MAXBODY", maxBody).Replace(string(tmpl))
-	confPath := filepath.Join(prefix, "nginx.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	errorLog := filepath.Join(prefix, "error.log")
-	cmd := exec.Command(nginx, "-p", prefix, "-c", confPath, "-e", errorLog)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			b, _ := os.ReadFile(errorLog)
-			t.Logf("nginx output:\n%s\nerror.log:\n%s", out.String(), b)
-		}
-	})
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	waitUntil(t, 20*time.Second, "nginx to listen on "+addr, func() bool {
-		select {
-		case <-exited:
-			b, _ := os.ReadFile(errorLog)
-			t.Fatalf("nginx exited: %s\n%s", out.String(), b)
-		default:
-		}
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+	clitest.RunNginx(t, prefix, conf, addr)
 	access := &destLog{path: filepath.Join(prefix, "access.log")}
 	return &realDest{
 		name: name, url: fmt.Sprintf("http://%s/hook", addr), keepAlive: keepAlive,

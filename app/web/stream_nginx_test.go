@@ -1,12 +1,8 @@
 package web_test
 
 import (
-	"bytes"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +44,6 @@ http {
 // and returns its address.
 func startNginxInFront(t *testing.T, backend string) string {
 	t.Helper()
-	nginx := clitest.Nginx(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -58,39 +53,7 @@ func startNginxInFront(t *testing.T, backend string) string {
 	_, port, _ := net.SplitHostPort(addr)
 	prefix := t.TempDir()
 	conf := strings.NewReplacer("DIR", prefix, "PORT", port, "BACKEND", backend).Replace(streamNginxConf)
-	confPath := filepath.Join(prefix, "nginx.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	errorLog := filepath.Join(prefix, "error.log")
-	cmd := exec.Command(nginx, "-p", prefix, "-c", confPath, "-e", errorLog)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			b, _ := os.ReadFile(errorLog)
-			t.Logf("nginx output:\n%s\nerror.log:\n%s", out.String(), b)
-		}
-	})
-	waitFor(t, "nginx to listen on "+addr, func() bool {
-		select {
-		case <-exited:
-			t.Fatalf("nginx exited: %s", out.String())
-		default:
-		}
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+	clitest.RunNginx(t, prefix, conf, addr)
 	return addr
 }
 
