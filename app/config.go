@@ -338,18 +338,25 @@ const (
 )
 
 // ConfigError is a problem with one key of a config file; it prints as
-// "file: key: reason" and never contains a secret.
+// "file:line: key: reason" and never contains a secret.
 type ConfigError struct {
-	File   string
+	File string
+	// Line is where in File the key is written, from 1; 0 when unknown
+	// (a key left out, a value from the environment).
+	Line   int
 	Key    string
 	Reason string
 }
 
 func (e *ConfigError) Error() string {
-	if e.Key == "" {
-		return fmt.Sprintf("%s: %s", e.File, e.Reason)
+	file := e.File
+	if e.Line > 0 {
+		file = fmt.Sprintf("%s:%d", e.File, e.Line)
 	}
-	return fmt.Sprintf("%s: %s: %s", e.File, e.Key, e.Reason)
+	if e.Key == "" {
+		return fmt.Sprintf("%s: %s", file, e.Reason)
+	}
+	return fmt.Sprintf("%s: %s: %s", file, e.Key, e.Reason)
 }
 
 // DefaultRetry is the retry schedule of a destination that sets none.

@@ -119,7 +119,7 @@ func TestParseConfig_Errors(t *testing.T) {
 	}{
 		{"UnknownKey", "[server]\nlisten = \"127.0.0.1:1\"\nlistne = 1\n", "server.listne", "unknown key"},
 		{"UnknownTable", "[sever]\nlisten = 1\n", "sever", "unknown key"},
-		{"UnknownSourceKey", src + "secrett = \"y\"\n", "source.secrett", "unknown key"},
+		{"UnknownSourceKey", src + "secrett = \"y\"\n", "source[0] (s).secrett", "unknown key; did you mean secret?"},
 		{"BadDuration", src + "[retention]\nevent_ids = \"3 days\"\n", "retention.event_ids", "not a duration"},
 		{"NegativeDuration", src + "[retention]\nevents = \"-1h\"\n", "retention.events", "must be positive"},
 		{"ZeroAudit", src + "[retention]\naudit = \"0s\"\n", "retention.audit", "must be positive"},
@@ -139,7 +139,7 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"BadPublicURL", "[server]\npublic_url = \"hooks.example.com\"\n", "server.public_url", "not an absolute"},
 		{"BodyLimit", "[server]\nmax_body_bytes = 0\n", "server.max_body_bytes", "must be between"},
 		{"BadStandardSecret", "[[source]]\nname = \"s\"\nprovider = \"standard\"\nsecret = \"whsec_!!!notbase64\"\n", "source[0] (s).secret", ""},
-		{"Syntax", "[server\nlisten = 1\n", "line", ""},
+		{"Syntax", "[server\nlisten = 1\n", "", "hookbox.toml:2: expected '.' or ']'"},
 		{"DestBadURL", src + "[[destination]]\nname = \"pos\"\nurl = \"ftp://x\"\n", "destination[0] (pos).url", "absolute http(s) URL"},
 		{"DestUserInfo", src + "[[destination]]\nname = \"pos\"\nurl = \"https://u:p@x\"\n", "destination[0] (pos).url", "without user:password"},
 		{"DestBadRetry", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\nretry = [\"1m\", \"soon\"]\n", "destination[0] (pos).retry[1]", "not a duration"},
@@ -154,7 +154,7 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"RouteUnknownSource", src + "[[destination]]\nname = \"pos\"\nurl = \"https://x\"\n[[route]]\nsource = \"nope\"\nto = [\"pos\"]\n", "route[0].source", `no [[source]] named "nope"`},
 		{"RouteUnknownDest", src + "[[route]]\nsource = \"s\"\nto = [\"pos\"]\n", "route[0].to[0]", `no [[destination]] named "pos"`},
 		{"RouteNoDest", src + "[[route]]\nsource = \"s\"\n", "route[0].to", "names no destination"},
-		{"RouteUnknownKey", src + "[[route]]\nsource = \"s\"\nto = []\nwhen = 1\n", "route.when", "unknown key"},
+		{"RouteUnknownKey", src + "[[route]]\nsource = \"s\"\nto = []\nwhen = 1\n", "route[0].when", "unknown key"},
 		{"AlertBadURL", src + "[alerts]\nurl = \"slack\"\n", "alerts.url", "absolute http(s) URL"},
 		{"StatusEnvUnset", src + "[status]\npassword_env = \"NOPE\"\n", "status.password_env", "NOPE is not set"},
 		{"WrongType", "[server]\nmax_body_bytes = \"big\"\n", "", "max_body_bytes"},
@@ -172,14 +172,11 @@ func TestParseConfig_Errors(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := config.Parse("hookbox.toml", tt.toml, env(nil))
-			var ce *app.ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("err = %v, want a ConfigError", err)
-			}
-			if ce.File != "hookbox.toml" || !strings.HasPrefix(ce.Key, tt.key) || !strings.Contains(ce.Error(), tt.reason) {
+			ce := findError(t, err, tt.key)
+			if ce.File != "hookbox.toml" || !strings.Contains(ce.Error(), tt.reason) {
 				t.Fatalf("err = %q (key %q); want key %q and reason containing %q", err, ce.Key, tt.key, tt.reason)
 			}
-			if !strings.HasPrefix(err.Error(), "hookbox.toml: ") {
+			if !strings.HasPrefix(err.Error(), "hookbox.toml:") {
 				t.Fatalf("err = %q does not start with the file name", err)
 			}
 		})
@@ -212,7 +209,7 @@ debounce = "10m"
 rate_limit = "1/5m"
 `
 	_, err := config.Parse("c.toml", base+"[retention]\nevent_ids = \"2h\"\n", env(nil))
-	want := `c.toml: retention.event_ids: 2h is shorter than a delivery can take: route "orders" holds an event up to 15m (debounce 10m plus one rate_limit window of 5m), ` +
+	want := `c.toml:22: retention.event_ids: 2h is shorter than a delivery can take: route "orders" holds an event up to 15m (debounce 10m plus one rate_limit window of 5m), ` +
 		`then destination "pos" retries for up to 3h36m30s (retry 1h, 2h with 20% jitter, and 3 attempts of up to 10s); ` +
 		`a sender that resends the event's id after hookbox forgot it would get it accepted and delivered twice. Set event_ids to at least 3h52m`
 	if err == nil || err.Error() != want {
@@ -241,11 +238,14 @@ func TestParseConfig_ErrorsHideSecrets(t *testing.T) {
 func TestLoadConfig_Missing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope.toml")
 	_, err := config.Load(path, nil)
-	if err == nil || !strings.HasPrefix(err.Error(), path+": cannot read") {
+	if err == nil || !strings.HasPrefix(err.Error(), path+": there is no config file: "+path+" does not exist") {
 		t.Fatalf("err = %v", err)
 	}
-	if !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no such file") {
-		t.Fatalf("err = %v does not say the file is missing", err)
+	// It says what to do: the flag, where the default is looked for, where to start from.
+	for _, want := range []string{"hookbox check -config /etc/hookbox/config.toml", "config.toml in the working directory", "example config.toml", "install.sh"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v\nwant %q in it", err, want)
+		}
 	}
 }
 
@@ -375,4 +375,24 @@ forward_signatures = false
 			t.Errorf("%s: signature_headers %q forward_signatures %v; want %q %v", tt.name, d.SignatureHeaders, d.ForwardSignatures, tt.headers, tt.forward)
 		}
 	}
+}
+
+// findError returns the mistake of err (one ConfigError, or several
+// joined) whose key starts with key; it fails the test when there is none.
+func findError(t *testing.T, err error, key string) *app.ConfigError {
+	t.Helper()
+	var all []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		all = j.Unwrap()
+	} else if err != nil {
+		all = []error{err}
+	}
+	for _, e := range all {
+		var ce *app.ConfigError
+		if errors.As(e, &ce) && strings.HasPrefix(ce.Key, key) {
+			return ce
+		}
+	}
+	t.Fatalf("err = %v, want a mistake of key %q", err, key)
+	return nil
 }

@@ -1,6 +1,5 @@
 // The keys of email alerts ([alerts] email_to, email_from, smtp_url_env)
-// and of the log ([log] format, level). Like the routing rules, every
-// mistake among them is reported, all at once (v.each).
+// and of the log ([log] format, level).
 
 package config
 
@@ -31,12 +30,6 @@ type rawLog struct {
 // variable's name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// each records a mistake beside the others: unlike fail, it does not hide
-// the ones after it.
-func (v *validator) each(key, reason string) {
-	v.ruleErrs = append(v.ruleErrs, &app.ConfigError{File: v.file, Key: key, Reason: reason})
-}
-
 // email checks the email keys of [alerts]. The SMTP URL holds a password:
 // no error shows it, nor any part of it but its scheme.
 func (v *validator) email(a *app.AlertsConfig, r rawEmail) {
@@ -45,18 +38,18 @@ func (v *validator) email(a *app.AlertsConfig, r rawEmail) {
 		addr, err := netmail.ParseAddress(s)
 		switch {
 		case strings.ContainsAny(s, "\r\n\x00"):
-			v.each(key, "an address cannot hold a line break or NUL")
+			v.fail(key, "an address cannot hold a line break or NUL")
 		case err != nil:
-			v.each(key, fmt.Sprintf("%q is not an email address (%v)", s, strings.TrimPrefix(err.Error(), "mail: ")))
+			v.fail(key, fmt.Sprintf("%q is not an email address (%v)", s, strings.TrimPrefix(err.Error(), "mail: ")))
 		default:
 			a.EmailTo = append(a.EmailTo, addr.Address)
 		}
 	}
 	if r.EmailFrom != "" {
 		if strings.ContainsAny(r.EmailFrom, "\r\n\x00") {
-			v.each("alerts.email_from", "an address cannot hold a line break or NUL")
+			v.fail("alerts.email_from", "an address cannot hold a line break or NUL")
 		} else if _, err := netmail.ParseAddress(r.EmailFrom); err != nil {
-			v.each("alerts.email_from", fmt.Sprintf(`%q is not an email address, e.g. "hookbox@shop.example" or "hookbox <hookbox@shop.example>" (%v)`,
+			v.fail("alerts.email_from", fmt.Sprintf(`%q is not an email address, e.g. "hookbox@shop.example" or "hookbox <hookbox@shop.example>" (%v)`,
 				r.EmailFrom, strings.TrimPrefix(err.Error(), "mail: ")))
 		} else {
 			a.EmailFrom = r.EmailFrom
@@ -66,28 +59,27 @@ func (v *validator) email(a *app.AlertsConfig, r rawEmail) {
 		return // email_from and smtp_url_env wait, unread, for email_to
 	}
 	if r.EmailFrom == "" {
-		v.each("alerts.email_from", "email_to is set: name the sender too, e.g. email_from = \"hookbox@shop.example\"")
+		v.fail("alerts.email_from", "email_to is set: name the sender too, e.g. email_from = \"hookbox@shop.example\"")
 	}
 	name := r.SMTPURLEnv
 	switch {
 	case name == "":
-		v.each("alerts.smtp_url_env", "email_to is set: name the environment variable that holds the SMTP server's URL (smtp://user:password@host:587), e.g. smtp_url_env = \"HOOKBOX_SMTP_URL\"")
+		v.fail("alerts.smtp_url_env", "email_to is set: name the environment variable that holds the SMTP server's URL (smtp://user:password@host:587), e.g. smtp_url_env = \"HOOKBOX_SMTP_URL\"")
 		return
-	case !envName.MatchString(name):
-		v.each("alerts.smtp_url_env", fmt.Sprintf("%q is not an environment variable's name (letters, digits and _, not starting with a digit); it names the variable, it does not hold the URL", name))
+	case !v.envNameOK("alerts.smtp_url_env", name):
 		return
 	}
 	val, ok := v.env(name)
 	switch {
 	case !ok:
-		v.each("alerts.smtp_url_env", fmt.Sprintf("environment variable %s is not set (it should hold the SMTP server's URL, smtp://user:password@host:587)", name))
+		v.fail("alerts.smtp_url_env", v.notSet(name)+" (it should hold the SMTP server's URL, smtp://user:password@host:587)")
 		return
 	case val == "":
-		v.each("alerts.smtp_url_env", fmt.Sprintf("environment variable %s is empty", name))
+		v.fail("alerts.smtp_url_env", fmt.Sprintf("environment variable %s is empty", name))
 		return
 	}
 	if _, err := mail.ParseURL(val); err != nil {
-		v.each("alerts.smtp_url_env", fmt.Sprintf("environment variable %s does not hold an SMTP URL: it %v", name, err))
+		v.fail("alerts.smtp_url_env", fmt.Sprintf("environment variable %s does not hold an SMTP URL: it %v", name, err))
 		return
 	}
 	a.SMTPURL = val
@@ -102,14 +94,14 @@ func (v *validator) log(l *app.LogConfig, r rawLog) {
 	case app.LogJSON:
 		l.Format = app.LogJSON
 	default:
-		v.each("log.format", fmt.Sprintf("%q: use %q (key=value, the default) or %q (one JSON object a line)", r.Format, app.LogText, app.LogJSON))
+		v.fail("log.format", fmt.Sprintf("%q: use %q (key=value, the default) or %q (one JSON object a line)", r.Format, app.LogText, app.LogJSON))
 	}
 	l.Level = slog.LevelInfo
 	if r.Level != "" {
 		if lv, ok := ParseLevel(r.Level); ok {
 			l.Level = lv
 		} else {
-			v.each("log.level", fmt.Sprintf("%q: use \"debug\", \"info\" (the default), \"warn\" or \"error\"", r.Level))
+			v.fail("log.level", fmt.Sprintf("%q: use \"debug\", \"info\" (the default), \"warn\" or \"error\"", r.Level))
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -51,16 +52,16 @@ smtp_url_env = "HOOKBOX_SMTP_URL"
 	for _, tt := range []struct {
 		name, toml string
 		env        map[string]string
-		want       []string // key: reason, one per mistake, in order
+		want       []string // key: reason, one per mistake, in the order of the file
 	}{
 		{"Everything", `[alerts]
 email_to = ["ops@shop.example", "not an address", "a@b\nBcc: c@d"]
 smtp_url_env = "HOOKBOX SMTP"
 `, nil, []string{
+			"alerts.email_from: email_to is set: name the sender too", // on [alerts]'s line, the first
 			`alerts.email_to[1]: "not an address" is not an email address`,
 			"alerts.email_to[2]: an address cannot hold a line break",
-			"alerts.email_from: email_to is set: name the sender too",
-			`alerts.smtp_url_env: "HOOKBOX SMTP" is not an environment variable's name`,
+			`alerts.smtp_url_env: "HOOKBOX SMTP" is not a valid environment variable name`,
 		}},
 		{"NoURLEnv", "[alerts]\nemail_to = [\"ops@shop.example\"]\nemail_from = \"x@shop.example\"\n", nil,
 			[]string{"alerts.smtp_url_env: email_to is set: name the environment variable"}},
@@ -87,7 +88,7 @@ smtp_url_env = "HOOKBOX SMTP"
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			lines := strings.Split(err.Error(), "\n")
+			lines := strings.Split(lineNumber.ReplaceAllString(err.Error(), "hookbox.toml:"), "\n")
 			if len(lines) != len(tt.want) {
 				t.Fatalf("%d mistakes reported, want %d:\n%v", len(lines), len(tt.want), err)
 			}
@@ -167,3 +168,6 @@ func TestParseConfig_EmailReadme(t *testing.T) {
 		t.Errorf("alerts %+v, log %+v", cfg.Alerts, cfg.Log)
 	}
 }
+
+// lineNumber is the line of a mistake, taken out to compare the rest.
+var lineNumber = regexp.MustCompile(`(?m)^hookbox\.toml:\d+:`)

@@ -5,10 +5,15 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"reflect"
 	"regexp"
+	"strings"
 
 	"github.com/BurntSushi/toml"
 
@@ -129,10 +134,25 @@ var sourceName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 // *_env keys (os.LookupEnv when nil).
 func Load(path string, lookupEnv func(string) (string, bool)) (*app.Config, error) {
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &app.ConfigError{File: path, Reason: noConfig(path)}
+	}
 	if err != nil {
 		return nil, &app.ConfigError{File: path, Reason: fmt.Sprintf("cannot read: %v", errors.Unwrap(err))}
 	}
 	return Parse(path, string(data), lookupEnv)
+}
+
+// noConfig says what to do when there is no config file at path.
+func noConfig(path string) string {
+	where := path
+	if abs, err := filepath.Abs(path); err == nil && abs != path {
+		where = fmt.Sprintf("%s (%s)", path, abs)
+	}
+	return fmt.Sprintf("there is no config file: %s does not exist. hookbox reads config.toml in the working directory "+
+		"unless -config names another: run it where your config is, or give its path (hookbox check -config /etc/hookbox/config.toml). "+
+		"To start one, copy the example config.toml at the root of hookbox's repository (it serves a demo source), "+
+		"or run install.sh, which writes /etc/hookbox/config.toml", where)
 }
 
 // Parse validates the TOML text data as if read from file.
@@ -140,28 +160,32 @@ func Parse(file, data string, lookupEnv func(string) (string, bool)) (*app.Confi
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
+	var tree map[string]any
+	if _, err := toml.Decode(data, &tree); err != nil {
+		return nil, syntaxError(file, err)
+	}
+	v := validator{file: file, env: lookupEnv, lines: indexLines(data)}
+	v.shape("", "", tree, reflect.TypeOf(rawConfig{})) // shape.go
+	if v.failed() > 0 {
+		// Decode what is left once the wrong keys are out.
+		var buf bytes.Buffer
+		if err := toml.NewEncoder(&buf).Encode(tree); err != nil {
+			return nil, &app.ConfigError{File: file, Reason: err.Error()}
+		}
+		data = buf.String()
+	}
 	var raw rawConfig
 	md, err := toml.Decode(data, &raw)
 	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			key := pe.LastKey
-			if key == "" {
-				key = fmt.Sprintf("line %d", pe.Position.Line)
-			} else {
-				key = fmt.Sprintf("line %d, %s", pe.Position.Line, key)
-			}
-			return nil, &app.ConfigError{File: file, Key: key, Reason: pe.Message}
-		}
-		return nil, &app.ConfigError{File: file, Reason: err.Error()}
+		v.errs = append(v.errs, syntaxError(file, err))
+		return nil, v.result()
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		return nil, &app.ConfigError{File: file, Key: und[0].String(), Reason: "unknown key"}
+	for _, k := range md.Undecoded() { // shape found them all: this is a net
+		v.fail(k.String(), "unknown key")
 	}
 	if err := adjustPaths(file, &raw, lookupEnv); err != nil { // paths.go
-		return nil, err
+		v.fail("server.listen", err.(*app.ConfigError).Reason)
 	}
-	v := validator{file: file, env: lookupEnv}
 	cfg := &app.Config{Path: file}
 	v.server(&cfg.Server, raw.Server)
 	v.retention(&cfg.Retention, raw.Retention)
@@ -206,7 +230,7 @@ func Parse(file, data string, lookupEnv func(string) (string, bool)) (*app.Confi
 		if rr.Name != "" {
 			key = fmt.Sprintf("route[%d] (%s)", i, rr.Name)
 		}
-		r := v.route(key, rr, cfg)
+		r := v.route(key, rr, cfg, raw)
 		if r.Name == "" {
 			r.Name = fmt.Sprintf("route-%d", i+1)
 		}
@@ -223,3 +247,25 @@ func Parse(file, data string, lookupEnv func(string) (string, bool)) (*app.Confi
 	}
 	return cfg, nil
 }
+
+// syntaxError is a TOML decoder's error as a ConfigError with its line.
+// The decoder quotes what it found: on a line whose key may hold a secret
+// the quote is left out.
+func syntaxError(file string, err error) *app.ConfigError {
+	var pe toml.ParseError
+	if !errors.As(err, &pe) {
+		return &app.ConfigError{File: file, Reason: err.Error()}
+	}
+	msg := pe.Message
+	last := pe.LastKey
+	if i := strings.LastIndexByte(last, '.'); i >= 0 {
+		last = last[i+1:]
+	}
+	if secretish(last) {
+		msg = quotedText.ReplaceAllString(msg, "…")
+	}
+	return &app.ConfigError{File: file, Line: pe.Position.Line, Key: pe.LastKey, Reason: msg}
+}
+
+// quotedText is what a decoder's message quotes.
+var quotedText = regexp.MustCompile(`"[^"]*"|'[^']*'`)

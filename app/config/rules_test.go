@@ -128,11 +128,11 @@ filter = 'body.x >'
 		t.Fatal("loaded")
 	}
 	lines := strings.Split(err.Error(), "\n")
-	want := []string{
-		`hookbox.toml: route[1] (b).source: no [[source]] named "nowhere"`,
-		"hookbox.toml: route[0] (a).filter: 1:1: undeclared reference to 'bdy'",
-		"hookbox.toml: route[0] (a).transform: a transform must give",
-		"hookbox.toml: route[1] (b).filter: 1:9: Syntax error",
+	want := []string{ // in the order of the file
+		"hookbox.toml:12: route[0] (a).filter: 1:1: undeclared reference to 'bdy'",
+		"hookbox.toml:13: route[0] (a).transform: a transform must give",
+		`hookbox.toml:16: route[1] (b).source: no [[source]] named "nowhere"`,
+		"hookbox.toml:18: route[1] (b).filter: 1:9: Syntax error",
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("err =\n%v\nwant %d lines", err, len(want))
@@ -143,7 +143,7 @@ filter = 'body.x >'
 		}
 	}
 	var ce *app.ConfigError
-	if !errors.As(err, &ce) || ce.Key != "route[1] (b).source" {
+	if !errors.As(err, &ce) || ce.Key != "route[0] (a).filter" {
 		t.Fatalf("errors.As: %v", ce)
 	}
 }

@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,10 +75,7 @@ func TestParseConfig_Storage(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := config.Parse("hookbox.toml", tt.toml, env(tt.env))
-			var ce *app.ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("err = %v, want a ConfigError", err)
-			}
+			ce := findError(t, err, tt.key)
 			if ce.File != "hookbox.toml" || ce.Key != tt.key || !strings.Contains(ce.Reason, tt.reason) {
 				t.Fatalf("err = %q (key %q); want key %q and reason containing %q", err, ce.Key, tt.key, tt.reason)
 			}

@@ -1,6 +1,6 @@
-// Validating a config: the validator turns each raw table into its
-// Config type, with defaults, and stops at the first key that is wrong,
-// naming the file, the key and the reason.
+// Validating a config: the validator (errors.go) turns each raw table
+// into its Config type, with defaults, and records every key that is
+// wrong, naming the file, the line, the key and the reason.
 
 package config
 
@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 // schedule. A sender that resends an id hookbox already forgot gets it
 // accepted, and the event delivered twice.
 func (v *validator) idsOutlastDeliveries(cfg *app.Config) {
-	if v.err != nil {
+	if v.failed() > 0 { // computed from values that may be defaults in place of wrong ones
 		return
 	}
 	var longest time.Duration
@@ -105,18 +106,6 @@ func (v *validator) alerts(a *app.AlertsConfig, r rawAlerts) {
 func httpURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
-}
-
-// env1 reads one environment variable named by key, which must be set.
-func (v *validator) env1(key, name string) string {
-	val, ok := v.env(name)
-	switch {
-	case !ok:
-		v.fail(key, fmt.Sprintf("environment variable %s is not set", name))
-	case val == "":
-		v.fail(key, fmt.Sprintf("environment variable %s is empty", name))
-	}
-	return val
 }
 
 func (v *validator) destination(key string, r rawDestination) *app.Destination {
@@ -206,16 +195,26 @@ func (v *validator) destination(key string, r rawDestination) *app.Destination {
 // there).
 func defaultForwardSignatures(d *app.Destination) bool { return len(d.Command) == 0 }
 
-func (v *validator) route(key string, r rawRoute, cfg *app.Config) *app.Route {
-	if cfg.SourceByName(r.Source) == nil {
-		v.fail(key+".source", fmt.Sprintf("no [[source]] named %q", r.Source))
+// route checks one [[route]]. Its source and destinations are looked up
+// among the tables written (raw), not only the valid ones: a source
+// refused for its own mistake is not reported again as missing.
+func (v *validator) route(key string, r rawRoute, cfg *app.Config, raw rawConfig) *app.Route {
+	var sources, dests []string
+	for _, s := range raw.Source {
+		sources = append(sources, s.Name)
+	}
+	for _, d := range raw.Destination {
+		dests = append(dests, d.Name)
+	}
+	if !slices.Contains(sources, r.Source) {
+		v.fail(key+".source", fmt.Sprintf("no [[source]] named %q%s", r.Source, didYouMean(r.Source, sources)))
 	}
 	if len(r.To) == 0 {
 		v.fail(key+".to", "names no destination")
 	}
 	for i, name := range r.To {
-		if cfg.DestinationByName(name) == nil {
-			v.fail(fmt.Sprintf("%s.to[%d]", key, i), fmt.Sprintf("no [[destination]] named %q", name))
+		if !slices.Contains(dests, name) {
+			v.fail(fmt.Sprintf("%s.to[%d]", key, i), fmt.Sprintf("no [[destination]] named %q%s", name, didYouMean(name, dests)))
 		}
 	}
 	for i, g := range r.Topics {
@@ -246,21 +245,6 @@ func (v *validator) route(key string, r rawRoute, cfg *app.Config) *app.Route {
 	}
 	v.rules(key, r, route) // rules.go
 	return route
-}
-
-// validator collects the first error; later checks become no-ops. The
-// routing rules' errors are all kept (ruleErrs, rules.go).
-type validator struct {
-	file     string
-	env      func(string) (string, bool)
-	err      error
-	ruleErrs []error
-}
-
-func (v *validator) fail(key, reason string) {
-	if v.err == nil {
-		v.err = &app.ConfigError{File: v.file, Key: key, Reason: reason}
-	}
 }
 
 func (v *validator) duration(key, s string, def time.Duration) time.Duration {
@@ -297,17 +281,15 @@ func (v *validator) source(key string, r rawSource, publicURL string) *app.Sourc
 		return nil
 	}
 	if !provider.Known(r.Provider) {
-		v.fail(key+".provider", fmt.Sprintf("unknown provider %q (known: %s)", r.Provider, strings.Join(provider.Names(), ", ")))
+		v.fail(key+".provider", fmt.Sprintf("unknown provider %q%s (known: %s)", r.Provider, didYouMean(r.Provider, provider.Names()), strings.Join(provider.Names(), ", ")))
 		return nil
 	}
 	s := &app.Source{Name: r.Name, Provider: r.Provider, URL: publicURL + "/in/" + r.Name}
 	if publicURL == "" {
 		s.URL = "/in/" + r.Name
 	}
+	failed := v.failed()
 	secrets := v.secrets(key, r)
-	if v.err != nil {
-		return nil
-	}
 	set := provider.Settings{
 		Secrets:           secrets,
 		Tolerance:         v.duration(key+".tolerance", r.Tolerance, provider.DefaultTolerance),
@@ -334,7 +316,7 @@ func (v *validator) source(key string, r rawSource, publicURL string) *app.Sourc
 	}
 	s.ID = v.template(key+".id", r.ID)
 	s.Topic = v.template(key+".topic", r.Topic)
-	if v.err != nil {
+	if v.failed() > failed {
 		return nil
 	}
 	verify, err := provider.New(r.Provider, set)
@@ -362,6 +344,7 @@ func (v *validator) template(key, s string) *fields.Template {
 // secrets_env. Errors name the key or variable, never a value.
 func (v *validator) secrets(key string, r rawSource) [][]byte {
 	var out [][]byte
+	failed := v.failed()
 	add := func(k, s string) {
 		if s == "" {
 			v.fail(k, "is empty")
@@ -386,7 +369,7 @@ func (v *validator) secrets(key string, r rawSource) [][]byte {
 	for i, name := range r.SecretsEnv {
 		fromEnv(fmt.Sprintf("%s.secrets_env[%d]", key, i), name)
 	}
-	if len(out) == 0 && v.err == nil {
+	if len(out) == 0 && v.failed() == failed {
 		v.fail(key+".secret", "no secret: set secret, secrets, secret_env or secrets_env")
 	}
 	return out
