@@ -26,4 +26,3 @@ func (v *validator) rules(key string, r rawRoute, route *app.Route) {
 	}
 	route.OrderKey = v.template(key+".order_key", r.OrderKey)
 }
-
