@@ -32,13 +32,22 @@ type validator struct {
 
 // fail records that key (as shown: "source[1] (shop).secret") is wrong.
 func (v *validator) fail(key, reason string) {
+	if v.isBroken(key) {
+		return
+	}
+	v.errs = append(v.errs, &app.ConfigError{File: v.file, Line: v.lines.line(key), Key: key, Reason: reason})
+}
+
+// isBroken reports whether key (as shown) is, or is inside, a key whose
+// mistake shape reported.
+func (v *validator) isBroken(key string) bool {
 	path := tableName.ReplaceAllString(key, "")
 	for _, b := range v.broken {
 		if path == b || strings.HasPrefix(path, b+".") || strings.HasPrefix(path, b+"[") {
-			return
+			return true
 		}
 	}
-	v.errs = append(v.errs, &app.ConfigError{File: v.file, Line: v.lines.line(key), Key: key, Reason: reason})
+	return false
 }
 
 // shapeFail records a mistake found by shape, at path.

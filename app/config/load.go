@@ -264,6 +264,9 @@ func syntaxError(file string, err error) *app.ConfigError {
 	if secretish(last) {
 		msg = quotedText.ReplaceAllString(msg, "…")
 	}
+	if strings.HasPrefix(pe.Message, "expected value but found") {
+		msg += ` (a string goes in quotes: key = "…")`
+	}
 	return &app.ConfigError{File: file, Line: pe.Position.Line, Key: pe.LastKey, Reason: msg}
 }
 

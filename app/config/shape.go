@@ -54,7 +54,16 @@ func (v *validator) shape(path, key string, m map[string]any, t reflect.Type) {
 		p, kk := join(path, k), join(key, k)
 		ft, ok := fields[k]
 		if !ok {
-			v.shapeFail(p, kk, "unknown key"+didYouMean(k, known))
+			meant := suggest(k, known)
+			if meant == "" {
+				v.shapeFail(p, kk, "unknown key")
+			} else {
+				v.shapeFail(p, kk, "unknown key; did you mean "+meant+"?")
+				if _, set := m[meant]; !set {
+					// The key meant is missing because of this typo: say it once.
+					v.broken = append(v.broken, join(path, meant))
+				}
+			}
 			delete(m, k)
 			continue
 		}

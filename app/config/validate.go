@@ -280,15 +280,17 @@ func (v *validator) source(key string, r rawSource, publicURL string) *app.Sourc
 		v.fail(key+".name", "must be 1-64 of a-z, 0-9, '_' and '-', starting with a letter or digit")
 		return nil
 	}
-	if !provider.Known(r.Provider) {
+	failed := v.failed()
+	switch {
+	case r.Provider == "":
+		v.fail(key+".provider", fmt.Sprintf("is missing: name the platform, e.g. provider = \"shopify\" (known: %s)", strings.Join(provider.Names(), ", ")))
+	case !provider.Known(r.Provider):
 		v.fail(key+".provider", fmt.Sprintf("unknown provider %q%s (known: %s)", r.Provider, didYouMean(r.Provider, provider.Names()), strings.Join(provider.Names(), ", ")))
-		return nil
 	}
 	s := &app.Source{Name: r.Name, Provider: r.Provider, URL: publicURL + "/in/" + r.Name}
 	if publicURL == "" {
 		s.URL = "/in/" + r.Name
 	}
-	failed := v.failed()
 	secrets := v.secrets(key, r)
 	set := provider.Settings{
 		Secrets:           secrets,
@@ -316,7 +318,7 @@ func (v *validator) source(key string, r rawSource, publicURL string) *app.Sourc
 	}
 	s.ID = v.template(key+".id", r.ID)
 	s.Topic = v.template(key+".topic", r.Topic)
-	if v.failed() > failed {
+	if v.failed() > failed || !provider.Known(r.Provider) || len(secrets) == 0 {
 		return nil
 	}
 	verify, err := provider.New(r.Provider, set)
@@ -369,7 +371,8 @@ func (v *validator) secrets(key string, r rawSource) [][]byte {
 	for i, name := range r.SecretsEnv {
 		fromEnv(fmt.Sprintf("%s.secrets_env[%d]", key, i), name)
 	}
-	if len(out) == 0 && v.failed() == failed {
+	written := func(k string) bool { return v.isBroken(key + "." + k) } // with a mistake of its own
+	if len(out) == 0 && v.failed() == failed && !written("secret") && !written("secrets") && !written("secret_env") && !written("secrets_env") {
 		v.fail(key+".secret", "no secret: set secret, secrets, secret_env or secrets_env")
 	}
 	return out
