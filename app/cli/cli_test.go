@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -282,8 +283,8 @@ func TestCheck_BrokenConfigs(t *testing.T) {
 	for _, tt := range []struct {
 		name, toml, key string
 	}{
-		{"UnknownKey", src + "secrett = \"y\"\n", "source.secrett: unknown key"},
-		{"UnknownTable", src + "[sever]\nlisten = \"x\"\n", "sever: unknown key"},
+		{"UnknownKey", src + "secrett = \"y\"\n", "source[0] (a).secrett: unknown key; did you mean secret?"},
+		{"UnknownTable", src + "[sever]\nlisten = \"x\"\n", "sever: unknown key; did you mean server?"},
 		{"BadDuration", src + "[retention]\nevent_ids = \"30d\"\n", "retention.event_ids: \"30d\" is not a duration"},
 		{"BadTolerance", src + "tolerance = \"5 minutes\"\n", "source[0] (a).tolerance:"},
 		{"MissingSecret", "[[source]]\nname = \"a\"\nprovider = \"github\"\n", "source[0] (a).secret: no secret"},
@@ -299,7 +300,7 @@ func TestCheck_BrokenConfigs(t *testing.T) {
 		{"BadListen", "[server]\nlisten = \"nohost\"\n" + src, "server.listen:"},
 		{"SquareWithoutPublicURL", "[[source]]\nname = \"sq\"\nprovider = \"square\"\nsecret = \"s\"\n", "server.public_url:"},
 		{"HMACWithoutHeader", "[[source]]\nname = \"h\"\nprovider = \"hmac\"\nsecret = \"s\"\nid = \"{body.id}\"\n", "source[0] (h).signature_header:"},
-		{"TOMLSyntax", src + "secret = \n", "line 5"},
+		{"TOMLSyntax", src + "secret = \n", "source.secret: expected value"},
 		{"CommandMissing", src + "[[destination]]\nname = \"orders-script\"\ncommand = [\"/nonexistent/on-order\", \"--token\", \"t0k3n\"]\n",
 			"destination[0] (orders-script).command[0]: /nonexistent/on-order does not exist"},
 		{"CommandAndURL", src + "[[destination]]\nname = \"d\"\nurl = \"http://127.0.0.1:9/\"\ncommand = [\"/bin/true\"]\n",
@@ -319,7 +320,9 @@ func TestCheck_BrokenConfigs(t *testing.T) {
 			if out != "" || len(lines) != 1 {
 				t.Fatalf("want one line on stderr and nothing on stdout; stdout %q stderr %q", out, errOut)
 			}
-			if want := path + ": " + tt.key; !strings.HasPrefix(lines[0], want) {
+			// The line number is the config's own tests' business.
+			got := regexp.MustCompile("^"+regexp.QuoteMeta(path)+`:\d+:`).ReplaceAllString(lines[0], path+":")
+			if want := path + ": " + tt.key; !strings.HasPrefix(got, want) {
 				t.Fatalf("got  %q\nwant %q…", lines[0], want)
 			}
 		})

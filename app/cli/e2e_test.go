@@ -278,11 +278,11 @@ func TestCheck(t *testing.T) {
 	bad := filepath.Join(dir, "bad.toml")
 	os.WriteFile(bad, []byte("[[source]]\nname = \"x\"\nprovider = \"github\"\nsecret = \"s\"\ntolerence = \"5m\"\n"), 0o600)
 	out, err = exec.Command(clitest.Binary(t), "check", "-config", bad).CombinedOutput()
-	if err == nil || strings.TrimSpace(string(out)) != bad+": source.tolerence: unknown key" {
+	if err == nil || strings.TrimSpace(string(out)) != bad+":5: source[0] (x).tolerence: unknown key; did you mean tolerance?" {
 		t.Fatalf("check of a bad config: %v, %q", err, out)
 	}
 	out, err = exec.Command(clitest.Binary(t), "serve", "-config", bad).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "source.tolerence: unknown key") {
+	if err == nil || !strings.Contains(string(out), "source[0] (x).tolerence: unknown key") {
 		t.Fatalf("serve of a bad config: %v, %q", err, out)
 	}
 }

@@ -449,7 +449,7 @@ func TestInstallBrokenConfig(t *testing.T) {
 			t.Fatalf("install.sh accepted a broken config:\n%s", out)
 		}
 		installCheckMessages(t, out)
-		if want := e.path(installConfig) + ": server.bogus_key: unknown key"; !strings.Contains(out, want) {
+		if want := regexp.QuoteMeta(e.path(installConfig)) + `:\d+: server\.bogus_key: unknown key`; !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("output lacks the check's message %q:\n%s", want, out)
 		}
 		if !strings.Contains(out, "install.sh: the config does not pass hookbox check") {

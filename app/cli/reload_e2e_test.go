@@ -241,11 +241,11 @@ to = ["new"]
 		p.cmd.Process.Signal(syscall.SIGHUP)
 		waitLog(t, p, "config refused", 10*time.Second)
 		refusedLine := logLine(p.logText(), "config refused")
-		if !strings.Contains(refusedLine, "level=ERROR") || !strings.Contains(refusedLine, config+": destination.concurency: unknown key") {
+		if !strings.Contains(refusedLine, "level=ERROR") || !strings.Contains(refusedLine, config+":") || !strings.Contains(refusedLine, ".concurency: unknown key; did you mean concurrency?") {
 			t.Errorf("the refusal's log line: %s", refusedLine)
 		}
 		page := pageGet(t, p.addr, "/")
-		if !strings.Contains(page, `id="config-refused"`) || !strings.Contains(page, "destination.concurency: unknown key") {
+		if !strings.Contains(page, `id="config-refused"`) || !strings.Contains(page, ".concurency: unknown key") {
 			t.Errorf("the overview does not show the refusal:\n%s", page)
 		}
 		if !strings.Contains(page, `id="config-loaded"`) || !strings.Contains(page, config) {
@@ -261,7 +261,7 @@ to = ["new"]
 			} `json:"refused"`
 		}
 		if err := json.Unmarshal(raw, &cj); err != nil || cj.Refused == nil || len(cj.Refused.Errors) == 0 ||
-			!strings.Contains(cj.Refused.Errors[0], "destination.concurency: unknown key") || cj.Destinations != 2 || cj.Path != config {
+			!strings.Contains(cj.Refused.Errors[0], ".concurency: unknown key") || cj.Destinations != 2 || cj.Path != config {
 			t.Errorf("GET /api/v1/config: %s (%v)", raw, err)
 		}
 		// Still serving the reloaded config: an event goes to both.
