@@ -449,17 +449,20 @@ func (r *Receiver) identify(src *Source, v provider.Verdict, in *Inbound) (id, t
 	if src.ID != nil {
 		id, err = src.ID.Render(fields.Input{Body: in.Body, Header: h, Source: src.Name, Topic: topic})
 		if err != nil {
-			return "", "", Errorf(EINVALID, "no event id: %s", err.Error())
+			return "", "", Errorf(EINVALID, "no event id: source %s reads it with id = %q: %s", src.Name, src.ID.String(), err.Error())
 		}
 	}
 	return checkID(src, id, topic)
 }
 
-// checkID refuses an event without a usable id.
+// checkID refuses an event without a usable id, naming where the
+// provider's rule looked for it.
 func checkID(src *Source, id, topic string) (string, string, error) {
 	switch {
+	case id == "" && src.ID != nil:
+		return "", "", Errorf(EINVALID, "no event id: source %s's id = %q gave an empty one", src.Name, src.ID.String())
 	case id == "":
-		return "", "", Errorf(EINVALID, "no event id in the request (provider %s)", src.Provider)
+		return "", "", Errorf(EINVALID, "no event id: provider %s reads it from %s", src.Provider, provider.IDFrom(src.Provider))
 	case len(id) > MaxIDLen:
 		return "", "", Errorf(EINVALID, "event id longer than %d bytes", MaxIDLen)
 	case len(topic) > MaxTopicLen:
