@@ -48,13 +48,7 @@ func check(opts *configOptions, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%s: ok\nlisten %s, data in %s\n", path, cfg.Server.Listen, dataWhere(cfg))
 	printTLSAndBackups(stdout, cfg)
 	printAlerts(stdout, cfg.Alerts)
-	public := true
-	for _, s := range cfg.Sources {
-		url, ok := cfg.PasteURL(s)
-		public = public && ok
-		fmt.Fprintf(stdout, "source %-16s %-12s POST %s\n", s.Name, s.Provider, url)
-	}
-	if !public && len(cfg.Sources) > 0 {
+	if local := printWhatGoesWhere(stdout, stderr, cfg); local { // checkmap.go
 		fmt.Fprintf(stderr, "warning: server.public_url is not set: the URLs above are the listen address, which only this machine (or network) reaches; set public_url to the address senders use (https://hooks.example.com)\n")
 	}
 	// Unsafe modes are warnings: the config works, but others may read it.
