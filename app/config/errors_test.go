@@ -156,3 +156,48 @@ func TestParseConfig_TwentyMistakesAndMore(t *testing.T) {
 		t.Fatalf("err =\n%v", err)
 	}
 }
+
+// The line of a mistake is found past what spans lines (a list written
+// over several, a multi-line string holding "[[source]]" and "x = 1"),
+// in a sub-table of an array of tables, and after comments.
+func TestParseConfig_MistakeLines(t *testing.T) {
+	const data = `# a comment [[source]]
+[server]
+trusted_proxies = [
+  "127.0.0.1", # the proxy
+  "::1",
+]
+
+[[source]]
+name = "a"
+provider = "github"
+secret = "x"
+
+[[destination]]
+name = "pos"
+url = "https://pos.example.com"
+[destination.headers]
+X-A = "a"
+
+[[destination]]
+name = "erp"
+url = "https://erp.example.com"
+[destination.headers]
+X-B = 5
+
+[[route]]
+source = "a"
+to = ["pos", "erp"]
+filter = '''
+topic != "[[source]]"
+  && topic != "x = 1"
+'''
+topis = ["push"]
+`
+	_, err := config.Parse("c.toml", data, env(nil))
+	want := "c.toml:23: destination[1] (erp).headers.X-B: must be a string, in quotes: X-B = \"5\"\n" +
+		"c.toml:32: route[0].topis: unknown key; did you mean topics?"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err =\n%v\nwant\n%s", err, want)
+	}
+}
