@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -118,6 +120,9 @@ func LoadDataDirWith(path string, o Overrides) (string, error) {
 		} `toml:"server"`
 	}
 	if _, err := toml.DecodeFile(path, &probe); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", &app.ConfigError{File: path, Reason: noConfig(path)}
+		}
 		return "", &app.ConfigError{File: path, Reason: err.Error()}
 	}
 	raw.Server.DataDir = probe.Server.DataDir
