@@ -116,7 +116,7 @@ func TestRouteTest(t *testing.T) {
 		bad := filepath.Join(dir, "bad.toml")
 		os.WriteFile(bad, []byte(strings.Replace(routeTestConfig, `body.amount > 1`, `body.amount >`, 1)), 0o600)
 		code, out := runCmd("route", "test", "-config", bad, "-source", "shop", body)
-		if code != 1 || !strings.Contains(out, bad+": route[3] (broken).filter: 1:14: Syntax error") {
+		if code != 1 || !strings.Contains(out, bad+":") || !strings.Contains(out, ": route[3] (broken).filter: 1:14: Syntax error") {
 			t.Fatalf("route test: %d\n%s", code, out)
 		}
 		// check says the same.
