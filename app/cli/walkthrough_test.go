@@ -63,13 +63,30 @@ func walkthrough(t *testing.T, platform string) (toml string, cmds []string) {
 // from a terminal without the export, which README says fails. It logs how
 // long the path took. Only the ports differ from what a reader runs.
 func TestShopifyWalkthrough(t *testing.T) {
+	walk(t, "Shopify", "shop", "orders/create", "app")
+}
+
+// TestStripeWalkthrough walks README's Stripe walkthrough the same way.
+func TestStripeWalkthrough(t *testing.T) {
+	walk(t, "Stripe", "stripe", "checkout.session.completed", "billing")
+}
+
+// TestWooCommerceWalkthrough walks README's WooCommerce walkthrough the
+// same way.
+func TestWooCommerceWalkthrough(t *testing.T) {
+	walk(t, "WooCommerce", "woo", "order.created", "fulfilment")
+}
+
+// walk follows one platform's walkthrough: its test event, from source,
+// must reach the sink with topic and be shown delivered to dest.
+func walk(t *testing.T, platform, source, topic, dest string) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs it")
 	}
 	began := time.Now()
-	toml, cmds := walkthrough(t, "Shopify")
+	toml, cmds := walkthrough(t, platform)
 	if len(cmds) != 5 {
-		t.Fatalf("the Shopify walkthrough has %d commands, the test knows 5 (export, check, sink, serve, send): %q", len(cmds), cmds)
+		t.Fatalf("the %s walkthrough has %d commands, the test knows 5 (export, check, sink, serve, send): %q", platform, len(cmds), cmds)
 	}
 	export, check, sinkCmd, serveCmd, send := cmds[0], cmds[1], cmds[2], cmds[3], cmds[4]
 	m := regexp.MustCompile(`^export ([A-Z_][A-Z0-9_]*)=`).FindStringSubmatch(export)
@@ -84,7 +101,7 @@ func TestShopifyWalkthrough(t *testing.T) {
 		t.Fatalf("sink command %q", sinkCmd)
 	case serveCmd != "./hookbox":
 		t.Fatalf("serve command %q", serveCmd)
-	case !strings.Contains(send, "./hookbox sign -source shop ") || !strings.HasSuffix(send, "-send -"):
+	case !strings.Contains(send, "./hookbox sign -source "+source+" ") || !strings.HasSuffix(send, "-send -"):
 		t.Fatalf("send command %q", send)
 	}
 	secretVar := m[1]
@@ -128,7 +145,7 @@ func TestShopifyWalkthrough(t *testing.T) {
 		return cmd
 	}
 
-	if out, err := terminal(check).CombinedOutput(); err != nil || !strings.Contains(string(out), "/in/shop") {
+	if out, err := terminal(check).CombinedOutput(); err != nil || !strings.Contains(string(out), "/in/"+source) {
 		t.Fatalf("%s: %v\n%s", check, err, out)
 	}
 	start := func(line string) *output {
@@ -179,7 +196,7 @@ func TestShopifyWalkthrough(t *testing.T) {
 	}
 	id := string(am[1])
 	waitFor(t, "the sink printing the delivery", func() bool { return strings.Contains(sinkOut.String(), "event="+id) })
-	if line := sinkOut.String(); !strings.Contains(line, "source=shop event="+id+" topic=orders/create attempt=1") {
+	if line := sinkOut.String(); !strings.Contains(line, "source="+source+" event="+id+" topic="+topic+" attempt=1") {
 		t.Fatalf("the sink printed %q", line)
 	}
 
@@ -203,7 +220,7 @@ func TestShopifyWalkthrough(t *testing.T) {
 	}
 	var seq int64
 	waitFor(t, "the API listing the event delivered", func() bool {
-		code, body := get("/api/v1/events?source=shop&status=delivered")
+		code, body := get("/api/v1/events?source=" + source + "&status=delivered")
 		var list struct {
 			Items []struct {
 				Seq   int64  `json:"seq"`
@@ -215,16 +232,16 @@ func TestShopifyWalkthrough(t *testing.T) {
 			return false
 		}
 		for _, e := range list.Items {
-			if e.ID == id && e.Topic == "orders/create" {
+			if e.ID == id && e.Topic == topic {
 				seq = e.Seq
 			}
 		}
 		return seq != 0
 	})
 	code, page := get(fmt.Sprintf("/events/%d", seq))
-	if code != http.StatusOK || !strings.Contains(page, id) || !regexp.MustCompile(`(?s)>app\b.{0,200}delivered`).MatchString(page) {
-		t.Fatalf("the event's page (%d) does not show %s and its delivery to app:\n%s", code, id, page)
+	if code != http.StatusOK || !strings.Contains(page, id) || !regexp.MustCompile(`(?s)>`+dest+`\b.{0,200}delivered`).MatchString(page) {
+		t.Fatalf("the event's page (%d) does not show %s and its delivery to %s:\n%s", code, id, dest, page)
 	}
-	t.Logf("README's Shopify walkthrough: build %v, then the event delivered and on the page %v later (%v in all)",
-		built.Round(100*time.Millisecond), (time.Since(began) - built).Round(100*time.Millisecond), time.Since(began).Round(100*time.Millisecond))
+	t.Logf("README's %s walkthrough: build %v, then the event delivered and on the page %v later (%v in all)",
+		platform, built.Round(100*time.Millisecond), (time.Since(began) - built).Round(100*time.Millisecond), time.Since(began).Round(100*time.Millisecond))
 }
