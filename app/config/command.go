@@ -83,7 +83,7 @@ func (v *validator) command(key string, d *app.Destination, r rawDestination) {
 		if !hasValue {
 			own, ok := v.env(name)
 			if !ok {
-				v.fail(ki, fmt.Sprintf("environment variable %s is not set (hookbox passes its own value of a bare name)", name))
+				v.fail(ki, fmt.Sprintf("environment variable %s is not set (hookbox passes its own value of a bare name)", name)+v.setItIn())
 				return
 			}
 			value = own

@@ -80,10 +80,10 @@ func (v *validator) email(a *app.AlertsConfig, r rawEmail) {
 	val, ok := v.env(name)
 	switch {
 	case !ok:
-		v.each("alerts.smtp_url_env", fmt.Sprintf("environment variable %s is not set (it should hold the SMTP server's URL, smtp://user:password@host:587)", name))
+		v.each("alerts.smtp_url_env", fmt.Sprintf("environment variable %s is not set (it should hold the SMTP server's URL, smtp://user:password@host:587)", name)+v.setItIn())
 		return
 	case val == "":
-		v.each("alerts.smtp_url_env", fmt.Sprintf("environment variable %s is empty", name))
+		v.each("alerts.smtp_url_env", fmt.Sprintf("environment variable %s is empty", name)+v.setItIn())
 		return
 	}
 	if _, err := mail.ParseURL(val); err != nil {

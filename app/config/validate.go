@@ -112,9 +112,9 @@ func (v *validator) env1(key, name string) string {
 	val, ok := v.env(name)
 	switch {
 	case !ok:
-		v.fail(key, fmt.Sprintf("environment variable %s is not set", name))
+		v.fail(key, fmt.Sprintf("environment variable %s is not set", name)+v.setItIn())
 	case val == "":
-		v.fail(key, fmt.Sprintf("environment variable %s is empty", name))
+		v.fail(key, fmt.Sprintf("environment variable %s is empty", name)+v.setItIn())
 	}
 	return val
 }
