@@ -26,6 +26,10 @@ restarted, but only after `hookbox check` accepts the config.
                  every variable the config names, empty until you fill it in; values already
                  there are kept), /var/lib/hookbox (the data, 0700),
                  /etc/systemd/system/hookbox.service; then enable and (re)start the service.
+                 When the only thing the check misses is a variable still empty in hookbox.env,
+                 a first install is made and enabled but not started: the summary says what to
+                 fill in, then systemctl restart hookbox. With the service running, only the
+                 new (empty) lines are added to hookbox.env: fill them in and run it again.
                  Uses the hookbox binary next to this script, else builds it with `go build`.
   --uninstall    stop and disable the service, remove the unit and the binary;
                  keep /etc/hookbox (config, secrets) and /var/lib/hookbox (data).
@@ -228,7 +232,9 @@ run_check() {
 		while IFS= read -r v; do unset "$v" 2>/dev/null || true; done < <(compgen -e)
 		export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 		load_env_file "$ENV_FILE"
-		# As the unit sets it: a missing variable's error says where to set it.
+		# As systemd and the unit set them for User=hookbox (a command's env may pass them on); a
+		# missing variable's error says where to set it.
+		export HOME=$REAL_DATA USER=$SVC_USER LOGNAME=$SVC_USER SHELL=/usr/sbin/nologin
 		export HOOKBOX_ENV_FILE="$ENV_FILE"
 		if $REAL && command -v setpriv >/dev/null 2>&1; then
 			exec setpriv --reuid="$(id -u "$SVC_USER")" --regid="$(id -g "$SVC_USER")" --init-groups -- \
@@ -372,7 +378,8 @@ else
 	{
 		printf '# %s: installed by install.sh from the repository'\''s config.toml; install.sh never\n' "$REAL_CONFIG"
 		printf '# overwrites it. Keep secrets out of this file: write secret_env = "NAME" here and NAME=... in\n'
-		printf '# %s. After editing, run install.sh again: it checks the config before restarting.\n\n' "$REAL_ENV_FILE"
+		printf '# %s (install.sh lists there every variable this file names). After editing, run\n' "$REAL_ENV_FILE"
+		printf '# install.sh again: it lists the new variables, checks the config, then restarts.\n\n'
 		awk -v dd="$DATA" '
 			function emit() { print "data_dir = \"" dd "\"          # set by install.sh"; done = 1 }
 			/^[[:space:]]*\[/ {
@@ -496,18 +503,19 @@ only_unfilled() {
 }
 waiting=false
 if ! check_out=$(run_check "$new_bin"); then
-	printf '%s\n' "$check_out" | sed "s|^|$PROG: hookbox check: |" >&2
-	if [ ${#unfilled[@]} -gt 0 ] && only_unfilled "$check_out"; then
-		if service_active; then
-			die "fill in ${unfilled[*]} in $ENV_FILE, then run install.sh again; nothing else was changed and the running service was left alone"
-		fi
-		waiting=true
-	elif service_active; then
-		die "the config does not pass hookbox check (above): fix $CONFIG and run install.sh again; nothing was changed and the running service was left alone"
+	if [ ${#unfilled[@]} -gt 0 ] && only_unfilled "$check_out" && ! service_active; then
+		waiting=true # the summary shows the check's output
 	else
+		printf '%s\n' "$check_out" | sed "s|^|$PROG: hookbox check: |" >&2
+		if [ ${#unfilled[@]} -gt 0 ] && only_unfilled "$check_out"; then
+			die "fill in ${unfilled[*]} in $ENV_FILE, then run install.sh again; nothing else was changed and the running service was left alone"
+		elif service_active; then
+			die "the config does not pass hookbox check (above): fix $CONFIG and run install.sh again; nothing was changed and the running service was left alone"
+		fi
 		die "the config does not pass hookbox check (above): fix $CONFIG and run install.sh again; the binary and the service were not installed"
 	fi
 fi
+
 # 8. The ports decide whether the service may bind a privileged port: listen, and http_listen
 # (the ACME challenge and HTTPS redirect listener). With TLS (domain, or cert_file) listen
 # defaults to :443, and with domain (ACME) http_listen defaults to :80.
