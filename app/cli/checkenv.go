@@ -29,7 +29,7 @@ func checkMentions(path string, env, sources bool, stdout, stderr io.Writer) int
 			fmt.Fprintf(stdout, "%s\t%s\n", e.Name, strings.Join(e.Where, "; "))
 		}
 		for _, where := range m.Skipped {
-			fmt.Fprintf(stderr, "%s: %s: not an environment variable's name (letters, digits and _), left out\n", path, where)
+			fmt.Fprintf(stderr, "%s: %s: not an environment variable's name (letters, digits and _), or a secret in its place: left out\n", path, where)
 		}
 	}
 	if sources {
