@@ -758,6 +758,9 @@ if [ "$tls_mode" != acme ]; then
 	printf '            then open %s://127.0.0.1:%s/ there\n' "$scheme" "$port"
 fi
 
+if ! $waiting && [ ${#unfilled[@]} -gt 0 ]; then
+	printf '  still empty in %s (the check passes without them): %s\n' "$ENV_FILE" "${unfilled[*]}"
+fi
 if $waiting; then
 	printf '  Not started yet: fill in these variables in %s (NAME=value, one a line):\n' "$ENV_FILE"
 	for i in "${!unfilled[@]}"; do

@@ -179,7 +179,22 @@ HOOKBOX_STATUS_PASSWORD=
 		t.Errorf("the summary does not say where the status password comes from:\n%s", out)
 	}
 
-	// Another mistake beside the empty variables: refused as before.
+	// The secrets filled in, JOB_TOKEN left empty (a command gets it empty):
+	// installed, and the summary says what is still empty.
+	env := e.read(installEnvF)
+	env = strings.Replace(env, "\nSHOPIFY_SECRET_OLD=\n", "\nSHOPIFY_SECRET_OLD=old-value\n", 1)
+	env = strings.Replace(env, "\nHOOKBOX_STATUS_PASSWORD=\n", "\nHOOKBOX_STATUS_PASSWORD=pw-install-test\n", 1)
+	e.write(installEnvF, env, 0o600)
+	out = e.install()
+	if strings.Contains(out, "Not started yet") || !strings.Contains(out, "still empty in "+e.path(installEnvF)+" (the check passes without them): JOB_TOKEN\n") {
+		t.Errorf("the summary with only JOB_TOKEN empty:\n%s", out)
+	}
+	if strings.Contains(out, "old-value") || strings.Contains(out, "pw-install-test") {
+		t.Errorf("install.sh shows a value of the env file:\n%s", out)
+	}
+
+	// Another mistake beside an empty variable: refused as before.
+	e.write(installEnvF, strings.Replace(env, "SHOPIFY_SECRET_OLD=old-value", "SHOPIFY_SECRET_OLD=", 1), 0o600)
 	e.write(installConfig, strings.Replace(config, "[server]\n", "[server]\nbogus_key = 1\n", 1), 0o640)
 	before := e.read(installEnvF)
 	out, code := e.run(nil, "--root", e.root)
