@@ -22,9 +22,14 @@ the binary and the unit are replaced, the config and the data are kept, and the 
 restarted, but only after `hookbox check` accepts the config.
 
   (no option)    install or upgrade: /usr/local/bin/hookbox, the hookbox system user,
-                 /etc/hookbox/config.toml (only if absent), /etc/hookbox/hookbox.env (only if
-                 absent; secrets named by secret_env), /var/lib/hookbox (the data, 0700),
+                 /etc/hookbox/config.toml (only if absent), /etc/hookbox/hookbox.env (0600:
+                 every variable the config names, empty until you fill it in; values already
+                 there are kept), /var/lib/hookbox (the data, 0700),
                  /etc/systemd/system/hookbox.service; then enable and (re)start the service.
+                 When the only thing the check misses is a variable still empty in hookbox.env,
+                 a first install is made and enabled but not started: the summary says what to
+                 fill in, then systemctl restart hookbox. With the service running, only the
+                 new (empty) lines are added to hookbox.env: fill them in and run it again.
                  Uses the hookbox binary next to this script, else builds it with `go build`.
   --uninstall    stop and disable the service, remove the unit and the binary;
                  keep /etc/hookbox (config, secrets) and /var/lib/hookbox (data).
@@ -163,29 +168,60 @@ listen_port() {
 	printf '%s\n' "${port:-0}"
 }
 
+# env_line LINE splits a line of a systemd EnvironmentFile into ENV_KEY and ENV_VALUE (one pair
+# of surrounding quotes removed). Returns 1 for a comment or a blank line, 2 for a line that is
+# not NAME=value.
+env_line() {
+	local line=$1
+	line=${line#"${line%%[![:space:]]*}"}
+	case $line in '' | '#'* | ';'*) return 1 ;; esac
+	ENV_KEY=${line%%=*}
+	ENV_KEY=${ENV_KEY%"${ENV_KEY##*[![:space:]]}"}
+	if [ "$ENV_KEY" = "$line" ] || ! [[ $ENV_KEY =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
+		return 2
+	fi
+	ENV_VALUE=${line#*=}
+	ENV_VALUE=${ENV_VALUE#"${ENV_VALUE%%[![:space:]]*}"}
+	ENV_VALUE=${ENV_VALUE%"${ENV_VALUE##*[![:space:]]}"}
+	case $ENV_VALUE in
+	\"*\" | \'*\') ENV_VALUE=${ENV_VALUE:1:${#ENV_VALUE}-2} ;;
+	esac
+	return 0
+}
+
 # load_env_file FILE exports the KEY=VALUE lines of a systemd EnvironmentFile (comments and
-# blank lines skipped, one pair of surrounding quotes removed), without running it as shell.
+# blank lines skipped), without running it as shell.
 load_env_file() {
-	local line key value
+	local line rc
 	[ -f "$1" ] || return 0
 	while IFS= read -r line || [ -n "$line" ]; do
-		line=${line#"${line%%[![:space:]]*}"}
-		case $line in '' | '#'* | ';'*) continue ;; esac
-		key=${line%%=*}
-		key=${key%"${key##*[![:space:]]}"}
-		if [ "$key" = "$line" ] || ! [[ $key =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
-			warn "$1: ignoring a line that is not NAME=value"
-			continue
-		fi
-		value=${line#*=}
-		value=${value#"${value%%[![:space:]]*}"}
-		value=${value%"${value##*[![:space:]]}"}
-		case $value in
-		\"*\" | \'*\') value=${value:1:${#value}-2} ;;
+		rc=0
+		env_line "$line" || rc=$?
+		case $rc in
+		0) export "$ENV_KEY=$ENV_VALUE" ;;
+		2) warn "$1: ignoring a line that is not NAME=value" ;;
 		esac
-		export "$key=$value"
 	done <"$1"
 }
+
+# env_file_state FILE prints NAME<TAB>set or NAME<TAB>empty for each variable FILE assigns (the
+# last assignment counts, as for systemd). It never prints a value.
+env_file_state() {
+	local line
+	[ -f "$1" ] || return 0
+	while IFS= read -r line || [ -n "$line" ]; do
+		env_line "$line" || continue
+		if [ -n "$ENV_VALUE" ]; then
+			printf '%s\tset\n' "$ENV_KEY"
+		else
+			printf '%s\tempty\n' "$ENV_KEY"
+		fi
+	done <"$1"
+}
+
+# The variables systemd sets for the service itself: a command destination's env may pass them
+# on, but an empty line in hookbox.env would override them.
+SYSTEMD_SETS=" PATH HOME USER LOGNAME SHELL LANG TERM INVOCATION_ID JOURNAL_STREAM "
 
 # run_check BINARY runs `BINARY check -config CONFIG` the way the service would run: with only
 # the env file's variables (plus PATH), as the hookbox user on a real install. Prints the check's
@@ -196,6 +232,10 @@ run_check() {
 		while IFS= read -r v; do unset "$v" 2>/dev/null || true; done < <(compgen -e)
 		export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 		load_env_file "$ENV_FILE"
+		# As systemd and the unit set them for User=hookbox (a command's env may pass them on); a
+		# missing variable's error says where to set it.
+		export HOME=$REAL_DATA USER=$SVC_USER LOGNAME=$SVC_USER SHELL=/usr/sbin/nologin
+		export HOOKBOX_ENV_FILE="$ENV_FILE"
 		if $REAL && command -v setpriv >/dev/null 2>&1; then
 			exec setpriv --reuid="$(id -u "$SVC_USER")" --regid="$(id -g "$SVC_USER")" --init-groups -- \
 				"$1" check -config "$CONFIG"
@@ -338,7 +378,8 @@ else
 	{
 		printf '# %s: installed by install.sh from the repository'\''s config.toml; install.sh never\n' "$REAL_CONFIG"
 		printf '# overwrites it. Keep secrets out of this file: write secret_env = "NAME" here and NAME=... in\n'
-		printf '# %s. After editing, run install.sh again: it checks the config before restarting.\n\n' "$REAL_ENV_FILE"
+		printf '# %s (install.sh lists there every variable this file names). After editing, run\n' "$REAL_ENV_FILE"
+		printf '# install.sh again: it lists the new variables, checks the config, then restarts.\n\n'
 		awk -v dd="$DATA" '
 			function emit() { print "data_dir = \"" dd "\"          # set by install.sh"; done = 1 }
 			/^[[:space:]]*\[/ {
@@ -360,47 +401,122 @@ else
 	info "created $CONFIG (data_dir = $DATA)"
 fi
 
-# 5. The secrets file, only if absent. It is root:root 0600: systemd (PID 1, root) reads an
-# EnvironmentFile before it drops to User=hookbox, so the service user never needs to read it,
-# and a hookbox process cannot read or change the file (only its own environment).
-if [ -e "$ENV_FILE" ]; then
-	info "keeping the existing $ENV_FILE"
-else
-	tmp=$(mktemp "$ETC/.hookbox.env.XXXXXX")
-	CLEANUP+=("$tmp")
-	cat >"$tmp" <<'EOF'
-# Secrets for hookbox.service, one NAME=value per line (no "export", no shell syntax).
-# systemd loads this file (EnvironmentFile=) as root before starting hookbox as the hookbox user;
-# config.toml names the variables with secret_env / secrets_env / password_env, for example:
-#   STRIPE_WEBHOOK_SECRET=whsec_...
-#   SHOPIFY_SECRET=...
-#   HOOKBOX_SMTP_URL=smtp://user:password@smtp.example.com:587   (alerts.smtp_url_env: email alerts)
-# The file is root-only (0600); after editing it, run install.sh again (it checks, then restarts).
-EOF
-	chmod 0600 -- "$tmp"
-	if $REAL; then chown root:root -- "$tmp"; fi
-	mv -f -- "$tmp" "$ENV_FILE"
-	info "created $ENV_FILE (0600, for the secrets named by secret_env)"
-fi
-
-# 6. Stage the new binary next to its final name and check the config with it, as the service
-# would run. A config the new binary refuses changes nothing: not the installed binary, not the
-# unit, not a running service.
+# 5. Stage the new binary next to its final name: it lists what the config names (step 6) and
+# checks the config (step 7) before anything else changes.
 new_bin=$(mktemp "$BIN_DIR/.hookbox.new.XXXXXX")
 CLEANUP+=("$new_bin")
 cp -- "$SRC_BIN" "$new_bin"
 chmod 0755 -- "$new_bin"
 if $REAL; then chown root:root -- "$new_bin"; fi
 version=$("$new_bin" version 2>/dev/null || true)
-if ! check_out=$(run_check "$new_bin"); then
-	printf '%s\n' "$check_out" | sed "s|^|$PROG: hookbox check: |" >&2
-	if service_active; then
-		die "the config does not pass hookbox check (above): fix $CONFIG and run install.sh again; nothing was changed and the running service was left alone"
+
+# 6. The secrets file: every environment variable the config names (`hookbox check -env` reads
+# them from the config without resolving any), each as an empty NAME= line under a comment that
+# says which table and key use it. Created if absent; on a re-run the variables not yet in it
+# are added at its end, and nothing already there is changed or shown. It is root:root 0600:
+# systemd (PID 1, root) reads an EnvironmentFile before it drops to User=hookbox, so the service
+# user never needs to read it, and a hookbox process cannot read or change the file.
+env_err=$(mktemp "$ETC/.check-env.XXXXXX")
+CLEANUP+=("$env_err")
+mentions=
+if mentions=$("$new_bin" check -env -config "$CONFIG" 2>"$env_err"); then
+	sed "s|^|$PROG: warning: |" "$env_err" >&2
+else
+	mentions= # the TOML does not parse: the check (step 7) says why
+fi
+env_state=$(env_file_state "$ENV_FILE")
+env_new=
+env_added=0
+unfilled=()
+unfilled_where=()
+while IFS=$'\t' read -r name where; do
+	[ -n "$name" ] || continue
+	case $SYSTEMD_SETS in *" $name "*) continue ;; esac
+	state=$(printf '%s\n' "$env_state" | awk -F '\t' -v n="$name" '$1 == n { s = $2 } END { print s }')
+	case $state in
+	set) ;;
+	empty)
+		unfilled+=("$name")
+		unfilled_where+=("$where")
+		;;
+	*)
+		unfilled+=("$name")
+		unfilled_where+=("$where")
+		env_new+=$'\n'"# $where"$'\n'"$name="$'\n'
+		env_added=$((env_added + 1))
+		;;
+	esac
+done <<<"$mentions"
+if [ ! -e "$ENV_FILE" ] || [ -n "$env_new" ]; then
+	had_env=false
+	[ -e "$ENV_FILE" ] && had_env=true
+	if write_if_changed 0600 "$ENV_FILE" < <(
+		if $had_env; then
+			cat -- "$ENV_FILE"
+			[ -z "$(tail -c 1 -- "$ENV_FILE")" ] || echo
+		else
+			cat <<'HEADER'
+# Secrets for hookbox.service: one NAME=value per line (no "export", no quotes needed, no shell).
+# systemd reads this file (EnvironmentFile=) as root, before it starts hookbox as the hookbox user.
+# install.sh lists here every variable config.toml names (secret_env, secrets_env, password_env,
+# url_env, smtp_url_env, a command's env), empty, under the table and key that use it; run again
+# after the config changed, it adds the new ones and keeps every value already here.
+# Fill in each value, then: sudo systemctl restart hookbox   (or run sudo ./install.sh again)
+HEADER
+		fi
+		printf '%s' "$env_new"
+	); then
+		if $REAL; then chown root:root -- "$ENV_FILE"; fi
 	fi
-	die "the config does not pass hookbox check (above): fix $CONFIG and run install.sh again; the binary and the service were not installed"
+	if $had_env; then
+		info "added $env_added variable(s) the config names to $ENV_FILE: ${unfilled[*]}"
+	else
+		if [ "$env_added" -gt 0 ]; then
+			info "created $ENV_FILE (0600) with the $env_added variable(s) the config names: ${unfilled[*]}"
+		else
+			info "created $ENV_FILE (0600; the config names no variable yet: secret_env = \"NAME\" adds one)"
+		fi
+	fi
+else
+	info "keeping the existing $ENV_FILE"
 fi
 
-# 7. The ports decide whether the service may bind a privileged port: listen, and http_listen
+# 7. Check the config with the new binary, as the service would run. A config the new binary
+# refuses changes nothing: not the installed binary, not the unit, not a running service. One
+# exception, on a first install (no service running): when what the check misses is only
+# variables of hookbox.env still empty, the binary and the unit are installed and the service
+# enabled but not started; the summary says what to fill in.
+# only_unfilled OUTPUT: every error line of the check (file: key: reason) names an unfilled
+# variable.
+only_unfilled() {
+	local line name hit any=false
+	while IFS= read -r line; do
+		case $line in "$CONFIG:"*) ;; *) continue ;; esac
+		any=true
+		hit=false
+		for name in "${unfilled[@]}"; do
+			if [[ $line =~ (^|[^A-Za-z0-9_])$name([^A-Za-z0-9_]|$) ]]; then hit=true; fi
+		done
+		$hit || return 1
+	done <<<"$1"
+	$any
+}
+waiting=false
+if ! check_out=$(run_check "$new_bin"); then
+	if [ ${#unfilled[@]} -gt 0 ] && only_unfilled "$check_out" && ! service_active; then
+		waiting=true # the summary shows the check's output
+	else
+		printf '%s\n' "$check_out" | sed "s|^|$PROG: hookbox check: |" >&2
+		if [ ${#unfilled[@]} -gt 0 ] && only_unfilled "$check_out"; then
+			die "fill in ${unfilled[*]} in $ENV_FILE, then run install.sh again; nothing else was changed and the running service was left alone"
+		elif service_active; then
+			die "the config does not pass hookbox check (above): fix $CONFIG and run install.sh again; nothing was changed and the running service was left alone"
+		fi
+		die "the config does not pass hookbox check (above): fix $CONFIG and run install.sh again; the binary and the service were not installed"
+	fi
+fi
+
+# 8. The ports decide whether the service may bind a privileged port: listen, and http_listen
 # (the ACME challenge and HTTPS redirect listener). With TLS (domain, or cert_file) listen
 # defaults to :443, and with domain (ACME) http_listen defaults to :80.
 domain=$(server_key domain "$CONFIG")
@@ -458,7 +574,7 @@ if grep -q 'demo-secret-change-me' "$CONFIG"; then
 	warn "$CONFIG still has the demo source and its public secret (demo-secret-change-me): change or remove it before hookbox is reachable from outside"
 fi
 
-# 8. The unit. It is rewritten on every run: local changes belong in a drop-in.
+# 9. The unit. It is rewritten on every run: local changes belong in a drop-in.
 was_active=false
 if service_active; then was_active=true; fi
 had_unit=false
@@ -480,6 +596,8 @@ ExecStart=$REAL_BIN serve -config $REAL_CONFIG
 # systemctl reload hookbox: the config is read again and put in force, or refused (the old one keeps running).
 ExecReload=/bin/kill -HUP \$MAINPID
 EnvironmentFile=-$REAL_ENV_FILE
+# Where a missing variable's error tells to set it.
+Environment=HOOKBOX_ENV_FILE=$REAL_ENV_FILE
 StateDirectory=hookbox
 StateDirectoryMode=0700
 Restart=on-failure
@@ -532,7 +650,7 @@ else
 	info "created $UNIT"
 fi
 
-# 9. The binary, atomically: the staged copy is renamed over the old one.
+# 10. The binary, atomically: the staged copy is renamed over the old one.
 if [ -f "$BIN" ] && cmp -s -- "$new_bin" "$BIN"; then
 	info "$BIN is up to date (${version:-hookbox})"
 else
@@ -540,8 +658,12 @@ else
 	info "installed $BIN (${version:-hookbox})"
 fi
 
-# 10. Start, or restart on upgrade.
-if $REAL; then
+# 11. Start, or restart on upgrade.
+if $REAL && $waiting; then
+	# Not started: it would stop at once on the variables still empty (the summary says which).
+	systemctl daemon-reload
+	systemctl enable "$SERVICE.service" || true
+elif $REAL; then
 	systemctl daemon-reload
 	systemctl enable --now "$SERVICE.service" || true
 	if $was_active; then
@@ -561,7 +683,7 @@ if $REAL; then
 	fi
 fi
 
-# 11. Where to find it.
+# 12. Where to find it.
 host=${listen%:*}
 host=${host#[}
 host=${host%]}
@@ -579,7 +701,11 @@ if [ "$tls_mode" = acme ]; then
 	[ "$port" = 443 ] || base="$base:$port"
 	public_url=${public_url:-$base}
 fi
-if $REAL; then
+status_user=$(toml_key status user "$CONFIG")
+password_env=$(toml_key status password_env "$CONFIG")
+if $waiting; then
+	info "hookbox is installed and enabled, not started: the config names variables still empty in $ENV_FILE (below)"
+elif $REAL; then
 	info "hookbox is running (${version:-hookbox}) as the $SVC_USER user"
 else
 	info "hookbox is installed under $ROOT (--root: no user, no ownership changes, no systemctl)"
@@ -595,12 +721,50 @@ case $tls_mode in
 acme) printf '  HTTPS: the certificate for %s comes from the ACME CA at the first start; ports 80 and\n  443 must be reachable (journalctl -u %s shows "certificate ready").\n' "$domain" "$SERVICE" ;;
 files) printf '  HTTPS: with %s, read again when it changes.\n' "$cert_file" ;;
 esac
-if [ -z "$public_url" ]; then
-	printf '  The source URLs above are on the listen address, which senders on the internet do not\n'
-	printf '  reach: set server.public_url in %s (listen is %s).\n' "$CONFIG" "$listen"
+
+# The URL to paste per source: public_url (or the ACME domain) + /in/NAME.
+sources=$("$BIN" check -sources -config "$CONFIG" 2>/dev/null || true)
+url_base=${public_url:-$base}
+url_base=${url_base%/}
+urls=$(printf '%s\n' "$sources" | awk -F '\t' -v b="$url_base" '$1 != "" { printf "    %-16s %s/in/%s\n", $1, b, $1 }')
+if [ -n "$urls" ] && [ -n "$public_url" ]; then
+	printf '  Paste into each platform'\''s webhook settings:\n%s\n' "$urls"
+elif [ -n "$urls" ]; then
+	printf '  The sources, on the listen address (%s), which senders on the internet do not reach:\n%s\n' "$listen" "$urls"
+	printf '  For the URLs to paste into each platform: set public_url = "https://hooks.example.com" (the\n'
+	printf '  address your reverse proxy serves, or domain = "..." for hookbox'\''s own HTTPS) under [server]\n'
+	printf '  in %s, then run install.sh again.\n' "$CONFIG"
+fi
+
+# The status page's password.
+printf '  login:    user %s, ' "${status_user:-admin}"
+if [ -n "$password_env" ]; then
+	printf 'password: the value of %s in %s ([status] password_env)\n' "$password_env" "$ENV_FILE"
+elif [ -n "$(toml_key status password "$CONFIG")" ]; then
+	printf 'password: [status] password in %s\n' "$CONFIG"
 else
-	urls=$(printf '%s\n' "$check_out" | awk '$1 == "source" && $4 == "POST" { printf "    %-16s %s\n", $2, $5 }')
-	if [ -n "$urls" ]; then
-		printf '  Paste into each platform'\''s webhook settings:\n%s\n' "$urls"
-	fi
+	printf 'password generated at the first start and logged once:\n'
+	printf '              sudo journalctl -u %s | grep generated\n' "$SERVICE"
+	printf '            to choose one: [status] password_env = "HOOKBOX_STATUS_PASSWORD" in %s,\n' "$CONFIG"
+	printf '            run install.sh again and fill it in %s (or hookbox passwd: docs/INSTALL.md)\n' "$ENV_FILE"
+fi
+
+# The page from a laptop, through SSH (with hookbox's own certificate it is at its domain).
+if [ "$tls_mode" != acme ]; then
+	ssh_user=${SUDO_USER:-$(id -un 2>/dev/null || echo USER)}
+	[ "$ssh_user" != root ] || ssh_user=USER
+	ssh_host=$(hostname -f 2>/dev/null || hostname 2>/dev/null || true)
+	printf '  page from your laptop: ssh -N -L %s:%s:%s %s@%s\n' "$port" "$host" "$port" "$ssh_user" "${ssh_host:-HOST}"
+	printf '            then open %s://127.0.0.1:%s/ there\n' "$scheme" "$port"
+fi
+
+if ! $waiting && [ ${#unfilled[@]} -gt 0 ]; then
+	printf '  still empty in %s (the check passes without them): %s\n' "$ENV_FILE" "${unfilled[*]}"
+fi
+if $waiting; then
+	printf '  Not started yet: fill in these variables in %s (NAME=value, one a line):\n' "$ENV_FILE"
+	for i in "${!unfilled[@]}"; do
+		printf '    %-24s %s\n' "${unfilled[$i]}" "${unfilled_where[$i]}"
+	done
+	printf '  then: sudo systemctl restart %s   (journalctl -u %s -n 20 shows why if it stops)\n' "$SERVICE" "$SERVICE"
 fi

@@ -15,8 +15,13 @@ import (
 func runCheck(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
 	opts := configFlags(fs)
+	env := fs.Bool("env", false, "only list the environment variables the config names, NAME<TAB>where, without reading them (checkenv.go)")
+	sources := fs.Bool("sources", false, "only list the sources, NAME<TAB>PROVIDER")
 	if code := c.parseNone(fs, args, stdout, stderr); code >= 0 {
 		return code
+	}
+	if *env || *sources {
+		return checkMentions(*opts.path, *env, *sources, stdout, stderr)
 	}
 	return check(opts, stdout, stderr)
 }

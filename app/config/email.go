@@ -75,7 +75,7 @@ func (v *validator) email(a *app.AlertsConfig, r rawEmail) {
 		v.fail("alerts.smtp_url_env", v.notSet(name)+" (it should hold the SMTP server's URL, smtp://user:password@host:587)")
 		return
 	case val == "":
-		v.fail("alerts.smtp_url_env", fmt.Sprintf("environment variable %s is empty", name))
+		v.fail("alerts.smtp_url_env", fmt.Sprintf("environment variable %s is empty", name)+v.setItIn())
 		return
 	}
 	if _, err := mail.ParseURL(val); err != nil {

@@ -100,11 +100,7 @@ func suggestEnvName(name string) string {
 // notSet is the reason for a variable that is not set: where to set it,
 // when hookbox runs as a service whose variables are in a file.
 func (v *validator) notSet(name string) string {
-	reason := fmt.Sprintf("environment variable %s is not set", name)
-	if f, ok := v.env(EnvFile); ok && f != "" {
-		reason += ": set it in " + f
-	}
-	return reason
+	return fmt.Sprintf("environment variable %s is not set", name) + v.setItIn()
 }
 
 // env1 reads one environment variable named by key, which must be set.
@@ -117,7 +113,7 @@ func (v *validator) env1(key, name string) string {
 	case !ok:
 		v.fail(key, v.notSet(name))
 	case val == "":
-		v.fail(key, fmt.Sprintf("environment variable %s is empty", name))
+		v.fail(key, fmt.Sprintf("environment variable %s is empty", name)+v.setItIn())
 	}
 	return val
 }
