@@ -126,14 +126,6 @@ type Tables struct {
 	Routes       []RouteInfo
 }
 
-// SuccessRate is the share of attempts that delivered, or -1 with none.
-func (d DestInfo) SuccessRate() float64 {
-	if d.Delivered+d.Failed == 0 {
-		return -1
-	}
-	return float64(d.Delivered) / float64(d.Delivered+d.Failed)
-}
-
 // NewStats builds the counters for cfg, read from store.
 func NewStats(cfg *Config, store StatsStore, now func() time.Time) *Stats {
 	s := &Stats{now: now, store: store, noted: map[string]DestinationHealth{}, Storage: newStorageHealth(now)}
@@ -408,6 +400,33 @@ func (s *Stats) Tables(ctx context.Context) (Tables, error) {
 			Debounced: rt.Key != nil, Filtered: n(RouteFiltered, name), FilterErrors: n(RouteFilterErrors, name)})
 	}
 	return t, err
+}
+
+// DestHours returns, per configured destination, its delivered and its
+// failed attempts in each of the last CountHours hours, oldest first, the
+// current hour last: what the overview draws beside each destination. It
+// reads the store's counts by name one hour at a time.
+func (s *Stats) DestHours(ctx context.Context) (map[string]*[2][CountHours]uint64, error) {
+	now := s.now()
+	s.mu.Lock()
+	out := make(map[string]*[2][CountHours]uint64, len(s.dests))
+	for name := range s.dests {
+		out[name] = &[2][CountHours]uint64{}
+	}
+	s.mu.Unlock()
+	cur := Hour(now)
+	for i := range CountHours {
+		start := HourStart(cur - int64(CountHours-1-i))
+		counts, err := s.store.NamedCounts(ctx, start, start)
+		if err != nil {
+			return out, err
+		}
+		for name, v := range out {
+			v[0][i] = counts[Named{Kind: DestDelivered, Name: name}]
+			v[1][i] = counts[Named{Kind: DestFailed, Name: name}]
+		}
+	}
+	return out, nil
 }
 
 // LastAttemptFailed reports whether the destination's last recorded

@@ -80,11 +80,10 @@ var funcs = template.FuncMap{
 	"plural":        plural,
 	"outcome":       outcome,
 	"attemptStatus": attemptStatus,
-	"when": func(t time.Time) string {
-		if t.IsZero() {
-			return "—"
-		}
-		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	"when": when,
+	"clock": func(t time.Time) template.HTML {
+		u := t.UTC()
+		return template.HTML(`<time datetime="` + u.Format(time.RFC3339) + `" data-clock title="` + u.Format("15:04 UTC") + `">` + u.Format("15:04") + ` UTC</time>`)
 	},
 	"pct": func(f float64) string {
 		if f < 0 {
@@ -120,6 +119,18 @@ var funcs = template.FuncMap{
 		}
 		return m
 	},
+}
+
+// when writes t as a <time> element: its text in UTC, which the page's
+// script rewrites in the browser's time zone, keeping UTC on hover (the
+// title); "—" for the zero time.
+func when(t time.Time) template.HTML {
+	if t.IsZero() {
+		return "—"
+	}
+	u := t.UTC()
+	utc := u.Format("2006-01-02 15:04:05 UTC")
+	return template.HTML(`<time datetime="` + u.Format(time.RFC3339) + `" title="` + utc + `">` + utc + `</time>`)
 }
 
 // New parses the templates; it panics on a template error, which is a bug

@@ -379,6 +379,19 @@ func (d *DB) MergedInto(ctx context.Context, seq uint64) ([]uint64, error) {
 	return out, err
 }
 
+// CarriedBy returns the event whose delivery carries merged event seq
+// (bucketMerged's mergedEventSeq → firedEventSeq), 0 for none.
+func (d *DB) CarriedBy(ctx context.Context, seq uint64) (uint64, error) {
+	var out uint64
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMerged).Get(seqKey(seq)); len(v) == 8 {
+			out = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // PendingCount returns the number of pending (debounced) deliveries.
 func (d *DB) PendingCount(ctx context.Context) (int, error) {
 	var n int

@@ -49,6 +49,10 @@ func testDebounce(t *testing.T, open Opener) {
 	if r != app.Merged {
 		t.Fatalf("second step: %d, want Merged", r)
 	}
+	// While the window is open, the merged event is carried by the latest.
+	if by, err := s.CarriedBy(ctx, seq1); err != nil || by != seq2 {
+		t.Fatalf("CarriedBy(u1) with the window open = %d, %v; want u2 %d", by, err, seq2)
+	}
 	if _, r := acceptDebounced(t, s, "o1", "c2", T0.Add(2*time.Second)); r != app.Opened {
 		t.Fatalf("another key: %d, want Opened", r)
 	}
@@ -67,6 +71,13 @@ func testDebounce(t *testing.T, open Opener) {
 	deliveries(t, s, seq1, 0)
 	if merged, err := s.MergedInto(ctx, seq2); err != nil || !slices.Equal(merged, []uint64{seq1}) {
 		t.Fatalf("MergedInto = %v, %v; want [%d]", merged, err, seq1)
+	}
+	// MergedInto the other way: the merged event links to the one sent.
+	if by, err := s.CarriedBy(ctx, seq1); err != nil || by != seq2 {
+		t.Fatalf("CarriedBy(u1) = %d, %v; want u2 %d", by, err, seq2)
+	}
+	if by, err := s.CarriedBy(ctx, seq2); err != nil || by != 0 {
+		t.Fatalf("CarriedBy(u2), the event sent = %d, %v; want 0", by, err)
 	}
 	work, _, _ := s.DueDeliveries(ctx, "pos", T0.Add(10*time.Second), 10, Never)
 	if len(work) != 1 || string(work[0].Event.Body) != `{"n":"u2"}` {
@@ -92,6 +103,9 @@ func testDebounce(t *testing.T, open Opener) {
 	fire(t, s, T0.Add(time.Minute), 1, time.Time{})
 	if merged, _ := s.MergedInto(ctx, seq5); len(merged) != 1 || merged[0] != seq4 {
 		t.Fatalf("MergedInto(u5) = %v, want [u4 %d]", merged, seq4)
+	}
+	if by, err := s.CarriedBy(ctx, seq4); err != nil || by != seq5 {
+		t.Fatalf("CarriedBy(u4) = %d, %v; want u5 %d", by, err, seq5)
 	}
 	// The deferred send took a slot at T0+1m: the window holds 0:11 and
 	// 1:00, so the next one defers to 1:11.
