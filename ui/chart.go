@@ -21,7 +21,7 @@ type chart struct {
 	Scale    uint64 // the top of the value axis: Max rounded up to 1, 2 or 5 × 10ⁿ
 	// The geometry the template draws with, in SVG units.
 	Width, Height, Left, Top, Plot, Bottom, Mid, Right int
-	BarWidth                                          int
+	BarWidth                                           int
 }
 
 type bar struct {

@@ -80,7 +80,7 @@ var funcs = template.FuncMap{
 	"plural":        plural,
 	"outcome":       outcome,
 	"attemptStatus": attemptStatus,
-	"when": when,
+	"when":          when,
 	"clock": func(t time.Time) template.HTML {
 		u := t.UTC()
 		return template.HTML(`<time datetime="` + u.Format(time.RFC3339) + `" data-clock title="` + u.Format("15:04 UTC") + `">` + u.Format("15:04") + ` UTC</time>`)
