@@ -95,7 +95,14 @@ type DestInfo struct {
 	// or a probe (zero: not known). Stored (DestinationHealth).
 	FailingSince time.Time `json:"failing_since,omitzero"`
 	NextTry      time.Time `json:"next_try,omitzero"`
+	// Backlog is how many of its deliveries are not done yet (counted up
+	// to MaxBacklogCount), filled by the reader from the store: the
+	// overview's and /api/v1/stats' same figure.
+	Backlog int `json:"backlog"`
 }
+
+// MaxBacklogCount bounds the count of a destination's backlog (a scan).
+const MaxBacklogCount = 100000
 
 // RouteInfo is what the overview shows per debounced or filtered route:
 // counts of the last CountHours hours, from the store.

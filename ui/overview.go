@@ -17,7 +17,6 @@ const maxRetryingCount = 100000
 
 type destRow struct {
 	app.DestInfo
-	Backlog int
 	Control destControl
 	// Chart is its delivered and failed attempts per hour, last 24 h.
 	Chart chart
@@ -101,8 +100,8 @@ func (u *UI) overview(c *fiber.Ctx) error {
 	}
 	var dests []destRow
 	for _, d := range tables.Destinations {
-		n, err := u.d.Store.Backlog(ctx, d.Name, 100000)
-		if err != nil {
+		var err error
+		if d.Backlog, err = u.d.Store.Backlog(ctx, d.Name, app.MaxBacklogCount); err != nil {
 			failed("the backlog of "+d.Name, err)
 		}
 		ctl := destControl{DestinationControl: controls[d.Name], Rate: u.rate(d.Name)}
@@ -111,7 +110,7 @@ func (u *UI) overview(c *fiber.Ctx) error {
 		if v := series[d.Name]; v != nil {
 			ch = newStacked(v[0], v[1], now, "failed attempts")
 		}
-		dests = append(dests, destRow{d, n, ctl, ch})
+		dests = append(dests, destRow{d, ctl, ch})
 	}
 	pending, err := u.d.Store.CountPending(ctx)
 	if err != nil {
