@@ -28,7 +28,7 @@ func browser() string {
 
 // chromium starts a headless Chromium (exe) for the test, with its own
 // profile, stopped at the test's end; its context times out in 2 minutes.
-func chromium(t *testing.T, exe string) context.Context {
+func chromium(t *testing.T, exe string, env ...string) context.Context {
 	t.Helper()
 	profile, err := os.MkdirTemp("", "hookbox-chromium")
 	if err != nil {
@@ -38,7 +38,7 @@ func chromium(t *testing.T, exe string) context.Context {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
 		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true), chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 900))
+		chromedp.Flag("disable-quic", true), chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 900), chromedp.Env(env...))
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancel)
 	ctx, cancel := chromedp.NewContext(actx)
@@ -98,13 +98,20 @@ func TestBrowser_Screenshots(t *testing.T) {
 		}
 	}
 
-	ctx := chromium(t, exe)
+	// cust-0 was merged into cust-2's pending delivery by debouncing.
+	_, merged, _, err := f.db.LookupID(context.Background(), "shop", "cust-0")
+	if err != nil || merged == 0 {
+		t.Fatalf("cust-0: %d, %v", merged, err)
+	}
+	// A browser east of UTC: the pages show its time, UTC on hover.
+	ctx := chromium(t, exe, "TZ=Europe/Berlin")
 
 	pages := []struct{ name, path, wait string }{
 		{"overview", "/", "#overview"},
 		{"events", "/events", "table.events"},
 		{"event", fmt.Sprintf("/events/%d", events[0]), "pre.body"},
 		{"event-debounced", "/events?topic=customers/*", "table.events"},
+		{"merged-event", fmt.Sprintf("/events/%d", merged), "#carried-by"},
 		{"dead-letters", "/dead-letters", "main table"},
 		{"config", "/config", "main table"},
 		{"team", "/team", "#users"},

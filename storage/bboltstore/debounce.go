@@ -380,12 +380,21 @@ func (d *DB) MergedInto(ctx context.Context, seq uint64) ([]uint64, error) {
 }
 
 // CarriedBy returns the event whose delivery carries merged event seq
-// (bucketMerged's mergedEventSeq → firedEventSeq), 0 for none.
+// (bucketMerged's mergedEventSeq → firedEventSeq), 0 for none. While the
+// window is open an event's link names the one that replaced it, which a
+// later one may have replaced in turn: it follows the links to the
+// latest (at most MaxMergedKept+1 of them, the most a window records).
 func (d *DB) CarriedBy(ctx context.Context, seq uint64) (uint64, error) {
 	var out uint64
 	err := d.view(ctx, func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bucketMerged).Get(seqKey(seq)); len(v) == 8 {
+		b := tx.Bucket(bucketMerged)
+		for range app.MaxMergedKept + 1 {
+			v := b.Get(seqKey(seq))
+			if len(v) != 8 {
+				break
+			}
 			out = binary.BigEndian.Uint64(v)
+			seq = out
 		}
 		return nil
 	})

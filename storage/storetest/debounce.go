@@ -49,10 +49,6 @@ func testDebounce(t *testing.T, open Opener) {
 	if r != app.Merged {
 		t.Fatalf("second step: %d, want Merged", r)
 	}
-	// While the window is open, the merged event is carried by the latest.
-	if by, err := s.CarriedBy(ctx, seq1); err != nil || by != seq2 {
-		t.Fatalf("CarriedBy(u1) with the window open = %d, %v; want u2 %d", by, err, seq2)
-	}
 	if _, r := acceptDebounced(t, s, "o1", "c2", T0.Add(2*time.Second)); r != app.Opened {
 		t.Fatalf("another key: %d, want Opened", r)
 	}
@@ -61,6 +57,10 @@ func testDebounce(t *testing.T, open Opener) {
 	}
 	if n, _ := s.CountPending(ctx); n != 2 {
 		t.Fatalf("CountPending = %d, want 2 (debounced ones count)", n)
+	}
+	// While the window is open, the merged event is carried by the latest.
+	if by, err := s.CarriedBy(ctx, seq1); err != nil || by != seq2 {
+		t.Fatalf("CarriedBy(u1) with the window open = %d, %v; want u2 %d", by, err, seq2)
 	}
 	fire(t, s, T0.Add(9*time.Second), 0, T0.Add(10*time.Second))
 	fire(t, s, T0.Add(10*time.Second), 1, T0.Add(12*time.Second))
@@ -116,6 +116,32 @@ func testDebounce(t *testing.T, open Opener) {
 	if n, _ := s.PendingCount(ctx); n != 1 {
 		t.Fatalf("PendingCount = %d, want 1", n)
 	}
+}
+
+// A merged event names the event whose delivery carries it: the latest
+// of its window while the window is open (after any number of merges),
+// the one sent once it fired; the one sent names none.
+func testCarriedBy(t *testing.T, open Opener) {
+	s := open(t)
+	var seqs []uint64
+	for i := range 3 {
+		seq, r := acceptDebounced(t, s, fmt.Sprint("c", i), "k", T0.Add(time.Duration(i)*time.Second))
+		if want := map[bool]app.DebounceResult{true: app.Opened, false: app.Merged}[i == 0]; r != want {
+			t.Fatalf("event %d: %d, want %d", i, r, want)
+		}
+		seqs = append(seqs, seq)
+	}
+	check := func(when string) {
+		t.Helper()
+		for i, want := range []uint64{seqs[2], seqs[2], 0} {
+			if by, err := s.CarriedBy(ctx, seqs[i]); err != nil || by != want {
+				t.Fatalf("%s: CarriedBy(c%d) = %d, %v; want %d", when, i, by, err, want)
+			}
+		}
+	}
+	check("window open")
+	fire(t, s, T0.Add(10*time.Second), 1, time.Time{})
+	check("sent")
 }
 
 // Many events of one key at once make one pending delivery: one opens it,
