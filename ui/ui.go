@@ -336,14 +336,32 @@ func (u *UI) events(c *fiber.Ctx) error {
 type eventRow struct {
 	app.EventSummary
 	Destinations []string
+	// CarriedBy is, for a merged event, the event whose delivery carries
+	// it (0: not known), named by CarrierID.
+	CarriedBy uint64
+	CarrierID string
 }
 
 // eventRows reads the deliveries of each listed event (one read each, a
-// page at a time) for the destination column and the failing status.
+// page at a time) for the destination column and the failing status, and
+// for a merged one the event that carries it.
 func (u *UI) eventRows(ctx context.Context, list []app.EventSummary) ([]eventRow, error) {
 	out := make([]eventRow, 0, len(list))
 	for _, e := range list {
 		row := eventRow{EventSummary: e}
+		if e.Status == "merged" {
+			by, err := u.d.Store.CarriedBy(ctx, e.Seq)
+			if err != nil {
+				return nil, err
+			}
+			if by != 0 {
+				names, err := u.d.Store.EventNames(ctx, []uint64{by})
+				if err != nil {
+					return nil, err
+				}
+				row.CarriedBy, row.CarrierID = by, names[by].ID
+			}
+		}
 		if e.Status != "unrouted" && e.Status != "merged" && e.Status != "waiting" && e.Status != "unreadable" {
 			ds, err := u.d.Store.EventDeliveries(ctx, e.Seq)
 			if err != nil {

@@ -37,6 +37,9 @@ func TestPages_EventsFailingAndMerged(t *testing.T) {
 	ctx := context.Background()
 	_, c0, _, _ := f.db.LookupID(ctx, "shop", "cust-0")
 	_, c2, _, _ := f.db.LookupID(ctx, "shop", "cust-2")
+	if row := between(t, string(page), ">cust-0</a>", "</tr>"); !strings.Contains(row, fmt.Sprintf(`merged into <a href="/events/%d">cust-2</a>`, c2)) {
+		t.Errorf("cust-0's row does not link to cust-2:\n%s", row)
+	}
 	_, merged := f.get(fmt.Sprintf("/events/%d", c0))
 	if want := fmt.Sprintf(`the delivery of the later event <a href="/events/%d">cust-2</a>`, c2); !strings.Contains(string(merged), want) {
 		t.Errorf("cust-0's page lacks %s:\n%s", want, between(t, string(merged), "<h2>Deliveries</h2>", "<h2>Headers</h2>"))
