@@ -28,6 +28,10 @@ type ReadModel interface {
 	// MergedInto returns the seqs of the events merged into event seq's
 	// delivery by debouncing.
 	MergedInto(ctx context.Context, seq uint64) ([]uint64, error)
+	// CarriedBy is MergedInto the other way: the event whose delivery
+	// carries merged event seq (the one that went out, or while the
+	// debounce window is open, the latest event it holds), 0 for none.
+	CarriedBy(ctx context.Context, seq uint64) (uint64, error)
 	// PreviousInGroup returns the delivery before d in its order group
 	// (same destination, route and order key: the highest lower id), nil
 	// when d has no order key or is the first of its group: the page says

@@ -95,7 +95,14 @@ type DestInfo struct {
 	// or a probe (zero: not known). Stored (DestinationHealth).
 	FailingSince time.Time `json:"failing_since,omitzero"`
 	NextTry      time.Time `json:"next_try,omitzero"`
+	// Backlog is how many of its deliveries are not done yet (counted up
+	// to MaxBacklogCount), filled by the reader from the store: the
+	// overview's and /api/v1/stats' same figure.
+	Backlog int `json:"backlog"`
 }
+
+// MaxBacklogCount bounds the count of a destination's backlog (a scan).
+const MaxBacklogCount = 100000
 
 // RouteInfo is what the overview shows per debounced or filtered route:
 // counts of the last CountHours hours, from the store.
@@ -124,14 +131,6 @@ type Tables struct {
 	Sources      []SourceInfo
 	Destinations []DestInfo
 	Routes       []RouteInfo
-}
-
-// SuccessRate is the share of attempts that delivered, or -1 with none.
-func (d DestInfo) SuccessRate() float64 {
-	if d.Delivered+d.Failed == 0 {
-		return -1
-	}
-	return float64(d.Delivered) / float64(d.Delivered+d.Failed)
 }
 
 // NewStats builds the counters for cfg, read from store.
@@ -408,6 +407,33 @@ func (s *Stats) Tables(ctx context.Context) (Tables, error) {
 			Debounced: rt.Key != nil, Filtered: n(RouteFiltered, name), FilterErrors: n(RouteFilterErrors, name)})
 	}
 	return t, err
+}
+
+// DestHours returns, per configured destination, its delivered and its
+// failed attempts in each of the last CountHours hours, oldest first, the
+// current hour last: what the overview draws beside each destination. It
+// reads the store's counts by name one hour at a time.
+func (s *Stats) DestHours(ctx context.Context) (map[string]*[2][CountHours]uint64, error) {
+	now := s.now()
+	s.mu.Lock()
+	out := make(map[string]*[2][CountHours]uint64, len(s.dests))
+	for name := range s.dests {
+		out[name] = &[2][CountHours]uint64{}
+	}
+	s.mu.Unlock()
+	cur := Hour(now)
+	for i := range CountHours {
+		start := HourStart(cur - int64(CountHours-1-i))
+		counts, err := s.store.NamedCounts(ctx, start, start)
+		if err != nil {
+			return out, err
+		}
+		for name, v := range out {
+			v[0][i] = counts[Named{Kind: DestDelivered, Name: name}]
+			v[1][i] = counts[Named{Kind: DestFailed, Name: name}]
+		}
+	}
+	return out, nil
 }
 
 // LastAttemptFailed reports whether the destination's last recorded

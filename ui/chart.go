@@ -8,33 +8,46 @@ import (
 )
 
 // chart is an inline SVG bar chart of 24 hourly values, with a time axis
-// (UTC hours) and a scale.
+// and a scale; a second series (Bad: failed attempts) stacks in red on
+// the first. The hours' labels are UTC in the page; the script rewrites
+// them in the browser's time zone (see timeLabel).
 type chart struct {
 	Bars  []bar
 	Ticks []tick
 	Max   uint64
 	Total uint64
-	Scale uint64 // the top of the value axis: Max rounded up to 1, 2 or 5 × 10ⁿ
+	// BadTotal is the second series' sum (0 and no red bars without one).
+	BadTotal uint64
+	Scale    uint64 // the top of the value axis: Max rounded up to 1, 2 or 5 × 10ⁿ
+	// The geometry the template draws with, in SVG units.
+	Width, Height, Left, Top, Plot, Bottom, Mid, Right int
+	BarWidth                                           int
 }
 
 type bar struct {
 	X, Y, H int
-	Label   string
+	// BadY and BadH are the failed attempts' part, above the bar.
+	BadY, BadH int
+	Label      string
 }
 
-// tick is a label of the time axis at X.
+// tick is a label of the time axis at X, for the hour starting at Hour.
 type tick struct {
 	X     int
 	Label string
+	Hour  time.Time
 }
 
 // The chart's geometry, in SVG units: the plot starts at chartLeft (the
-// value labels are left of it) and is chartHeight tall from chartTop.
+// value labels are left of it) and is chartHeight tall from chartTop. A
+// chart is drawn as wide as its box: 600 units make a bar 20 units wide,
+// readable at half of a 1200 px page and across a phone.
 const (
-	chartLeft   = 34
-	chartTop    = 6
-	chartHeight = 70
-	barStep     = 12
+	chartLeft   = 40
+	chartTop    = 8
+	chartHeight = 120
+	barStep     = 23
+	chartWidth  = chartLeft + app.CountHours*barStep + 8
 )
 
 // niceScale rounds n up to 1, 2 or 5 times a power of ten (at least 1).
@@ -48,23 +61,41 @@ func niceScale(n uint64) uint64 {
 	}
 }
 
+// newChart draws v, hourly, oldest first, the hour of now last.
 func newChart(v [app.CountHours]uint64, now time.Time) chart {
-	c := chart{}
-	for _, n := range v {
-		c.Max = max(c.Max, n)
-		c.Total += n
+	return newStacked(v, [app.CountHours]uint64{}, now, "")
+}
+
+// newStacked draws good with bad stacked on it (bad named badName in the
+// bars' labels, "" for none).
+func newStacked(good, bad [app.CountHours]uint64, now time.Time, badName string) chart {
+	c := chart{Width: chartWidth, Height: chartTop + chartHeight + 22, Left: chartLeft, Top: chartTop,
+		Plot: chartTop + chartHeight, Bottom: chartTop + chartHeight + 16, Mid: chartTop + chartHeight/2,
+		Right: chartWidth - 2, BarWidth: barStep - 3}
+	for i := range good {
+		c.Max = max(c.Max, good[i]+bad[i])
+		c.Total += good[i]
+		c.BadTotal += bad[i]
 	}
 	c.Scale = niceScale(c.Max)
-	for i, n := range v {
+	height := func(n uint64) int {
 		h := int(n * chartHeight / c.Scale)
 		if n > 0 && h == 0 {
 			h = 1 // a non-zero hour is never invisible
 		}
-		hour := now.Add(time.Duration(i-(app.CountHours-1)) * time.Hour).UTC()
+		return h
+	}
+	for i, n := range good {
+		h, bh := height(n), height(bad[i])
+		hour := app.HourStart(app.Hour(now) - int64(app.CountHours-1-i))
 		x := chartLeft + i*barStep
-		c.Bars = append(c.Bars, bar{X: x + 1, Y: chartTop + chartHeight - h, H: h, Label: fmt.Sprintf("%s–%s UTC: %d", hour.Format("15:00"), hour.Add(time.Hour).Format("15:00"), n)})
+		label := fmt.Sprintf("%s–%s UTC: %d", hour.Format("15:00"), hour.Add(time.Hour).Format("15:00"), n)
+		if badName != "" {
+			label += fmt.Sprintf(", %d %s", bad[i], badName)
+		}
+		c.Bars = append(c.Bars, bar{X: x + 1, Y: c.Plot - h, H: h, BadY: c.Plot - h - bh, BadH: bh, Label: label})
 		if i%6 == 0 {
-			c.Ticks = append(c.Ticks, tick{X: x, Label: hour.Format("15:00")})
+			c.Ticks = append(c.Ticks, tick{X: x, Label: hour.Format("15:00"), Hour: hour})
 		}
 	}
 	return c

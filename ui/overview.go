@@ -17,8 +17,44 @@ const maxRetryingCount = 100000
 
 type destRow struct {
 	app.DestInfo
-	Backlog int
 	Control destControl
+	// Chart is its delivered and failed attempts per hour, last 24 h.
+	Chart chart
+}
+
+// total is one row of the overview's totals: its label on the page, its
+// name in data-kind (the key of /api/v1/stats "counts" it shows, or for
+// failed attempts the sum of retrying and dead), and what it counts.
+type total struct {
+	Name, Label, Title string
+	Hour, Day          uint64
+}
+
+// totals are the overview's totals, in the words of the rows and lists
+// below them: "failed attempts" counts every attempt that did not deliver
+// (retried or not), as a destination's row does, so the totals add up to
+// the rows; "went dead" counts the deliveries that gave up in the hour or
+// the day (the Dead letters page lists those dead now).
+func totals(hour, day app.Counts) []total {
+	var out []total
+	for k, name := range app.KindNames {
+		t := total{Name: name, Label: app.KindLabels[k], Hour: hour[k], Day: day[k]}
+		switch app.Kind(k) {
+		case app.KindRetrying:
+			t.Name, t.Label = "failed", "failed attempts"
+			t.Title = "every attempt that did not deliver, retried or not: one delivery can fail several times"
+			t.Hour, t.Day = hour[app.KindRetrying]+hour[app.KindDead], day[app.KindRetrying]+day[app.KindDead]
+		case app.KindDead:
+			t.Label = "went dead"
+			t.Title = "deliveries that gave up after their last retry (the last of their failed attempts); some may have been replayed since"
+		case app.KindDebounced:
+			t.Title = "events folded into a pending debounced delivery"
+		case app.KindDelivered:
+			t.Title = "deliveries that reached their destination"
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // destControl is what the overview shows of a destination's controls.
@@ -40,15 +76,7 @@ func (u *UI) overview(c *fiber.Ctx) error {
 	if herr != nil {
 		u.d.Logger.Warn("read the hourly counts", "error", herr)
 	}
-	hour, day := app.Sum(hours, 1), app.Sum(hours, app.CountHours)
-	type count struct {
-		Name, Label string
-		Hour, Day   uint64
-	}
-	var counts []count
-	for k, name := range app.KindNames {
-		counts = append(counts, count{name, app.KindLabels[k], hour[k], day[k]})
-	}
+	counts := totals(app.Sum(hours, 1), app.Sum(hours, app.CountHours))
 	tables, terr := u.d.Stats.Tables(ctx)
 	if terr != nil {
 		u.d.Logger.Warn("read the counts by name", "error", terr)
@@ -66,15 +94,23 @@ func (u *UI) overview(c *fiber.Ctx) error {
 			failed("the destinations' pauses", err)
 		}
 	}
+	series, err := u.d.Stats.DestHours(ctx)
+	if err != nil {
+		failed("the destinations' hourly counts", err)
+	}
 	var dests []destRow
 	for _, d := range tables.Destinations {
-		n, err := u.d.Store.Backlog(ctx, d.Name, 100000)
-		if err != nil {
+		var err error
+		if d.Backlog, err = u.d.Store.Backlog(ctx, d.Name, app.MaxBacklogCount); err != nil {
 			failed("the backlog of "+d.Name, err)
 		}
 		ctl := destControl{DestinationControl: controls[d.Name], Rate: u.rate(d.Name)}
 		ctl.Held = ctl.HeldUntil.After(now)
-		dests = append(dests, destRow{d, n, ctl})
+		var ch chart
+		if v := series[d.Name]; v != nil {
+			ch = newStacked(v[0], v[1], now, "failed attempts")
+		}
+		dests = append(dests, destRow{d, ctl, ch})
 	}
 	pending, err := u.d.Store.CountPending(ctx)
 	if err != nil {
@@ -83,6 +119,10 @@ func (u *UI) overview(c *fiber.Ctx) error {
 	retrying, err := u.d.Store.CountRetrying(ctx, maxRetryingCount)
 	if err != nil {
 		failed("the deliveries waiting for a retry", err)
+	}
+	dead, err := u.d.Store.CountDead(ctx)
+	if err != nil {
+		failed("the dead deliveries", err)
 	}
 	poison, poisonTotal, err := u.d.Store.Poisoned(ctx, 10)
 	if err != nil {
@@ -101,7 +141,8 @@ func (u *UI) overview(c *fiber.Ctx) error {
 		"Unread":       unread,
 		"Since":        app.HourStart(app.Hour(now)),
 		"Received":     newChart(app.Series(hours, app.KindReceived), now),
-		"Delivered":    newChart(app.Series(hours, app.KindDelivered), now),
+		"Delivered":    newStacked(app.Series(hours, app.KindDelivered), failedSeries(hours), now, "failed attempts"),
+		"DeadNow":      dead,
 		"Retrying":     retrying,
 		"RetryingMax":  retrying >= maxRetryingCount,
 		"Sources":      tables.Sources,
@@ -111,6 +152,16 @@ func (u *UI) overview(c *fiber.Ctx) error {
 		"Poison": map[string]any{"List": poison, "Total": poisonTotal,
 			"Store": u.d.Stats.Storage.Store, "DamageFix": u.d.Stats.Storage.DamageFix},
 	})
+}
+
+// failedSeries is the failed attempts of each hour of hs: retried or
+// gone dead.
+func failedSeries(hs [app.CountHours]app.Counts) [app.CountHours]uint64 {
+	var out [app.CountHours]uint64
+	for i, c := range hs {
+		out[i] = c[app.KindRetrying] + c[app.KindDead]
+	}
+	return out
 }
 
 // rate is destination name's rate as the config writes it ("" for none).

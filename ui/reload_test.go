@@ -69,7 +69,7 @@ to = ["erp"]
 	if !strings.Contains(page, "the config in force has no destination pos") {
 		t.Error("the event page does not name the destination no longer configured")
 	}
-	if want := `Config loaded 2026-12-03 07:00:00 UTC from /etc/hookbox/config.toml.`; !strings.Contains(page, want) {
+	if want := `Config loaded <time datetime="2026-12-03T07:00:00Z" title="2026-12-03 07:00:00 UTC">2026-12-03 07:00:00 UTC</time> from /etc/hookbox/config.toml.`; !strings.Contains(page, want) {
 		t.Errorf("the page lacks %q", want)
 	}
 	if strings.Contains(page, "config-refused") {

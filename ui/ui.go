@@ -8,6 +8,7 @@ package ui
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,11 +82,10 @@ var funcs = template.FuncMap{
 	"plural":        plural,
 	"outcome":       outcome,
 	"attemptStatus": attemptStatus,
-	"when": func(t time.Time) string {
-		if t.IsZero() {
-			return "—"
-		}
-		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	"when":          when,
+	"clock": func(t time.Time) template.HTML {
+		u := t.UTC()
+		return template.HTML(`<time datetime="` + u.Format(time.RFC3339) + `" data-clock title="` + u.Format("15:04 UTC") + `">` + u.Format("15:04") + ` UTC</time>`)
 	},
 	"pct": func(f float64) string {
 		if f < 0 {
@@ -120,6 +121,18 @@ var funcs = template.FuncMap{
 		}
 		return m
 	},
+}
+
+// when writes t as a <time> element: its text in UTC, which the page's
+// script rewrites in the browser's time zone, keeping UTC on hover (the
+// title); "—" for the zero time.
+func when(t time.Time) template.HTML {
+	if t.IsZero() {
+		return "—"
+	}
+	u := t.UTC()
+	utc := u.Format("2006-01-02 15:04:05 UTC")
+	return template.HTML(`<time datetime="` + u.Format(time.RFC3339) + `" title="` + utc + `">` + utc + `</time>`)
 }
 
 // New parses the templates; it panics on a template error, which is a bug
@@ -275,7 +288,10 @@ func (u *UI) events(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	rows := res.Rows
+	rows, err := u.eventRows(ctx, res.Rows)
+	if err != nil {
+		return err
+	}
 	nextURL := ""
 	if res.Next > 0 {
 		v := url.Values{}
@@ -312,6 +328,57 @@ func (u *UI) events(c *fiber.Ctx) error {
 		"Since": c.Query("since"), "Until": c.Query("until"), "Sources": sources, "Error": bad,
 		"Replay": offer, "Replayed": c.Query("replayed"),
 		"Statuses": []string{"delivered", "pending", "waiting", "dead", "unrouted", "merged", "unreadable"}})
+}
+
+// eventRow is a row of the events list: the event, the destinations of
+// its deliveries, and its status in the overview's words: "failing" for a
+// pending delivery that has had failed attempts (it waits for a retry).
+type eventRow struct {
+	app.EventSummary
+	Destinations []string
+	// CarriedBy is, for a merged event, the event whose delivery carries
+	// it (0: not known), named by CarrierID.
+	CarriedBy uint64
+	CarrierID string
+}
+
+// eventRows reads the deliveries of each listed event (one read each, a
+// page at a time) for the destination column and the failing status, and
+// for a merged one the event that carries it.
+func (u *UI) eventRows(ctx context.Context, list []app.EventSummary) ([]eventRow, error) {
+	out := make([]eventRow, 0, len(list))
+	for _, e := range list {
+		row := eventRow{EventSummary: e}
+		if e.Status == "merged" {
+			by, err := u.d.Store.CarriedBy(ctx, e.Seq)
+			if err != nil {
+				return nil, err
+			}
+			if by != 0 {
+				names, err := u.d.Store.EventNames(ctx, []uint64{by})
+				if err != nil {
+					return nil, err
+				}
+				row.CarriedBy, row.CarrierID = by, names[by].ID
+			}
+		}
+		if e.Status != "unrouted" && e.Status != "merged" && e.Status != "waiting" && e.Status != "unreadable" {
+			ds, err := u.d.Store.EventDeliveries(ctx, e.Seq)
+			if err != nil {
+				return nil, err
+			}
+			for _, d := range ds {
+				if !slices.Contains(row.Destinations, d.Destination) {
+					row.Destinations = append(row.Destinations, d.Destination)
+				}
+				if d.State == app.Pending && d.Attempts > 0 && row.Status == "pending" {
+					row.Status = "failing"
+				}
+			}
+		}
+		out = append(out, row)
+	}
+	return out, nil
 }
 
 func parseWhen(v string) (time.Time, error) {
@@ -425,13 +492,28 @@ func (u *UI) event(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	var carrier map[string]any
+	if len(ds) == 0 {
+		by, err := u.d.Store.CarriedBy(ctx, seq)
+		if err != nil {
+			return err
+		}
+		if by != 0 {
+			names, err := u.d.Store.EventNames(ctx, []uint64{by})
+			if err != nil {
+				return err
+			}
+			n, ok := names[by]
+			carrier = map[string]any{"Seq": by, "Name": n.ID, "Gone": !ok, "Topic": n.Topic}
+		}
+	}
 	mergedTotal := len(merged)
 	if len(merged) > maxMergedShown { // a long debounce window can fold in thousands
 		merged = merged[:maxMergedShown]
 	}
 	return u.render(c, 200, "event", "Event "+e.ID, map[string]any{"E": e, "Headers": app.MaskHeaders(e.Header),
 		"Body": viewBody(e.Body), "Download": "/api/v1/events/" + strconv.FormatUint(seq, 10) + "/body",
-		"Deliveries": rows, "Transformed": len(sent) > 0, "Merged": merged, "MergedTotal": mergedTotal, "MergedMore": mergedTotal - len(merged)})
+		"Deliveries": rows, "Transformed": len(sent) > 0, "Merged": merged, "CarriedBy": carrier, "MergedTotal": mergedTotal, "MergedMore": mergedTotal - len(merged)})
 }
 
 // Bounds of the event page's lists, beside those of the body (indent.go).
@@ -564,5 +646,15 @@ func (u *UI) config(c *fiber.Ctx) error {
 		sort.Strings(v.HeaderNames)
 		dests = append(dests, v)
 	}
-	return u.render(c, 200, "config", "Configuration", map[string]any{"C": u.cfg(), "Destinations": dests})
+	type sourceView struct {
+		Name, Provider, URL string
+		Public              bool
+	}
+	var sources []sourceView
+	cfg := u.cfg()
+	for _, s := range cfg.Sources {
+		paste, public := cfg.PasteURL(s)
+		sources = append(sources, sourceView{Name: s.Name, Provider: s.Provider, URL: paste, Public: public})
+	}
+	return u.render(c, 200, "config", "Configuration", map[string]any{"C": cfg, "Sources": sources, "Destinations": dests})
 }

@@ -69,8 +69,9 @@ func pollFor(t *testing.T, within time.Duration, cond func() bool, what func() s
 	}
 }
 
-// failingSinceRE finds what the overview says of a failing destination.
-var failingSinceRE = regexp.MustCompile(`failing since ([^<(]+)\(`)
+// failingSinceRE finds what the overview says of a failing destination:
+// the time in its <time> element (UTC, which the browser shows in its zone).
+var failingSinceRE = regexp.MustCompile(`failing since <time datetime="([^"]+)"`)
 
 // Issue 29, end to end on both stores: a destination that answers 500
 // until the test lets it answer 200, with failing_for = "5s". One WARN

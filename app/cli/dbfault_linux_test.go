@@ -57,7 +57,7 @@ func TestFault_DatabaseGoneVisible(t *testing.T) {
 	if code != 503 || !strings.Contains(health, `"degraded"`) {
 		t.Errorf("/healthz with the database gone: %d %s", code, health)
 	}
-	if !regexp.MustCompile(`Storage is failing since [^<]+ ago: \d+ webhooks? refused`).MatchString(page) ||
+	if !regexp.MustCompile(`Storage is failing since <time[^>]*>[^<]*</time>, [^<]+ ago: \d+ webhooks? refused`).MatchString(page) ||
 		!strings.Contains(page, "Check the PostgreSQL database") {
 		t.Errorf("the overview shows no storage banner, or not what to check:\n%s", page)
 	}

@@ -130,7 +130,7 @@ func TestFault_DiskFullVisible(t *testing.T) {
 	if code != 503 || !strings.Contains(health, `"degraded"`) {
 		t.Errorf("/healthz with the disk full: %d %s", code, health)
 	}
-	if !regexp.MustCompile(`Storage is failing since [^<]+ ago: \d+ webhooks? refused`).MatchString(page) {
+	if !regexp.MustCompile(`Storage is failing since <time[^>]*>[^<]*</time>, [^<]+ ago: \d+ webhooks? refused`).MatchString(page) {
 		t.Errorf("the overview shows no storage banner:\n%s", page)
 	}
 	if !regexp.MustCompile(`(?m)^hookbox_storage_failing 1$`).MatchString(metrics) {

@@ -16,7 +16,7 @@ var relativeRE = regexp.MustCompile(`\b(\d+[smhd])+ ago\b|\bin (\d+[smhd])+\b|\b
 
 // loadedRE finds when the running config was loaded, which a restart
 // changes (it loads the file again).
-var loadedRE = regexp.MustCompile(`Config loaded [^<]* from `)
+var loadedRE = regexp.MustCompile(`Config loaded (<time[^>]*>)?[^<]*(</time>)? from `)
 
 // Issue 18: a restart changes nothing on the overview. The real binary
 // accepts, rejects and delivers (one destination takes everything, one

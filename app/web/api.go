@@ -308,6 +308,11 @@ func (s *Server) handleStats(c *fiber.Ctx) error {
 	if out.Destinations == nil {
 		out.Destinations = []app.DestInfo{}
 	}
+	for i, d := range out.Destinations {
+		if out.Destinations[i].Backlog, err = s.deps.Store.Backlog(ctx, d.Name, app.MaxBacklogCount); err != nil {
+			return s.storeError(c, err)
+		}
+	}
 	for k, name := range app.KindNames {
 		out.Counts["last_hour"][name], out.Counts["last_day"][name] = hour[k], day[k]
 	}

@@ -127,14 +127,14 @@ func TestOverview_TablesSurviveRestart(t *testing.T) {
 	routes := between(t, before, "<h2>Routes</h2>", "</table>")
 	for _, w := range []struct{ table, name, want string }{
 		// 7 accepted (3 orders, 4 customers), 1 duplicate, 1 forged, 0 invalid.
-		{sources, "shop", `<td class="num">7</td><td class="num">1</td><td class="num bad">1</td><td class="num">0</td>`},
+		{sources, "shop", `data-stat="accepted">7</td><td class="num" data-label="duplicates, 24 h" data-stat="duplicate">1</td><td class="num bad" data-label="rejected, 24 h" data-stat="rejected">1</td><td class="num" data-label="invalid, 24 h" data-stat="invalid">0</td>`},
 		{sources, "last 24 h", "last 24 h"},
-		{sources, "shop's last event", `shop</a></td><td>… ago</td>`},
-		{dests, "pos", `<td class="num">100.0%</td><td class="num">3</td><td class="num">0</td>`},
+		{sources, "shop's last event", `shop</a></td><td data-label="last event">… ago</td>`},
+		{dests, "pos", `data-stat="delivered">3</td><td class="num" data-label="failed attempts, 24 h" data-stat="failed_attempts">0</td>`},
 		{dests, "crm's last error", "connection refused<br><small>(… ago)"},
-		{dests, "erp's failed attempts", `<td class="num">0.0%</td><td class="num">0</td><td class="num">4</td>`},
+		{dests, "erp's failed attempts", `data-stat="delivered">0</td><td class="num bad" data-label="failed attempts, 24 h" data-stat="failed_attempts">4</td>`},
 		// 4 took the route: 1 opened, 2 merged, 1 unkeyed; 1 sent.
-		{routes, "customers", `<td class="num">4</td><td class="num">2</td><td class="num">0</td><td class="num">1</td><td class="num">1</td><td class="num">50.0%</td>`},
+		{routes, "customers", `data-stat="received">4</td><td class="num" data-label="merged, 24 h" data-stat="debounced">2</td><td class="num" data-label="deferred, 24 h" data-stat="deferred">0</td><td class="num" data-label="unkeyed, 24 h" data-stat="unkeyed">1</td><td class="num" data-label="sent, 24 h" data-stat="delivered">1</td><td class="num" data-label="reduction">50.0%</td>`},
 	} {
 		if !strings.Contains(w.table, w.want) {
 			t.Errorf("%s: no %s in\n%s", w.name, w.want, w.table)

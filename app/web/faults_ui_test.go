@@ -125,7 +125,7 @@ func TestUI_FailingDestination(t *testing.T) {
 	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Access: login, Stats: stats})
 	c := logIn(t, serve(t, srv.App()))
 	_, page := c.do("GET", "/", nil)
-	want := regexp.MustCompile(`failing since [^<]*\(1m3\ds ago\)</span>, 3 waiting, next try in 4m[23]\ds`)
+	want := regexp.MustCompile(`failing since <time datetime="[^"]*" title="[^"]* UTC">[^<]* UTC</time> \(1m3\ds ago\)</span>, 3 waiting, next try in 4m[23]\ds`)
 	if !want.MatchString(page) {
 		t.Fatalf("overview lacks the failing destination's state:\n%s", page)
 	}

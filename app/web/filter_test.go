@@ -129,8 +129,8 @@ func TestFilters_UnroutedShownAndCounted(t *testing.T) {
 	_, page = f.get("/")
 	table := between(t, string(page), "<h2>Routes</h2>", "</table>")
 	for _, want := range []string{
-		`<td>erp-paid</td><td class="num" colspan="6" title="not debounced">—</td><td class="num">1</td><td class="num">0</td>`,
-		`<td>slack</td><td class="num" colspan="6" title="not debounced">—</td><td class="num">0</td><td class="num bad">2</td>`,
+		`<td data-label="route">erp-paid</td><td class="num" colspan="6" title="not debounced" data-label="debounce">—</td><td class="num" data-label="filtered, 24 h" data-stat="filtered">1</td><td class="num" data-label="filter errors, 24 h" data-stat="filter_errors">0</td>`,
+		`<td data-label="route">slack</td><td class="num" colspan="6" title="not debounced" data-label="debounce">—</td><td class="num" data-label="filtered, 24 h" data-stat="filtered">0</td><td class="num bad" data-label="filter errors, 24 h" data-stat="filter_errors">2</td>`,
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("route table lacks %s:\n%s", want, table)

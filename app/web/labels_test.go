@@ -21,20 +21,31 @@ func TestPages_Labels(t *testing.T) {
 		return string(b)
 	}
 	overview := page("/")
-	// 4 deliveries wait for a retry (3 to erp, 1 to crm) after 5 failed
-	// attempts that will be retried (erp's first event failed twice).
-	for _, want := range []string{`<span id="retrying">4 deliveries waiting for a retry</span>`,
-		`<th scope="row">failed attempts</th><td class="num" data-kind="retrying-hour">5</td>`} {
+	// 4 deliveries wait for a retry (3 to erp, 1 to crm), of the deliveries
+	// not done yet, after 7 failed attempts: 5 retried (erp's first event
+	// failed twice) and 2 that went dead; the destinations' rows (3 + 4)
+	// add up to the same 7.
+	for _, want := range []string{`of which <strong data-stat="retrying">4</strong> are waiting for a retry after a failed attempt</span>`,
+		`<th scope="row">failed attempts</th><td class="num" data-kind="failed-hour">7</td>`,
+		`<th scope="row">went dead</th><td class="num" data-kind="dead-hour">2</td>`,
+		`Dead now: <a href="/dead-letters" data-stat="dead">2</a>`,
+		`data-label="failed attempts, 24 h" data-stat="failed_attempts">3</td>`,
+		`data-label="failed attempts, 24 h" data-stat="failed_attempts">4</td>`} {
 		if !strings.Contains(overview, want) {
 			t.Errorf("overview lacks %s", want)
+		}
+	}
+	for _, gone := range []string{"success rate", "deliveries waiting for a retry"} {
+		if strings.Contains(overview, gone) {
+			t.Errorf("overview still says %q", gone)
 		}
 	}
 	// Destinations whose last recorded attempt failed say so, from the
 	// store, where the dispatcher (not running here, as after a restart)
 	// knows nothing yet; one whose last attempt delivered is ok.
-	for _, want := range []string{`<td>crm</td><td><span class="bad">last attempt failed</span>`,
-		`<td>erp-warehouse-integration</td><td><span class="bad">last attempt failed</span>`,
-		`<td>pos</td><td><span class="ok">ok</span>`} {
+	for _, want := range []string{`crm</span></td><td data-label="state"><span><span class="bad">last attempt failed</span>`,
+		`erp-warehouse-integration</span></td><td data-label="state"><span><span class="bad">last attempt failed</span>`,
+		`pos</span></td><td data-label="state"><span><span class="ok">ok</span>`} {
 		if !strings.Contains(overview, want) {
 			t.Errorf("overview lacks %s", want)
 		}

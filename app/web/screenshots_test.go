@@ -26,6 +26,42 @@ func browser() string {
 	return ""
 }
 
+// chromium starts a headless Chromium (exe) for the test, with its own
+// profile, stopped at the test's end; its context times out in 2 minutes.
+func chromium(t *testing.T, exe string, env ...string) context.Context {
+	t.Helper()
+	profile, err := os.MkdirTemp("", "hookbox-chromium")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(profile) }) // best effort: Chromium may still write it as it exits
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true), chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 900), chromedp.Env(env...))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancel = context.WithTimeout(ctx, 120*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// needChromium returns Chromium's path, or skips the test without one
+// (fails it on CI, which installs Debian's chromium).
+func needChromium(t *testing.T) string {
+	t.Helper()
+	exe := browser()
+	if exe == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no Chromium on the CI machine: .ci/run installs Debian's chromium")
+		}
+		t.Skip("no Chromium here (apt-get install chromium)")
+	}
+	return exe
+}
+
 // overflowJS lists the elements that reach past the viewport's right edge
 // (what makes a page scroll sideways), and the page's widths.
 const overflowJS = `(() => {
@@ -44,13 +80,7 @@ const overflowJS = `(() => {
 // at 390 px no page may scroll sideways (wide tables scroll inside their
 // own box instead).
 func TestBrowser_Screenshots(t *testing.T) {
-	exe := browser()
-	if exe == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no Chromium on the CI machine: .ci/run installs Debian's chromium")
-		}
-		t.Skip("no Chromium here (apt-get install chromium)")
-	}
+	exe := needChromium(t)
 	dir := os.Getenv(ScreenshotsEnv)
 	if dir == "" {
 		dir = t.TempDir()
@@ -68,27 +98,20 @@ func TestBrowser_Screenshots(t *testing.T) {
 		}
 	}
 
-	profile, err := os.MkdirTemp("", "hookbox-chromium")
-	if err != nil {
-		t.Fatal(err)
+	// cust-0 was merged into cust-2's pending delivery by debouncing.
+	_, merged, _, err := f.db.LookupID(context.Background(), "shop", "cust-0")
+	if err != nil || merged == 0 {
+		t.Fatalf("cust-0: %d, %v", merged, err)
 	}
-	defer os.RemoveAll(profile) // best effort: Chromium may still write it as it exits
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true), chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 120*time.Second)
-	defer cancel()
+	// A browser east of UTC: the pages show its time, UTC on hover.
+	ctx := chromium(t, exe, "TZ=Europe/Berlin")
 
 	pages := []struct{ name, path, wait string }{
 		{"overview", "/", "#overview"},
 		{"events", "/events", "table.events"},
 		{"event", fmt.Sprintf("/events/%d", events[0]), "pre.body"},
 		{"event-debounced", "/events?topic=customers/*", "table.events"},
+		{"merged-event", fmt.Sprintf("/events/%d", merged), "#carried-by"},
 		{"dead-letters", "/dead-letters", "main table"},
 		{"config", "/config", "main table"},
 		{"team", "/team", "#users"},

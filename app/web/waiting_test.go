@@ -19,7 +19,9 @@ func TestEvents_WaitingInDebounceWindow(t *testing.T) {
 		t.Fatalf("events: %d", status)
 	}
 	row := between(t, string(page), ">cust-1</a>", "</tr>")
-	if want := "waiting (debounce until " + now.Add(time.Minute).Format("2006-01-02 15:04:05 UTC"); !strings.Contains(row, want) {
+	// The time in UTC, which the page's script shows in the browser's zone.
+	until := now.Add(time.Minute)
+	if want := `waiting (debounce until <time datetime="` + until.Format(time.RFC3339) + `" title="` + until.Format("2006-01-02 15:04:05 UTC") + `">`; !strings.Contains(row, want) {
 		t.Errorf("cust-1's row: %s\nwant %q", row, want)
 	}
 	if strings.Contains(row, "unrouted") {

@@ -379,6 +379,28 @@ func (d *DB) MergedInto(ctx context.Context, seq uint64) ([]uint64, error) {
 	return out, err
 }
 
+// CarriedBy returns the event whose delivery carries merged event seq
+// (bucketMerged's mergedEventSeq → firedEventSeq), 0 for none. While the
+// window is open an event's link names the one that replaced it, which a
+// later one may have replaced in turn: it follows the links to the
+// latest (at most MaxMergedKept+1 of them, the most a window records).
+func (d *DB) CarriedBy(ctx context.Context, seq uint64) (uint64, error) {
+	var out uint64
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketMerged)
+		for range app.MaxMergedKept + 1 {
+			v := b.Get(seqKey(seq))
+			if len(v) != 8 {
+				break
+			}
+			out = binary.BigEndian.Uint64(v)
+			seq = out
+		}
+		return nil
+	})
+	return out, err
+}
+
 // PendingCount returns the number of pending (debounced) deliveries.
 func (d *DB) PendingCount(ctx context.Context) (int, error) {
 	var n int

@@ -206,6 +206,22 @@ func (d *DB) MergedInto(ctx context.Context, seq uint64) ([]uint64, error) {
 	})
 }
 
+// CarriedBy returns the event whose delivery carries merged event seq:
+// the one that went out (hookbox_merged), else the latest event of the
+// open window that holds it; 0 for none.
+func (d *DB) CarriedBy(ctx context.Context, seq uint64) (uint64, error) {
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
+	var carrier int64
+	err := d.pool.QueryRow(ctx, `SELECT COALESCE(
+		(SELECT fired_seq FROM hookbox_merged WHERE merged_seq = $1 ORDER BY fired_seq DESC LIMIT 1),
+		(SELECT event_seq FROM hookbox_debounce WHERE due IS NOT NULL AND $1 = ANY(merged) LIMIT 1), 0)`, int64(seq)).Scan(&carrier)
+	if err != nil {
+		return 0, fmt.Errorf("carried by: %w", err)
+	}
+	return uint64(carrier), nil
+}
+
 // PendingCount returns the number of pending (debounced) deliveries.
 func (d *DB) PendingCount(ctx context.Context) (int, error) {
 	return d.count(ctx, "SELECT count(*) FROM hookbox_debounce WHERE due IS NOT NULL")

@@ -58,6 +58,10 @@ func testDebounce(t *testing.T, open Opener) {
 	if n, _ := s.CountPending(ctx); n != 2 {
 		t.Fatalf("CountPending = %d, want 2 (debounced ones count)", n)
 	}
+	// While the window is open, the merged event is carried by the latest.
+	if by, err := s.CarriedBy(ctx, seq1); err != nil || by != seq2 {
+		t.Fatalf("CarriedBy(u1) with the window open = %d, %v; want u2 %d", by, err, seq2)
+	}
 	fire(t, s, T0.Add(9*time.Second), 0, T0.Add(10*time.Second))
 	fire(t, s, T0.Add(10*time.Second), 1, T0.Add(12*time.Second))
 	ds := deliveries(t, s, seq2, 2)
@@ -67,6 +71,13 @@ func testDebounce(t *testing.T, open Opener) {
 	deliveries(t, s, seq1, 0)
 	if merged, err := s.MergedInto(ctx, seq2); err != nil || !slices.Equal(merged, []uint64{seq1}) {
 		t.Fatalf("MergedInto = %v, %v; want [%d]", merged, err, seq1)
+	}
+	// MergedInto the other way: the merged event links to the one sent.
+	if by, err := s.CarriedBy(ctx, seq1); err != nil || by != seq2 {
+		t.Fatalf("CarriedBy(u1) = %d, %v; want u2 %d", by, err, seq2)
+	}
+	if by, err := s.CarriedBy(ctx, seq2); err != nil || by != 0 {
+		t.Fatalf("CarriedBy(u2), the event sent = %d, %v; want 0", by, err)
 	}
 	work, _, _ := s.DueDeliveries(ctx, "pos", T0.Add(10*time.Second), 10, Never)
 	if len(work) != 1 || string(work[0].Event.Body) != `{"n":"u2"}` {
@@ -93,6 +104,9 @@ func testDebounce(t *testing.T, open Opener) {
 	if merged, _ := s.MergedInto(ctx, seq5); len(merged) != 1 || merged[0] != seq4 {
 		t.Fatalf("MergedInto(u5) = %v, want [u4 %d]", merged, seq4)
 	}
+	if by, err := s.CarriedBy(ctx, seq4); err != nil || by != seq5 {
+		t.Fatalf("CarriedBy(u4) = %d, %v; want u5 %d", by, err, seq5)
+	}
 	// The deferred send took a slot at T0+1m: the window holds 0:11 and
 	// 1:00, so the next one defers to 1:11.
 	if _, r := acceptDebounced(t, s, "u6", "c1", T0.Add(61*time.Second)); r != app.Deferred {
@@ -102,6 +116,32 @@ func testDebounce(t *testing.T, open Opener) {
 	if n, _ := s.PendingCount(ctx); n != 1 {
 		t.Fatalf("PendingCount = %d, want 1", n)
 	}
+}
+
+// A merged event names the event whose delivery carries it: the latest
+// of its window while the window is open (after any number of merges),
+// the one sent once it fired; the one sent names none.
+func testCarriedBy(t *testing.T, open Opener) {
+	s := open(t)
+	var seqs []uint64
+	for i := range 3 {
+		seq, r := acceptDebounced(t, s, fmt.Sprint("c", i), "k", T0.Add(time.Duration(i)*time.Second))
+		if want := map[bool]app.DebounceResult{true: app.Opened, false: app.Merged}[i == 0]; r != want {
+			t.Fatalf("event %d: %d, want %d", i, r, want)
+		}
+		seqs = append(seqs, seq)
+	}
+	check := func(when string) {
+		t.Helper()
+		for i, want := range []uint64{seqs[2], seqs[2], 0} {
+			if by, err := s.CarriedBy(ctx, seqs[i]); err != nil || by != want {
+				t.Fatalf("%s: CarriedBy(c%d) = %d, %v; want %d", when, i, by, err, want)
+			}
+		}
+	}
+	check("window open")
+	fire(t, s, T0.Add(10*time.Second), 1, time.Time{})
+	check("sent")
 }
 
 // Many events of one key at once make one pending delivery: one opens it,

@@ -60,6 +60,7 @@ func Run(t *testing.T, open Opener, damage Damage) {
 	t.Run("ForgetExpiredIDs", func(t *testing.T) { testForgetExpiredIDs(t, open) })
 	t.Run("SweepRacesReplayAndFire", func(t *testing.T) { testSweepRaces(t, open) })
 	t.Run("Debounce", func(t *testing.T) { testDebounce(t, open) })
+	t.Run("CarriedBy", func(t *testing.T) { testCarriedBy(t, open) })
 	t.Run("DebounceConcurrentSameKey", func(t *testing.T) { testDebounceConcurrent(t, open) })
 	t.Run("PruneWindows", func(t *testing.T) { testPruneWindows(t, open) })
 	t.Run("ListEvents", func(t *testing.T) { testListEvents(t, open) })
