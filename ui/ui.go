@@ -628,10 +628,9 @@ type destView struct {
 func (u *UI) config(c *fiber.Ctx) error {
 	var dests []destView
 	for _, d := range u.cfg().Destinations {
-		v := destView{Name: d.Name, URL: d.URL, Timeout: d.Timeout, Retry: d.Retry, Concurrency: d.Concurrency, HasSecret: d.Secret != nil}
-		if pu, err := url.Parse(d.URL); err == nil && pu.RawQuery != "" {
-			pu.RawQuery = "…"
-			v.URL = pu.String()
+		v := destView{Name: d.Name, Timeout: d.Timeout, Retry: d.Retry, Concurrency: d.Concurrency, HasSecret: d.Secret != nil}
+		if d.URL != "" {
+			v.URL = app.ShownURL(d.URL) // as check shows it: the query, where a token often rides, is "…"
 		}
 		if len(d.Command) > 0 {
 			v.Program, v.Args = d.Command[0], len(d.Command)-1
