@@ -4,11 +4,12 @@
 package config
 
 // suggest returns the name among names nearest to s, when a typo away
-// (at most two edits, and fewer than half of s), else "".
+// (at most two edits, and fewer than half of the longer of the two: "ap"
+// is "app" with a letter missing, "ab" is not "cb"), else "".
 func suggest(s string, names []string) string {
 	best, bestD := "", 3
 	for _, n := range names {
-		if d := editDistance(s, n); d < bestD && 2*d < len(s) {
+		if d := editDistance(s, n); d < bestD && 2*d < max(len(s), len(n)) {
 			best, bestD = n, d
 		}
 	}
