@@ -1,4 +1,7 @@
-package main
+// README.md and docs/ are what the command line is used by: their links
+// are checked here, beside the test that reads README's quick start.
+
+package cli_test
 
 import (
 	"os"
@@ -8,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"hookbox/app/cli/clitest"
 )
 
 // mdLink finds the target of a Markdown link: [text](target).
@@ -71,11 +76,12 @@ func withoutCode(text string) string {
 // Every relative link in README.md and docs/ points to a file that exists
 // and, with a #fragment, to a heading of that file.
 func TestDocLinks(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	root := clitest.Root(t)
+	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, "README.md")
+	files = append(files, filepath.Join(root, "README.md"))
 	texts := map[string]string{}
 	read := func(path string) (string, bool) {
 		if s, ok := texts[path]; ok {

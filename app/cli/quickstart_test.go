@@ -141,24 +141,9 @@ func TestQuickStart(t *testing.T) {
 	}
 	// run starts line in dir and stops it at the end of the test.
 	run := func(line string) *output {
-		var out output
 		cmd := exec.Command("sh", "-c", "exec "+line)
-		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Signal(os.Interrupt)
-			done := make(chan struct{})
-			go func() { cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(15 * time.Second):
-				cmd.Process.Kill()
-				<-done
-			}
-		})
-		return &out
+		cmd.Dir, cmd.Env = dir, env
+		return startInTerminal(t, cmd)
 	}
 	// 2. The sink, 3. the server.
 	sinkOut := run(strings.ReplaceAll(sinkCmd, readmeSink, sinkAddr))
@@ -238,4 +223,28 @@ func TestQuickStart(t *testing.T) {
 	if !strings.Contains(events, id) || !strings.Contains(detail, "sink") {
 		t.Fatalf("the page does not show %s delivered to the sink:\n%s\n%s", id, events, detail)
 	}
+}
+
+// startInTerminal starts cmd as a person would in a terminal of their
+// own, its output captured, and stops it at the end of the test as they
+// would: Ctrl-C, then a kill if it has not ended within 15 s.
+func startInTerminal(t *testing.T, cmd *exec.Cmd) *output {
+	t.Helper()
+	var out output
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	return &out
 }

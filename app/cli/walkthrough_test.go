@@ -148,26 +148,7 @@ func walk(t *testing.T, platform, source, topic, dest string) {
 	if out, err := terminal(check).CombinedOutput(); err != nil || !strings.Contains(string(out), "/in/"+source) {
 		t.Fatalf("%s: %v\n%s", check, err, out)
 	}
-	start := func(line string) *output {
-		var out output
-		cmd := terminal("exec " + line)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Signal(os.Interrupt)
-			done := make(chan struct{})
-			go func() { cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(15 * time.Second):
-				cmd.Process.Kill()
-				<-done
-			}
-		})
-		return &out
-	}
+	start := func(line string) *output { return startInTerminal(t, terminal("exec "+line)) }
 	sinkOut := start(strings.ReplaceAll(sinkCmd, readmeApp, appAddr))
 	waitFor(t, "the sink listening", func() bool { return strings.Contains(sinkOut.String(), "listening") })
 	serverOut := start(serveCmd)
