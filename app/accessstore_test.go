@@ -35,29 +35,33 @@ func auditActions(t *testing.T, db *bboltstore.DB) []string {
 	return out
 }
 
+// twoNodes opens a bbolt store and two app.Access over it, as two nodes
+// would have, both on clock.
+func twoNodes(t *testing.T, clock func() time.Time) (*bboltstore.DB, *app.Access, *app.Access) {
+	t.Helper()
+	db, err := bboltstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	var nodes [2]*app.Access
+	for i := range nodes {
+		if nodes[i], err = app.NewAccess(context.Background(), app.StatusConfig{User: "admin"}, db, db, nil); err != nil {
+			t.Fatal(err)
+		}
+		nodes[i].Now = clock
+	}
+	return db, nodes[0], nodes[1]
+}
+
 // app.Access over a real store: users and tokens work and stop working
 // when changed, the last admin stays, each change leaves one audit entry
 // with its actor, and a second Access over the store (another node) sees
 // the changes after Refresh.
 func TestAccess_Store(t *testing.T) {
 	ctx := context.Background()
-	db, err := bboltstore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	now := now0
-	clock := func() time.Time { return now }
-	a, err := app.NewAccess(ctx, app.StatusConfig{User: "admin"}, db, db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Now = clock
-	b, err := app.NewAccess(ctx, app.StatusConfig{User: "admin"}, db, db, nil) // another node
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Now = clock
+	db, a, b := twoNodes(t, func() time.Time { return now })
 	root := app.Who{Actor: "root", Via: "cli", From: "local"}
 	if err := a.AddUser(ctx, root, "ann", app.RoleAdmin, mustHash(t, "ann-pw")); err != nil {
 		t.Fatal(err)
@@ -203,22 +207,8 @@ func equalLines(a, b []string) bool {
 // know makes it read the store, at most once per 100 ms.
 func TestAccess_TokenMadeElsewhere(t *testing.T) {
 	ctx := context.Background()
-	db, err := bboltstore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	now := now0
-	clock := func() time.Time { return now }
-	a, err := app.NewAccess(ctx, app.StatusConfig{User: "admin"}, db, db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := app.NewAccess(ctx, app.StatusConfig{User: "admin"}, db, db, nil) // another node
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Now, b.Now = clock, clock
+	_, a, b := twoNodes(t, func() time.Time { return now })
 	root := app.Who{Actor: "root", Via: "cli", From: "local"}
 	first, err := a.CreateToken(ctx, root, "laptop", app.RoleViewer, 0)
 	if err != nil {
