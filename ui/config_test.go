@@ -8,10 +8,32 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"hookbox/app"
 	"hookbox/app/config"
 	"hookbox/storage/bboltstore"
 	"hookbox/ui"
 )
+
+// configPage is the config page for cfg, over a real bbolt store.
+func configPage(t *testing.T, cfg *app.Config) string {
+	t.Helper()
+	db, err := bboltstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	a := fiber.New()
+	ui.New(ui.Deps{Config: cfg, Store: db}).Mount(func(method, path string, h fiber.Handler) { a.Add(method, path, h) })
+	resp, err := a.Test(httptest.NewRequest("GET", "/config", nil), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /config: %d\n%s", resp.StatusCode, b)
+	}
+	return string(b)
+}
 
 // The config page shows each route's filter, transform and order key, as
 // configured and escaped.
@@ -38,22 +60,7 @@ to = ["erp"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := bboltstore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	a := fiber.New()
-	ui.New(ui.Deps{Config: cfg, Store: db}).Mount(func(method, path string, h fiber.Handler) { a.Add(method, path, h) })
-	resp, err := a.Test(httptest.NewRequest("GET", "/config", nil), -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	page := string(b)
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET /config: %d\n%s", resp.StatusCode, page)
-	}
+	page := configPage(t, cfg)
 	for _, want := range []string{
 		`<td data-label="filter"><code>body.note != &#34;&lt;script&gt;alert(1)&lt;/script&gt;&#34; &amp;&amp; double(body.total_price) &gt;= 100.0</code></td>`,
 		`<td data-label="transform"><code>{&#34;text&#34;: &#34;Order &#34; &#43; string(body.id)}</code></td>`,
@@ -83,19 +90,7 @@ env = ["API_TOKEN=ENV-SECRET", "MODE"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := bboltstore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	a := fiber.New()
-	ui.New(ui.Deps{Config: cfg, Store: db}).Mount(func(method, path string, h fiber.Handler) { a.Add(method, path, h) })
-	resp, err := a.Test(httptest.NewRequest("GET", "/config", nil), -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	page := string(b)
+	page := configPage(t, cfg)
 	if want := `command <code>/bin/sh</code> <small>(2 arguments, not shown; env API_TOKEN, MODE)</small>`; !strings.Contains(page, want) {
 		t.Errorf("the page lacks %s:\n%s", want, page)
 	}
