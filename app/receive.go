@@ -494,9 +494,28 @@ var droppedHeaders = map[string]bool{
 func keptHeaders(h []HeaderField) []HeaderField {
 	out := make([]HeaderField, 0, len(h))
 	for _, f := range h {
-		if !droppedHeaders[strings.ToLower(f.Name)] {
+		if !dropped(f.Name) {
 			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// dropped reports whether a header named name is one of droppedHeaders,
+// in any case, without making a lower-case copy of every name (the
+// senders' names come canonical, and strings.ToLower allocated one per
+// header of every accepted event).
+func dropped(name string) bool {
+	var lower [len("proxy-authorization")]byte // the longest dropped name
+	if len(name) > len(lower) {
+		return false
+	}
+	for i := range len(name) {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	return droppedHeaders[string(lower[:len(name)])]
 }
