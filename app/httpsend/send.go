@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +38,9 @@ type Sender struct {
 	conns   *connSet // its connections, cut at shutdown
 	idle    *pool
 	targets sync.Map // a destination URL → its *target, parsed once
+	// roots are the certificate authorities https destinations are
+	// checked against: nil for the system's (a test's own otherwise).
+	roots *x509.CertPool
 }
 
 // New builds the HTTP sender for cfg's destinations; version goes into
@@ -84,6 +88,9 @@ func (s *Sender) target(url string) (*target, error) {
 	t, err := parseTarget(url)
 	if err != nil {
 		return nil, err
+	}
+	if t.tls != nil {
+		t.tls.RootCAs = s.roots
 	}
 	s.targets.Store(url, t)
 	return t, nil
