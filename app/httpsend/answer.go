@@ -191,6 +191,9 @@ func parseStatusLine(line []byte) (major, minor, status int, err error) {
 		return 0, 0, 0, fmt.Errorf("malformed HTTP status code %q", clip(code))
 	}
 	status = int(code[0]-'0')*100 + int(code[1]-'0')*10 + int(code[2]-'0')
+	if status < 100 { // Go's reader takes 000, which an attempt would record as no answer at all
+		return 0, 0, 0, fmt.Errorf("malformed HTTP status code %q", code)
+	}
 	if len(proto) != 8 || string(proto[:5]) != "HTTP/" || !isDigit(proto[5]) || proto[6] != '.' || !isDigit(proto[7]) {
 		return 0, 0, 0, fmt.Errorf("malformed HTTP version %q", clip(proto))
 	}

@@ -58,6 +58,7 @@ func TestReadAnswer_Framing(t *testing.T) {
 		{name: "ContinuationLine", raw: "HTTP/1.1 429 Slow\r\nRetry-After:\r\n 120\r\nContent-Length: 0\r\n\r\n", status: 429, reuse: true, retryAfter: " 120"},
 		{name: "BareLF", raw: "HTTP/1.1 200 OK\nContent-Length: 2\n\nok", status: 200, snippet: "ok", reuse: true},
 		{name: "MalformedStatus", raw: "HTTP/1.1 2000 OK\r\n\r\n", wantErrPart: "malformed HTTP status code"},
+		{name: "StatusZero", raw: "HTTP/1.1 000 Nothing\r\n\r\n", wantErrPart: "malformed HTTP status code"},
 		{name: "MalformedVersion", raw: "HTTQ/1.1 200 OK\r\n\r\n", wantErrPart: "malformed HTTP version"},
 		{name: "HeaderWithoutColon", raw: "HTTP/1.1 200 OK\r\nNoColon\r\n\r\n", wantErrPart: "malformed MIME header"},
 		{name: "ShortBody", raw: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nok", status: 200, snippet: "ok"},
