@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"slices"
 	"strconv"
@@ -51,9 +52,15 @@ func parseTarget(raw string) (*target, error) {
 	return t, nil
 }
 
-// reqExcluded are the names Go's client writes itself, never from the
-// header map.
-var reqExcluded = map[string]bool{"Host": true, "User-Agent": true, "Content-Length": true, "Transfer-Encoding": true, "Trailer": true}
+// excluded says whether name is one Go's client writes itself, never from
+// the header map.
+func excluded(name string) bool {
+	switch name {
+	case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer":
+		return true
+	}
+	return false
+}
 
 // appendRequest appends a POST of a body of bodyLen bytes to t, with
 // header, as Go's client writes one: request line, Host, User-Agent,
@@ -71,7 +78,7 @@ func appendRequest(b []byte, t *target, header http.Header, bodyLen int) ([]byte
 				return b, fmt.Errorf("invalid header field value for %q", name)
 			}
 		}
-		if !reqExcluded[name] {
+		if !excluded(name) {
 			names = append(names, name)
 		}
 	}
@@ -84,7 +91,7 @@ func appendRequest(b []byte, t *target, header http.Header, bodyLen int) ([]byte
 	if vs, ok := header["User-Agent"]; ok {
 		ua = ""
 		if len(vs) > 0 {
-			ua = strings.Trim(vs[0], " \t")
+			ua = textproto.TrimString(vs[0])
 		}
 	}
 	if ua != "" {
@@ -98,7 +105,7 @@ func appendRequest(b []byte, t *target, header http.Header, bodyLen int) ([]byte
 		for _, v := range header[name] {
 			b = append(b, name...)
 			b = append(b, ": "...)
-			b = append(b, strings.Trim(v, " \t")...)
+			b = append(b, textproto.TrimString(v)...)
 			b = append(b, "\r\n"...)
 		}
 	}
