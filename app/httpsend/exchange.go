@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"syscall"
 	"time"
 
 	"hookbox/app"
@@ -23,6 +24,10 @@ type exchange struct {
 	// connection that failed before is sent once more on a fresh one.
 	answered bool
 }
+
+// errIdleClosed is the error of an idle connection the destination
+// closed.
+var errIdleClosed = errors.New("the destination closed the idle connection")
 
 // aLongTimeAgo is the deadline that cuts a connection's I/O at once.
 var aLongTimeAgo = time.Unix(1, 0)
@@ -51,7 +56,10 @@ func (c *conn) roundTrip(ctx context.Context, p *pool, req, body []byte, deadlin
 			c.nc.Close()
 		}
 	}()
-	c.nc.SetDeadline(deadline)
+	c.nc.SetDeadline(deadline) // before the peek, which the last one would fail
+	if !c.idle.IsZero() && c.raw != nil && time.Since(c.idle) > checkIdle && peerClosed(c.raw) {
+		return x, errIdleClosed // nothing sent: a fresh connection takes it
+	}
 	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
 	_, werr := c.nc.Write(req)
 	if werr == nil && len(body) > 0 {
@@ -99,6 +107,12 @@ func (s *Sender) dial(ctx context.Context, t *target, deadline time.Time) (*conn
 	if err != nil {
 		return nil, err
 	}
+	c := &conn{addr: t.addr}
+	if tc, ok := nc.(*trackedConn); ok {
+		if sc, ok := tc.Conn.(syscall.Conn); ok {
+			c.raw, _ = sc.SyscallConn()
+		}
+	}
 	if t.tls != nil {
 		tc := tls.Client(nc, t.tls)
 		if err := tc.HandshakeContext(ctx); err != nil {
@@ -107,7 +121,8 @@ func (s *Sender) dial(ctx context.Context, t *target, deadline time.Time) (*conn
 		}
 		nc = tc
 	}
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, 4<<10), addr: t.addr}, nil
+	c.nc, c.br = nc, bufio.NewReaderSize(nc, 4<<10)
+	return c, nil
 }
 
 // maxDrain is how much of an answer past the kept snippet is read, and

@@ -4,17 +4,26 @@ import (
 	"bufio"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
 // conn is one connection to a destination's address, with the reader of
 // its answers.
 type conn struct {
-	nc   net.Conn // a trackedConn, or TLS over one
+	nc   net.Conn        // a trackedConn, or TLS over one
+	raw  syscall.RawConn // its socket, to see whether it was closed while idle
 	br   *bufio.Reader
 	addr string
 	idle time.Time // when it went back to the pool
 }
+
+// checkIdle is how long a connection stays idle before it is checked
+// for a close by the destination as it is taken: one taken sooner is not
+// (a busy destination's connections are taken within milliseconds; one
+// closed meanwhile is found by the send, which goes once more on a fresh
+// connection).
+const checkIdle = 50 * time.Millisecond
 
 // idleTimeout is how long an idle connection is kept, as Go's transport
 // keeps them by default.

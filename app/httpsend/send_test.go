@@ -166,3 +166,53 @@ func TestSend_TLSConnectionReused(t *testing.T) {
 		t.Errorf("a certificate for another name: %+v; want a failed handshake", a)
 	}
 }
+
+// A destination that closed its side of an idle connection: the next send
+// sees it as it takes the connection and goes on a fresh one, instead of
+// writing the request into the closed one (and sending it once more).
+func TestSend_IdleConnectionClosedIsNotWritten(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	perConn := make(chan int, 4) // requests read on each connection, as it ends
+	halfClosed := make(chan struct{}, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br, n := bufio.NewReader(c), 0
+				for {
+					r, err := http.ReadRequest(br)
+					if err != nil {
+						perConn <- n
+						return
+					}
+					n++
+					io.Copy(io.Discard, r.Body)
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+					c.(*net.TCPConn).CloseWrite() // the answer said keep-alive; it closes its side anyway
+					halfClosed <- struct{}{}
+				}
+			}()
+		}
+	}()
+	s := newTestSender(t)
+	url := "http://" + ln.Addr().String() + "/hook"
+	if a := sendTimes(t, s, url, 1)[0]; !a.Delivered {
+		t.Fatalf("first send: %+v", a)
+	}
+	<-halfClosed
+	time.Sleep(2 * checkIdle) // idle long enough to be checked: the time is what this test is about
+	if a := sendTimes(t, s, url, 1)[0]; !a.Delivered {
+		t.Fatalf("second send: %+v", a)
+	}
+	if n := <-perConn; n != 1 {
+		t.Errorf("the closed connection got %d requests; want only the first", n)
+	}
+}
