@@ -43,10 +43,10 @@ const maxPooledWrite = inlineBody + 16<<10
 // larger one is written from where it is.
 const inlineBody = 64 << 10
 
-// roundTrip writes req (its head, and its body unless body holds it) on c and reads the answer,
-// under deadline; ctx's end (shutdown) cuts it at once. c goes back to p
-// when its answer was read to its end and neither side said close; it is
-// closed otherwise.
+// roundTrip writes req (the request's head, and its body when body is
+// empty) and body on c and reads the answer, under deadline; ctx's end
+// (shutdown) cuts it at once. c goes back to p when its answer was read
+// to its end and neither side said close; it is closed otherwise.
 func (c *conn) roundTrip(ctx context.Context, p *pool, req, body []byte, deadline time.Time, timeout time.Duration) (x exchange, err error) {
 	reusable := false
 	defer func() {
