@@ -114,7 +114,7 @@ func SendError(ctx context.Context, err error, timeout time.Duration) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return errors.New("the destination closed the connection without an answer")
 	}
-	if strings.Contains(err.Error(), "server response headers exceeded") { // net/http has no value for it
+	if strings.Contains(err.Error(), "server response headers exceeded") { // net/http (the alerter) has no value for it; httpsend says it the same
 		return fmt.Errorf("the answer's header is longer than %d KiB: not read on", MaxAnswerHeader>>10)
 	}
 	return err

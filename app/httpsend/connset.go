@@ -56,7 +56,7 @@ func (s *connSet) setTimeouts(dests []*app.Destination) {
 	s.timeouts.Store(&timeouts)
 }
 
-// dialAddr is the address the transport dials for u, as connSet keys it.
+// dialAddr is the address dialled for u, as connSet keys it.
 func dialAddr(u *url.URL) string {
 	port := u.Port()
 	if port == "" {

@@ -1,4 +1,4 @@
-// Package httpsend sends deliveries over HTTP: Go's transport, the
+// Package httpsend sends deliveries over HTTP: its own HTTP/1.1 client, the
 // connections it dials (cut at shutdown), the request hookbox builds and
 // what it keeps of the answer. It is the dispatcher's app.Sender for
 // destinations with a URL.
@@ -8,12 +8,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,12 +22,13 @@ import (
 
 var _ app.Sender = (*Sender)(nil)
 
-// Sender sends deliveries over HTTP with Go's own transport, which ends
-// an answer where HTTP says it ends (its length, its last chunk, the close
-// of a close-delimited or HTTP/1.0 answer).
-// It sends only to the configured URL: no proxy from the environment, no
-// redirect followed (RoundTrip never follows one; a 3xx is a failed
-// attempt), HTTP/1.1 with keep-alive, no Accept-Encoding (the answer is
+// Sender sends deliveries over HTTP/1.1 with a client of its own, in the
+// caller's goroutine: one write for the request, one buffered reader for
+// the answer, which ends where HTTP says it ends (its length, its last
+// chunk, the close of a close-delimited or HTTP/1.0 answer), read as Go's
+// transport reads it.
+// It sends only to the configured URL: no proxy, no redirect followed (a
+// 3xx is a failed attempt), keep-alive, no Accept-Encoding (the answer is
 // read as sent, never inflated). Its connections are dialled by connSet,
 // so that shutdown can cut them.
 type Sender struct {
@@ -37,38 +36,22 @@ type Sender struct {
 	out     atomic.Pointer[app.Outbound]
 	version string
 	conns   *connSet // its connections, cut at shutdown
-	reuse   *http.Transport
-	// fresh makes the one resend of a request that a reused connection
-	// dropped before any byte of an answer: always on a new connection.
-	fresh *http.Transport
+	idle    *pool
+	targets sync.Map // a destination URL → its *target, parsed once
+	// roots are the certificate authorities https destinations are
+	// checked against: nil for the system's (a test's own otherwise).
+	roots *x509.CertPool
 }
 
 // New builds the HTTP sender for cfg's destinations; version goes into
 // the User-Agent.
 func New(cfg *app.Config, version string) *Sender {
 	dests := cfg.Destinations
-	conns := newConnSet(dests)
 	idle := 1
 	for _, d := range dests { // destinations may share a host
 		idle += d.Concurrency
 	}
-	transport := func(keepAlive bool) *http.Transport {
-		return &http.Transport{
-			Proxy:                  nil,
-			DialContext:            conns.dial,
-			DisableCompression:     true,
-			DisableKeepAlives:      !keepAlive,
-			MaxIdleConns:           idle,
-			MaxIdleConnsPerHost:    idle,
-			IdleConnTimeout:        90 * time.Second,
-			MaxResponseHeaderBytes: app.MaxAnswerHeader,
-			// HTTP/1.1 only: an empty map turns HTTP/2 off over TLS.
-			TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{},
-			WriteBufferSize: 16 << 10,
-			ReadBufferSize:  4 << 10,
-		}
-	}
-	s := &Sender{version: version, conns: conns, reuse: transport(true), fresh: transport(false)}
+	s := &Sender{version: version, conns: newConnSet(dests), idle: newPool(idle)}
 	s.out.Store(app.NewOutbound(cfg, version))
 	return s
 }
@@ -80,16 +63,6 @@ func (s *Sender) Apply(cfg *app.Config) {
 	s.out.Store(app.NewOutbound(cfg, s.version))
 	s.conns.setTimeouts(cfg.Destinations)
 }
-
-// attemptTrace is what the transport tells of one request: whether its
-// last connection had carried a request before, and whether any byte of
-// an answer came.
-type attemptTrace struct {
-	reused, answered atomic.Bool
-}
-
-func (t *attemptTrace) gotConn(info httptrace.GotConnInfo) { t.reused.Store(info.Reused) }
-func (t *attemptTrace) gotFirstByte()                      { t.answered.Store(true) }
 
 // Send posts req's event to its destination once (twice when a reused
 // connection dropped it before any answer came) and keeps the start of
@@ -105,7 +78,23 @@ func (s *Sender) Send(ctx context.Context, req app.SendRequest) app.Answer {
 func (s *Sender) Stop() { s.conns.stopDials() }
 
 // Close closes every open connection and every later one.
-func (s *Sender) Close() { s.conns.closeAll() }
+func (s *Sender) Close() { s.idle.close(); s.conns.closeAll() }
+
+// target is dest's URL, parsed.
+func (s *Sender) target(url string) (*target, error) {
+	if t, ok := s.targets.Load(url); ok {
+		return t.(*target), nil
+	}
+	t, err := parseTarget(url)
+	if err != nil {
+		return nil, err
+	}
+	if t.tls != nil {
+		t.tls.RootCAs = s.roots
+	}
+	s.targets.Store(url, t)
+	return t, nil
+}
 
 func (s *Sender) post(ctx context.Context, dest *app.Destination, e *app.Event, t *app.Transformed, attempt int, now time.Time) app.Answer {
 	if ctx.Err() != nil { // shutting down
@@ -119,39 +108,62 @@ func (s *Sender) post(ctx context.Context, dest *app.Destination, e *app.Event, 
 	if t != nil {
 		body = t.Body
 	}
-	// The deadline covers connect, write, the answer's header and as much
-	// of its body as is read below.
-	ctx, cancel := context.WithTimeout(ctx, dest.Timeout)
-	defer cancel()
-	var tr attemptTrace
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: tr.gotConn, GotFirstResponseByte: tr.gotFirstByte})
-	req, err := newPost(ctx, dest.URL, header, body)
+	to, err := s.target(dest.URL)
 	if err != nil {
-		return app.Answer{Err: errors.New("the destination URL is not valid")}
+		return app.Answer{Err: err}
 	}
-	resp, err := s.reuse.RoundTrip(req)
-	if err != nil && tr.reused.Load() && !tr.answered.Load() && ctx.Err() == nil {
-		// A connection that had carried a request before was closed
-		// before any of the answer came (the destination's keep-alive ran
-		// out as this send began, or it restarted): the destination did
-		// not act on it, or it dedupes by webhook-id. Once more, on a
-		// fresh connection; only what that gives is the attempt. Go's
-		// transport does this itself for most such cases, not for a
-		// write cut short on a large body.
-		if req, err = newPost(ctx, dest.URL, header, body); err == nil {
-			resp, err = s.fresh.RoundTrip(req)
+	bp := writeBufs.Get().(*[]byte)
+	req, err := appendRequest((*bp)[:0], to, header, len(body))
+	defer func() {
+		if cap(req) <= maxPooledWrite {
+			*bp = req[:0]
+			writeBufs.Put(bp)
 		}
+	}()
+	if err != nil {
+		return app.Answer{Err: err}
+	}
+	if len(body) <= inlineBody { // one write for both
+		req, body = append(req, body...), nil
+	}
+	// The deadline covers connect, write, the answer's header and as much
+	// of its body as is read.
+	deadline := time.Now().Add(dest.Timeout)
+	x, err := s.exchange(ctx, to, req, body, deadline, dest.Timeout)
+	if ctx.Err() != nil && x.head.status == 0 {
+		return app.Answer{Err: context.Cause(ctx)}
 	}
 	if err != nil {
 		return app.Answer{Err: app.SendError(ctx, err, dest.Timeout)}
 	}
-	res := app.Answer{Status: resp.StatusCode, RetryAfter: app.RetryAfter(resp.Header.Get("Retry-After"), now)}
-	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		res.Err = redirectError(resp.Header.Get("Location"))
+	res := app.Answer{Status: x.head.status, RetryAfter: app.RetryAfter(x.head.retryAfter, now), Note: x.note}
+	if x.head.status >= 300 && x.head.status < 400 {
+		res.Err = redirectError(x.head.location)
 	}
-	res.Snippet, res.Note = readAnswer(ctx, resp.Body, resp.ContentLength, dest.Timeout)
-	res.Snippet = inflateSnippet(resp.Header.Get("Content-Encoding"), res.Snippet)
+	res.Snippet = inflateSnippet(x.head.encoding, x.snippet)
 	return res
+}
+
+// exchange sends req and body to t on an idle connection, or a fresh one.
+// A connection that had carried a request before and failed before any
+// byte of an answer came (the destination's keep-alive ran out as this
+// send began, or it restarted) did not get the request acted on, or the
+// destination dedupes by webhook-id: the request goes once more on a
+// fresh connection, and only what that gives is the attempt. A fresh
+// connection's failure is the attempt's.
+func (s *Sender) exchange(ctx context.Context, t *target, req, body []byte, deadline time.Time, timeout time.Duration) (exchange, error) {
+	c := s.idle.get(t.addr)
+	if c != nil {
+		x, err := c.roundTrip(ctx, s.idle, req, body, deadline, timeout)
+		if err == nil || x.answered || ctx.Err() != nil || !time.Now().Before(deadline) {
+			return x, err
+		}
+	}
+	c, err := s.dial(ctx, t, deadline)
+	if err != nil {
+		return exchange{}, err
+	}
+	return c.roundTrip(ctx, s.idle, req, body, deadline, timeout)
 }
 
 // inflateSnippet returns the start of a gzip-compressed answer as text,
@@ -176,18 +188,6 @@ func inflateSnippet(encoding string, snippet []byte) []byte {
 	return buf[:n]
 }
 
-// newPost is a POST of body to target with header, under ctx. The body
-// can be sent again (GetBody), and an Idempotency-Key in header tells the
-// transport that it may be.
-func newPost(ctx context.Context, target string, header http.Header, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header = header
-	return req, nil
-}
-
 // maxLocation bounds how much of a redirect's Location an attempt records.
 const maxLocation = 256
 
@@ -201,55 +201,4 @@ func redirectError(location string) error {
 		location = strings.ToValidUTF8(location[:maxLocation], "") + "…"
 	}
 	return fmt.Errorf("redirects are not followed (Location: %s)", location)
-}
-
-// maxDrain is how much of an answer past the kept snippet is read, and
-// thrown away, so that its connection can carry the next delivery; a
-// longer answer is not read: its connection is closed instead.
-const maxDrain = 64 << 10
-
-// snippetBufs hold the start of an answer while it is read (and one byte
-// more, to see whether the answer goes on past the drain).
-var snippetBufs = sync.Pool{New: func() any { return new([app.MaxResponseSnippet + 1]byte) }}
-
-// answerTooLong notes an attempt whose answer was cut because it was longer
-// than hookbox reads.
-const answerTooLong = "answer longer than hookbox reads: the rest was not read, the connection closed"
-
-// readAnswer keeps the first app.MaxResponseSnippet bytes of body, reads at
-// most maxDrain more (none when its declared length is more than that),
-// and closes it: the transport keeps the connection
-// for the next delivery when the answer ended within that (its length,
-// its last chunk), and closes it otherwise, whatever Content-Length said.
-// The note says why an answer was cut ("" when it was read whole). ctx's
-// deadline (timeout) bounds the time.
-func readAnswer(ctx context.Context, body io.ReadCloser, length int64, timeout time.Duration) (snippet []byte, note string) {
-	defer body.Close() // before its end: the transport closes the connection
-	buf := snippetBufs.Get().(*[app.MaxResponseSnippet + 1]byte)
-	defer snippetBufs.Put(buf)
-	n, err := io.ReadFull(body, buf[:app.MaxResponseSnippet])
-	if n > 0 {
-		snippet = bytes.Clone(buf[:n])
-	}
-	switch {
-	case err == io.EOF || err == io.ErrUnexpectedEOF:
-		return snippet, ""
-	case err == nil && length > app.MaxResponseSnippet+maxDrain:
-		return snippet, answerTooLong // declared longer than is read: not read on
-	case err == nil:
-		var drained int64
-		drained, err = io.Copy(io.Discard, io.LimitReader(body, maxDrain))
-		if err == nil && drained == maxDrain {
-			if n, _ := body.Read(buf[app.MaxResponseSnippet:]); n > 0 {
-				return snippet, answerTooLong
-			}
-		}
-		if err == nil {
-			return snippet, ""
-		}
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return snippet, fmt.Sprintf("answer cut at the %v timeout", timeout)
-	}
-	return snippet, "answer cut: " + app.SendError(ctx, err, timeout).Error()
 }
