@@ -301,6 +301,12 @@ func (m *Mailer) send(ctx context.Context, msg app.AlertMessage) error {
 	if _, err := w.Write(compose(msg, m.from, m.to, m.page, m.Now())); err != nil {
 		return fmt.Errorf("DATA: %w", err)
 	}
+	// From the data's end on, the server may have taken the message before
+	// its answer comes: a stop no longer cuts this send (Timeout still
+	// bounds it), or the drain would send the message a second time.
+	if !stop() {
+		return fmt.Errorf("DATA: %w", context.Cause(ctx))
+	}
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("message refused: %w", err)
 	}

@@ -1,6 +1,7 @@
 package mail_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -373,4 +374,84 @@ func TestMailer_ErrHangingServer(t *testing.T) {
 		t.Fatalf("Send = %v, want it cut at the deadline", err)
 	}
 	noSecret(t, err.Error())
+}
+
+// A stop that comes after the message's data went out and before the
+// server's answer to it does not cut the send: the server may have taken
+// the message already, and the drain would send it a second time (CI saw
+// a second "delivers again" email when serve stopped just after the
+// alert). The server here takes the data, then answers only once the stop
+// has begun; it gets the message once.
+func TestMailer_StopAfterDataSendsOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	taken := make(chan struct{}, 4) // one per message whose data ended
+	stopped := make(chan struct{})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(30 * time.Second))
+				r := bufio.NewReader(c)
+				io.WriteString(c, "220 relay.test ESMTP\r\n")
+				inData := false
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					switch cmd := strings.ToUpper(strings.TrimSpace(line)); {
+					case inData && cmd == ".":
+						inData = false
+						taken <- struct{}{}
+						<-stopped // the answer comes after the stop began
+						io.WriteString(c, "250 taken\r\n")
+					case inData:
+					case strings.HasPrefix(cmd, "EHLO"):
+						io.WriteString(c, "250 relay.test\r\n")
+					case cmd == "DATA":
+						inData = true
+						io.WriteString(c, "354 go on\r\n")
+					case cmd == "QUIT":
+						io.WriteString(c, "221 bye\r\n")
+						return
+					default: // MAIL, RCPT
+						io.WriteString(c, "250 ok\r\n")
+					}
+				}
+			}()
+		}
+	}()
+	m, log := newMailer(t, "smtp+insecure://"+ln.Addr().String())
+	m.Queue(failing)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	select {
+	case <-taken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message's data came")
+	}
+	cancel()
+	close(stopped)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the stop")
+	}
+	select {
+	case <-taken:
+		t.Fatalf("the message was sent twice:\n%s", log)
+	default:
+	}
+	if !strings.Contains(log.String(), "email sent") {
+		t.Errorf("no 'email sent' line:\n%s", log)
+	}
 }
