@@ -86,6 +86,11 @@ const (
 	// StreamNoticeReady: the stream is live from here on (sent once, after
 	// what a resume sent).
 	StreamNoticeReady = "ready"
+	// StreamNoticeRevoked: the caller's credential no longer holds (its
+	// token was revoked or expired, its user removed, its role or password
+	// changed) and the server closes the stream; reconnecting is refused
+	// (401) until a new credential is given.
+	StreamNoticeRevoked = "revoked"
 )
 
 // StreamEventOf is e as the stream sends it. Signatures go as received

@@ -88,9 +88,14 @@ func (s *Server) handleStream(c *fiber.Ctx) error {
 
 // writeStream writes l's messages to w until the client goes, the hub
 // closes (shutdown), the listener is dropped or id no longer holds (a
-// revoked token, a removed user: checked at each ping).
+// revoked or expired token, a removed user, a changed role or password):
+// the latter ends the stream at once, with a revoked notice that says why
+// (Access.Hold signals it, here or from another node within
+// app.AccessPoll).
 func (s *Server) writeStream(conn net.Conn, w *bufio.Writer, l *app.StreamListener, id app.Identity) {
 	defer l.Close()
+	held, release := s.deps.Access.Hold(context.Background(), id)
+	defer release()
 	write, ping := time.Duration(streamWrite.Load()), time.Duration(streamPing.Load())
 	flush := func() bool {
 		if err := conn.SetWriteDeadline(time.Now().Add(write)); err != nil {
@@ -103,10 +108,18 @@ func (s *Server) writeStream(conn net.Conn, w *bufio.Writer, l *app.StreamListen
 	}
 	var buf []byte
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), ping)
+		ctx, cancel := context.WithTimeout(held, ping)
 		more := s.writeUntilPing(ctx, w, l, flush, &buf)
 		cancel()
-		if !more || !s.deps.Access.Current(id) {
+		if !more {
+			return
+		}
+		if held.Err() != nil {
+			n := &app.StreamNotice{Kind: app.StreamNoticeRevoked, Message: app.ErrorMessage(context.Cause(held)) + "; this stream ends"}
+			buf = appendStreamMessage(buf[:0], app.StreamMessage{Notice: n})
+			if _, err := w.Write(buf); err == nil {
+				flush()
+			}
 			return
 		}
 		if _, err := w.WriteString(": ping\n\n"); err != nil || !flush() {
@@ -115,13 +128,17 @@ func (s *Server) writeStream(conn net.Conn, w *bufio.Writer, l *app.StreamListen
 	}
 }
 
-// writeUntilPing writes l's messages until ctx is done (time to ping:
-// true) or the stream ends (false).
+// writeUntilPing writes l's messages until ctx is done (time to ping, or
+// the caller's credential no longer holds: true) or the stream ends
+// (false).
 func (s *Server) writeUntilPing(ctx context.Context, w *bufio.Writer, l *app.StreamListener, flush func() bool, buf *[]byte) bool {
 	for {
+		if ctx.Err() != nil { // checked before each message: a busy stream never waits in Next
+			return true
+		}
 		m, err := l.Next(ctx)
 		switch {
-		case errors.Is(err, context.DeadlineExceeded):
+		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			return true
 		case err != nil:
 			if !errors.Is(err, app.ErrStreamClosed) {
