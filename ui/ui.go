@@ -511,7 +511,7 @@ func (u *UI) event(c *fiber.Ctx) error {
 	if len(merged) > maxMergedShown { // a long debounce window can fold in thousands
 		merged = merged[:maxMergedShown]
 	}
-	return u.render(c, 200, "event", "Event "+e.ID, map[string]any{"E": e, "Headers": app.MaskHeaders(e.Header),
+	return u.render(c, 200, "event", "Event "+e.ID, map[string]any{"E": e, "Headers": app.MaskHeaders(e.Header, u.cfg().SourceByName(e.Source)),
 		"Body": viewBody(e.Body), "Download": "/api/v1/events/" + strconv.FormatUint(seq, 10) + "/body",
 		"Deliveries": rows, "Transformed": len(sent) > 0, "Merged": merged, "CarriedBy": carrier, "MergedTotal": mergedTotal, "MergedMore": mergedTotal - len(merged)})
 }

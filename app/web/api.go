@@ -448,7 +448,7 @@ func (s *Server) handleEvent(c *fiber.Ctx) error {
 	// the scripts that read it; header_list has every copy, in order.
 	headers := map[string]string{}
 	list := make([]headerJSON, 0, len(e.Header))
-	for _, h := range app.MaskHeaders(e.Header) {
+	for _, h := range app.MaskHeaders(e.Header, s.config().SourceByName(e.Source)) {
 		headers[h.Name] = h.Value
 		list = append(list, headerJSON{h.Name, h.Value})
 	}

@@ -129,7 +129,11 @@ func (s *Server) writeUntilPing(ctx context.Context, w *bufio.Writer, l *app.Str
 			}
 			return false
 		}
-		*buf = appendStreamMessage((*buf)[:0], m)
+		var src *app.Source
+		if m.Event != nil {
+			src = s.config().SourceByName(m.Event.Source)
+		}
+		*buf = appendStreamMessage((*buf)[:0], m, src)
 		if _, err := w.Write(*buf); err != nil {
 			return false
 		}
@@ -143,15 +147,16 @@ func (s *Server) writeUntilPing(ctx context.Context, w *bufio.Writer, l *app.Str
 	}
 }
 
-// appendStreamMessage appends m as an SSE message to b.
-func appendStreamMessage(b []byte, m app.StreamMessage) []byte {
+// appendStreamMessage appends m, an event of src when it is one, as an SSE
+// message to b.
+func appendStreamMessage(b []byte, m app.StreamMessage, src *app.Source) []byte {
 	if m.Notice != nil {
 		data, _ := json.Marshal(m.Notice)
 		b = append(b, "event: notice\ndata: "...)
 		b = append(b, data...)
 		return append(b, "\n\n"...)
 	}
-	data, _ := json.Marshal(app.StreamEventOf(m.Event)) // one line: JSON escapes newlines in strings
+	data, _ := json.Marshal(app.StreamEventOf(m.Event, src)) // one line: JSON escapes newlines in strings
 	b = append(b, "id: "...)
 	b = strconv.AppendUint(b, m.Event.Seq, 10)
 	b = append(b, "\nevent: event\ndata: "...)
