@@ -37,7 +37,7 @@ func TestSearch_In(t *testing.T) {
 		{"zzz", strings.Repeat("zz", 100) + "Z", true},
 		{"zzz", strings.Repeat("zZ", 100), true},
 		{"zza", strings.Repeat("zZ", 100), false},
-		{"aab", "aaab", true},  // a mismatch that falls back to a border
+		{"aab", "aaab", true}, // a mismatch that falls back to a border
 		{"abab", "abaabab", true},
 		{"abac", "ababac", true},
 		{"AaB", "xaAaAbx", true},
