@@ -18,9 +18,11 @@ const MinSearch = 3
 // email or a phrase fits many times over.
 const MaxSearch = 1024
 
-// SearchBudget bounds the events one body search examines on a store that
-// has no index for it (bbolt): whichever comes first ends the page, which
-// then says how far it looked (EventSearch.SearchedUntil).
+// SearchBudget bounds one body search: on a store that has no index for
+// it (bbolt) the events it examines and its time, whichever comes first
+// ends the page, which then says how far it looked
+// (EventSearch.SearchedUntil); on PostgreSQL the time alone, as the
+// statement_timeout of its statements.
 type SearchBudget struct {
 	Events int
 	Time   time.Duration
@@ -29,6 +31,16 @@ type SearchBudget struct {
 // DefaultSearchBudget is the budget of a bbolt body search: a page comes
 // back within about a second, and "search further" goes on from there.
 var DefaultSearchBudget = SearchBudget{Events: 200000, Time: time.Second}
+
+// SearchCheckBytes and SearchCheckEvents say how often a body search that
+// reads bodies (bbolt, replay by query) looks at its deadline and its
+// caller: after this many bytes of events or this many events, whichever
+// comes first. The matcher reads ~1 GB/s at worst, so a look comes at
+// least every few milliseconds.
+const (
+	SearchCheckBytes  = 1 << 20
+	SearchCheckEvents = 256
+)
 
 // EventSearch is a page of a body search.
 type EventSearch struct {
@@ -43,6 +55,13 @@ type EventSearch struct {
 	// Searched counts the events the page examined (0 for a store that
 	// searches by an index).
 	Searched int
+	// Stopped says the search stopped at its time budget before it had
+	// looked at everything its query selects: with SearchedUntil when the
+	// store knows how far it looked (bbolt), without it when the whole
+	// statement was cancelled (PostgreSQL's statement_timeout): then the
+	// page has no rows, and a narrower query (source, since, until) is
+	// the way on.
+	Stopped bool
 }
 
 // CheckSearch refuses a body search text that is too short to search
