@@ -380,9 +380,9 @@ func (s *Server) handleEvents(c *fiber.Ctx) error {
 		if err := app.CheckSearch(q.Q); err != nil {
 			return s.sendError(c, err)
 		}
-		sctx, done, err := request.Search(c, s.deps.Searches)
-		if err != nil {
-			return s.sendError(c, err)
+		sctx, done, busy := request.Search(c, s.deps.Searches)
+		if busy != nil {
+			return s.sendError(c, busy)
 		}
 		res, err = s.deps.Store.SearchEvents(sctx, q)
 		done()
