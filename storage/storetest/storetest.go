@@ -67,6 +67,7 @@ func Run(t *testing.T, open Opener, damage Damage) {
 	t.Run("EventsAfter", func(t *testing.T) { testEventsAfter(t, open) })
 	t.Run("ListEventsStatus", func(t *testing.T) { testListEventsStatus(t, open) })
 	t.Run("Search", func(t *testing.T) { testSearch(t, open) })
+	t.Run("SearchBounds", func(t *testing.T) { testSearchBounds(t, open) })
 	t.Run("DeadLetters", func(t *testing.T) { testDeadLetters(t, open) })
 	t.Run("Meta", func(t *testing.T) { testMeta(t, open) })
 	t.Run("Controls", func(t *testing.T) { testControls(t, open) })
