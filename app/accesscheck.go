@@ -94,7 +94,6 @@ type accessSnap struct {
 	users   map[string]*User
 	tokens  map[[32]byte]*Token
 	byName  map[string]*Token
-	admins  int
 }
 
 // NewAccess reads the users and tokens of store (nil: only the config's
@@ -190,9 +189,6 @@ func (a *Access) load(ctx context.Context) error {
 	for i := range d.Users {
 		u := &d.Users[i]
 		s.users[u.Name] = u
-		if u.Role == RoleAdmin {
-			s.admins++
-		}
 	}
 	for i := range d.Tokens {
 		t := &d.Tokens[i]
@@ -397,10 +393,7 @@ func (a *Access) removeUser(ctx context.Context, name string) error {
 	if a.store == nil {
 		return errNoStore
 	}
-	if err := a.keepAnAdmin(ctx, name, RoleNone); err != nil {
-		return err
-	}
-	if err := a.store.RemoveUser(ctx, name); err != nil {
+	if err := a.store.RemoveUser(ctx, name, a.adminGuard()); err != nil {
 		return err
 	}
 	return a.load(ctx)
@@ -427,30 +420,29 @@ func (a *Access) setRole(ctx context.Context, name string, role Role) error {
 	if a.PasswordInConfig(name) {
 		return Errorf(ECONFLICT, "%s is the user of [status] password in the config: always an admin", name)
 	}
-	if err := a.keepAnAdmin(ctx, name, role); err != nil {
+	if err := a.load(ctx); err != nil {
 		return err
 	}
 	if u := a.snap.Load().users[name]; u != nil && u.Role == role {
 		return nil // nothing changes: the user's sessions go on
 	}
-	if err := a.store.SetUserRole(ctx, name, role, a.Now()); err != nil {
+	// The store checks the last admin in the transaction that writes:
+	// a check here, on what was read before, lets two admins demote each
+	// other at once.
+	if err := a.store.SetUserRole(ctx, name, role, a.Now(), a.adminGuard()); err != nil {
 		return err
 	}
 	return a.load(ctx)
 }
 
-// keepAnAdmin refuses to take the admin role from the last admin (role
-// RoleNone: removing the user).
-func (a *Access) keepAnAdmin(ctx context.Context, name string, role Role) error {
-	if err := a.load(ctx); err != nil {
-		return err
+// adminGuard is what the store keeps of the last admin: with a password
+// in the config, its user is an admin whatever the store holds, so the
+// store's last admin may go.
+func (a *Access) adminGuard() AdminGuard {
+	if a.fixed != "" {
+		return AdminInConfig
 	}
-	s := a.snap.Load()
-	u := s.users[name]
-	if u == nil || u.Role != RoleAdmin || role == RoleAdmin || a.fixed != "" || s.admins > 1 {
-		return nil
-	}
-	return Errorf(ECONFLICT, "%s is the last admin: give another user the admin role first", name)
+	return KeepAdmin
 }
 
 // SetPassword changes the password of the user name to hash's.
