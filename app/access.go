@@ -151,7 +151,7 @@ func ValidAccessName(kind, name string) error {
 		return Errorf(EINVALID, "the %s needs a name", kind)
 	}
 	if len(name) > maxAccessName {
-		return Errorf(EINVALID, "the %s name %.20q… is longer than %d characters", kind, name, maxAccessName)
+		return Errorf(EINVALID, "the %s name %q is longer than %d characters", kind, CleanName(name), maxAccessName)
 	}
 	for i, r := range name {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
@@ -159,7 +159,7 @@ func ValidAccessName(kind, name string) error {
 			ok = true
 		}
 		if !ok {
-			return Errorf(EINVALID, "the %s name %q may hold only letters, digits, '.', '_', '@' and '-', and starts with a letter or digit", kind, name)
+			return Errorf(EINVALID, "the %s name %q may hold only letters, digits, '.', '_', '@' and '-', and starts with a letter or digit", kind, CleanName(name))
 		}
 	}
 	return nil

@@ -296,3 +296,22 @@ func TestAccess_LastAdminConcurrent(t *testing.T) {
 		t.Errorf("%d changes refused; want the %d of the survivor %s", refused, n/2, admins[0])
 	}
 }
+
+// An entry stored as it was sent (by a hookbox before names were
+// cleaned) is shown cleaned: the actor cut, overrides replaced.
+func TestAccess_AuditShownCleaned(t *testing.T) {
+	ctx := context.Background()
+	db, a, _ := twoNodes(t, func() time.Time { return now0 })
+	raw := "eve\u202e" + strings.Repeat("x", 900)
+	if err := db.AppendAudit(ctx, app.AuditEntry{At: now0, Actor: raw, Via: "basic", From: "10.0.0.9", Action: app.AuditLogin,
+		Detail: "wrong user or password \u2067x", Result: app.AuditFailed}); err != nil {
+		t.Fatal(err)
+	}
+	es, err := a.Audit(ctx, app.AuditQuery{})
+	if err != nil || len(es) != 1 {
+		t.Fatalf("audit = %+v, %v", es, err)
+	}
+	if e := es[0]; len(e.Actor) > 70 || strings.ContainsAny(e.Actor+e.Detail, "\u202e\u2067") || !strings.HasPrefix(e.Actor, "eve\ufffdxx") {
+		t.Errorf("shown %q (%d bytes), detail %q", e.Actor, len(e.Actor), e.Detail)
+	}
+}
