@@ -295,6 +295,13 @@ func TestAccess_LastAdminConcurrent(t *testing.T) {
 	if refused != n/2 {
 		t.Errorf("%d changes refused; want the %d of the survivor %s", refused, n/2, admins[0])
 	}
+	// hookbox user role/remove print the reason.
+	for _, op := range []string{app.AccessOpUserRole, app.AccessOpUserRemove} {
+		ans := b.Apply(ctx, app.AccessRequest{Actor: "local:root", Op: op, Name: admins[0], Role: "viewer"})
+		if ans.OK || !strings.Contains(ans.Error, admins[0]+" is the last admin") {
+			t.Errorf("%s of the last admin from the command line: %+v; want the reason", op, ans)
+		}
+	}
 }
 
 // An entry stored as it was sent (by a hookbox before names were
