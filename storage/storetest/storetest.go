@@ -79,6 +79,7 @@ func Run(t *testing.T, open Opener, damage Damage) {
 	t.Run("Users", func(t *testing.T) { testUsers(t, open) })
 	t.Run("Tokens", func(t *testing.T) { testTokens(t, open) })
 	t.Run("EnsureFirstUser", func(t *testing.T) { testEnsureFirstUser(t, open) })
+	t.Run("LastAdminConcurrent", func(t *testing.T) { testLastAdminConcurrent(t, open) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })
 	t.Run("Cancelled", func(t *testing.T) { testCancelled(t, open) })
 	runFaults(t, open, damage)
