@@ -111,13 +111,17 @@ type AccessStore interface {
 	// the name is taken.
 	CreateUser(ctx context.Context, u User) error
 	// SetUserRole changes name's role at at; ENOTFOUND when there is no
-	// such user.
-	SetUserRole(ctx context.Context, name string, role Role, at time.Time) error
+	// such user, and guard's ECONFLICT when the change would leave no
+	// admin (AdminGuard.Check, on the admins read in the transaction
+	// that writes the change, so that concurrent changes, on any node,
+	// cannot both pass).
+	SetUserRole(ctx context.Context, name string, role Role, at time.Time, guard AdminGuard) error
 	// SetUserPassword changes name's password hash at at; ENOTFOUND when
 	// there is no such user.
 	SetUserPassword(ctx context.Context, name string, hash []byte, at time.Time) error
-	// RemoveUser removes name; ENOTFOUND when there is no such user.
-	RemoveUser(ctx context.Context, name string) error
+	// RemoveUser removes name; ENOTFOUND when there is no such user, and
+	// guard's ECONFLICT when that would leave no admin (as SetUserRole).
+	RemoveUser(ctx context.Context, name string, guard AdminGuard) error
 	// CreateToken adds t, giving it a new Stamp; ECONFLICT when the name
 	// is taken.
 	CreateToken(ctx context.Context, t Token) error
@@ -147,7 +151,7 @@ func ValidAccessName(kind, name string) error {
 		return Errorf(EINVALID, "the %s needs a name", kind)
 	}
 	if len(name) > maxAccessName {
-		return Errorf(EINVALID, "the %s name %.20q… is longer than %d characters", kind, name, maxAccessName)
+		return Errorf(EINVALID, "the %s name %q is longer than %d characters", kind, CleanName(name), maxAccessName)
 	}
 	for i, r := range name {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
@@ -155,7 +159,7 @@ func ValidAccessName(kind, name string) error {
 			ok = true
 		}
 		if !ok {
-			return Errorf(EINVALID, "the %s name %q may hold only letters, digits, '.', '_', '@' and '-', and starts with a letter or digit", kind, name)
+			return Errorf(EINVALID, "the %s name %q may hold only letters, digits, '.', '_', '@' and '-', and starts with a letter or digit", kind, CleanName(name))
 		}
 	}
 	return nil

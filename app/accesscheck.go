@@ -94,7 +94,6 @@ type accessSnap struct {
 	users   map[string]*User
 	tokens  map[[32]byte]*Token
 	byName  map[string]*Token
-	admins  int
 	// changed is closed when a newer snapshot replaces this one.
 	changed chan struct{}
 }
@@ -192,9 +191,6 @@ func (a *Access) load(ctx context.Context) error {
 	for i := range d.Users {
 		u := &d.Users[i]
 		s.users[u.Name] = u
-		if u.Role == RoleAdmin {
-			s.admins++
-		}
 	}
 	for i := range d.Tokens {
 		t := &d.Tokens[i]
@@ -402,9 +398,21 @@ func (a *Access) Record(ctx context.Context, e AuditEntry) {
 	if e.At.IsZero() {
 		e.At = a.Now()
 	}
-	if err := a.audit.AppendAudit(ctx, CleanAuditEntry(e)); err != nil {
+	e = CleanAuditEntry(e)
+	if err := a.audit.AppendAudit(ctx, e); err != nil {
 		a.Logger.Error("audit entry not recorded", "action", e.Action, "actor", e.Actor, slog.Any("error", err))
 	}
+}
+
+// noSuch answers err, a store's answer to a change of the user or token
+// name, with the name cleaned (CleanName) when there is no such user or
+// token: the name came with the request and goes into the answer and the
+// audit log.
+func noSuch(kind, name string, err error) error {
+	if ErrorCode(err) == ENOTFOUND {
+		return Errorf(ENOTFOUND, "no %s %q", kind, CleanName(name))
+	}
+	return err
 }
 
 // errNoStore answers a change when there is no store of users.
@@ -413,7 +421,7 @@ var errNoStore = Errorf(EFORBIDDEN, "users and tokens are not kept here")
 // AddUser creates the user name with role and the password of hash.
 func (a *Access) AddUser(ctx context.Context, who Who, name string, role Role, hash []byte) error {
 	err := a.addUser(ctx, name, role, hash)
-	a.Record(ctx, who.Entry(AuditUserAdd, name, "role "+role.String(), err))
+	a.Record(ctx, who.Entry(AuditUserAdd, CleanName(name), "role "+role.String(), err))
 	return err
 }
 
@@ -443,7 +451,7 @@ func (a *Access) addUser(ctx context.Context, name string, role Role, hash []byt
 // RemoveUser removes the user name; the last admin stays.
 func (a *Access) RemoveUser(ctx context.Context, who Who, name string) error {
 	err := a.removeUser(ctx, name)
-	a.Record(ctx, who.Entry(AuditUserRemove, name, "", err))
+	a.Record(ctx, who.Entry(AuditUserRemove, CleanName(name), "", err))
 	return err
 }
 
@@ -451,11 +459,8 @@ func (a *Access) removeUser(ctx context.Context, name string) error {
 	if a.store == nil {
 		return errNoStore
 	}
-	if err := a.keepAnAdmin(ctx, name, RoleNone); err != nil {
-		return err
-	}
-	if err := a.store.RemoveUser(ctx, name); err != nil {
-		return err
+	if err := a.store.RemoveUser(ctx, name, a.adminGuard()); err != nil {
+		return noSuch("user", name, err)
 	}
 	return a.load(ctx)
 }
@@ -467,7 +472,7 @@ func (a *Access) SetRole(ctx context.Context, who Who, name string, role Role) e
 		detail = u.Role.String() + " to " + role.String()
 	}
 	err := a.setRole(ctx, name, role)
-	a.Record(ctx, who.Entry(AuditUserRole, name, detail, err))
+	a.Record(ctx, who.Entry(AuditUserRole, CleanName(name), detail, err))
 	return err
 }
 
@@ -481,36 +486,35 @@ func (a *Access) setRole(ctx context.Context, name string, role Role) error {
 	if a.PasswordInConfig(name) {
 		return Errorf(ECONFLICT, "%s is the user of [status] password in the config: always an admin", name)
 	}
-	if err := a.keepAnAdmin(ctx, name, role); err != nil {
+	if err := a.load(ctx); err != nil {
 		return err
 	}
 	if u := a.snap.Load().users[name]; u != nil && u.Role == role {
 		return nil // nothing changes: the user's sessions go on
 	}
-	if err := a.store.SetUserRole(ctx, name, role, a.Now()); err != nil {
-		return err
+	// The store checks the last admin in the transaction that writes:
+	// a check here, on what was read before, lets two admins demote each
+	// other at once.
+	if err := a.store.SetUserRole(ctx, name, role, a.Now(), a.adminGuard()); err != nil {
+		return noSuch("user", name, err)
 	}
 	return a.load(ctx)
 }
 
-// keepAnAdmin refuses to take the admin role from the last admin (role
-// RoleNone: removing the user).
-func (a *Access) keepAnAdmin(ctx context.Context, name string, role Role) error {
-	if err := a.load(ctx); err != nil {
-		return err
+// adminGuard is what the store keeps of the last admin: with a password
+// in the config, its user is an admin whatever the store holds, so the
+// store's last admin may go.
+func (a *Access) adminGuard() AdminGuard {
+	if a.fixed != "" {
+		return AdminInConfig
 	}
-	s := a.snap.Load()
-	u := s.users[name]
-	if u == nil || u.Role != RoleAdmin || role == RoleAdmin || a.fixed != "" || s.admins > 1 {
-		return nil
-	}
-	return Errorf(ECONFLICT, "%s is the last admin: give another user the admin role first", name)
+	return KeepAdmin
 }
 
 // SetPassword changes the password of the user name to hash's.
 func (a *Access) SetPassword(ctx context.Context, who Who, name string, hash []byte) error {
 	err := a.setPassword(ctx, name, hash)
-	a.Record(ctx, who.Entry(AuditUserPassword, name, "", err))
+	a.Record(ctx, who.Entry(AuditUserPassword, CleanName(name), "", err))
 	return err
 }
 
@@ -525,7 +529,7 @@ func (a *Access) setPassword(ctx context.Context, name string, hash []byte) erro
 		return Errorf(EINVALID, "password hash: %v", err)
 	}
 	if err := a.store.SetUserPassword(ctx, name, hash, a.Now()); err != nil {
-		return err
+		return noSuch("user", name, err)
 	}
 	return a.load(ctx)
 }
@@ -552,7 +556,7 @@ func (a *Access) AddToken(ctx context.Context, who Who, name string, role Role, 
 		detail += ", expires " + t.Expires.UTC().Format(time.RFC3339)
 	}
 	err := a.addToken(ctx, t)
-	a.Record(ctx, who.Entry(AuditTokenCreate, name, detail, err))
+	a.Record(ctx, who.Entry(AuditTokenCreate, CleanName(name), detail, err))
 	return err
 }
 
@@ -576,7 +580,7 @@ func (a *Access) addToken(ctx context.Context, t Token) error {
 // within AccessPoll on every node.
 func (a *Access) RevokeToken(ctx context.Context, who Who, name string) error {
 	err := a.revokeToken(ctx, name)
-	a.Record(ctx, who.Entry(AuditTokenRevoke, name, "", err))
+	a.Record(ctx, who.Entry(AuditTokenRevoke, CleanName(name), "", err))
 	return err
 }
 
@@ -585,7 +589,7 @@ func (a *Access) revokeToken(ctx context.Context, name string) error {
 		return errNoStore
 	}
 	if err := a.store.RevokeToken(ctx, name); err != nil {
-		return err
+		return noSuch("token", name, err)
 	}
 	return a.load(ctx)
 }

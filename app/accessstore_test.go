@@ -2,6 +2,8 @@ package app_test
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -231,5 +233,92 @@ func TestAccess_TokenMadeElsewhere(t *testing.T) {
 	now = now.Add(100 * time.Millisecond)
 	if _, ok := b.CheckToken(second); !ok {
 		t.Fatal("node B did not read the store again 100 ms after a miss")
+	}
+}
+
+// Two admins demote each other through two nodes' Access at once, 50
+// changes from 50 goroutines (issue 42, broken 3): exactly one admin
+// remains, and every change of the survivor is refused with ECONFLICT and
+// the reason.
+func TestAccess_LastAdminConcurrent(t *testing.T) {
+	ctx := context.Background()
+	_, a, b := twoNodes(t, func() time.Time { return now0 })
+	root := app.Who{Actor: "root", Via: "cli", From: "local"}
+	for _, name := range []string{"ann", "bob"} {
+		if err := a.AddUser(ctx, root, name, app.RoleAdmin, mustHash(t, name+"-pw")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			node, by, other := a, "ann", "bob"
+			if i%2 == 1 {
+				node, by, other = b, "bob", "ann"
+			}
+			<-start
+			errs[i] = node.SetRole(ctx, app.Who{Actor: by, Via: "session", From: "10.0.0.1"}, other, app.RoleViewer)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if err := a.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var admins []string
+	for _, u := range a.Users() {
+		if u.Role == app.RoleAdmin {
+			admins = append(admins, u.Name)
+		}
+	}
+	if len(admins) != 1 {
+		t.Fatalf("admins %q after %d concurrent demotions; want exactly one", admins, n)
+	}
+	refused := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+		case app.ErrorCode(err) == app.ECONFLICT && strings.Contains(app.ErrorMessage(err), "last admin"):
+			refused++
+		default:
+			t.Errorf("change %d = %v; want done or %s with the reason", i, err, app.ECONFLICT)
+		}
+	}
+	if refused != n/2 {
+		t.Errorf("%d changes refused; want the %d of the survivor %s", refused, n/2, admins[0])
+	}
+	// hookbox user role/remove print the reason.
+	for _, op := range []string{app.AccessOpUserRole, app.AccessOpUserRemove} {
+		ans := b.Apply(ctx, app.AccessRequest{Actor: "local:root", Op: op, Name: admins[0], Role: "viewer"})
+		if ans.OK || !strings.Contains(ans.Error, admins[0]+" is the last admin") {
+			t.Errorf("%s of the last admin from the command line: %+v; want the reason", op, ans)
+		}
+	}
+}
+
+// An entry stored as it was sent (by a hookbox before names were
+// cleaned) is shown cleaned: the actor cut, overrides replaced.
+func TestAccess_AuditShownCleaned(t *testing.T) {
+	ctx := context.Background()
+	db, a, _ := twoNodes(t, func() time.Time { return now0 })
+	raw := "eve\u202e" + strings.Repeat("x", 900)
+	if err := db.AppendAudit(ctx, app.AuditEntry{At: now0, Actor: raw, Via: "basic", From: "10.0.0.9", Action: app.AuditLogin,
+		Detail: "wrong user or password \u2067x", Result: app.AuditFailed}); err != nil {
+		t.Fatal(err)
+	}
+	es, err := a.Audit(ctx, app.AuditQuery{})
+	if err != nil || len(es) != 1 {
+		t.Fatalf("audit = %+v, %v", es, err)
+	}
+	if e := es[0]; len(e.Actor) > 70 || strings.ContainsAny(e.Actor+e.Detail, "\u202e\u2067") || !strings.HasPrefix(e.Actor, "eve\ufffdxx") {
+		t.Errorf("shown %q (%d bytes), detail %q", e.Actor, len(e.Actor), e.Detail)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // AuditEntry is one recorded action: when, who, from where, what, and
@@ -122,14 +123,26 @@ type AuditStore interface {
 	DeleteAuditBefore(ctx context.Context, t time.Time, limit int) (int, error)
 }
 
-// maxAuditField bounds each text field of an entry.
-const maxAuditField = 1000
+// maxAuditField bounds each text field of an entry; maxAuditActor its
+// actor: "token:" or "local:" and a name.
+const (
+	maxAuditField = 1000
+	maxAuditActor = len("token:") + MaxShownName
+)
 
-// CleanAuditEntry returns e as it is stored: every text field trimmed of
-// control characters and cut to maxAuditField bytes at a rune boundary.
+// CleanAuditEntry returns e as it is stored and shown: every text field
+// with control characters made spaces, format characters (bidi overrides
+// and isolates among them), separators and bytes that are not UTF-8 made
+// U+FFFD (as CleanName does), and cut to maxAuditField bytes (the actor to
+// maxAuditActor) at a rune boundary. Entries are cleaned again when read,
+// so that one stored by an older hookbox is shown the same way.
 func CleanAuditEntry(e AuditEntry) AuditEntry {
 	for _, f := range []*string{&e.Actor, &e.Via, &e.From, &e.Action, &e.Target, &e.Detail, &e.Result} {
-		*f = cleanText(*f, maxAuditField)
+		max := maxAuditField
+		if f == &e.Actor {
+			max = maxAuditActor
+		}
+		*f = cleanText(*f, max)
 	}
 	return e
 }
@@ -137,10 +150,13 @@ func CleanAuditEntry(e AuditEntry) AuditEntry {
 func cleanText(s string, max int) string {
 	var b strings.Builder
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
+		switch {
+		case r < 0x20 || r == 0x7f:
 			r = ' '
+		case hiddenRune(r):
+			r = utf8.RuneError
 		}
-		if b.Len()+len(string(r)) > max {
+		if b.Len()+utf8.RuneLen(r) > max {
 			break
 		}
 		b.WriteRune(r)

@@ -3,10 +3,16 @@ package app
 import "context"
 
 // Audit returns the audit entries q selects, newest first (none when
-// nothing is recorded here).
+// nothing is recorded here), cleaned as they are stored (CleanAuditEntry):
+// an entry an older hookbox stored with a name as it was sent is shown
+// cleaned too.
 func (a *Access) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) {
 	if a.audit == nil {
 		return nil, nil
 	}
-	return a.audit.Audit(ctx, q)
+	es, err := a.audit.Audit(ctx, q)
+	for i := range es {
+		es[i] = CleanAuditEntry(es[i])
+	}
+	return es, err
 }

@@ -13,6 +13,7 @@ const (
 	EINVALID      = "invalid"      // the request lacks something it needs (an event id)
 	ECONFLICT     = "conflict"     // the record's state refuses the change unless forced (retry of a dead delivery, re-send of a delivered one)
 	EUNAVAILABLE  = "unavailable"  // storage failed; the sender should retry
+	EBUSY         = "busy"         // too many of this work at once (body searches): try again in a moment
 	EINTERNAL     = "internal"     // a bug; details are logged, not sent
 )
 

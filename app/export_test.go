@@ -37,3 +37,10 @@ func StreamStopped(h *StreamHub) <-chan struct{} {
 	}
 	return h.done
 }
+
+// SearchSteps is the work Search.In does on body (bytes skipped, compared
+// and fallbacks), for the test of its worst case.
+func SearchSteps(s Search, body []byte) int {
+	_, steps := s.index(body)
+	return steps
+}

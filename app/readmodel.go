@@ -76,6 +76,11 @@ type ReadModel interface {
 // MaxReplay bounds how many deliveries one replay by query sends again.
 const MaxReplay = 100000
 
+// ReplayRunTime bounds a replay by query once it runs: it goes on on the
+// server whoever disconnects (a replay half done is worse than one done
+// or not begun), for at most this long.
+const ReplayRunTime = 10 * time.Minute
+
 // ReplayFirstShown is how many of the matched deliveries a replay by query
 // names, for its confirm page and its answer.
 const ReplayFirstShown = 10

@@ -5,7 +5,6 @@ package app
 
 import (
 	"context"
-	"strings"
 	"time"
 )
 
@@ -57,19 +56,35 @@ const (
 )
 
 // StreamEvent is the data of one "event" message on the stream (SSE
-// `event: event`, `id:` its Seq): an accepted event as received, so a
-// listener can forward its body and headers unchanged (JSON encodes Body
-// as base64, byte-exact).
+// `event: event`, `id:` its Seq): an accepted event as received but what
+// makes it genuine (JSON encodes Body as base64, byte-exact). A listener
+// forwards the body and headers and signs the request itself, in the
+// scheme of Provider, with a secret of its own (`hookbox listen`).
 type StreamEvent struct {
 	Seq        uint64    `json:"seq"`
 	Source     string    `json:"source"`
 	ID         string    `json:"id"`
 	Topic      string    `json:"topic"`
 	ReceivedAt time.Time `json:"received_at"`
+	// Provider is the provider of the event's source (shopify, stripe,
+	// hmac…), "" when the source is no longer configured.
+	Provider string `json:"provider,omitempty"`
+	// Signature is the layout of an hmac source's signature (never its
+	// secret), so that a listener signs as the local app expects.
+	Signature *StreamSignature `json:"signature,omitempty"`
 	// Header is the kept request headers as received, in order, each a
-	// [name, value] pair.
+	// [name, value] pair, without the ones SecretHeader names: no
+	// signature, no credential.
 	Header [][2]string `json:"header"`
 	Body   []byte      `json:"body"`
+}
+
+// StreamSignature is an hmac source's signature layout: its
+// signature_header, signature_encoding and signature_prefix.
+type StreamSignature struct {
+	Header   string `json:"header"`
+	Encoding string `json:"encoding,omitempty"`
+	Prefix   string `json:"prefix,omitempty"`
 }
 
 // StreamNotice is the data of one "notice" message (SSE `event: notice`):
@@ -98,25 +113,26 @@ const (
 	StreamNoticeRevoked = "revoked"
 )
 
-// StreamEventOf is e as the stream sends it. Signatures go as received
-// (an HMAC of the body tells nothing of the secret, and the listener's app
-// checks it), but a header whose value the pages mask as a credential and
-// that is not a signature (X-Api-Key, X-Auth-Token, a session) is left
-// out: a viewer does not read it on the pages either.
-func StreamEventOf(e *Event) StreamEvent {
+// StreamEventOf is e, an event of src (nil when its source is no longer
+// configured), as the stream sends it. The headers a viewer never reads
+// (SecretHeader: a provider's signature, a sender's credential) are left
+// out: anyone who can read the stream (a viewer) could otherwise post the
+// event back to /in/ with a fresh delivery id, and it would be genuine.
+// The ids, topics and timestamps the sender sent stay.
+func StreamEventOf(e *Event, src *Source) StreamEvent {
 	h := make([][2]string, 0, len(e.Header))
 	for _, f := range e.Header {
-		if streamHidden(f.Name) {
+		if SecretHeader(src, f.Name) {
 			continue
 		}
 		h = append(h, [2]string{f.Name, f.Value})
 	}
-	return StreamEvent{Seq: e.Seq, Source: e.Source, ID: e.ID, Topic: e.Topic, ReceivedAt: e.ReceivedAt, Header: h, Body: e.Body}
-}
-
-// streamHidden reports whether the stream leaves the header name out: a
-// credential that is not a signature.
-func streamHidden(name string) bool {
-	n := strings.ToLower(name)
-	return secretish(name) && !strings.Contains(n, "sig") && !strings.Contains(n, "hmac")
+	se := StreamEvent{Seq: e.Seq, Source: e.Source, ID: e.ID, Topic: e.Topic, ReceivedAt: e.ReceivedAt, Header: h, Body: e.Body}
+	if src != nil {
+		se.Provider = src.Provider
+		if st := src.Settings; st.SignatureHeader != "" {
+			se.Signature = &StreamSignature{Header: st.SignatureHeader, Encoding: st.SignatureEncoding, Prefix: st.SignaturePrefix}
+		}
+	}
+	return se
 }

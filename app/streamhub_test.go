@@ -2,15 +2,18 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/provider"
 )
 
 // commitLog is a store's committed events in the order a test commits
@@ -441,20 +444,37 @@ func TestStreamHub_CloseAndIdle(t *testing.T) {
 	}
 }
 
-// The stream sends signatures as received and leaves other credentials out.
+// The stream leaves out every signature and credential (a viewer reads
+// it), the hmac source's configured header included whatever its name,
+// and says the provider and the hmac layout (never the secret).
 func TestStreamEventOf_Headers(t *testing.T) {
-	e := &app.Event{Seq: 7, Header: []app.HeaderField{
+	e := &app.Event{Seq: 7, Source: "erp", Header: []app.HeaderField{
 		{Name: "X-Shopify-Hmac-Sha256", Value: "sig1"}, {Name: "Stripe-Signature", Value: "t=1,v1=ab"},
-		{Name: "webhook-signature", Value: "v1,xyz"}, {Name: "X-Api-Key", Value: "secret-key"},
+		{Name: "webhook-signature", Value: "v1,xyz"}, {Name: "X-Api-Key", Value: "secret-key"}, {Name: "Authorization", Value: "Bearer t"},
 		{Name: "X-Auth-Token", Value: "secret-token"}, {Name: "X-Session-Id", Value: "s"}, {Name: "Content-Type", Value: "application/json"},
+		{Name: "x-checksum", Value: "sha256=abcd"}, {Name: "Webhook-Id", Value: "msg_1"}, {Name: "Webhook-Timestamp", Value: "17"},
 	}}
+	src := &app.Source{Name: "erp", Provider: "hmac", Settings: provider.Settings{Secrets: [][]byte{[]byte("never-on-the-stream")},
+		SignatureHeader: "X-Checksum", SignatureEncoding: "hex", SignaturePrefix: "sha256="}}
+	se := app.StreamEventOf(e, src)
 	var got []string
-	for _, h := range app.StreamEventOf(e).Header {
+	for _, h := range se.Header {
 		got = append(got, h[0]+"="+h[1])
 	}
-	want := []string{"X-Shopify-Hmac-Sha256=sig1", "Stripe-Signature=t=1,v1=ab", "webhook-signature=v1,xyz", "Content-Type=application/json"}
+	want := []string{"Content-Type=application/json", "Webhook-Id=msg_1", "Webhook-Timestamp=17"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("stream headers %v; want %v", got, want)
+	}
+	if se.Provider != "hmac" || se.Signature == nil || *se.Signature != (app.StreamSignature{Header: "X-Checksum", Encoding: "hex", Prefix: "sha256="}) {
+		t.Fatalf("provider %q, signature %+v", se.Provider, se.Signature)
+	}
+	b, _ := json.Marshal(se)
+	if strings.Contains(string(b), "never-on-the-stream") || strings.Contains(string(b), "abcd") {
+		t.Fatalf("the stream event carries a secret or the signature: %s", b)
+	}
+	// A source no longer configured: by the name only, and no provider.
+	if se := app.StreamEventOf(e, nil); se.Provider != "" || se.Signature != nil || len(se.Header) != 4 {
+		t.Fatalf("without its source: %+v", se)
 	}
 }
 

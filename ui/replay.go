@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -48,13 +49,13 @@ type replayOffer struct {
 // raw since and until) describe, for the page's button; nil when the
 // filters name no source, status or time (a replay of everything is not
 // offered) or nothing matches.
-func (u *UI) offerReplay(c *fiber.Ctx, q app.EventQuery) (*replayOffer, error) {
+func (u *UI) offerReplay(ctx context.Context, c *fiber.Ctx, q app.EventQuery) (*replayOffer, error) {
 	rq, fields, ok := u.replayQueryOf(q, func(k string) string { return c.Query(k) })
 	if !ok {
 		return nil, nil
 	}
 	rq.DryRun = true
-	res, err := u.d.Store.ReplayQuery(c.UserContext(), rq, u.d.Now())
+	res, err := u.d.Store.ReplayQuery(ctx, rq, u.d.Now())
 	if err != nil || res.Matched == 0 {
 		return nil, err
 	}
@@ -101,7 +102,6 @@ func (u *UI) replayQueryOf(q app.EventQuery, get func(string) string) (app.Repla
 // there were some (delivered=yes): one delivered after it showed none is
 // never sent again unasked.
 func (u *UI) replayQuery(c *fiber.Ctx) error {
-	ctx := c.UserContext()
 	get := func(k string) string { return request.PostValue(c, k) }
 	q := app.EventQuery{Source: get("source"), Topic: get("topic"), Status: get("status"), Q: strings.TrimSpace(get("q"))}
 	if msg := checkSearch(q.Q); q.Q != "" && msg != "" {
@@ -128,6 +128,22 @@ func (u *UI) replayQuery(c *fiber.Ctx) error {
 		return c.Redirect("/events?"+back.Encode(), fiber.StatusSeeOther)
 	}
 	c.Locals(AuditTarget, ReplayTarget(rq))
+	// As the API's: a body search takes a place in the gate, the count
+	// stops when the browser leaves, the replay goes on (issue 42).
+	var ctx context.Context
+	if rq.Q != "" {
+		sctx, done, err := request.Search(c, u.d.Searches)
+		if err != nil {
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(app.SearchRetryAfter))
+			return fiber.NewError(fiber.StatusTooManyRequests, app.ErrorMessage(err))
+		}
+		defer done()
+		ctx = sctx
+	} else {
+		wctx, stop := request.Watch(c)
+		defer stop()
+		ctx = wctx
+	}
 	if get("confirm") != "yes" {
 		skipAudit(c)
 		rq.DryRun = true
@@ -146,7 +162,9 @@ func (u *UI) replayQuery(c *fiber.Ctx) error {
 		}
 		rq.Status = app.ReplayDead
 	}
-	res, err := u.d.Store.ReplayQuery(ctx, rq, u.d.Now())
+	run, cancel := context.WithTimeout(context.WithoutCancel(ctx), app.ReplayRunTime)
+	defer cancel()
+	res, err := u.d.Store.ReplayQuery(run, rq, u.d.Now())
 	if err != nil {
 		return err
 	}

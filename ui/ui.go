@@ -62,6 +62,9 @@ type Deps struct {
 	Access *app.Access
 	// Who is the audit actor of a request (the Team page's changes).
 	Who func(c *fiber.Ctx) app.Who
+	// Searches bounds the body searches that run at once (nil: a gate of
+	// app.NewSearchGate's defaults, this UI's own).
+	Searches *app.SearchGate
 }
 
 // UI renders the status pages.
@@ -149,6 +152,9 @@ func New(d Deps) *UI {
 	}
 	if d.Running == nil {
 		d.Running = app.NewRunning(d.Config, d.Now())
+	}
+	if d.Searches == nil {
+		d.Searches = app.NewSearchGate(0, 0)
 	}
 	u := &UI{d: d, tmpl: map[string]*template.Template{}}
 	for _, page := range []string{"overview", "events", "event", "dead", "confirm", "replay", "config", "login", "audit", "team"} {
@@ -278,6 +284,19 @@ func (u *UI) events(c *fiber.Ctx) error {
 	}
 	var res app.EventSearch
 	var err error
+	status := fiber.StatusOK
+	if q.Q != "" && bad == "" {
+		// The search and the count of its replay stop when the browser
+		// leaves, and take a place in the node's gate (issue 42).
+		sctx, done, berr := request.Search(c, u.d.Searches)
+		if berr != nil {
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(app.SearchRetryAfter))
+			bad, status = "search: "+app.ErrorMessage(berr), fiber.StatusTooManyRequests
+		} else {
+			defer done()
+			ctx = sctx
+		}
+	}
 	switch {
 	case q.Q != "" && bad != "": // refused: nothing to list
 	case q.Q != "":
@@ -285,8 +304,14 @@ func (u *UI) events(c *fiber.Ctx) error {
 	default:
 		res.Rows, res.Next, err = u.d.Store.ListEvents(ctx, q)
 	}
+	if errors.Is(err, context.Canceled) { // the browser left mid-search: no one reads the page
+		return fiber.NewError(fiber.StatusRequestTimeout)
+	}
 	if err != nil {
 		return err
+	}
+	if res.Stopped && res.SearchedUntil.IsZero() {
+		bad = fmt.Sprintf("search: stopped at its budget of %v before it had looked at every event; narrow it by source, since or until", app.DefaultSearchBudget.Time)
 	}
 	rows, err := u.eventRows(ctx, res.Rows)
 	if err != nil {
@@ -320,11 +345,11 @@ func (u *UI) events(c *fiber.Ctx) error {
 		// read every body; the confirm page counts when asked.
 		offer = u.offerUncounted(c, q)
 	default:
-		if offer, err = u.offerReplay(c, q); err != nil {
+		if offer, err = u.offerReplay(ctx, c, q); err != nil {
 			return err
 		}
 	}
-	return u.render(c, 200, "events", "Events", map[string]any{"Rows": rows, "Next": nextURL, "Q": q, "Window": window,
+	return u.render(c, status, "events", "Events", map[string]any{"Rows": rows, "Next": nextURL, "Q": q, "Window": window,
 		"Since": c.Query("since"), "Until": c.Query("until"), "Sources": sources, "Error": bad,
 		"Replay": offer, "Replayed": c.Query("replayed"),
 		"Statuses": []string{"delivered", "pending", "waiting", "dead", "unrouted", "merged", "unreadable"}})
@@ -511,7 +536,7 @@ func (u *UI) event(c *fiber.Ctx) error {
 	if len(merged) > maxMergedShown { // a long debounce window can fold in thousands
 		merged = merged[:maxMergedShown]
 	}
-	return u.render(c, 200, "event", "Event "+e.ID, map[string]any{"E": e, "Headers": app.MaskHeaders(e.Header),
+	return u.render(c, 200, "event", "Event "+e.ID, map[string]any{"E": e, "Headers": app.MaskHeaders(e.Header, u.cfg().SourceByName(e.Source)),
 		"Body": viewBody(e.Body), "Download": "/api/v1/events/" + strconv.FormatUint(seq, 10) + "/body",
 		"Deliveries": rows, "Transformed": len(sent) > 0, "Merged": merged, "CarriedBy": carrier, "MergedTotal": mergedTotal, "MergedMore": mergedTotal - len(merged)})
 }

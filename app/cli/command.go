@@ -140,7 +140,7 @@ var commands = []*command{
 			"destination's secret: -secret, else $HOOKBOX_SINK_SECRET, else the secret of the\n" +
 			"destination in -config whose url is on -listen. It answers 200, or 401 to a bad\n" +
 			"signature (hookbox then retries, as with a real endpoint).", run: runSink},
-	{name: "listen", synopsis: "URL -forward http://localhost:3000/PATH [-source S] [-topic GLOB] [-max-body B] [-timeout D]",
+	{name: "listen", synopsis: "URL -forward http://localhost:3000/PATH [-source S] [-topic GLOB] [-secret whsec_…] [-max-body B] [-timeout D]",
 		summary: "forward the events a remote hookbox accepts to a local URL, live (a viewer token is enough)",
 		help:    listenHelp, run: runListen},
 	{name: "version", synopsis: "", summary: "print the version, commit and build time",

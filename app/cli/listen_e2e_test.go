@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"hookbox/app/cli/clitest"
+	"hookbox/app/listen"
 )
 
 const listenShopSecret = "shpss_listen_e2e_secret"
@@ -185,6 +186,12 @@ func shopifyPost(t *testing.T, addr, source, id string, body []byte) int {
 // "shop" (listenShopSecret) and extra.
 func listenConfig(t *testing.T, dir string, port int, extra string) string {
 	t.Helper()
+	return listenConfigSecret(t, dir, port, listenShopSecret, extra)
+}
+
+// listenConfigSecret is listenConfig with the shop's secret.
+func listenConfigSecret(t *testing.T, dir string, port int, secret, extra string) string {
+	t.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +207,7 @@ password_env = "E2E_STATUS_PASSWORD"
 name = "shop"
 provider = "shopify"
 secret = %q
-%s`, port, filepath.Join(dir, "data"), listenShopSecret, extra)
+%s`, port, filepath.Join(dir, "data"), secret, extra)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -258,11 +265,14 @@ var (
 	forwardedRE = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  shop  orders/create  (listen-\d+)  → 200 OK  \d+ ms$`)
 	readyRE     = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  Ready, forwarding events of http://\S+ to http://\S+ \(source shop, topic orders/\*\)$`)
 	lostRE      = regexp.MustCompile(`(?m)connection lost: .*; reconnecting in \S+`)
+	// listenSecretRE is listen's first line.
+	listenSecretRE = regexp.MustCompile(`(?m)^Your listen secret is (whsec_\S+): verify forwarded requests with it`)
 )
 
 // TestListen: `hookbox listen`, run as a process with a viewer token,
 // forwards the events a "VPS" hookbox accepts to a "local" hookbox whose
-// Shopify source has the same secret, so that it checks their HMAC: 100
+// Shopify source has the listen secret listen printed, so that it checks
+// the HMAC listen made: 100
 // events sent to the VPS, 100 accepted by the local one, each once, though
 // the listen connection is cut mid-way and events are accepted while it is
 // down; then the VPS restarts on the same data and 10 more follow, each
@@ -302,7 +312,6 @@ to = ["erp"]
 	// detector's shadow memory would say nothing about it); listen and
 	// the local hookbox run under -race when the tests do.
 	vps := startBinary(t, clitest.Shipped(t), vpsConfig, env)
-	local := startWith(t, listenConfig(t, filepath.Join(dir, "local"), freePort(t), ""), env)
 
 	out, errOut, code := hookbox(t, nil, "token", "create", "-name", "laptop", "-role", "viewer", "-config", vpsConfig)
 	if code != 0 || !viewerTokenLine.MatchString(out) {
@@ -310,9 +319,19 @@ to = ["erp"]
 	}
 	token := viewerTokenLine.FindStringSubmatch(out)[1]
 
+	// The stream carries no HMAC: listen signs each forward with the
+	// listen secret it prints, derived from the token (the same from run
+	// to run), which the local hookbox's Shopify source is given.
 	proxy := newCutProxy(t, vps.addr)
 	remote := "http://" + proxy.ln.Addr().String()
-	ln := startListen(t, []string{"HOOKBOX_TOKEN=" + token}, remote, "-forward", "http://"+local.addr+"/in/shop", "-source", "shop", "-topic", "orders/*")
+	localPort := freePort(t)
+	ln := startListen(t, []string{"HOOKBOX_TOKEN=" + token}, remote, "-forward", fmt.Sprintf("http://127.0.0.1:%d/in/shop", localPort), "-source", "shop", "-topic", "orders/*")
+	ln.wait(t, listenSecretRE, 1)
+	secret := listenSecretRE.FindStringSubmatch(ln.text())[1]
+	if secret != listen.TokenSecret(token) || secret == token {
+		t.Fatalf("listen printed the secret %q; want the token's derived one", secret)
+	}
+	local := startWith(t, listenConfigSecret(t, filepath.Join(dir, "local"), localPort, secret, ""), env)
 	ln.wait(t, readyRE, 1)
 
 	body := func(i int) []byte {
@@ -361,8 +380,8 @@ to = ["erp"]
 	if got := len(forwardedRE.FindAllString(ln.text(), -1)); got != total || len(seen) != total {
 		t.Errorf("%d lines for %d events, want %d for %d:\n%s", got, len(seen), total, total, ln.text())
 	}
-	// The local hookbox checked each HMAC (it answers 401 otherwise) and
-	// stored each event once.
+	// The local hookbox checked each HMAC, listen's, with the listen
+	// secret (it answers 401 otherwise) and stored each event once.
 	if got := sourceCount(t, local.addr, "shop", "accepted"); got != total {
 		t.Errorf("the local hookbox accepted %d events, want %d", got, total)
 	}
@@ -492,5 +511,10 @@ func TestListen_Usage(t *testing.T) {
 	t.Setenv("HOOKBOX_TOKEN", "hbx_x")
 	if _, errOut, code := hookbox(t, nil, "listen", "ftp://example.com", "-forward", "http://localhost:3000/"); code != 1 || !strings.Contains(errOut, `the remote URL "ftp://example.com" is not an http:// or https:// URL`) {
 		t.Errorf("ftp remote: exit %d, %q", code, errOut)
+	}
+	// A -secret that some scheme would refuse is refused before anything
+	// (Standard Webhooks base64-decodes what follows whsec_), unquoted.
+	if _, errOut, code := hookbox(t, nil, "listen", "http://127.0.0.1:1", "-forward", "http://localhost:3000/", "-secret", "whsec_short-secret"); code != 2 || !strings.Contains(errOut, "a listen secret is whsec_ and the base64 of 24 to 64 bytes") || strings.Contains(errOut, "short-secret") {
+		t.Errorf("-secret whsec_short-secret: exit %d, %q", code, errOut)
 	}
 }

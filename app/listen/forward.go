@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"hookbox/app"
+	"hookbox/app/provider"
 )
 
 // hopHeaders mean something for one connection only, or are the
@@ -24,10 +25,10 @@ var hopHeaders = map[string]bool{
 	"Upgrade": true, "Host": true, "Content-Length": true,
 }
 
-// forwardHeader is the header the local app gets for an event's headers:
-// all of them as received (X-Shopify-Hmac-Sha256, Stripe-Signature… so
-// that its signature check works unchanged) but the hop-by-hop ones, Host
-// and Content-Length (and what Connection names).
+// forwardHeader is the header the local app gets for an event's headers
+// before it is signed: all of them as the stream sent them (as received,
+// but no signature or credential) but the hop-by-hop ones, Host and
+// Content-Length (and what Connection names).
 func forwardHeader(fields [][2]string) http.Header {
 	drop := map[string]bool{}
 	for _, f := range fields {
@@ -77,24 +78,50 @@ func validHeader(name, value string) bool {
 // forwardEvent POSTs ev to the local URL and prints its line: the local
 // time, source, topic, event id, the local answer (or error) and the time
 // it took. A failed forward is printed and not tried again.
+//
+// A request it cannot sign (the source is no longer configured on the
+// remote, or has a provider this hookbox does not know) goes unsigned, and
+// its line says so.
 func (l *Listener) forwardEvent(ctx context.Context, ev *app.StreamEvent) {
 	start := time.Now()
-	answer := l.post(ctx, ev)
+	h, unsigned := l.sign(ev)
+	answer := l.post(ctx, ev, h)
 	took := time.Since(start)
 	topic := ev.Topic
 	if topic == "" {
 		topic = "-"
 	}
-	l.printf("%s  %s  %s  %s  → %s  %d ms", l.clock(), printable(ev.Source), printable(topic), printable(ev.ID), answer, took.Milliseconds())
+	l.printf("%s  %s  %s  %s  → %s  %d ms%s", l.clock(), printable(ev.Source), printable(topic), printable(ev.ID), answer, took.Milliseconds(), unsigned)
 }
 
-// post sends ev and returns the answer as printed: "200 OK", or "error: …".
-func (l *Listener) post(ctx context.Context, ev *app.StreamEvent) string {
+// sign returns the headers of ev's forward, signed with the listen secret
+// in the scheme of ev's provider (provider.Resign), or unsigned with the
+// reason, as the end of its line.
+func (l *Listener) sign(ev *app.StreamEvent) (http.Header, string) {
+	h := forwardHeader(ev.Header)
+	if ev.Provider == "" {
+		return h, "  (unsigned: the remote named no provider for this source)"
+	}
+	s := provider.Settings{Secrets: [][]byte{[]byte(l.Secret)}}
+	if sig := ev.Signature; sig != nil {
+		s.SignatureHeader, s.SignatureEncoding, s.SignaturePrefix = sig.Header, sig.Encoding, sig.Prefix
+	}
+	signed, err := provider.Resign(ev.Provider, s, ev.Body, l.Forward, ev.ID, ev.Topic, h, l.Now())
+	if err != nil {
+		// The error names the provider or a setting, never the secret.
+		return h, "  (unsigned: " + printable(err.Error()) + ")"
+	}
+	return signed, ""
+}
+
+// post sends ev with the header h and returns the answer as printed:
+// "200 OK", or "error: …".
+func (l *Listener) post(ctx context.Context, ev *app.StreamEvent, h http.Header) string {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.Forward, bytes.NewReader(ev.Body))
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	req.Header = forwardHeader(ev.Header)
+	req.Header = h
 	resp, err := l.forward.Do(req)
 	if err != nil {
 		var ue *url.Error

@@ -40,7 +40,9 @@ const (
 
 // Listener reads the stream of a remote hookbox and POSTs each event to a
 // local URL, one at a time in the order received, printing a line for each.
-// It changes nothing on the remote.
+// The stream carries no signature: each request is signed here, with
+// Secret, in the scheme of the event's provider. It changes nothing on
+// the remote.
 type Listener struct {
 	// Remote is the remote hookbox's base URL (https://hooks.example.com).
 	Remote string
@@ -52,6 +54,10 @@ type Listener struct {
 	Token, User, Password string
 	// CredentialFrom names the credential for errors (never its value).
 	CredentialFrom string
+	// Secret is the listen secret each forwarded request is signed with,
+	// in the scheme of its source's provider (default: TokenSecret of
+	// Token, else PasswordSecret of User and Password).
+	Secret string
 	// MaxBody is the largest event body accepted on the stream (default
 	// DefaultMaxBody); a longer line ends the connection with ErrTooLong.
 	MaxBody int
@@ -117,6 +123,15 @@ func (l *Listener) init() error {
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			return &FatalError{fmt.Sprintf("%s %q is not an http:// or https:// URL", u.name, u.v)}
 		}
+	}
+	switch {
+	case l.Secret == "" && l.Token != "":
+		l.Secret = TokenSecret(l.Token)
+	case l.Secret == "":
+		l.Secret = PasswordSecret(l.User, l.Password)
+	}
+	if err := CheckSecret(l.Secret); err != nil {
+		return &FatalError{err.Error()}
 	}
 	if l.MaxBody <= 0 {
 		l.MaxBody = DefaultMaxBody

@@ -4,8 +4,10 @@ import "net/textproto"
 
 // signatureHeaders are the canonical names of the headers that carry a
 // provider's signature or a sender's credential, whichever provider sent
-// them: a destination that should verify hookbox's own signature instead
-// (forward_signatures = false) gets none of them. The generic hmac
+// them: what makes a request genuine. A destination that should verify
+// hookbox's own signature instead (forward_signatures = false) gets none
+// of them, a viewer reads none of them (app.SecretHeader) and `hookbox
+// listen` writes its own in their place (Resign). The generic hmac
 // provider's header is configured per source (Settings.SignatureHeader).
 var signatureHeaders = map[string]bool{
 	"X-Shopify-Hmac-Sha256":         true,
@@ -17,6 +19,8 @@ var signatureHeaders = map[string]bool{
 	"X-Square-Hmacsha256-Signature": true,
 	"X-Square-Signature":            true,
 	"Paddle-Signature":              true,
+	"Webhook-Signature":             true, // Standard Webhooks, BigCommerce
+	"Svix-Signature":                true,
 	"Authorization":                 true,
 	"Proxy-Authorization":           true,
 }

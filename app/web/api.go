@@ -17,6 +17,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/request"
 )
 
 // route registers h for method path under prefix, behind the role its
@@ -252,6 +253,9 @@ func (s *Server) storeError(c *fiber.Ctx, err error) error {
 	if errors.Is(err, app.ErrNotFound) {
 		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no such delivery"))
 	}
+	if errors.Is(err, context.Canceled) { // the client left (request.Watch): no one reads this
+		return s.sendError(c, app.Errorf(app.EUNAVAILABLE, "the request was cancelled"))
+	}
 	s.Logger.Error("admin API", "path", c.Path(), "error", err)
 	return s.sendError(c, app.Errorf(app.EUNAVAILABLE, "storage unavailable, retry later"))
 }
@@ -376,7 +380,12 @@ func (s *Server) handleEvents(c *fiber.Ctx) error {
 		if err := app.CheckSearch(q.Q); err != nil {
 			return s.sendError(c, err)
 		}
-		res, err = s.deps.Store.SearchEvents(ctx, q)
+		sctx, done, busy := request.Search(c, s.deps.Searches)
+		if busy != nil {
+			return s.sendError(c, busy)
+		}
+		res, err = s.deps.Store.SearchEvents(sctx, q)
+		done()
 	} else {
 		res.Rows, res.Next, err = s.deps.Store.ListEvents(ctx, q)
 	}
@@ -391,8 +400,12 @@ func (s *Server) handleEvents(c *fiber.Ctx) error {
 	if res.Next > 0 {
 		out["next_before"] = res.Next
 	}
-	// A body search that stopped at its budget (bbolt) says how far back
-	// it looked and how many events it read; next_before goes on.
+	// A body search that stopped at its budget says so; on bbolt it says
+	// how far back it looked and how many events it read, and
+	// next_before goes on.
+	if res.Stopped {
+		out["stopped_early"] = true
+	}
 	if !res.SearchedUntil.IsZero() {
 		out["searched_until"] = res.SearchedUntil.UTC()
 		out["searched"] = res.Searched
@@ -448,7 +461,7 @@ func (s *Server) handleEvent(c *fiber.Ctx) error {
 	// the scripts that read it; header_list has every copy, in order.
 	headers := map[string]string{}
 	list := make([]headerJSON, 0, len(e.Header))
-	for _, h := range app.MaskHeaders(e.Header) {
+	for _, h := range app.MaskHeaders(e.Header, s.config().SourceByName(e.Source)) {
 		headers[h.Name] = h.Value
 		list = append(list, headerJSON{h.Name, h.Value})
 	}

@@ -165,7 +165,9 @@ func (s *Server) checkPassword(c *fiber.Ctx, user, password, via string) (id app
 		if via == viaForm {
 			auditVia = viaSession
 		}
-		e := app.Who{Actor: user, Via: auditVia, From: client.String()}.Entry(app.AuditLogin, "", "", nil)
+		// The name is the request's, whoever it names: cut and cleaned
+		// before the audit log and the page see it.
+		e := app.Who{Actor: app.CleanName(user), Via: auditVia, From: client.String()}.Entry(app.AuditLogin, "", "", nil)
 		if v != granted {
 			e.Result, e.Detail = app.AuditFailed, "wrong user or password"
 		} else {

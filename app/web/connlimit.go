@@ -151,6 +151,9 @@ type limitedConn struct {
 	closed  atomic.Bool
 }
 
+// NetConn is the connection under c (request.Watch peeks at its socket).
+func (c *limitedConn) NetConn() net.Conn { return c.Conn }
+
 func (c *limitedConn) Close() error {
 	if c.closed.CompareAndSwap(false, true) {
 		c.l.release(c)

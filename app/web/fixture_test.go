@@ -70,6 +70,8 @@ type fixture struct {
 	stop  func()
 	// advance moves the server's clock on (now stays where it started).
 	advance func(time.Duration)
+	// searches is the server's gate of body searches.
+	searches *app.SearchGate
 }
 
 // openFixture starts a server over the store in dir at clock now.
@@ -97,13 +99,14 @@ func openFixtureWith(t *testing.T, dir string, now time.Time, logger *slog.Logge
 	if logger != nil {
 		recv.Logger = logger
 	}
+	searches := app.NewSearchGate(4, 0) // the per-caller bound, whatever the machine's CPUs
 	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Access: login, Stats: stats, Metrics: prom, Now: clock,
-		Pauser: app.NewPauser(cfg, db, nil, clock)})
+		Pauser: app.NewPauser(cfg, db, nil, clock), Searches: searches})
 	if logger != nil {
 		srv.Logger = logger
 	}
 	addr := serve(t, srv.App())
-	f := &fixture{t: t, dir: dir, now: now, db: db, stats: stats, srv: srv, base: "http://" + addr,
+	f := &fixture{t: t, dir: dir, now: now, db: db, stats: stats, srv: srv, base: "http://" + addr, searches: searches,
 		advance: func(d time.Duration) { clockMu.Lock(); cur = cur.Add(d); clockMu.Unlock() }}
 	stopped := false
 	f.stop = func() {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/request"
 	"hookbox/ui"
 )
 
@@ -35,17 +37,23 @@ type replayQueryJSON struct {
 	Q           string `json:"q"`
 	DryRun      bool   `json:"dry_run"`
 	Force       bool   `json:"force"`
+	// Limit is how many to replay at most (0: app.MaxReplay, the most).
+	Limit int `json:"limit"`
 }
 
 // replayAnswerJSON is the answer of POST /api/v1/replay.
 type replayAnswerJSON struct {
 	Matched int `json:"matched"`
 	// Delivered is how many of the matched had been delivered.
-	Delivered int              `json:"delivered"`
-	Replayed  int              `json:"replayed"`
-	More      bool             `json:"more"`
-	DryRun    bool             `json:"dry_run"`
-	First     []replayItemJSON `json:"first"`
+	Delivered int  `json:"delivered"`
+	Replayed  int  `json:"replayed"`
+	More      bool `json:"more"`
+	// Limit is the most one replay selects: past it More says more
+	// deliveries match, and a dry run and its run select the same first
+	// Limit in accept order.
+	Limit  int              `json:"limit"`
+	DryRun bool             `json:"dry_run"`
+	First  []replayItemJSON `json:"first"`
 }
 
 // replayItemJSON is one matched delivery, named as merchants know it.
@@ -139,7 +147,6 @@ func (s *Server) handleReplay(c *fiber.Ctx) error {
 // match without delivered ones replays only dead ones, so one that is
 // delivered meanwhile is never sent again unasked.
 func (s *Server) handleReplayQuery(c *fiber.Ctx) error {
-	ctx := c.UserContext()
 	var body replayQueryJSON
 	if err := decodeBody(c, &body); err != nil {
 		return s.sendError(c, err)
@@ -151,6 +158,22 @@ func (s *Server) handleReplayQuery(c *fiber.Ctx) error {
 	c.Locals(ui.AuditTarget, ui.ReplayTarget(q))
 	if q.DryRun {
 		c.Locals(ui.AuditSkip, true)
+	}
+	// A body search takes a place in the gate for the whole request; what
+	// only looks (the dry runs) stops when the caller leaves, and the run
+	// goes on whoever disconnects (its own bound, app.ReplayRunTime).
+	var ctx context.Context
+	if q.Q != "" {
+		sctx, done, err := request.Search(c, s.deps.Searches)
+		if err != nil {
+			return s.sendError(c, err)
+		}
+		defer done()
+		ctx = sctx
+	} else {
+		wctx, stop := request.Watch(c)
+		defer stop()
+		ctx = wctx
 	}
 	now := s.deps.Now()
 	if !body.Force && !q.DryRun && q.Status != app.ReplayDead {
@@ -165,9 +188,14 @@ func (s *Server) handleReplayQuery(c *fiber.Ctx) error {
 				res.Delivered, res.Matched))
 		}
 		if q.Status == app.ReplayDelivered { // none matched
-			return c.JSON(replayAnswer(res, false))
+			return c.JSON(replayAnswer(res, q.Limit, false))
 		}
 		q.Status = app.ReplayDead
+	}
+	if !q.DryRun {
+		run, cancel := context.WithTimeout(context.WithoutCancel(ctx), app.ReplayRunTime)
+		defer cancel()
+		ctx = run
 	}
 	res, err := s.deps.Store.ReplayQuery(ctx, q, now)
 	if err != nil {
@@ -177,7 +205,7 @@ func (s *Server) handleReplayQuery(c *fiber.Ctx) error {
 	if res.Replayed > 0 {
 		s.deps.Wake()
 	}
-	return c.JSON(replayAnswer(res, q.DryRun))
+	return c.JSON(replayAnswer(res, q.Limit, q.DryRun))
 }
 
 // replayError answers a failed replay by query: the query's own mistakes
@@ -192,7 +220,10 @@ func (s *Server) replayError(c *fiber.Ctx, err error) error {
 // replayQuery checks the body of POST /api/v1/replay and turns it into
 // the store's query.
 func (s *Server) replayQuery(b replayQueryJSON) (app.ReplayQuery, error) {
-	q := app.ReplayQuery{Source: b.Source, Topic: b.Topic, Destination: b.Destination, Status: b.Status, Q: b.Q, DryRun: b.DryRun}
+	q := app.ReplayQuery{Source: b.Source, Topic: b.Topic, Destination: b.Destination, Status: b.Status, Q: b.Q, DryRun: b.DryRun, Limit: b.Limit}
+	if b.Limit < 0 || b.Limit > app.MaxReplay {
+		return q, app.Errorf(app.EINVALID, "limit %d: give 1 to %d (0 or none: %d)", b.Limit, app.MaxReplay, app.MaxReplay)
+	}
 	now := s.deps.Now()
 	var err error
 	if q.Since, err = ParseSince("since", b.Since, now); err != nil {
@@ -231,8 +262,8 @@ func ParseSince(name, v string, now time.Time) (time.Time, error) {
 }
 
 // replayAnswer renders a replay by query's result.
-func replayAnswer(res app.ReplayResult, dryRun bool) replayAnswerJSON {
-	out := replayAnswerJSON{Matched: res.Matched, Delivered: res.Delivered, Replayed: res.Replayed, More: res.More, DryRun: dryRun,
+func replayAnswer(res app.ReplayResult, limit int, dryRun bool) replayAnswerJSON {
+	out := replayAnswerJSON{Matched: res.Matched, Delivered: res.Delivered, Replayed: res.Replayed, More: res.More, Limit: limit, DryRun: dryRun,
 		First: make([]replayItemJSON, 0, len(res.First))}
 	for _, it := range res.First {
 		out.First = append(out.First, replayItemJSON{Delivery: it.Delivery, Destination: it.Destination, State: it.State.String(),

@@ -131,7 +131,7 @@ func (s *Server) authorize(r rule) fiber.Handler {
 		id, _ := c.Locals("identity").(app.Identity)
 		if err := allowed(id, r); err != nil {
 			if r.action != "" {
-				e := s.who(c).Entry(r.action, auditTarget(c), "", nil)
+				e := s.who(c).Entry(r.action, s.auditTarget(c), "", nil)
 				e.Result, e.Detail = app.AuditDenied, app.ErrorMessage(err)
 				s.deps.Access.Record(c.UserContext(), e)
 			}
@@ -145,21 +145,27 @@ func (s *Server) authorize(r rule) fiber.Handler {
 			return err
 		}
 		detail, _ := c.Locals(ui.AuditDetail).(string)
-		s.deps.Access.Record(c.UserContext(), s.who(c).Entry(r.action, auditTarget(c), detail, handlerError(c, err)))
+		s.deps.Access.Record(c.UserContext(), s.who(c).Entry(r.action, s.auditTarget(c), detail, handlerError(c, err)))
 		return err
 	}
 }
 
 // auditTarget is what a request acts on: the handler's word, else the
-// route's delivery id or destination name.
-func auditTarget(c *fiber.Ctx) string {
+// route's delivery id, or the destination, user or token it names. A name
+// that is not a destination's is the request's: it is recorded cleaned
+// (app.CleanName).
+func (s *Server) auditTarget(c *fiber.Ctx) string {
 	if t, _ := c.Locals(ui.AuditTarget).(string); t != "" {
 		return t
 	}
 	if id := c.Params("id"); id != "" {
-		return "delivery " + id
+		return "delivery " + app.CleanName(id)
 	}
-	return c.Params("name")
+	name := c.Params("name")
+	if d := s.config().DestinationByName(name); d != nil {
+		return d.Name
+	}
+	return app.CleanName(name)
 }
 
 // handlerError is what a handler's answer says went wrong, as an Error

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"io"
+	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -212,5 +215,108 @@ func TestUI_EventsSearch(t *testing.T) {
 	}
 	if strings.Join(found, " ") != "order-2 order-1 order-0" {
 		t.Fatalf("searching further found %v; want the three orders, newest first", found)
+	}
+}
+
+// A caller with app.SearchesPerCaller body searches running gets 429 with
+// Retry-After for another, from the API, the events page and replay by
+// query alike, in the shape of the API's other errors; searches without a
+// body search are not counted, and a place given back serves again
+// (issue 42).
+func TestAPI_SearchBusy(t *testing.T) {
+	f := searchFixture(t)
+	var leaves []func()
+	for range app.SearchesPerCaller {
+		leave, err := f.searches.Enter("ops")
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaves = append(leaves, leave)
+	}
+	do := func(method, path, body string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, f.base+path, strings.NewReader(body))
+		req.SetBasicAuth("ops", "pw-1234")
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	for _, tc := range []struct{ method, path, body string }{
+		{"GET", "/api/v1/events?q=%231004", ""},
+		{"POST", "/api/v1/replay", `{"q": "#1004", "dry_run": true}`},
+		{"GET", "/events?q=%231004", ""},
+	} {
+		resp, b := do(tc.method, tc.path, tc.body)
+		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s %s with two searches running: %d, Retry-After %q; want 429 with Retry-After", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+		if strings.HasPrefix(tc.path, "/api/") {
+			var a struct{ Status, Error string }
+			if err := json.Unmarshal(b, &a); err != nil || a.Status != "error" || !strings.Contains(a.Error, "body searches running") {
+				t.Errorf("%s %s: %s; want the API's error shape with the reason", tc.method, tc.path, b)
+			}
+		} else if !strings.Contains(html.UnescapeString(string(b)), "body searches running") {
+			t.Errorf("%s %s: the page does not say why", tc.method, tc.path)
+		}
+	}
+	if resp, b := do("GET", "/api/v1/events?source=shop", ""); resp.StatusCode != 200 {
+		t.Errorf("a list without a body search: %d %s; want 200", resp.StatusCode, b)
+	}
+	leaves[0]()
+	if resp, b := do("GET", "/api/v1/events?q=%231004", ""); resp.StatusCode != 200 {
+		t.Errorf("a search after one answered: %d %s; want 200", resp.StatusCode, b)
+	}
+	leaves[1]()
+}
+
+// POST /api/v1/replay with a limit: the dry run and the run select the
+// same first deliveries in accept order, and both say the limit and that
+// more remain.
+func TestReplayQuery_APILimit(t *testing.T) {
+	f := searchFixture(t)
+	type answer struct {
+		Matched  int  `json:"matched"`
+		Replayed int  `json:"replayed"`
+		More     bool `json:"more"`
+		Limit    int  `json:"limit"`
+		First    []struct {
+			Delivery uint64 `json:"delivery"`
+		} `json:"first"`
+	}
+	call := func(body string) (a answer) {
+		t.Helper()
+		status, b := f.postJSON("/api/v1/replay", body)
+		if status != 200 {
+			t.Fatalf("%s: %d %s", body, status, b)
+		}
+		if err := json.Unmarshal(b, &a); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	ids := func(a answer) (out []uint64) {
+		for _, it := range a.First {
+			out = append(out, it.Delivery)
+		}
+		return out
+	}
+	dry := call(`{"q": "A/B & <C>", "status": "dead", "limit": 1, "dry_run": true}`)
+	run := call(`{"q": "A/B & <C>", "status": "dead", "limit": 1}`)
+	if dry.Matched != 1 || !dry.More || dry.Limit != 1 || run.Replayed != 1 || !run.More || run.Limit != 1 ||
+		len(ids(dry)) != 1 || !slices.Equal(ids(dry), ids(run)) {
+		t.Fatalf("dry run %+v, run %+v; want the same one delivery, limit 1, more remaining", dry, run)
+	}
+	if all := call(`{"q": "A/B & <C>", "dry_run": true}`); all.Limit != app.MaxReplay || all.More {
+		t.Fatalf("without a limit: %+v; want limit %d, none more", all, app.MaxReplay)
+	}
+	if status, b := f.postJSON("/api/v1/replay", `{"q": "A/B", "limit": 100001}`); status != 400 {
+		t.Fatalf("limit past the most: %d %s; want 400", status, b)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,6 +80,10 @@ type Deps struct {
 	// Running is the config in force, read per request, and the last one
 	// a reload refused (nil: New's cfg, always).
 	Running *app.Running
+	// Searches bounds the body searches that run at once, on this node and
+	// per caller (nil: app.NewSearchGate's defaults), for the API and the
+	// pages alike.
+	Searches *app.SearchGate
 	// Stream serves GET /api/v1/stream (nil: a hub over Store when it
 	// can stream, app.StreamHubStore). Shutdown closes it.
 	Stream *app.StreamHub
@@ -138,6 +143,9 @@ func New(cfg *app.Config, deps Deps) *Server {
 	if deps.Running == nil {
 		deps.Running = app.NewRunning(cfg, deps.Now())
 	}
+	if deps.Searches == nil {
+		deps.Searches = app.NewSearchGate(0, 0)
+	}
 	if hs, ok := deps.Store.(app.StreamHubStore); ok && deps.Stream == nil {
 		deps.Stream = app.NewStreamHub(hs)
 	}
@@ -151,7 +159,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		Logger:   slog.With("component", "http"),
 	}
 	s.ui = ui.New(ui.Deps{Running: deps.Running, Store: deps.Store, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
-		LastBackup: deps.LastBackup, Pauser: deps.Pauser, May: may, Access: deps.Access})
+		LastBackup: deps.LastBackup, Pauser: deps.Pauser, May: may, Access: deps.Access, Searches: deps.Searches})
 	s.ui.SetWho(s.who)
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:      cfg.Server.MaxBodyBytes,
@@ -327,13 +335,17 @@ var statusOf = map[string]int{
 	app.EUNAVAILABLE:  fiber.StatusServiceUnavailable,
 	app.EINTERNAL:     fiber.StatusInternalServerError,
 	app.EFORBIDDEN:    fiber.StatusForbidden,
+	app.EBUSY:         fiber.StatusTooManyRequests,
 }
 
 func (s *Server) sendError(c *fiber.Ctx, err error) error {
 	code := app.ErrorCode(err)
 	status := statusOf[code]
-	if code == app.EUNAVAILABLE {
+	switch code {
+	case app.EUNAVAILABLE:
 		c.Set(fiber.HeaderRetryAfter, "5")
+	case app.EBUSY:
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(app.SearchRetryAfter))
 	}
 	c.Locals(errorLocal, app.ErrorMessage(err)) // for the audit entry
 	return c.Status(status).JSON(answer{Status: "error", Error: app.ErrorMessage(err)})

@@ -52,7 +52,7 @@ func request(t *testing.T, s *web.Server, method, path string, body []byte, h ht
 	for k, v := range h {
 		req.Header[k] = v
 	}
-	resp, err := s.App().Test(req, 5000)
+	resp, err := s.App().Test(req, -1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func (s *Server) writeStream(conn net.Conn, w *bufio.Writer, l *app.StreamListen
 		}
 		if held.Err() != nil {
 			n := &app.StreamNotice{Kind: app.StreamNoticeRevoked, Message: app.ErrorMessage(context.Cause(held)) + "; this stream ends"}
-			if writeStreamMessage(out, app.StreamMessage{Notice: n}, &buf) == nil {
+			if writeStreamMessage(out, app.StreamMessage{Notice: n}, nil, &buf) == nil {
 				flush()
 			}
 			return
@@ -149,7 +149,11 @@ func (s *Server) writeUntilPing(ctx context.Context, out *streamOut, l *app.Stre
 			}
 			return false
 		}
-		if err := writeStreamMessage(out, m, buf); err != nil {
+		var src *app.Source
+		if m.Event != nil {
+			src = s.config().SourceByName(m.Event.Source)
+		}
+		if err := writeStreamMessage(out, m, src, buf); err != nil {
 			if !errors.Is(err, errStreamWrite) {
 				s.Logger.Error("stream: encode a message", slog.Any("error", err))
 			}
@@ -196,16 +200,17 @@ func (o *streamOut) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// writeStreamMessage writes m as an SSE message to o; buf is scratch
-// space. An event's JSON is app.StreamEventOf's, its body in base64
-// encoded as it goes out: no copy of the whole message is made.
-func writeStreamMessage(o *streamOut, m app.StreamMessage, buf *[]byte) error {
+// writeStreamMessage writes m, an event of src when it is one, as an SSE
+// message to o; buf is scratch space. An event's JSON is
+// app.StreamEventOf's, its body in base64 encoded as it goes out: no copy
+// of the whole message is made.
+func writeStreamMessage(o *streamOut, m app.StreamMessage, src *app.Source, buf *[]byte) error {
 	if m.Notice != nil {
 		*buf = appendStreamMessage((*buf)[:0], m)
 		_, err := o.Write(*buf)
 		return err
 	}
-	se := app.StreamEventOf(m.Event)
+	se := app.StreamEventOf(m.Event, src)
 	body := se.Body
 	se.Body = nil
 	data, err := json.Marshal(se) // one line: JSON escapes newlines in strings

@@ -154,7 +154,7 @@ func TestServer_EveryRouteNeedsLogin(t *testing.T) {
 			continue
 		}
 		path := strings.NewReplacer(":seq", "1", ":id", "1", ":source", "x").Replace(r.Path)
-		resp, err := srv.App().Test(httptest.NewRequest(r.Method, path, nil), 5000)
+		resp, err := srv.App().Test(httptest.NewRequest(r.Method, path, nil), -1)
 		if err != nil {
 			t.Fatal(err)
 		}

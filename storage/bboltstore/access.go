@@ -208,8 +208,9 @@ func (d *DB) CreateUser(ctx context.Context, u app.User) error {
 	})
 }
 
-// changeUser applies f to the stored user name under a new Stamp.
-func (d *DB) changeUser(ctx context.Context, name string, f func(*app.User)) error {
+// changeUser applies f to the stored user name under a new Stamp; check,
+// when not nil, may refuse the change first.
+func (d *DB) changeUser(ctx context.Context, name string, check func(*bolt.Tx) error, f func(*app.User)) error {
 	return d.update(ctx, func(tx *bolt.Tx) error {
 		raw := getRecord(tx, bucketUsers, name)
 		if raw == nil {
@@ -219,6 +220,11 @@ func (d *DB) changeUser(ctx context.Context, name string, f func(*app.User)) err
 		if err != nil {
 			return err
 		}
+		if check != nil {
+			if err := check(tx); err != nil {
+				return err
+			}
+		}
 		f(&u)
 		if u.Stamp, err = bumpAccess(tx); err != nil {
 			return err
@@ -227,32 +233,61 @@ func (d *DB) changeUser(ctx context.Context, name string, f func(*app.User)) err
 	})
 }
 
-// SetUserRole changes name's role; ENOTFOUND when there is no such user.
-func (d *DB) SetUserRole(ctx context.Context, name string, role app.Role, at time.Time) error {
-	return d.changeUser(ctx, name, func(u *app.User) { u.Role, u.Changed = role, at })
+// guardAdmin returns guard's check of giving name role, made on the
+// admins of the write transaction it is given: bbolt has one writer at a
+// time, and the committer runs the writes of a group one after the other
+// in one transaction, so each sees what the ones before it changed.
+func guardAdmin(guard app.AdminGuard, name string, role app.Role) func(*bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
+		users, err := readUsers(tx)
+		if err != nil {
+			return err
+		}
+		var admins []string
+		for _, u := range users {
+			if u.Role == app.RoleAdmin {
+				admins = append(admins, u.Name)
+			}
+		}
+		return guard.Check(admins, name, role)
+	}
+}
+
+// SetUserRole changes name's role; ENOTFOUND when there is no such user,
+// ECONFLICT when guard refuses to lose the last admin.
+func (d *DB) SetUserRole(ctx context.Context, name string, role app.Role, at time.Time, guard app.AdminGuard) error {
+	return d.changeUser(ctx, name, guardAdmin(guard, name, role), func(u *app.User) { u.Role, u.Changed = role, at })
 }
 
 // SetUserPassword changes name's password hash; ENOTFOUND when there is
 // no such user.
 func (d *DB) SetUserPassword(ctx context.Context, name string, hash []byte, at time.Time) error {
 	hash = bytes.Clone(hash)
-	return d.changeUser(ctx, name, func(u *app.User) { u.Hash, u.Changed = hash, at })
+	return d.changeUser(ctx, name, nil, func(u *app.User) { u.Hash, u.Changed = hash, at })
 }
 
-// RemoveUser removes name; ENOTFOUND when there is no such user.
-func (d *DB) RemoveUser(ctx context.Context, name string) error {
-	return d.removeAccess(ctx, bucketUsers, "user", name)
+// RemoveUser removes name; ENOTFOUND when there is no such user,
+// ECONFLICT when guard refuses to lose the last admin.
+func (d *DB) RemoveUser(ctx context.Context, name string, guard app.AdminGuard) error {
+	return d.removeAccess(ctx, bucketUsers, "user", name, guardAdmin(guard, name, app.RoleNone))
 }
 
 // RevokeToken removes the token name; ENOTFOUND when there is none.
 func (d *DB) RevokeToken(ctx context.Context, name string) error {
-	return d.removeAccess(ctx, bucketTokens, "token", name)
+	return d.removeAccess(ctx, bucketTokens, "token", name, nil)
 }
 
-func (d *DB) removeAccess(ctx context.Context, bucket []byte, noun, name string) error {
+// removeAccess removes name from bucket; check, when not nil, may refuse
+// first.
+func (d *DB) removeAccess(ctx context.Context, bucket []byte, noun, name string, check func(*bolt.Tx) error) error {
 	return d.update(ctx, func(tx *bolt.Tx) error {
 		if getRecord(tx, bucket, name) == nil {
 			return app.Errorf(app.ENOTFOUND, "no %s %q", noun, name)
+		}
+		if check != nil {
+			if err := check(tx); err != nil {
+				return err
+			}
 		}
 		if _, err := bumpAccess(tx); err != nil {
 			return err

@@ -24,7 +24,10 @@ import (
 // A delivery that left the state it was matched in before its batch is
 // written (replayed by someone else, swept) is left alone and not counted.
 // A body search (q.Q) reads every body the other filters leave, without
-// the budget of SearchEvents: a replay must not miss what it was asked for.
+// the time budget of SearchEvents (a replay must not miss what it was
+// asked for, and its dry run must select what the run replays): it is
+// bounded by q.Limit matches and by ctx, looked at every
+// app.SearchCheckBytes read, so a caller who leaves stops it.
 func (d *DB) ReplayQuery(ctx context.Context, q app.ReplayQuery, now time.Time) (app.ReplayResult, error) {
 	q, err := q.Check()
 	if err != nil {
@@ -38,9 +41,9 @@ func (d *DB) ReplayQuery(ctx context.Context, q app.ReplayQuery, now time.Time) 
 		case q.Delivery != 0:
 			items, err = matchOne(tx, q)
 		case q.Status == app.ReplayDead: // the dead index is small and in id order
-			items, more, err = matchDead(tx, q)
+			items, more, err = matchDead(tx, q, &pacer{ctx: ctx})
 		default:
-			items, more, err = matchEvents(tx, q)
+			items, more, err = matchEvents(tx, q, &pacer{ctx: ctx})
 		}
 		return err
 	})
@@ -101,7 +104,7 @@ func matchOne(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, error) {
 
 // matchDead returns the dead deliveries q selects, in id order, and
 // whether more than q.Limit matched.
-func matchDead(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, bool, error) {
+func matchDead(tx *bolt.Tx, q app.ReplayQuery, p *pacer) ([]app.ReplayItem, bool, error) {
 	var items []app.ReplayItem
 	names := map[uint64]eventRow{}
 	found := map[uint64]bool{} // the events whose body has q.Q
@@ -118,6 +121,9 @@ func matchDead(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, bool, error) {
 			v := events.Get(seqKey(dl.EventSeq))
 			if v == nil {
 				continue // its event is gone: nothing to send
+			}
+			if err := p.read(len(v)); err != nil {
+				return nil, false, err
 			}
 			if ev, err = decodeEventRow(v); err != nil {
 				continue
@@ -139,7 +145,7 @@ func matchDead(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, bool, error) {
 // matchEvents returns the dead or delivered deliveries q selects by
 // walking the events from q.Since (found by binary search) in seq order
 // and each one's deliveries, and whether more than q.Limit matched.
-func matchEvents(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, bool, error) {
+func matchEvents(tx *bolt.Tx, q app.ReplayQuery, p *pacer) ([]app.ReplayItem, bool, error) {
 	var items []app.ReplayItem
 	c := tx.Bucket(bucketEvents).Cursor()
 	var k, v []byte
@@ -153,6 +159,9 @@ func matchEvents(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, bool, error)
 	dc := tx.Bucket(bucketEventDlv).Cursor()
 	search := app.NewSearch(q.Q)
 	for ; k != nil; k, v = c.Next() {
+		if err := p.read(len(v)); err != nil {
+			return nil, false, err
+		}
 		ev, err := decodeEventRow(v)
 		if err != nil {
 			continue // unreadable: on the poison list, not replayable by query
@@ -217,4 +226,24 @@ func (d *DB) EventNames(ctx context.Context, seqs []uint64) (map[uint64]app.Even
 		return nil
 	})
 	return out, err
+}
+
+// pacer looks at a long read's ctx every app.SearchCheckBytes or
+// app.SearchCheckEvents it reads, whichever comes first: a caller who
+// leaves stops a scan of large bodies within milliseconds.
+type pacer struct {
+	ctx        context.Context
+	bytes, evs int
+}
+
+// read counts an event of n bytes and returns ctx's error when it is time
+// to look and ctx is done.
+func (p *pacer) read(n int) error {
+	p.bytes += n
+	p.evs++
+	if p.bytes < app.SearchCheckBytes && p.evs < app.SearchCheckEvents {
+		return nil
+	}
+	p.bytes, p.evs = 0, 0
+	return p.ctx.Err()
 }

@@ -26,6 +26,14 @@ func (d *DB) SetSearchBudget(b app.SearchBudget) {
 	d.budget.Store(&b)
 }
 
+// SetSearchTime sets the time of this store's body searches (0: the
+// default's), keeping their budget of events.
+func (d *DB) SetSearchTime(t time.Duration) {
+	b := d.searchBudget()
+	b.Time = t
+	d.SetSearchBudget(b)
+}
+
 // searchBudget is the budget of this store's body searches.
 func (d *DB) searchBudget() app.SearchBudget {
 	if b := d.budget.Load(); b != nil {
@@ -37,8 +45,10 @@ func (d *DB) searchBudget() app.SearchBudget {
 // SearchEvents returns the events whose body contains q.Q (ASCII letters
 // in either case) and that q's other filters select, newest first, from
 // q.Before or q.Until as ListEvents does. It examines at most the store's
-// search budget of events (200,000 or 1 s by default); a page cut short by
-// it says so in SearchedUntil, and Next goes on from there. Each body is
+// search budget of events (200,000 or 1 s by default, the clock and ctx
+// looked at every app.SearchCheckBytes read); a page cut short by it says
+// so in SearchedUntil, and Next goes on from there. A ctx done (the caller
+// left) ends it with ctx's error. Each body is
 // compared where it lies in the transaction's pages: nothing is copied or
 // allocated per event, and only matches are decoded.
 func (d *DB) SearchEvents(ctx context.Context, q app.EventQuery) (app.EventSearch, error) {
@@ -80,21 +90,31 @@ func (d *DB) SearchEvents(ctx context.Context, q app.EventQuery) (app.EventSearc
 		}
 		deadline := time.Now().Add(budget.Time)
 		var oldest time.Time
+		var read, seen int // bytes and events read since the last look at the clock
 		for ; k != nil; k, v = c.Prev() {
 			if len(res.Rows) == q.Limit {
 				res.Next = binary.BigEndian.Uint64(k) + 1
 				return nil
 			}
-			if res.Searched == budget.Events || res.Searched%256 == 255 && time.Now().After(deadline) {
-				res.Next, res.SearchedUntil = binary.BigEndian.Uint64(k)+1, oldest
+			if res.Searched == budget.Events {
+				res.Next, res.SearchedUntil, res.Stopped = binary.BigEndian.Uint64(k)+1, oldest, true
 				return nil
 			}
-			if res.Searched%1024 == 1023 {
+			// The clock and the caller are looked at by the bytes read, not
+			// only by the events: a 1 MB body is 4,000 of 256 bytes.
+			if read >= app.SearchCheckBytes || seen == app.SearchCheckEvents {
+				read, seen = 0, 0
 				if err := ctx.Err(); err != nil {
 					return err
 				}
+				if time.Now().After(deadline) {
+					res.Next, res.SearchedUntil, res.Stopped = binary.BigEndian.Uint64(k)+1, oldest, true
+					return nil
+				}
 			}
 			res.Searched++
+			seen++
+			read += len(v)
 			at, err := receivedAt(v)
 			if err != nil {
 				continue // unreadable: no body to search

@@ -126,8 +126,15 @@ ON CONFLICT (name) DO NOTHING`, u.Name, u.Role.String(), nonNil(u.Hash), micro(u
 	return err
 }
 
-func (d *DB) changeUser(ctx context.Context, name, set string, args ...any) error {
+// changeUser sets set on the user name under a new stamp; check, when not
+// nil, may refuse the change first, in the same transaction.
+func (d *DB) changeUser(ctx context.Context, name string, check func(pgx.Tx) error, set string, args ...any) error {
 	return d.accessChange(ctx, func(tx pgx.Tx, stamp uint64) error {
+		if check != nil {
+			if err := check(tx); err != nil {
+				return err
+			}
+		}
 		tag, err := tx.Exec(ctx, "UPDATE hookbox_users SET "+set+", stamp = $2 WHERE name = $1", append([]any{name, int64(stamp)}, args...)...)
 		if err == nil && tag.RowsAffected() == 0 {
 			return app.Errorf(app.ENOTFOUND, "no user %q", name)
@@ -136,29 +143,59 @@ func (d *DB) changeUser(ctx context.Context, name, set string, args ...any) erro
 	})
 }
 
-// SetUserRole changes name's role; ENOTFOUND when there is no such user.
-func (d *DB) SetUserRole(ctx context.Context, name string, role app.Role, at time.Time) error {
-	return d.changeUser(ctx, name, "role = $3, changed = $4", role.String(), micro(at))
+// guardAdmin returns guard's check of giving name role, made in the
+// transaction of the change on the admins it reads and locks (FOR UPDATE).
+// The version row that accessChange updated first already makes the
+// changes of users wait for each other across nodes, and under READ
+// COMMITTED a statement run after that wait sees what the change before
+// committed; the admin rows are locked too, so that the rule does not
+// rest on that order alone.
+func guardAdmin(ctx context.Context, guard app.AdminGuard, name string, role app.Role) func(pgx.Tx) error {
+	return func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, "SELECT name FROM hookbox_users WHERE role = $1 ORDER BY name FOR UPDATE", app.RoleAdmin.String())
+		if err != nil {
+			return err
+		}
+		admins, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		return guard.Check(admins, name, role)
+	}
+}
+
+// SetUserRole changes name's role; ENOTFOUND when there is no such user,
+// ECONFLICT when guard refuses to lose the last admin.
+func (d *DB) SetUserRole(ctx context.Context, name string, role app.Role, at time.Time, guard app.AdminGuard) error {
+	return d.changeUser(ctx, name, guardAdmin(ctx, guard, name, role), "role = $3, changed = $4", role.String(), micro(at))
 }
 
 // SetUserPassword changes name's password hash; ENOTFOUND when there is
 // no such user.
 func (d *DB) SetUserPassword(ctx context.Context, name string, hash []byte, at time.Time) error {
-	return d.changeUser(ctx, name, "hash = $3, changed = $4", nonNil(hash), micro(at))
+	return d.changeUser(ctx, name, nil, "hash = $3, changed = $4", nonNil(hash), micro(at))
 }
 
-// RemoveUser removes name; ENOTFOUND when there is no such user.
-func (d *DB) RemoveUser(ctx context.Context, name string) error {
-	return d.removeAccess(ctx, "DELETE FROM hookbox_users WHERE name = $1", "user", name)
+// RemoveUser removes name; ENOTFOUND when there is no such user,
+// ECONFLICT when guard refuses to lose the last admin.
+func (d *DB) RemoveUser(ctx context.Context, name string, guard app.AdminGuard) error {
+	return d.removeAccess(ctx, "DELETE FROM hookbox_users WHERE name = $1", "user", name, guardAdmin(ctx, guard, name, app.RoleNone))
 }
 
 // RevokeToken removes the token name; ENOTFOUND when there is none.
 func (d *DB) RevokeToken(ctx context.Context, name string) error {
-	return d.removeAccess(ctx, "DELETE FROM hookbox_tokens WHERE name = $1", "token", name)
+	return d.removeAccess(ctx, "DELETE FROM hookbox_tokens WHERE name = $1", "token", name, nil)
 }
 
-func (d *DB) removeAccess(ctx context.Context, sql, noun, name string) error {
+// removeAccess runs sql to remove name; check, when not nil, may refuse
+// first, in the same transaction.
+func (d *DB) removeAccess(ctx context.Context, sql, noun, name string, check func(pgx.Tx) error) error {
 	return d.accessChange(ctx, func(tx pgx.Tx, _ uint64) error {
+		if check != nil {
+			if err := check(tx); err != nil {
+				return err
+			}
+		}
 		tag, err := tx.Exec(ctx, sql, name)
 		if err == nil && tag.RowsAffected() == 0 {
 			return app.Errorf(app.ENOTFOUND, "no %s %q", noun, name)

@@ -9,6 +9,7 @@ import (
 	"hookbox/app"
 	"hookbox/storage/postgres"
 	"hookbox/storage/postgres/pgtest"
+	"hookbox/storage/storetest"
 )
 
 // Two nodes making sure of the first user at the same moment on a fresh
@@ -49,4 +50,13 @@ func TestEnsureFirstUser_TwoNodes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Two nodes on one database: 50 concurrent demotions, then removals, of
+// two admins by each other, spread over both nodes' pools, leave exactly
+// one admin each time, and the survivor's are refused with ECONFLICT.
+func TestLastAdmin_TwoNodes(t *testing.T) {
+	url := pgtest.URL(t)
+	a, b := mustOpenURL(t, url, postgres.Options{}), mustOpenURL(t, url, postgres.Options{})
+	storetest.LastAdminRace(t, []app.AccessStore{a, b}, 50)
 }

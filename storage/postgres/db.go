@@ -104,6 +104,8 @@ type DB struct {
 
 	indexed  chan struct{} // closed when the start-up's work on the search index ends
 	indexErr error         // why the search index is not there (read after indexed)
+
+	searchBudget atomic.Int64 // see SetSearchTime; 0: app.DefaultSearchBudget's time
 }
 
 var (

@@ -41,6 +41,20 @@ const statusSQL = `(SELECT CASE max(CASE d.state WHEN 3 THEN 3 WHEN 1 THEN 2 ELS
 // narrows those events in the same statement (search.go): the window is
 // of the events that match it.
 func (d *DB) ListEvents(ctx context.Context, q app.EventQuery) ([]app.EventSummary, uint64, error) {
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
+	return listEvents(ctx, d.pool, q)
+}
+
+// rowQuerier runs statements: the pool, or a search's budgeted
+// transaction (search.go).
+type rowQuerier interface {
+	querier
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// listEvents is ListEvents on db.
+func listEvents(ctx context.Context, db rowQuerier, q app.EventQuery) ([]app.EventSummary, uint64, error) {
 	if q.Limit <= 0 || q.Limit > 500 {
 		q.Limit = 50
 	}
@@ -49,10 +63,8 @@ func (d *DB) ListEvents(ctx context.Context, q app.EventQuery) ([]app.EventSumma
 			return nil, 0, err
 		}
 	}
-	ctx, cancel := opCtx(ctx)
-	defer cancel()
 	if q.ID != "" {
-		return d.findByID(ctx, q)
+		return findByID(ctx, db, q)
 	}
 	before := int64(math.MaxInt64)
 	switch {
@@ -61,7 +73,7 @@ func (d *DB) ListEvents(ctx context.Context, q app.EventQuery) ([]app.EventSumma
 	case !q.Until.IsZero():
 		// Start at the newest event received by Until (arrival follows seq).
 		var seq int64
-		err := d.pool.QueryRow(ctx, "SELECT seq FROM hookbox_events WHERE received_at <= $1 ORDER BY received_at DESC LIMIT 1", q.Until).Scan(&seq)
+		err := db.QueryRow(ctx, "SELECT seq FROM hookbox_events WHERE received_at <= $1 ORDER BY received_at DESC LIMIT 1", q.Until).Scan(&seq)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, 0, nil
 		}
@@ -82,7 +94,7 @@ func (d *DB) ListEvents(ctx context.Context, q app.EventQuery) ([]app.EventSumma
 		window += " AND " + searchSQL("hookbox_events", len(args)-1, len(args))
 	}
 	window += " ORDER BY seq DESC LIMIT " + strconv.Itoa(maxScan)
-	rows, err := d.summaries(ctx, window, q, args)
+	rows, err := summaries(ctx, db, window, q, args)
 	if err != nil || len(rows) == 0 && !filtered(q) {
 		return rows, 0, err
 	}
@@ -98,7 +110,7 @@ func (d *DB) ListEvents(ctx context.Context, q app.EventQuery) ([]app.EventSumma
 	var n int
 	var low *int64
 	var oldest *time.Time
-	err = d.pool.QueryRow(ctx, "SELECT count(*), min(seq), min(received_at) FROM ("+strings.Replace(window, "SELECT *", "SELECT seq, received_at", 1)+") w", args...).Scan(&n, &low, &oldest)
+	err = db.QueryRow(ctx, "SELECT count(*), min(seq), min(received_at) FROM ("+strings.Replace(window, "SELECT *", "SELECT seq, received_at", 1)+") w", args...).Scan(&n, &low, &oldest)
 	if err != nil || n < maxScan || low == nil || !q.Since.IsZero() && oldest != nil && oldest.Before(q.Since) {
 		return rows, 0, err
 	}
@@ -114,7 +126,7 @@ func filtered(q app.EventQuery) bool {
 // summaries returns up to q.Limit+1 rows of the events that window (a
 // query of hookbox_events, with its own args) selects and q's filters
 // keep, newest first.
-func (d *DB) summaries(ctx context.Context, window string, q app.EventQuery, args []any) ([]app.EventSummary, error) {
+func summaries(ctx context.Context, db querier, window string, q app.EventQuery, args []any) ([]app.EventSummary, error) {
 	var conds []string
 	add := func(cond string, v any) {
 		args = append(args, v)
@@ -142,7 +154,7 @@ func (d *DB) summaries(ctx context.Context, window string, q app.EventQuery, arg
 	SELECT w.seq, w.source, w.id, w.topic, w.received_at, length(w.body) AS size, ` + statusSQL + ` AS status
 	FROM (` + window + `) w
 ) s` + where + " ORDER BY seq DESC LIMIT $" + strconv.Itoa(len(args))
-	rows, err := d.pool.Query(ctx, sql, args...)
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -179,13 +191,13 @@ func globToLike(g string) string {
 
 // findByID lists the events accepted with id: of q.Source, or of every
 // source (found by a loose scan of the primary key: one probe per source).
-func (d *DB) findByID(ctx context.Context, q app.EventQuery) ([]app.EventSummary, uint64, error) {
+func findByID(ctx context.Context, db rowQuerier, q app.EventQuery) ([]app.EventSummary, uint64, error) {
 	var rows pgx.Rows
 	var err error
 	if q.Source != "" {
-		rows, err = d.pool.Query(ctx, "SELECT seq FROM hookbox_event_ids WHERE source = $1 AND id = $2", q.Source, []byte(q.ID))
+		rows, err = db.Query(ctx, "SELECT seq FROM hookbox_event_ids WHERE source = $1 AND id = $2", q.Source, []byte(q.ID))
 	} else {
-		rows, err = d.pool.Query(ctx, `WITH RECURSIVE s AS (
+		rows, err = db.Query(ctx, `WITH RECURSIVE s AS (
 	(SELECT source FROM hookbox_event_ids ORDER BY source LIMIT 1)
 	UNION ALL
 	SELECT (SELECT x.source FROM hookbox_event_ids x WHERE x.source > s.source ORDER BY x.source LIMIT 1) FROM s WHERE s.source IS NOT NULL
@@ -204,7 +216,7 @@ func (d *DB) findByID(ctx context.Context, q app.EventQuery) ([]app.EventSummary
 		args = append(args, pattern, lower)
 		window += " AND " + searchSQL("hookbox_events", 2, 3)
 	}
-	out, err := d.summaries(ctx, window, app.EventQuery{Topic: q.Topic, Status: q.Status, Limit: q.Limit}, args)
+	out, err := summaries(ctx, db, window, app.EventQuery{Topic: q.Topic, Status: q.Status, Limit: q.Limit}, args)
 	if len(out) > q.Limit {
 		out = out[:q.Limit]
 	}

@@ -8,10 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"hookbox/app"
 )
@@ -73,14 +75,87 @@ func searchArgs(q string) (pattern string, lower []byte) {
 // SearchEvents returns the events whose body contains q.Q (ASCII letters
 // in either case) and that q's other filters select, newest first, as
 // ListEvents pages them. It searches the whole retention (by the trigram
-// index when there is one): SearchedUntil is never set.
+// index when there is one) within the search budget's time
+// (app.DefaultSearchBudget, 1 s): each statement runs in one transaction
+// under a statement_timeout of the time left, and one cut short answers
+// Stopped with no rows (how far a cancelled statement looked is not
+// known: SearchedUntil is never set). A ctx done cancels the statement.
 func (d *DB) SearchEvents(ctx context.Context, q app.EventQuery) (app.EventSearch, error) {
 	if err := app.CheckSearch(q.Q); err != nil {
 		return app.EventSearch{}, err
 	}
-	rows, next, err := d.ListEvents(ctx, q)
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return app.EventSearch{}, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // read only: nothing to keep
+	rows, next, err := listEvents(ctx, &budgetTx{tx: tx, deadline: time.Now().Add(d.searchTime())}, q)
+	if errors.Is(err, errBudget) || statementTimeout(err) && ctx.Err() == nil {
+		return app.EventSearch{Stopped: true}, nil
+	}
 	return app.EventSearch{Rows: rows, Next: next}, err
 }
+
+// SetSearchTime sets the time budget of this store's body searches (0:
+// app.DefaultSearchBudget's), for tests and measurements.
+func (d *DB) SetSearchTime(t time.Duration) { d.searchBudget.Store(int64(t)) }
+
+// searchTime is the time budget of a body search.
+func (d *DB) searchTime() time.Duration {
+	if t := d.searchBudget.Load(); t > 0 {
+		return time.Duration(t)
+	}
+	return app.DefaultSearchBudget.Time
+}
+
+// errBudget says a search's time was spent before its next statement.
+var errBudget = errors.New("search budget spent")
+
+// statementTimeout reports whether err is PostgreSQL's cancel of a
+// statement (query_canceled: by statement_timeout, or by a cancel request
+// when ctx ends; the caller tells them apart by ctx).
+func statementTimeout(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "57014"
+}
+
+// budgetTx runs each statement of a search in tx under a statement_timeout
+// of the time left until deadline (SET LOCAL: it ends with tx).
+type budgetTx struct {
+	tx       pgx.Tx
+	deadline time.Time
+}
+
+// limit sets the statement_timeout of the next statement.
+func (b *budgetTx) limit(ctx context.Context) error {
+	left := time.Until(b.deadline).Milliseconds()
+	if left <= 0 {
+		return errBudget
+	}
+	_, err := b.tx.Exec(ctx, "SELECT set_config('statement_timeout', $1, true)", strconv.FormatInt(left, 10))
+	return err
+}
+
+func (b *budgetTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := b.limit(ctx); err != nil {
+		return nil, err
+	}
+	return b.tx.Query(ctx, sql, args...)
+}
+
+func (b *budgetTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := b.limit(ctx); err != nil {
+		return errRow{err}
+	}
+	return b.tx.QueryRow(ctx, sql, args...)
+}
+
+// errRow is a row whose Scan fails with err.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // SearchIndexed waits for the start-up's work on the search index to end
 // (see buildSearchIndex) and returns nil when the index is there and

@@ -250,3 +250,38 @@ func TestScale_Search(t *testing.T) {
 	mustExec(t, db, "DROP INDEX hookbox_events_body_trgm")
 	measure("without the index")
 }
+
+// TestSearch_StatementTimeout (issue 42): a search whose statements would
+// run for seconds (the red team's 'a'×1,023+'b' over bodies that hold its
+// every trigram, where LIKE compares ~1,000 bytes at each place) is
+// cancelled by its statement_timeout and answers "stopped", no rows.
+func TestSearch_StatementTimeout(t *testing.T) {
+	db := MustOpen(t, postgres.Options{})
+	searchIndexed(t, db)
+	body := []byte(strings.Repeat(strings.Repeat("a", 1000)+"b ", (1<<20)/1002))
+	for i := range 4 {
+		e := storetest.NewEvent("shop", fmt.Sprint("big-", i), t0.Add(time.Duration(i)*time.Second))
+		e.Body = body
+		if _, err := db.Accept(context.Background(), e, e.ReceivedAt.Add(time.Hour), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.SetSearchTime(100 * time.Millisecond)
+	start := time.Now()
+	res, err := db.SearchEvents(context.Background(), app.EventQuery{Q: strings.Repeat("a", app.MaxSearch-1) + "b"})
+	t.Logf("stopped after %v", time.Since(start))
+	if err != nil || !res.Stopped || len(res.Rows) != 0 || !res.SearchedUntil.IsZero() {
+		t.Fatalf("SearchEvents past its statement_timeout = %+v, %v; want stopped, no rows", res, err)
+	}
+	// A search with time enough is not cut: the budget, not an error,
+	// stopped the first. (PostgreSQL looks at the cancel between rows: one
+	// 1 MiB body's LIKE against the text above takes ~1 s, so the first
+	// answer comes after about one such row, not after 100 ms.)
+	db.SetSearchTime(time.Minute)
+	start = time.Now()
+	res, err = db.SearchEvents(context.Background(), app.EventQuery{Q: "ab " + strings.Repeat("a", 20)})
+	t.Logf("a search with time enough took %v", time.Since(start))
+	if err != nil || res.Stopped || len(res.Rows) != 4 {
+		t.Fatalf("SearchEvents with time enough = %d rows, stopped %v, %v; want 4 rows", len(res.Rows), res.Stopped, err)
+	}
+}

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"bytes"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,7 +81,7 @@ func testUsers(t *testing.T, open Opener) {
 	}
 	stamps := map[uint64]bool{got.Stamp: true}
 	for i, change := range []func() error{
-		func() error { return s.SetUserRole(ctx, "ann", app.RoleAdmin, T0.Add(time.Minute)) },
+		func() error { return s.SetUserRole(ctx, "ann", app.RoleAdmin, T0.Add(time.Minute), app.KeepAdmin) },
 		func() error { return s.SetUserPassword(ctx, "ann", []byte("hash-2"), T0.Add(2*time.Minute)) },
 	} {
 		before := mustVersion(t, s)
@@ -100,16 +102,26 @@ func testUsers(t *testing.T, open Opener) {
 		t.Errorf("after changes %+v", u2)
 	}
 	for _, err := range []error{
-		s.SetUserRole(ctx, "bob", app.RoleViewer, T0),
+		s.SetUserRole(ctx, "bob", app.RoleViewer, T0, app.KeepAdmin),
 		s.SetUserPassword(ctx, "bob", []byte("x"), T0),
-		s.RemoveUser(ctx, "bob"),
+		s.RemoveUser(ctx, "bob", app.KeepAdmin),
 	} {
 		if app.ErrorCode(err) != app.ENOTFOUND {
 			t.Errorf("change of no user = %v; want %s", err, app.ENOTFOUND)
 		}
 	}
 	before := mustVersion(t, s)
-	if err := s.RemoveUser(ctx, "ann"); err != nil {
+	if err := s.RemoveUser(ctx, "ann", app.KeepAdmin); app.ErrorCode(err) != app.ECONFLICT {
+		t.Fatalf("remove the last admin = %v; want %s", err, app.ECONFLICT)
+	}
+	if err := s.SetUserRole(ctx, "ann", app.RoleViewer, T0, app.KeepAdmin); app.ErrorCode(err) != app.ECONFLICT {
+		t.Fatalf("demote the last admin = %v; want %s", err, app.ECONFLICT)
+	}
+	if after := mustVersion(t, s); after != before {
+		t.Errorf("refused changes moved the version %d -> %d", before, after)
+	}
+	// With the config's admin there, the store's last admin may go.
+	if err := s.RemoveUser(ctx, "ann", app.AdminInConfig); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := findUser(mustLoad(t, s), "ann"); ok || mustVersion(t, s) <= before {
@@ -201,5 +213,83 @@ func testEnsureFirstUser(t *testing.T, open Opener) {
 	}
 	if u, ok := findUser(mustLoad(t, s), "admin"); !ok || u.Role != app.RoleAdmin || string(u.Hash) != "legacy-hash" {
 		t.Errorf("legacy admin = %+v, %v", u, ok)
+	}
+}
+
+// testLastAdminConcurrent: two admins demote (or remove) each other 50
+// times at once, from 50 goroutines, in rounds: exactly one admin remains
+// after each round, every change but one is refused with ECONFLICT and
+// the reason, and the refused ones leave the survivor as it was.
+func testLastAdminConcurrent(t *testing.T, open Opener) {
+	s := openAccess(t, open)
+	LastAdminRace(t, []app.AccessStore{s}, 50)
+}
+
+// LastAdminRace makes "ann" and "bob" admins through stores[0], then has
+// n goroutines (spread over stores, as over nodes) demote or remove them
+// at once, each other's name in turn; it fails t unless exactly one admin
+// remains and every change of the survivor was refused with ECONFLICT and
+// the reason. It runs two rounds: role changes, then removals.
+func LastAdminRace(t *testing.T, stores []app.AccessStore, n int) {
+	t.Helper()
+	for _, remove := range []bool{false, true} {
+		for _, name := range []string{"ann", "bob"} {
+			err := stores[0].CreateUser(ctx, app.User{Name: name, Role: app.RoleAdmin, Hash: []byte("h"), Created: T0})
+			if app.ErrorCode(err) == app.ECONFLICT {
+				err = stores[0].SetUserRole(ctx, name, app.RoleAdmin, T0, app.KeepAdmin)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := make(chan struct{})
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s, name := stores[i%len(stores)], []string{"ann", "bob"}[i%2]
+				<-start
+				if remove {
+					errs[i] = s.RemoveUser(ctx, name, app.KeepAdmin)
+				} else {
+					errs[i] = s.SetUserRole(ctx, name, app.RoleViewer, T0.Add(time.Minute), app.KeepAdmin)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		data, err := stores[0].LoadAccess(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var admins []string
+		for _, u := range data.Users {
+			if u.Role == app.RoleAdmin {
+				admins = append(admins, u.Name)
+			}
+		}
+		if len(admins) != 1 {
+			t.Fatalf("remove %v: admins %q after %d concurrent changes; want exactly one", remove, admins, n)
+		}
+		var ok, refused int
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case app.ErrorCode(err) == app.ECONFLICT && strings.Contains(app.ErrorMessage(err), "last admin"):
+				refused++
+			case remove && app.ErrorCode(err) == app.ENOTFOUND:
+				// removed already by another goroutine of the same name
+			default:
+				t.Errorf("remove %v: change %d = %v; want done or %s with the reason", remove, i, err, app.ECONFLICT)
+			}
+		}
+		// The survivor's changes are all refused; the other's go through
+		// (a removal once, the others finding no such user).
+		if refused != n/2 || ok == 0 || !remove && ok != n-n/2 {
+			t.Errorf("remove %v: %d done, %d refused of %d; want the %d changes of the survivor %s refused and the others done", remove, ok, refused, n, n/2, admins[0])
+		}
 	}
 }
