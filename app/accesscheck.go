@@ -94,6 +94,8 @@ type accessSnap struct {
 	users   map[string]*User
 	tokens  map[[32]byte]*Token
 	byName  map[string]*Token
+	// changed is closed when a newer snapshot replaces this one.
+	changed chan struct{}
 }
 
 // NewAccess reads the users and tokens of store (nil: only the config's
@@ -104,7 +106,7 @@ func NewAccess(ctx context.Context, cfg StatusConfig, store AccessStore, audit A
 	}
 	a := &Access{store: store, audit: audit, user: cfg.User, fixed: cfg.Password, touched: map[string]time.Time{},
 		Now: time.Now, Logger: logger}
-	a.snap.Store(&accessSnap{users: map[string]*User{}, tokens: map[[32]byte]*Token{}, byName: map[string]*Token{}})
+	a.snap.Store(&accessSnap{users: map[string]*User{}, tokens: map[[32]byte]*Token{}, byName: map[string]*Token{}, changed: make(chan struct{})})
 	if store != nil {
 		if err := a.load(ctx); err != nil {
 			return nil, fmt.Errorf("read the users and tokens: %w", err)
@@ -185,7 +187,7 @@ func (a *Access) load(ctx context.Context) error {
 		return err
 	}
 	s := &accessSnap{version: d.Version, users: make(map[string]*User, len(d.Users)),
-		tokens: make(map[[32]byte]*Token, len(d.Tokens)), byName: make(map[string]*Token, len(d.Tokens))}
+		tokens: make(map[[32]byte]*Token, len(d.Tokens)), byName: make(map[string]*Token, len(d.Tokens)), changed: make(chan struct{})}
 	for i := range d.Users {
 		u := &d.Users[i]
 		s.users[u.Name] = u
@@ -195,7 +197,7 @@ func (a *Access) load(ctx context.Context) error {
 		s.tokens[t.Hash] = t
 		s.byName[t.Name] = t
 	}
-	a.snap.Store(s)
+	close(a.snap.Swap(s).changed) // under refresh: closed once
 	return nil
 }
 
@@ -285,17 +287,69 @@ func (a *Access) touch(name string, now time.Time) {
 // Current reports whether id still holds: its user or token exists,
 // unchanged since id was taken, and has not expired. Sessions and cached
 // credentials end when it says no.
-func (a *Access) Current(id Identity) bool {
-	if id.Fixed {
-		return a.fixed != "" && id.Name == a.user
-	}
-	s := a.snap.Load()
-	if id.Token {
+func (a *Access) Current(id Identity) bool { return a.gone(a.snap.Load(), id) == "" }
+
+// Hold returns a context that ends, with a cause that says why (an Error
+// EUNAUTHORIZED), as soon as id no longer holds (Current): when the users
+// and tokens in use change (here at once, from another node or the command
+// line within AccessPoll, through Watch) or when its token expires. It
+// waits on those signals, not on a poll; cancel releases it. Long-lived
+// answers (the stream) end with it.
+func (a *Access) Hold(parent context.Context, id Identity) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	go func() {
+		expiry := time.NewTimer(time.Hour)
+		defer expiry.Stop()
+		for {
+			s := a.snap.Load() // before the check: a change after it closes s.changed
+			if why := a.gone(s, id); why != "" {
+				cancel(Errorf(EUNAUTHORIZED, "%s", why))
+				return
+			}
+			var expires <-chan time.Time
+			if t := s.byName[id.Name]; id.Token && !t.Expires.IsZero() {
+				expiry.Reset(t.Expires.Sub(a.Now()))
+				expires = expiry.C
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.changed:
+			case <-expires:
+			}
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
+}
+
+// gone says why id no longer holds in s ("": it holds); Current in words.
+func (a *Access) gone(s *accessSnap, id Identity) string {
+	switch {
+	case id.Fixed:
+		if a.fixed != "" && id.Name == a.user {
+			return ""
+		}
+		return "the config's user changed"
+	case id.Token:
 		t := s.byName[id.Name]
-		return t != nil && t.Stamp == id.stamp && !t.Expired(a.Now())
+		switch {
+		case t == nil:
+			return fmt.Sprintf("the token %s was revoked", id.Name)
+		case t.Stamp != id.stamp:
+			return fmt.Sprintf("the token %s was revoked and made again", id.Name)
+		case t.Expired(a.Now()):
+			return fmt.Sprintf("the token %s expired", id.Name)
+		}
+		return ""
 	}
 	u := s.users[id.Name]
-	return u != nil && u.Stamp == id.stamp
+	switch {
+	case u == nil:
+		return fmt.Sprintf("the user %s was removed", id.Name)
+	case u.Stamp != id.stamp:
+		return fmt.Sprintf("the user %s's role or password changed: log in again", id.Name)
+	}
+	return ""
 }
 
 // Users returns the users, by name, without their hashes; the config's

@@ -31,10 +31,15 @@ const (
 	StreamResume    = 10 * time.Minute
 	StreamResumeMax = 10000
 	// StreamQueue bounds what waits for one listener: at most this many
-	// events or StreamQueueBytes of bodies; a listener further behind is
-	// dropped with a notice, never buffered without limit.
+	// events or StreamQueueBytes of them in memory (EventMemory: bodies and
+	// headers; one event however large when nothing else waits); a
+	// listener further behind is dropped with a notice, never buffered
+	// without limit. StreamHubBytes bounds what all the listeners' queues
+	// hold together, each event once (they share it): past it, the
+	// listener furthest behind is dropped and the others go on.
 	StreamQueue      = 256
 	StreamQueueBytes = 2 << 20
+	StreamHubBytes   = 16 << 20
 	// StreamPerUser and StreamMax bound the listeners connected at once,
 	// per user or token and on the node (429 beyond).
 	StreamPerUser = 4
@@ -101,6 +106,11 @@ const (
 	// StreamNoticeReady: the stream is live from here on (sent once, after
 	// what a resume sent).
 	StreamNoticeReady = "ready"
+	// StreamNoticeRevoked: the caller's credential no longer holds (its
+	// token was revoked or expired, its user removed, its role or password
+	// changed) and the server closes the stream; reconnecting with it is
+	// refused (401), unless only the user's role changed.
+	StreamNoticeRevoked = "revoked"
 )
 
 // StreamEventOf is e, an event of src (nil when its source is no longer

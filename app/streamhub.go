@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -78,6 +79,7 @@ type StreamHub struct {
 	// The bounds, from the Stream* constants; tests shorten them.
 	Poll, GapWait, Resume        time.Duration
 	ResumeMax, Queue, QueueBytes int
+	HubBytes                     int
 	PerUser, Max                 int
 	Now                          func() time.Time
 	Logger                       *slog.Logger
@@ -86,6 +88,8 @@ type StreamHub struct {
 	listeners                    map[*StreamListener]struct{}
 	perKey                       map[string]int
 	running, closed              bool
+	order                        uint64       // of the next event published
+	queued                       atomic.Int64 // what the queues hold (EventMemory), each event once
 	high                         uint64
 	missing                      map[uint64]*streamGap
 	wake, stop                   chan struct{}
@@ -102,7 +106,7 @@ type streamGap struct {
 // NewStreamHub returns a hub over store with the Stream* bounds.
 func NewStreamHub(store StreamHubStore) *StreamHub {
 	return &StreamHub{store: store, Poll: StreamPoll, GapWait: StreamGapWait, Resume: StreamResume, ResumeMax: StreamResumeMax,
-		Queue: StreamQueue, QueueBytes: StreamQueueBytes, PerUser: StreamPerUser, Max: StreamMax, Now: time.Now,
+		Queue: StreamQueue, QueueBytes: StreamQueueBytes, HubBytes: StreamHubBytes, PerUser: StreamPerUser, Max: StreamMax, Now: time.Now,
 		Logger: slog.With("component", "stream"), listeners: map[*StreamListener]struct{}{}, perKey: map[string]int{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{})}
 }
@@ -313,12 +317,49 @@ func (h *StreamHub) recheck(ctx context.Context) {
 	}
 }
 
-// publishLocked queues e for every listener that matches (under mu).
+// publishLocked queues e for every listener that matches (under mu), one
+// item shared by their queues; then, while the queues hold more than
+// HubBytes, it drops the listener furthest behind (the oldest event
+// queued), so that the others go on.
 func (h *StreamHub) publishLocked(e *Event) {
+	it := &streamItem{e: e, size: EventMemory(e), order: h.order}
+	h.order++
 	for l := range h.listeners {
-		if l.filter.Match(e) && !l.push(e) {
+		if l.filter.Match(e) && !l.push(it) {
 			delete(h.listeners, l) // dropped: it keeps its place in perKey until Close
 		}
+	}
+	for h.queued.Load() > int64(h.HubBytes) {
+		var slowest *StreamListener
+		var first uint64
+		for l := range h.listeners {
+			if o, ok := l.oldest(); ok && o < it.order && (slowest == nil || o < first) {
+				slowest, first = l, o
+			}
+		}
+		if slowest == nil { // only e is queued: no one is behind
+			return
+		}
+		slowest.drop()
+		delete(h.listeners, slowest)
+	}
+}
+
+// Queued returns what the listeners' queues hold, each event once
+// (EventMemory): at most HubBytes, or one event beyond it.
+func (h *StreamHub) Queued() int64 { return h.queued.Load() }
+
+// hold counts it as queued once more.
+func (h *StreamHub) hold(it *streamItem) {
+	if it.refs.Add(1) == 1 {
+		h.queued.Add(it.size)
+	}
+}
+
+// release counts it as queued once less.
+func (h *StreamHub) release(it *streamItem) {
+	if it.refs.Add(-1) == 0 {
+		h.queued.Add(-it.size)
 	}
 }
 

@@ -231,13 +231,87 @@ func TestStreamHub_SlowListenerDropped(t *testing.T) {
 
 	t.Run("Bytes", func(t *testing.T) {
 		h, _ := newTestHub(t, log)
-		h.QueueBytes = 20 // each body is 8 or 9 bytes: the third does not fit
+		h.QueueBytes = 20 // less than an event holds: the second does not fit
 		l := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
 		for s := uint64(13); s <= 15; s++ {
 			log.commit(s, "shop", "a", streamT0)
 		}
 		app.PollStream(h)
 		wantMessages(t, "over the bytes", nextN(t, l, 2), "notice:ready", "notice:dropped")
+	})
+}
+
+// commitSized commits seq with a body of size bytes, and returns what the
+// event holds (app.EventMemory).
+func (c *commitLog) commitSized(seq uint64, size int) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := &app.Event{Seq: seq, Source: "shop", ID: fmt.Sprint("evt_", seq), Topic: "a", ReceivedAt: streamT0, Body: make([]byte, size)}
+	c.events[seq] = e
+	return app.EventMemory(e)
+}
+
+// The memory the listeners' queues hold is bounded in bytes: per listener
+// (an event larger than the bound still goes to one with nothing queued)
+// and for all of them together, each event counted once however many
+// queues share it; past the hub's bound the listener furthest behind is
+// dropped and the others go on.
+func TestStreamHub_MemoryBounds(t *testing.T) {
+	t.Run("LargeEvent", func(t *testing.T) {
+		log := newCommitLog()
+		h, _ := newTestHub(t, log)
+		h.QueueBytes = 1 << 10
+		l := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+		wantMessages(t, "ann", nextN(t, l, 1), "notice:ready")
+		log.commitSized(1, 4<<10)
+		app.PollStream(h)
+		wantMessages(t, "an event larger than QueueBytes", nextN(t, l, 1), "1")
+		if q := h.Queued(); q != 0 {
+			t.Fatalf("Queued = %d once the event is read; want 0", q)
+		}
+	})
+	t.Run("Hub", func(t *testing.T) {
+		log := newCommitLog()
+		h, _ := newTestHub(t, log)
+		const size = 64 << 10
+		held := app.EventMemory(&app.Event{Source: "shop", ID: "evt_1", Topic: "a", Body: make([]byte, size)}) // as events 1 to 9
+		h.HubBytes = int(6 * held)
+		fast := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+		behind := subscribe(t, h, "bob", app.StreamFilter{}, false, 0)  // reads nothing
+		lagging := subscribe(t, h, "cat", app.StreamFilter{}, false, 0) // reads the first two
+		wantMessages(t, "fast", nextN(t, fast, 1), "notice:ready")
+		wantMessages(t, "lagging", nextN(t, lagging, 1), "notice:ready")
+		log.commitSized(1, size)
+		app.PollStream(h)
+		if q := h.Queued(); q != held {
+			t.Fatalf("Queued = %d with one event in three queues; want %d, the event once", q, held)
+		}
+		wantMessages(t, "fast", nextN(t, fast, 1), "1")
+		wantMessages(t, "lagging", nextN(t, lagging, 1), "1")
+		for s := uint64(2); s <= 12; s++ {
+			log.commitSized(s, size)
+			app.PollStream(h)
+			wantMessages(t, "fast", nextN(t, fast, 1), fmt.Sprint(s))
+			if s == 2 {
+				wantMessages(t, "lagging", nextN(t, lagging, 1), "2")
+			}
+			if q := h.Queued(); q > int64(h.HubBytes) {
+				t.Fatalf("Queued = %d after event %d; want at most HubBytes %d", q, s, h.HubBytes)
+			}
+			if want := map[uint64]int{6: 3, 7: 2, 8: 2, 9: 1}[s]; want != 0 && h.Listeners() != want {
+				t.Fatalf("Listeners = %d after event %d; want %d (bob dropped at 7, cat at 9)", h.Listeners(), s, want)
+			}
+		}
+		// bob, furthest behind, was dropped when the 7th event came (1 to 7
+		// queued, over 6); cat when the 9th did (3 to 9).
+		wantMessages(t, "bob", nextN(t, behind, 2), "notice:ready", "notice:dropped")
+		wantMessages(t, "cat", nextN(t, lagging, 1), "notice:dropped")
+		if n := h.Listeners(); n != 1 {
+			t.Fatalf("Listeners = %d; want 1, the one that keeps up", n)
+		}
+		if q := h.Queued(); q != 0 {
+			t.Fatalf("Queued = %d with only a listener that read everything; want 0", q)
+		}
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,6 +16,30 @@ type StreamMessage struct {
 	// Event is shared with the other listeners: never change it.
 	Event  *Event
 	Notice *StreamNotice
+}
+
+// streamItem is one event queued for the listeners it matches: one per
+// event, shared by their queues, never changed.
+type streamItem struct {
+	e *Event
+	// size is what the event holds in memory (EventMemory).
+	size int64
+	// order is when the hub published it: a listener whose oldest item has
+	// a lower order is further behind.
+	order uint64
+	// refs counts the queues that hold it; the hub's Queued counts its
+	// size while it is above 0.
+	refs atomic.Int32
+}
+
+// EventMemory is what e holds in memory, as the stream's bounds count it:
+// its body, headers and names, and a fixed share for the rest.
+func EventMemory(e *Event) int64 {
+	n := int64(len(e.Body) + len(e.Source) + len(e.ID) + len(e.Topic) + 128)
+	for _, f := range e.Header {
+		n += int64(len(f.Name) + len(f.Value) + 32)
+	}
+	return n
 }
 
 // StreamListener is one connected stream: Next hands out its messages.
@@ -26,10 +51,10 @@ type StreamListener struct {
 	signal chan struct{} // cap 1: something was pushed, or the stream ended
 
 	mu      sync.Mutex // guards queue, bytes, dropped, ended
-	queue   []*Event
-	bytes   int
-	dropped bool // fell behind: the dropped notice, then the end
-	ended   bool // the hub closed
+	queue   []*streamItem
+	bytes   int64 // the sizes of queue
+	dropped bool  // fell behind: the dropped notice, then the end
+	ended   bool  // the hub closed
 
 	// What only Next's goroutine touches.
 	readyPending bool
@@ -74,36 +99,70 @@ func (l *StreamListener) startResume(lastID, high uint64, missing map[uint64]*st
 	l.resume = r
 }
 
-// push queues e; false when l is past its bounds and is dropped (its
-// queue freed) or has ended.
-func (l *StreamListener) push(e *Event) bool {
+// push queues it; false when l is past its bounds and is dropped (its
+// queue freed) or has ended. An empty queue takes any event, however
+// large: the bound is on what waits behind the one being written.
+func (l *StreamListener) push(it *streamItem) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.dropped || l.ended {
 		return false
 	}
-	if len(l.queue) >= l.hub.Queue || l.bytes+len(e.Body) > l.hub.QueueBytes {
-		l.dropped, l.queue, l.bytes = true, nil, 0
+	if len(l.queue) >= l.hub.Queue || len(l.queue) > 0 && l.bytes+it.size > int64(l.hub.QueueBytes) {
+		l.freeLocked()
+		l.dropped = true
 	} else {
-		l.queue = append(l.queue, e)
-		l.bytes += len(e.Body)
+		l.queue = append(l.queue, it)
+		l.bytes += it.size
+		l.hub.hold(it)
 	}
+	l.wakeUp()
+	return !l.dropped
+}
+
+// drop drops l (the hub's budget is spent and l is the furthest behind).
+func (l *StreamListener) drop() {
+	l.mu.Lock()
+	l.freeLocked()
+	l.dropped = true
+	l.mu.Unlock()
+	l.wakeUp()
+}
+
+// oldest returns the order of the oldest event l's queue holds; ok is
+// false when it holds none.
+func (l *StreamListener) oldest() (order uint64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) == 0 {
+		return 0, false
+	}
+	return l.queue[0].order, true
+}
+
+// freeLocked empties the queue (under mu).
+func (l *StreamListener) freeLocked() {
+	for _, it := range l.queue {
+		l.hub.release(it)
+	}
+	l.queue, l.bytes = nil, 0
+}
+
+// wakeUp tells Next something changed.
+func (l *StreamListener) wakeUp() {
 	select {
 	case l.signal <- struct{}{}:
 	default:
 	}
-	return !l.dropped
 }
 
 // end marks l ended by the hub's Close.
 func (l *StreamListener) end() {
 	l.mu.Lock()
 	l.ended = true
+	l.freeLocked()
 	l.mu.Unlock()
-	select {
-	case l.signal <- struct{}{}:
-	default:
-	}
+	l.wakeUp()
 }
 
 // Next returns the next message: the resume's events and notices, the
@@ -131,10 +190,12 @@ func (l *StreamListener) Next(ctx context.Context) (StreamMessage, error) {
 		dropped, ended := l.dropped, l.ended
 		var e *Event
 		if !dropped && !ended && len(l.queue) > 0 {
-			e = l.queue[0]
+			it := l.queue[0]
 			l.queue[0] = nil
 			l.queue = l.queue[1:]
-			l.bytes -= len(e.Body)
+			l.bytes -= it.size
+			l.hub.release(it)
+			e = it.e
 		}
 		l.mu.Unlock()
 		switch {
@@ -143,7 +204,8 @@ func (l *StreamListener) Next(ctx context.Context) (StreamMessage, error) {
 		case dropped && !l.told:
 			l.told = true
 			return StreamMessage{Notice: &StreamNotice{Kind: StreamNoticeDropped, Message: fmt.Sprintf(
-				"this listener fell more than %d events or %d bytes behind and is dropped; reconnect with Last-Event-ID to resume", l.hub.Queue, l.hub.QueueBytes)}}, nil
+				"this listener fell more than %d events or %d bytes behind (or furthest behind when the server's listeners held %d bytes) and is dropped; reconnect with Last-Event-ID to resume",
+				l.hub.Queue, l.hub.QueueBytes, l.hub.HubBytes)}}, nil
 		case dropped:
 			return StreamMessage{}, ErrStreamClosed
 		case e != nil:
@@ -226,9 +288,15 @@ func (l *StreamListener) gapNotice(ctx context.Context, r *streamResume) (Stream
 	return StreamMessage{Notice: &StreamNotice{Kind: StreamNoticeGap, Message: msg}}, true, nil
 }
 
-// Close disconnects l; it may be called more than once.
+// Close disconnects l and frees its queue; it may be called more than
+// once.
 func (l *StreamListener) Close() {
-	l.closeOnce.Do(func() { l.hub.remove(l) })
+	l.closeOnce.Do(func() {
+		l.hub.remove(l)
+		l.mu.Lock()
+		l.freeLocked()
+		l.mu.Unlock()
+	})
 }
 
 // Ready reports whether Next has a message without waiting for a new

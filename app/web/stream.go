@@ -5,9 +5,12 @@ package web
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -88,9 +91,14 @@ func (s *Server) handleStream(c *fiber.Ctx) error {
 
 // writeStream writes l's messages to w until the client goes, the hub
 // closes (shutdown), the listener is dropped or id no longer holds (a
-// revoked token, a removed user: checked at each ping).
+// revoked or expired token, a removed user, a changed role or password):
+// the latter ends the stream at once, with a revoked notice that says why
+// (Access.Hold signals it, here or from another node within
+// app.AccessPoll).
 func (s *Server) writeStream(conn net.Conn, w *bufio.Writer, l *app.StreamListener, id app.Identity) {
 	defer l.Close()
+	held, release := s.deps.Access.Hold(context.Background(), id)
+	defer release()
 	write, ping := time.Duration(streamWrite.Load()), time.Duration(streamPing.Load())
 	flush := func() bool {
 		if err := conn.SetWriteDeadline(time.Now().Add(write)); err != nil {
@@ -102,26 +110,38 @@ func (s *Server) writeStream(conn net.Conn, w *bufio.Writer, l *app.StreamListen
 		return
 	}
 	var buf []byte
+	out := &streamOut{w: w, flush: flush}
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), ping)
-		more := s.writeUntilPing(ctx, w, l, flush, &buf)
+		ctx, cancel := context.WithTimeout(held, ping)
+		more := s.writeUntilPing(ctx, out, l, &buf)
 		cancel()
-		if !more || !s.deps.Access.Current(id) {
+		if !more {
 			return
 		}
-		if _, err := w.WriteString(": ping\n\n"); err != nil || !flush() {
+		if held.Err() != nil {
+			n := &app.StreamNotice{Kind: app.StreamNoticeRevoked, Message: app.ErrorMessage(context.Cause(held)) + "; this stream ends"}
+			if writeStreamMessage(out, app.StreamMessage{Notice: n}, nil, &buf) == nil {
+				flush()
+			}
+			return
+		}
+		if _, err := out.Write([]byte(": ping\n\n")); err != nil || !flush() {
 			return
 		}
 	}
 }
 
-// writeUntilPing writes l's messages until ctx is done (time to ping:
-// true) or the stream ends (false).
-func (s *Server) writeUntilPing(ctx context.Context, w *bufio.Writer, l *app.StreamListener, flush func() bool, buf *[]byte) bool {
+// writeUntilPing writes l's messages until ctx is done (time to ping, or
+// the caller's credential no longer holds: true) or the stream ends
+// (false).
+func (s *Server) writeUntilPing(ctx context.Context, out *streamOut, l *app.StreamListener, buf *[]byte) bool {
 	for {
+		if ctx.Err() != nil { // checked before each message: a busy stream never waits in Next
+			return true
+		}
 		m, err := l.Next(ctx)
 		switch {
-		case errors.Is(err, context.DeadlineExceeded):
+		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			return true
 		case err != nil:
 			if !errors.Is(err, app.ErrStreamClosed) {
@@ -133,33 +153,112 @@ func (s *Server) writeUntilPing(ctx context.Context, w *bufio.Writer, l *app.Str
 		if m.Event != nil {
 			src = s.config().SourceByName(m.Event.Source)
 		}
-		*buf = appendStreamMessage((*buf)[:0], m, src)
-		if _, err := w.Write(*buf); err != nil {
+		if err := writeStreamMessage(out, m, src, buf); err != nil {
+			if !errors.Is(err, errStreamWrite) {
+				s.Logger.Error("stream: encode a message", slog.Any("error", err))
+			}
 			return false
 		}
 		if m.Notice != nil && m.Notice.Kind == app.StreamNoticeDropped {
-			flush()
+			out.flush()
 			return false
 		}
-		if !l.Ready() && !flush() { // flushed once nothing more waits
+		if !l.Ready() && !out.flush() { // flushed once nothing more waits
 			return false
 		}
 	}
 }
 
-// appendStreamMessage appends m, an event of src when it is one, as an SSE
-// message to b.
-func appendStreamMessage(b []byte, m app.StreamMessage, src *app.Source) []byte {
-	if m.Notice != nil {
-		data, _ := json.Marshal(m.Notice)
-		b = append(b, "event: notice\ndata: "...)
-		b = append(b, data...)
-		return append(b, "\n\n"...)
+// streamOut is a stream's writer: w (fasthttp's, over a pipe to the
+// connection) written through a piece at a time, never more than its
+// buffer holds. fasthttp's pipe copies each write it is handed whole, so a
+// message written at once was a copy of it per listener; and each buffer
+// that fills sets the connection's write deadline again (flush), so the
+// deadline bounds each wait, not a whole message.
+type streamOut struct {
+	w     *bufio.Writer
+	flush func() bool
+}
+
+// errStreamWrite is a write to the client that failed or timed out.
+var errStreamWrite = errors.New("stream: write to the client")
+
+// Write writes p through w's buffer.
+func (o *streamOut) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		if o.w.Available() == 0 && !o.flush() {
+			return n, errStreamWrite
+		}
+		k, err := o.w.Write(p[:min(len(p), o.w.Available())]) // it fits the buffer: no write of its own
+		n += k
+		if err != nil {
+			return n, errStreamWrite
+		}
+		p = p[k:]
 	}
-	data, _ := json.Marshal(app.StreamEventOf(m.Event, src)) // one line: JSON escapes newlines in strings
-	b = append(b, "id: "...)
+	return n, nil
+}
+
+// writeStreamMessage writes m, an event of src when it is one, as an SSE
+// message to o; buf is scratch space. An event's JSON is
+// app.StreamEventOf's, its body in base64 encoded as it goes out: no copy
+// of the whole message is made.
+func writeStreamMessage(o *streamOut, m app.StreamMessage, src *app.Source, buf *[]byte) error {
+	if m.Notice != nil {
+		*buf = appendStreamMessage((*buf)[:0], m)
+		_, err := o.Write(*buf)
+		return err
+	}
+	se := app.StreamEventOf(m.Event, src)
+	body := se.Body
+	se.Body = nil
+	data, err := json.Marshal(se) // one line: JSON escapes newlines in strings
+	if err != nil {
+		return err
+	}
+	// "body":null occurs once: a quote within a JSON string is escaped.
+	at := bytes.Index(data, bodyNull)
+	if at < 0 || bytes.Contains(data[at+1:], bodyNull) {
+		return fmt.Errorf("the event's JSON has not one %s: %.200s", bodyNull, data)
+	}
+	b := append((*buf)[:0], "id: "...)
 	b = strconv.AppendUint(b, m.Event.Seq, 10)
 	b = append(b, "\nevent: event\ndata: "...)
+	*buf = b
+	if _, err := o.Write(b); err != nil {
+		return err
+	}
+	if _, err := o.Write(data[:at]); err != nil {
+		return err
+	}
+	if _, err := o.Write([]byte(`"body":"`)); err != nil {
+		return err
+	}
+	enc := base64.NewEncoder(base64.StdEncoding, o) // writes 1 KiB at a time
+	if _, err := enc.Write(body); err != nil {
+		return err
+	}
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	if _, err := o.Write([]byte(`"`)); err != nil {
+		return err
+	}
+	if _, err := o.Write(data[at+len(bodyNull):]); err != nil {
+		return err
+	}
+	_, err = o.Write([]byte("\n\n"))
+	return err
+}
+
+// bodyNull is the body's field in the JSON of an event without it.
+var bodyNull = []byte(`"body":null`)
+
+// appendStreamMessage appends m, a notice, as an SSE message to b.
+func appendStreamMessage(b []byte, m app.StreamMessage) []byte {
+	data, _ := json.Marshal(m.Notice)
+	b = append(b, "event: notice\ndata: "...)
 	b = append(b, data...)
 	return append(b, "\n\n"...)
 }

@@ -31,6 +31,7 @@ type streamNode struct {
 	srv  *web.Server
 	hub  *app.StreamHub
 	db   storage.Store
+	acc  *app.Access
 }
 
 func openBolt(t *testing.T) storage.Store {
@@ -61,14 +62,17 @@ func startStreamNode(t *testing.T, db storage.Store) *streamNode {
 	t.Helper()
 	cfg := mustConfig(t, apiConfig)
 	hub := app.NewStreamHub(db)
-	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, Access: testAccess(t, cfg, db), Stream: hub})
+	acc := testAccess(t, cfg, db)
+	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, Access: acc, Stream: hub})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	return &streamNode{t: t, base: "http://" + ln.Addr().String(), srv: srv, hub: hub, db: db}
+	ctx, stop := context.WithCancel(context.Background())
+	go acc.Watch(ctx) // as serve does: changes made on another node
+	t.Cleanup(func() { stop(); srv.Shutdown(context.Background()) })
+	return &streamNode{t: t, base: "http://" + ln.Addr().String(), srv: srv, hub: hub, db: db, acc: acc}
 }
 
 // sendTo posts a Shopify webhook to base and fails unless it is accepted.
@@ -121,6 +125,13 @@ type sseStream struct {
 func openStream(t *testing.T, base, query, lastID string) *sseStream {
 	t.Helper()
 	res, err := requestStream(base, query, lastID)
+	return readStream(t, res, err)
+}
+
+// readStream reads the answer of a stream's request, failing t unless it
+// is 200.
+func readStream(t *testing.T, res *http.Response, err error) *sseStream {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
