@@ -1,7 +1,7 @@
 // Verifies requests with each provider's official SDK, the way a merchant's
 // app does, so the test can check what `hookbox sign` makes.
 // Request: {sdk, secret, body (base64), headers (lower-case names, as
-// Node's http module gives them), url}; answer: {ok, reason, ...}.
+// Node's http module gives them), url, tolerance (Stripe's, optional)}; answer: {ok, reason, ...}.
 import '@shopify/shopify-api/adapters/node';
 import { shopifyApi, ApiVersion, LogSeverity } from '@shopify/shopify-api';
 import { WebhooksHelper } from 'square';
@@ -52,7 +52,8 @@ serve({
     }),
   }),
   paddle: ({ secret, headers }, body) => thrown(() => paddle.webhooks.unmarshal(body.toString('utf8'), secret, headers['paddle-signature'])),
-  stripe: ({ secret, headers }, body) => thrown(() => stripe.webhooks.constructEvent(body, headers['stripe-signature'], secret)),
+  // tolerance (seconds) is the SDK's own default (300) unless the request sets one.
+  stripe: ({ secret, headers, tolerance }, body) => thrown(() => stripe.webhooks.constructEvent(body, headers['stripe-signature'], secret, tolerance)),
   svix: ({ secret, headers }, body) => thrown(() => new Svix(secret).verify(body.toString('utf8'), headers)),
   standardwebhooks: ({ secret, headers }, body) => thrown(() => new StandardWebhook(secret).verify(body.toString('utf8'), headers)),
   'standardwebhooks-raw': ({ secret, headers }, body) => thrown(() => new StandardWebhook(secret, { format: 'raw' }).verify(body.toString('utf8'), headers)),
