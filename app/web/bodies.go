@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
@@ -31,6 +32,13 @@ const (
 	// webhook fits in it, so they never wait on the budget, and its memory
 	// is bounded per connection like the read buffer's.
 	bodyFree = 8 << 10
+	// lingerBytes and lingerTime bound what a refused body may still send
+	// before its 413 and the close: a sender that is still writing when
+	// the connection closes on unread bytes gets a reset from the kernel
+	// instead of the answer, and reports "connection reset" rather than
+	// "body larger than max_body_bytes".
+	lingerBytes = 1 << 20
+	lingerTime  = 500 * time.Millisecond
 )
 
 // Answers of readBody.
@@ -104,6 +112,9 @@ func (s *Server) readBodies(next fasthttp.RequestHandler) fasthttp.RequestHandle
 		buf, status := s.readBody(&ctx.Request)
 		if status != 0 {
 			s.release(buf)
+			if status == fiber.StatusRequestEntityTooLarge {
+				linger(ctx.Conn(), ctx.Request.BodyStream())
+			}
 			s.refuseBody(ctx, status)
 			return
 		}
@@ -194,6 +205,19 @@ func (s *Server) readBody(req *fasthttp.Request) (buf []byte, status int) {
 	}
 	req.SetBodyRaw(buf)
 	return buf, 0
+}
+
+// linger drops what a refused body sends next, up to lingerBytes within
+// lingerTime, so that its sender reads the answer (see lingerBytes).
+// Nothing is kept: io.Discard reads through a shared pool.
+func linger(conn net.Conn, stream io.Reader) {
+	if stream == nil {
+		return
+	}
+	if conn.SetReadDeadline(time.Now().Add(lingerTime)) != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(stream, lingerBytes))
 }
 
 // refuseBody answers a request whose body readBody did not read, and

@@ -150,6 +150,9 @@ func TestServer_BodyLimits(t *testing.T) {
 		{"ExpectContinueSmall", 300, false, true, 200},
 		{"OverLimit", limit + 1, false, false, 413},
 		{"OverLimitChunked", limit + 1, true, false, 413},
+		// A sender still writing when hookbox refuses reads the 413, not a
+		// reset (hookbox drops what follows, up to lingerBytes).
+		{"OverLimitRead", 8 * limit, false, false, 413},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			b := body(tt.size)
