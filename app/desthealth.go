@@ -29,6 +29,17 @@ type DestinationHealth struct {
 	Alerted time.Time
 }
 
+// AsStored is h at the precision every store keeps (microseconds, as
+// PostgreSQL's timestamptz): what one node shows before a restart is what
+// it and the others read back after it.
+func (h DestinationHealth) AsStored() DestinationHealth {
+	h.FailingSince = h.FailingSince.Truncate(time.Microsecond)
+	h.NextTry = h.NextTry.Truncate(time.Microsecond)
+	h.RecoveredAt = h.RecoveredAt.Truncate(time.Microsecond)
+	h.Alerted = h.Alerted.Truncate(time.Microsecond)
+	return h
+}
+
 // HealthStore keeps destinations' health. Every node of a cluster reads
 // and merges into the same records.
 type HealthStore interface {

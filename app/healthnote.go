@@ -28,7 +28,7 @@ const maxLoggedWaiting = 100000
 // noteHealth queues n, a change of l's health, for flushHealth, and shows
 // it at once on this node's page (Stats); d.mu is held.
 func (d *Dispatcher) noteHealth(l *lane, h *destHealth, n healthNote) {
-	n.dest = l.dest.Name
+	n.dest, n.view = l.dest.Name, n.view.AsStored()
 	h.shownSince, h.shownNext = n.view.FailingSince, n.view.NextTry
 	if k := len(d.healthNotes) - 1; k >= 0 && d.healthNotes[k].dest == n.dest &&
 		!n.view.FailingSince.IsZero() && d.healthNotes[k].view.FailingSince.Equal(n.view.FailingSince) {

@@ -122,7 +122,7 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 	if h.failingSince.IsZero() {
 		// An attempt that began before the success that ended the last
 		// episode (another send in flight) fails from that success on.
-		h.failingSince, h.firstFailed = later(a.Start, h.recoveredAt), f.rec.ID
+		h.failingSince, h.firstFailed = later(a.Start, h.recoveredAt).Truncate(time.Microsecond), f.rec.ID
 		// The first failure after a success: one line per episode, not one
 		// per attempt (the next ones are Debug, in recorded).
 		next, nextTry := any("none: the delivery is dead"), time.Time{}
