@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 	"hookbox/app/provider"
 )
@@ -257,7 +258,7 @@ func startNodeDest(t *testing.T, name, answer string, keepAlive time.Duration) *
 		waitIdle: func(t *testing.T, last destRecord) {
 			t.Helper()
 			// The server logs the close of the connection it drops.
-			waitUntil(t, ka+10*time.Second, fmt.Sprintf("%s to close idle connection %d", name, last.Conn), func() bool {
+			apptest.Eventually(t, ka+10*time.Second, fmt.Sprintf("%s to close idle connection %d", name, last.Conn), func() bool {
 				for _, r := range log.read(t) {
 					if r.Kind == "close" && r.Conn == last.Conn {
 						return true
@@ -374,18 +375,6 @@ func startNginx(t *testing.T, name string, keepAlive time.Duration, maxBody stri
 					name, r.Event, r.Encoding, r.Transfer)
 			}
 		},
-	}
-}
-
-// waitUntil polls cond until it holds, failing the test after limit.
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -608,7 +597,7 @@ func testRealDestination(t *testing.T, d *realDest, svixNames bool) {
 	p := start(t, idestConfig(t, t.TempDir(), d))
 	ids := []string{"gate-" + d.name}
 	postStd(t, p.addr, ids[0], 200, false)
-	waitUntil(t, 10*time.Second, d.name+" to hold the first request", func() bool {
+	apptest.Eventually(t, 10*time.Second, d.name+" to hold the first request", func() bool {
 		for _, r := range d.records(t) {
 			if r.Kind == "held" {
 				return true
@@ -663,7 +652,7 @@ func testRealDestination(t *testing.T, d *realDest, svixNames bool) {
 		id := fmt.Sprintf("%s-idle-%dk", d.name, size>>10)
 		postStd(t, p.addr, id, size, false)
 		var got *destRecord
-		waitUntil(t, 15*time.Second, d.name+" to answer "+id, func() bool {
+		apptest.Eventually(t, 15*time.Second, d.name+" to answer "+id, func() bool {
 			for _, r := range d.answered(t) {
 				if r.Event == id {
 					got = &r
@@ -734,7 +723,7 @@ func TestInterop_DrainChunkedAndLength(t *testing.T) {
 		for _, d := range order {
 			gate := fmt.Sprintf("gate-%s-%d", d.name, round)
 			postStdBody(t, p.addr, gate, idestBodyTopic(gate, "to."+d.name, 200), false)
-			waitUntil(t, 10*time.Second, d.name+" to hold "+gate, func() bool {
+			apptest.Eventually(t, 10*time.Second, d.name+" to hold "+gate, func() bool {
 				for _, r := range d.records(t) {
 					if r.Kind == "held" && r.Event == gate {
 						return true
@@ -815,7 +804,7 @@ func testKeepAliveRace(t *testing.T, d *realDest, probes int) {
 	answer := func(id string) destRecord {
 		t.Helper()
 		var got destRecord
-		waitUntil(t, 15*time.Second, d.name+" to answer "+id, func() bool {
+		apptest.Eventually(t, 15*time.Second, d.name+" to answer "+id, func() bool {
 			for _, r := range d.answered(t) {
 				if r.Event == id {
 					got = r

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 	"hookbox/app/web"
 )
@@ -85,7 +86,7 @@ func TestStream_ThroughNginx(t *testing.T) {
 
 	defer web.SetStreamTimes(app.StreamPing, 2*time.Second)()
 	stuckClient(t, strings.TrimPrefix(front, "http://"))
-	waitFor(t, "two listeners", func() bool { return n.hub.Listeners() == 2 })
+	apptest.Eventually(t, time.Minute, "two listeners", func() bool { return n.hub.Listeners() == 2 })
 	flood(t, n, s, 6000) // 16 MiB on the wire: past the buffers of three sockets and nginx
-	waitFor(t, "the stuck listener behind nginx dropped", func() bool { return n.hub.Listeners() == 1 })
+	apptest.Eventually(t, time.Minute, "the stuck listener behind nginx dropped", func() bool { return n.hub.Listeners() == 1 })
 }

@@ -326,17 +326,6 @@ func TestStream_PingAndShutdown(t *testing.T) {
 	t.Logf("graceful stop with a stream open: %s", took)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited a minute for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // Two PostgreSQL nodes: an event accepted by node A arrives on a stream of
 // node B, and a resume on B reads what A accepted.
 func TestStream_TwoPostgresNodes(t *testing.T) {
