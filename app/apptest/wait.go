@@ -31,6 +31,14 @@ func Eventually(tb testing.TB, within time.Duration, what string, cond func() bo
 // within: the error says what was seen, not only what was awaited.
 func Until(tb testing.TB, within time.Duration, check func() error) {
 	tb.Helper()
+	UntilEvery(tb, within, Poll, check)
+}
+
+// UntilEvery is Until checking every interval: shorter than Poll for a
+// state that lasts only moments (a temporary file), longer for a check
+// that costs much.
+func UntilEvery(tb testing.TB, within, every time.Duration, check func() error) {
+	tb.Helper()
 	deadline := time.Now().Add(within)
 	for {
 		err := check()
@@ -40,7 +48,21 @@ func Until(tb testing.TB, within time.Duration, check func() error) {
 		if !time.Now().Before(deadline) {
 			tb.Fatalf("waited %v: %v", within, err)
 		}
-		time.Sleep(Poll)
+		time.Sleep(every)
+	}
+}
+
+// Within reports whether cond came to hold within, checking it every
+// Poll, without failing the test: for a caller that reports what it got
+// either way.
+func Within(within time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(within); ; time.Sleep(Poll) {
+		if cond() {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
 	}
 }
 
