@@ -282,13 +282,13 @@ func testRecoveryAfterOutage(t *testing.T, st storeCase) {
 	config := writeConfig(t, dir, destinationConfig(sink.url, `["5m", "30m"]`), st.config(2*time.Second))
 	p := start(t, config)
 	stop := make(chan struct{})
-	wait := loadGH(t, p.addr, "outage", 8, stop)
+	load := loadGH(t, p.addr, "outage", 8, stop)
 	sink.waitAttempts(t, 1, 20*time.Second)
 	failingFrom := time.Now()
-	sink.waitAttempts(t, 100, 20*time.Second) // events keep coming while it fails
+	load.waitAcked(t, failingFrom, 100, 20*time.Second) // events keep coming while it fails
 	close(stop)
 	var acked []string
-	for _, a := range wait() {
+	for _, a := range load.wait() {
 		acked = append(acked, a.id)
 	}
 	time.Sleep(time.Until(failingFrom.Add(5 * time.Second))) // the outage lasts 5 s: the time this test is about
