@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/storage/postgres/pgtest"
 )
 
@@ -259,11 +260,10 @@ func TestPassword_Postgres(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "running nodes take it up") {
 		t.Fatalf("passwd: %d\n%s", code, out)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for apiStatus(t, addr, "shared by every node") != http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatalf("the running node never took the new password up:\n%s", srv.out)
+	apptest.Until(t, 15*time.Second, func() error {
+		if apiStatus(t, addr, "shared by every node") != http.StatusOK {
+			return fmt.Errorf("the running node never took the new password up:\n%s", srv.out)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
