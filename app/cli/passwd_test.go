@@ -80,18 +80,17 @@ func startServe(t *testing.T, config, addr string) *running {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{addr: addr, out: &buffer{}, cancel: cancel, code: make(chan int, 1)}
 	go func() { r.code <- Run(ctx, []string{"serve", "-config", config, "-listen", addr}, r.out, r.out) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(r.out.String(), "hookbox started") {
+	apptest.Until(t, 30*time.Second, func() error {
 		select {
 		case code := <-r.code:
 			t.Fatalf("serve ended with %d:\n%s", code, r.out)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start:\n%s", r.out)
+		if !strings.Contains(r.out.String(), "hookbox started") {
+			return fmt.Errorf("serve did not start:\n%s", r.out)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	t.Cleanup(r.stop)
 	return r
 }
