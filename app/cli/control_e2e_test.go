@@ -122,6 +122,7 @@ type destJSON struct {
 	Waiting      int        `json:"waiting"`
 	Rate         string     `json:"rate"`
 	HeldUntil    *time.Time `json:"held_until"`
+	FailingSince *time.Time `json:"failing_since"`
 }
 
 func sinkState(t *testing.T, addr string) destJSON {

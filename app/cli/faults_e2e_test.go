@@ -268,8 +268,8 @@ func tcpStateTo(t *testing.T, port int, state string) bool {
 	return false
 }
 
-// A destination answers 503 for 5 s, with retry = ["5m", "30m"]: once it
-// answers 200 again, a probe finds out and every waiting event is
+// A destination answers 503 while events arrive, with retry = ["5m",
+// "30m"], until hookbox says it is failing: once it answers 200 again, a probe finds out and every waiting event is
 // delivered within 60 s, not at its 5-minute step; on either store.
 func TestFault_RecoveryAfterOutage(t *testing.T) {
 	t.Parallel() // mostly waiting for retries: overlaps the other waiting tests
@@ -291,7 +291,7 @@ func testRecoveryAfterOutage(t *testing.T, st storeCase) {
 	for _, a := range load.wait() {
 		acked = append(acked, a.id)
 	}
-	time.Sleep(time.Until(failingFrom.Add(5 * time.Second))) // the outage lasts 5 s: the time this test is about
+	apptest.Eventually(t, 20*time.Second, "the destination failing in the API", func() bool { return sinkState(t, p.addr).FailingSince != nil })
 	sink.code.Store(200)
 	opened := time.Now()
 	failedAttempts := sink.attempts.Load()
@@ -305,8 +305,8 @@ func testRecoveryAfterOutage(t *testing.T, st storeCase) {
 	})
 	took := time.Since(opened)
 	missing := len(sink.missing(acked))
-	t.Logf("%d events waiting after %d failed attempts in a 5 s outage; all delivered %v after the destination answered 200 again (%v after the first one)",
-		len(acked), failedAttempts, took.Round(100*time.Millisecond), time.Since(first).Round(10*time.Millisecond))
+	t.Logf("%d events waiting after %d failed attempts in a %v outage; all delivered %v after the destination answered 200 again (%v after the first one)",
+		len(acked), failedAttempts, opened.Sub(failingFrom).Round(100*time.Millisecond), took.Round(100*time.Millisecond), time.Since(first).Round(10*time.Millisecond))
 	if missing > 0 || took > 60*time.Second {
 		t.Fatalf("%d of %d events not delivered %v after the destination answered again:\n%s", missing, len(acked), took, p.logText())
 	}

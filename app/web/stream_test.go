@@ -59,12 +59,16 @@ func onBothStores(t *testing.T, f func(t *testing.T, db storage.Store)) {
 	t.Run("Postgres", func(t *testing.T) { f(t, openPostgres(t, pgtest.URL(t))) })
 }
 
-func startStreamNode(t *testing.T, db storage.Store) *streamNode {
+func startStreamNode(t *testing.T, db storage.Store, opts ...func(*web.Deps)) *streamNode {
 	t.Helper()
 	cfg := mustConfig(t, apiConfig)
 	hub := stream.NewHub(db)
 	acc := testAccess(t, cfg, db)
-	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, Access: acc, Stream: hub})
+	deps := web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, Access: acc, Stream: hub}
+	for _, o := range opts {
+		o(&deps)
+	}
+	srv := web.New(cfg, deps)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
