@@ -159,7 +159,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		Logger:   slog.With("component", "http"),
 	}
 	s.ui = ui.New(ui.Deps{Running: deps.Running, Store: deps.Store, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
-		LastBackup: deps.LastBackup, Pauser: deps.Pauser, May: may, Access: deps.Access, Searches: deps.Searches})
+		LastBackup: deps.LastBackup, Pauser: deps.Pauser, Access: deps.Access, Searches: deps.Searches})
 	s.ui.SetWho(s.who)
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:      cfg.Server.MaxBodyBytes,
