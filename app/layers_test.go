@@ -210,6 +210,24 @@ func TestLayers(t *testing.T) {
 		}
 	})
 
+	t.Run("ServicesImportOnlyTheDomain", func(t *testing.T) {
+		// A service uses the domain and its leaves; the rings wire it.
+		// Its tests may bring in a real store.
+		rings := []string{"hookbox/app/web", "hookbox/ui", "hookbox/app/cli", "hookbox/app/config", "hookbox/app/httpsend", "hookbox/storage"}
+		all := []string{"hookbox/app/receive", "hookbox/app/dispatch", "hookbox/app/stream", "hookbox/app/access", "hookbox/app/alert",
+			"hookbox/app/replay", "hookbox/app/sweep", "hookbox/app/backup"}
+		for _, svc := range []string{"hookbox/app/access"} {
+			for _, bad := range rings {
+				forbid(t, pkgs, svc, false, bad, "a service imports the domain and its leaves, never a technology ring: the rings wire it")
+			}
+			for _, other := range all {
+				if other != svc {
+					forbid(t, pkgs, svc, false, other, "a service imports no other service: the rings wire them together")
+				}
+			}
+		}
+	})
+
 	t.Run("DataDirStandsAlone", func(t *testing.T) {
 		for _, p := range find(t, pkgs, "hookbox/app/datadir", false) {
 			for _, d := range p.deps {

@@ -25,6 +25,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/request"
 )
 
@@ -55,7 +56,7 @@ type Deps struct {
 	// overview's destination rows.
 	Pauser *app.Pauser
 	// Access backs the admin's Audit and Team pages (nil: empty).
-	Access *app.Access
+	Access *access.Service
 	// Who is the audit actor of a request (the Team page's changes).
 	Who func(c *fiber.Ctx) app.Who
 	// Searches bounds the body searches that run at once (nil: a gate of

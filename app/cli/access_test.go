@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
 	"hookbox/storage/postgres/pgtest"
@@ -114,7 +115,7 @@ func testUserToken(t *testing.T, url string) {
 	}
 	waitStatus := func(what string, f func() int, want int) {
 		t.Helper()
-		deadline := time.Now().Add(2 * app.AccessPoll)
+		deadline := time.Now().Add(2 * access.Poll)
 		got := f()
 		for got != want && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)

@@ -12,6 +12,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/cmdsend"
 	"hookbox/app/httpsend"
 )
@@ -25,7 +26,7 @@ type reloader struct {
 	logger  *slog.Logger
 	now     func() time.Time
 	// access records reloads by signal in the audit log (nil: none).
-	access *app.Access
+	access *access.Service
 
 	receiver   *app.Receiver
 	dispatcher *app.Dispatcher

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/config"
 )
 
@@ -18,7 +19,7 @@ func TestRoutes_EveryRouteHasARole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(cfg, Deps{Access: app.FixedAccess("ops", "pw-1234")})
+	s := New(cfg, Deps{Access: access.Fixed("ops", "pw-1234")})
 	seen := map[string]bool{}
 	for _, r := range s.App().GetRoutes(true) {
 		if r.Method == fiber.MethodHead || strings.HasPrefix(r.Path, "/static") {

@@ -21,6 +21,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/recover"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/metrics"
 	"hookbox/ui"
 )
@@ -61,7 +62,7 @@ type Deps struct {
 	// Access checks passwords (under the limits of guard.go) and tokens,
 	// and says whether a session or cached credential still holds (nil:
 	// nobody gets in).
-	Access *app.Access
+	Access *access.Service
 	// LimitedDelay holds a 429 to a login over the limits (0: the
 	// LimitedDelay constant); tests shorten it.
 	LimitedDelay time.Duration
@@ -132,7 +133,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		deps.LimitedDelay = LimitedDelay
 	}
 	if deps.Access == nil {
-		deps.Access = app.FixedAccess("", "")
+		deps.Access = access.Fixed("", "")
 	}
 	if deps.Stats == nil {
 		deps.Stats = app.NewStats(cfg, deps.Store, deps.Now)
@@ -275,7 +276,7 @@ func (s *Server) closeConns() {
 }
 
 // Access is who may log in, for tests.
-func (s *Server) Access() *app.Access { return s.deps.Access }
+func (s *Server) Access() *access.Service { return s.deps.Access }
 
 // App exposes the Fiber app to tests (app.Test).
 func (s *Server) App() *fiber.App { return s.fiber }

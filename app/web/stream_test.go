@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/provider"
 	"hookbox/app/web"
 	"hookbox/storage"
@@ -31,7 +32,7 @@ type streamNode struct {
 	srv  *web.Server
 	hub  *app.StreamHub
 	db   storage.Store
-	acc  *app.Access
+	acc  *access.Service
 }
 
 func openBolt(t *testing.T) storage.Store {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/config"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
@@ -114,7 +115,7 @@ secret = "s3cret-shop"
 	}
 	t.Cleanup(func() { db.Close() })
 	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping,
-		Access: app.FixedAccess("admin", "pw")})
+		Access: access.Fixed("admin", "pw")})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
