@@ -14,6 +14,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/cmdsend"
 	"hookbox/app/httpsend"
+	"hookbox/app/receive"
 )
 
 // reloader reads the config file again on SIGHUP and puts it in force
@@ -27,7 +28,7 @@ type reloader struct {
 	// access records reloads by signal in the audit log (nil: none).
 	access *app.Access
 
-	receiver   *app.Receiver
+	receiver   *receive.Receiver
 	dispatcher *app.Dispatcher
 	sender     *httpsend.Sender
 	commands   *cmdsend.Sender

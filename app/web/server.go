@@ -22,6 +22,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/metrics"
+	"hookbox/app/receive"
 	"hookbox/app/stream"
 	"hookbox/ui"
 )
@@ -47,7 +48,7 @@ type Store interface {
 
 // Deps are what the server serves from.
 type Deps struct {
-	Receiver *app.Receiver
+	Receiver *receive.Receiver
 	// Store backs the admin API and the status pages.
 	Store Store
 	// Wake tells the dispatcher that replayed work is due.
