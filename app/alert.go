@@ -38,20 +38,6 @@ type AlertMessage struct {
 	Text    string `json:"text"`
 }
 
-// AlertStore is what the Alerter reads of the store: the dead deliveries
-// it alerts on, the records set aside it reports, and how many deliveries
-// wait for a destination.
-type AlertStore interface {
-	// CountDead returns the number of dead deliveries.
-	CountDead(ctx context.Context) (int, error)
-	// Backlog returns how many deliveries to dest are pending, counting at
-	// most limit.
-	Backlog(ctx context.Context, dest string, limit int) (int, error)
-	// Poisoned returns up to limit of the records set aside because they
-	// could not be decoded, newest first, and how many there are in all.
-	Poisoned(ctx context.Context, limit int) ([]Poison, int, error)
-}
-
 // Alerter sends alerts: when the number of dead deliveries passes the
 // configured threshold (once per crossing, and again when it falls back),
 // when storage fails and works again, when records are set aside, when

@@ -13,12 +13,6 @@ import (
 	"time"
 )
 
-// BackupStore writes consistent copies of the data file (bboltstore.DB).
-type BackupStore interface {
-	// WriteBackup writes a complete copy to path atomically and returns its size.
-	WriteBackup(ctx context.Context, path string) (int64, error)
-}
-
 // BackupPrefix and BackupExt frame the names of scheduled backups:
 // hookbox-NNNNNN-YYYYMMDD-HHMMSS.db. NNNNNN counts the backups in the
 // order they were made (one more than the highest in the directory), and

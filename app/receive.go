@@ -93,20 +93,6 @@ type SourceStats struct {
 	warn     Throttle      // of the rejection log lines
 }
 
-// IngestStore is what the Receiver needs of the store: to remember an id
-// once and store its event, in one durable transaction.
-type IngestStore interface {
-	// Accept records e's id for its source until idExpires, stores e and
-	// carries out plan (deliveries due now, debounced pending deliveries,
-	// setting each DebounceOp's Result), in one durable transaction. It
-	// reports duplicate=true, storing nothing, when the id is already
-	// remembered and unexpired at e.ReceivedAt. plan may be nil (unrouted).
-	// A ctx done before the write is handed to the store's commit returns
-	// ctx's error and stores nothing; once handed over, Accept waits for
-	// the commit whatever ctx says.
-	Accept(ctx context.Context, e *Event, idExpires time.Time, plan *Plan) (duplicate bool, err error)
-}
-
 // Receiver turns verified webhooks into durable events: verify, identify,
 // remember once, store — and only then answer.
 type Receiver struct {

@@ -14,15 +14,6 @@ import (
 	"time"
 )
 
-// StreamHubStore is what the hub reads of a store: the events after a
-// cursor, one event by seq (a gap's re-check), and the newest event (where
-// a hub starts).
-type StreamHubStore interface {
-	StreamStore
-	Event(ctx context.Context, seq uint64) (*Event, error)
-	ListEvents(ctx context.Context, q EventQuery) ([]EventSummary, uint64, error)
-}
-
 // StreamFilter picks the events a listener gets: Source exactly and Topic
 // as a Glob; empty matches all.
 type StreamFilter struct {

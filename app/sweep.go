@@ -19,26 +19,6 @@ const DefaultSweepChunk = 500
 // ingest commits get the writer in between.
 const DefaultChunkPause = 5 * time.Millisecond
 
-// SweepStore is what the Sweeper needs of the store: each method forgets
-// or deletes what retention no longer keeps, a bounded chunk at a time.
-type SweepStore interface {
-	// ForgetExpiredIDs forgets at most limit ids that expired at or before
-	// now, and reports how many it forgot.
-	ForgetExpiredIDs(ctx context.Context, now time.Time, limit int) (int, error)
-	// DeleteEventsBefore deletes at most limit events received before t,
-	// and reports how many it deleted.
-	DeleteEventsBefore(ctx context.Context, t time.Time, limit int) (int, error)
-	// PruneWindows forgets at most limit rate-limit windows that emptied
-	// by now, and reports how many.
-	PruneWindows(ctx context.Context, now time.Time, limit int) (int, error)
-	// DeleteAuditBefore deletes at most limit audit entries older than t,
-	// and reports how many it deleted.
-	DeleteAuditBefore(ctx context.Context, t time.Time, limit int) (int, error)
-	// PruneCounts forgets the hours that end at or before t (their counts
-	// by name too), and reports how many it forgot.
-	PruneCounts(ctx context.Context, before time.Time) (int, error)
-}
-
 // Sweeper forgets expired event ids, deletes old events and audit entries,
 // and forgets the hourly counts older than the status page shows.
 type Sweeper struct {

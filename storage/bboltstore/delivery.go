@@ -202,7 +202,7 @@ func (d *DB) DueDeliveries(ctx context.Context, dest string, now time.Time, limi
 var endOfTime = time.Unix(0, math.MaxInt64)
 
 // WaitingDeliveries returns up to limit pending deliveries to dest after
-// (afterDue, afterID) in due order, due or not: see app.Store.
+// (afterDue, afterID) in due order, due or not: see app.Outbox.
 func (d *DB) WaitingDeliveries(ctx context.Context, dest string, afterDue time.Time, afterID uint64, limit int, skip func(uint64) bool) ([]app.Work, error) {
 	work, _, err := d.readOutbox(ctx, dest, afterDue, afterID, endOfTime, time.Now(), limit, skip)
 	return work, err
