@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/alert"
 	"hookbox/app/cmdsend"
 	"hookbox/app/config"
 	"hookbox/app/httpsend"
@@ -174,7 +175,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	db.OnOpened(func() { dispatcher.Wake(); hub.Wake() }) // once per commit that opened deliveries
 	sweeper := app.NewSweeper(cfg, db)
 	sweeper.Stats = stats
-	alerter := app.NewAlerter(cfg, db)
+	alerter := alert.New(cfg, db)
 	alerter.Storage = stats.Storage
 	alerter.Health = db
 	backuper := app.NewBackuper(cfg, n.writeBackup)
