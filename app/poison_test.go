@@ -2,8 +2,14 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,4 +111,31 @@ func gaugeValue(t *testing.T, prom *metrics.Prometheus, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// alertSink records the text of every Slack-compatible message posted to it.
+type alertSink struct {
+	*httptest.Server
+	mu    sync.Mutex
+	texts []string
+}
+
+func newAlertSink(t *testing.T) *alertSink {
+	s := &alertSink{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct{ Text string }
+		b, _ := io.ReadAll(r.Body)
+		json.Unmarshal(b, &m)
+		s.mu.Lock()
+		s.texts = append(s.texts, m.Text)
+		s.mu.Unlock()
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *alertSink) messages() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.texts)
 }

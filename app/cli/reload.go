@@ -15,6 +15,7 @@ import (
 	"hookbox/app/alert"
 	"hookbox/app/cmdsend"
 	"hookbox/app/httpsend"
+	"hookbox/app/sweep"
 )
 
 // reloader reads the config file again on SIGHUP and puts it in force
@@ -35,7 +36,7 @@ type reloader struct {
 	stats      *app.Stats
 	pauser     *app.Pauser
 	alerter    *alert.Alerter
-	sweeper    *app.Sweeper
+	sweeper    *sweep.Sweeper
 
 	// The cron jobs whose specs are config: each is scheduled again when
 	// its spec changes.
