@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/alert"
 	"hookbox/app/config"
 	"hookbox/storage/bboltstore"
 )
@@ -200,7 +201,7 @@ func TestBackuper_FailureAlerts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	alerter := app.NewAlerter(cfg, db)
+	alerter := alert.New(cfg, db)
 	b := app.NewBackuper(cfg, db)
 	b.Alert = alerter.Backup
 	ctx := context.Background()

@@ -10,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"hookbox/app"
+	"hookbox/app/alert"
 	"hookbox/app/config"
 	"hookbox/app/metrics"
 	"hookbox/storage/bboltstore"
@@ -75,7 +76,7 @@ func TestDispatcher_PoisonIsolated(t *testing.T) {
 	if got := gaugeValue(t, prom, "hookbox_poison_records"); got != 1 {
 		t.Fatalf("hookbox_poison_records = %v, want 1", got)
 	}
-	alerter := app.NewAlerter(h.cfg, h.db)
+	alerter := alert.New(h.cfg, h.db)
 	alerter.Check(context.Background())
 	alerter.Check(context.Background()) // once per new record, not once per check
 	msgs := alerts.messages()

@@ -12,6 +12,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"hookbox/app"
+	"hookbox/app/alert"
 	"hookbox/app/cmdsend"
 	"hookbox/app/httpsend"
 )
@@ -33,7 +34,7 @@ type reloader struct {
 	commands   *cmdsend.Sender
 	stats      *app.Stats
 	pauser     *app.Pauser
-	alerter    *app.Alerter
+	alerter    *alert.Alerter
 	sweeper    *app.Sweeper
 
 	// The cron jobs whose specs are config: each is scheduled again when

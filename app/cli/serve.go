@@ -19,11 +19,13 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/alert"
 	"hookbox/app/cmdsend"
 	"hookbox/app/config"
 	"hookbox/app/httpsend"
 	"hookbox/app/mail"
 	"hookbox/app/metrics"
+	"hookbox/app/stream"
 	"hookbox/app/web"
 )
 
@@ -169,11 +171,11 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	receiver.Stats = stats
 	// The stream's hub reads new events at once after such a commit too;
 	// an unrouted accept waits for its poll (app.StreamPoll).
-	hub := app.NewStreamHub(db)
+	hub := stream.NewHub(db)
 	db.OnOpened(func() { dispatcher.Wake(); hub.Wake() }) // once per commit that opened deliveries
 	sweeper := app.NewSweeper(cfg, db)
 	sweeper.Stats = stats
-	alerter := app.NewAlerter(cfg, db)
+	alerter := alert.New(cfg, db)
 	alerter.Storage = stats.Storage
 	alerter.Health = db
 	backuper := app.NewBackuper(cfg, n.writeBackup)

@@ -22,6 +22,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/metrics"
+	"hookbox/app/stream"
 	"hookbox/ui"
 )
 
@@ -86,7 +87,7 @@ type Deps struct {
 	Searches *app.SearchGate
 	// Stream serves GET /api/v1/stream (nil: a hub over Store when it
 	// can stream, app.StreamHubStore). Shutdown closes it.
-	Stream *app.StreamHub
+	Stream *stream.Hub
 }
 
 // Server serves hookbox's HTTP endpoints.
@@ -147,7 +148,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		deps.Searches = app.NewSearchGate(0, 0)
 	}
 	if hs, ok := deps.Store.(app.StreamHubStore); ok && deps.Stream == nil {
-		deps.Stream = app.NewStreamHub(hs)
+		deps.Stream = stream.NewHub(hs)
 	}
 	s := &Server{
 		deps:     deps,

@@ -22,6 +22,15 @@ type StreamStore interface {
 	EventsAfter(ctx context.Context, after uint64, limit, maxBytes int) ([]*Event, error)
 }
 
+// StreamHubStore is what the hub reads of a store: the events after a
+// cursor, one event by seq (a gap's re-check), and the newest event (where
+// a hub starts).
+type StreamHubStore interface {
+	StreamStore
+	Event(ctx context.Context, seq uint64) (*Event, error)
+	ListEvents(ctx context.Context, q EventQuery) ([]EventSummary, uint64, error)
+}
+
 // The bounds of the stream.
 const (
 	// StreamResume is how far back a reconnecting listener's Last-Event-ID
