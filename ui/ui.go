@@ -76,6 +76,7 @@ var funcs = template.FuncMap{
 	"dur":           human,
 	"sub":           func(a, b int) int { return a - b },
 	"plural":        plural,
+	"word":          app.DeliveryWord,
 	"outcome":       outcome,
 	"attemptStatus": attemptStatus,
 	"when":          when,
