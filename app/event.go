@@ -50,7 +50,7 @@ type Poison struct {
 type EventQuery struct {
 	Source string
 	Topic  string // a glob
-	Status string // "delivered", "pending", "dead", "merged", "waiting", "unrouted", or "" for all
+	Status string // one of EventStates (see CheckEventStatus), or "" for all
 	ID     string // exact event id (with or without Source)
 	Before uint64 // cursor: only events with a smaller seq (0: from the newest)
 	Since  time.Time
@@ -69,7 +69,7 @@ type EventSummary struct {
 	Topic      string
 	ReceivedAt time.Time
 	Size       int
-	Status     string // worst state of its deliveries, "merged", "waiting" or "unrouted"
+	Status     string // one of EventStates: the worst of its deliveries' words (EventWord), or merged, waiting, unrouted, unreadable
 	// WaitingUntil is when the debounced delivery that will send the event
 	// is due (status "waiting": no delivery yet, a debounce window open).
 	WaitingUntil time.Time

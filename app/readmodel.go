@@ -52,8 +52,8 @@ type ReplayQuery struct {
 
 // The statuses a ReplayQuery selects by.
 const (
-	ReplayDead      = "dead"
-	ReplayDelivered = "delivered"
+	ReplayDead      = StateDead
+	ReplayDelivered = StateDelivered
 	ReplayAny       = "any"
 )
 

@@ -22,6 +22,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/metrics"
+	"hookbox/app/stream"
 	"hookbox/ui"
 )
 
@@ -88,7 +89,7 @@ type Deps struct {
 	Searches *app.SearchGate
 	// Stream serves GET /api/v1/stream (nil: a hub over Store). Shutdown
 	// closes it.
-	Stream *app.StreamHub
+	Stream *stream.Hub
 }
 
 // Server serves hookbox's HTTP endpoints.
@@ -149,7 +150,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		deps.Searches = app.NewSearchGate(0, 0)
 	}
 	if deps.Stream == nil {
-		deps.Stream = app.NewStreamHub(deps.Store)
+		deps.Stream = stream.NewHub(deps.Store)
 	}
 	s := &Server{
 		deps:     deps,

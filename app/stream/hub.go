@@ -2,38 +2,39 @@
 // store accepted (on PostgreSQL, any node's) and fans each out to the
 // listeners whose filters match.
 
-package app
+package stream
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"hookbox/app"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// StreamFilter picks the events a listener gets: Source exactly and Topic
+// Filter picks the events a listener gets: Source exactly and Topic
 // as a Glob; empty matches all.
-type StreamFilter struct {
+type Filter struct {
 	Source string
 	Topic  string
 }
 
 // Match reports whether e passes f.
-func (f StreamFilter) Match(e *Event) bool {
-	return (f.Source == "" || f.Source == e.Source) && (f.Topic == "" || Glob(f.Topic, e.Topic))
+func (f Filter) Match(e *app.Event) bool {
+	return (f.Source == "" || f.Source == e.Source) && (f.Topic == "" || app.Glob(f.Topic, e.Topic))
 }
 
-// StreamLimitError refuses a listener past StreamPerUser or StreamMax;
+// LimitError refuses a listener past StreamPerUser or StreamMax;
 // its message is a sentence for the client (the API answers 429).
-type StreamLimitError struct{ Message string }
+type LimitError struct{ Message string }
 
-func (e *StreamLimitError) Error() string { return e.Message }
+func (e *LimitError) Error() string { return e.Message }
 
-// ErrStreamClosed ends every stream when the hub closes (server shutdown).
-var ErrStreamClosed = errors.New("stream closed")
+// ErrClosed ends every stream when the hub closes (server shutdown).
+var ErrClosed = errors.New("stream closed")
 
 // streamPage is how many events one read of the store takes, and
 // streamPageBytes how much of their bodies (beyond the first): what a read
@@ -51,7 +52,7 @@ const streamMaxPages = 16
 // seqs is wider, the lowest are not waited for.
 const streamMaxGaps = 4096
 
-// StreamHub reads new events while listeners are connected and hands each
+// Hub reads new events while listeners are connected and hands each
 // to the listeners whose filters match. Events are shared between the
 // listeners, never copied: nobody may change them.
 //
@@ -65,8 +66,8 @@ const streamMaxGaps = 4096
 // reads of the primary key per gap, whatever the rate (on PostgreSQL every
 // duplicate webhook leaves one); nothing on bbolt, whose seqs commit in
 // order.
-type StreamHub struct {
-	store StreamHubStore
+type Hub struct {
+	store app.StreamHubStore
 	// The bounds, from the Stream* constants; tests shorten them.
 	Poll, GapWait, Resume        time.Duration
 	ResumeMax, Queue, QueueBytes int
@@ -76,7 +77,7 @@ type StreamHub struct {
 	Logger                       *slog.Logger
 	pollMu                       sync.Mutex // one poll at a time
 	mu                           sync.Mutex // guards what follows
-	listeners                    map[*StreamListener]struct{}
+	listeners                    map[*Listener]struct{}
 	perKey                       map[string]int
 	running, closed              bool
 	order                        uint64       // of the next event published
@@ -85,7 +86,7 @@ type StreamHub struct {
 	missing                      map[uint64]*streamGap
 	wake, stop                   chan struct{}
 	done                         chan struct{} // closed when the poller of this run returns
-	readLog                      Throttle      // of the line about failed reads
+	readLog                      app.Throttle  // of the line about failed reads
 }
 
 // streamGap is a seq the hub waits for.
@@ -94,17 +95,17 @@ type streamGap struct {
 	every       time.Duration
 }
 
-// NewStreamHub returns a hub over store with the Stream* bounds.
-func NewStreamHub(store StreamHubStore) *StreamHub {
-	return &StreamHub{store: store, Poll: StreamPoll, GapWait: StreamGapWait, Resume: StreamResume, ResumeMax: StreamResumeMax,
-		Queue: StreamQueue, QueueBytes: StreamQueueBytes, HubBytes: StreamHubBytes, PerUser: StreamPerUser, Max: StreamMax, Now: time.Now,
-		Logger: slog.With("component", "stream"), listeners: map[*StreamListener]struct{}{}, perKey: map[string]int{},
+// NewHub returns a hub over store with the Stream* bounds.
+func NewHub(store app.StreamHubStore) *Hub {
+	return &Hub{store: store, Poll: app.StreamPoll, GapWait: app.StreamGapWait, Resume: app.StreamResume, ResumeMax: app.StreamResumeMax,
+		Queue: app.StreamQueue, QueueBytes: app.StreamQueueBytes, HubBytes: app.StreamHubBytes, PerUser: app.StreamPerUser, Max: app.StreamMax, Now: time.Now,
+		Logger: slog.With("component", "stream"), listeners: map[*Listener]struct{}{}, perKey: map[string]int{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
 // Wake has the hub read new events now rather than at its next poll (the
 // store's OnOpened); it never blocks and costs nothing when nobody listens.
-func (h *StreamHub) Wake() {
+func (h *Hub) Wake() {
 	select {
 	case h.wake <- struct{}{}:
 	default:
@@ -112,7 +113,7 @@ func (h *StreamHub) Wake() {
 }
 
 // Listeners returns how many listeners are connected.
-func (h *StreamHub) Listeners() int {
+func (h *Hub) Listeners() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.listeners)
@@ -122,16 +123,16 @@ func (h *StreamHub) Listeners() int {
 // filter f. With resume, it first gets the events after lastID accepted
 // within Resume (at most ResumeMax), then a gap notice if some were
 // skipped; then a ready notice, then live events. It fails with a
-// *StreamLimitError past PerUser or Max, ErrStreamClosed after Close. The
+// *LimitError past PerUser or Max, ErrClosed after Close. The
 // caller must Close the listener.
 //
 // A lastID above the newest event stored is not this store's (its data was
 // reset, or the client resumes against another hookbox): the listener gets
 // a gap notice saying so and live events, none held back.
-func (h *StreamHub) Subscribe(ctx context.Context, key string, f StreamFilter, resume bool, lastID uint64) (*StreamListener, error) {
+func (h *Hub) Subscribe(ctx context.Context, key string, f Filter, resume bool, lastID uint64) (*Listener, error) {
 	var newest uint64
 	fresh := false // newest was read for a start
-	var unknown *StreamNotice
+	var unknown *app.StreamNotice
 	if resume {
 		n, err := h.newest(ctx)
 		if err != nil {
@@ -139,7 +140,7 @@ func (h *StreamHub) Subscribe(ctx context.Context, key string, f StreamFilter, r
 		}
 		if lastID > n {
 			resume = false
-			unknown = &StreamNotice{Kind: StreamNoticeGap, Message: fmt.Sprintf(
+			unknown = &app.StreamNotice{Kind: app.StreamNoticeGap, Message: fmt.Sprintf(
 				"Last-Event-ID %d is past this server's newest event (%d): its data is not the one you read; live from here", lastID, n)}
 		}
 	}
@@ -148,13 +149,13 @@ func (h *StreamHub) Subscribe(ctx context.Context, key string, f StreamFilter, r
 		switch {
 		case h.closed:
 			h.mu.Unlock()
-			return nil, ErrStreamClosed
+			return nil, ErrClosed
 		case len(h.listeners) >= h.Max:
 			h.mu.Unlock()
-			return nil, &StreamLimitError{fmt.Sprintf("this server already streams to %d listeners, its most; retry later", h.Max)}
+			return nil, &LimitError{fmt.Sprintf("this server already streams to %d listeners, its most; retry later", h.Max)}
 		case h.perKey[key] >= h.PerUser:
 			h.mu.Unlock()
-			return nil, &StreamLimitError{fmt.Sprintf("%s already has %d streams open, the most per user or token; close one first", key, h.PerUser)}
+			return nil, &LimitError{fmt.Sprintf("%s already has %d streams open, the most per user or token; close one first", key, h.PerUser)}
 		}
 		if h.running || fresh {
 			break
@@ -175,7 +176,7 @@ func (h *StreamHub) Subscribe(ctx context.Context, key string, f StreamFilter, r
 		h.done = make(chan struct{})
 		go h.run(h.done)
 	}
-	l := &StreamListener{hub: h, filter: f, key: key, signal: make(chan struct{}, 1), readyPending: true, unknown: unknown}
+	l := &Listener{hub: h, filter: f, key: key, signal: make(chan struct{}, 1), readyPending: true, unknown: unknown}
 	h.listeners[l] = struct{}{}
 	h.perKey[key]++
 	if resume {
@@ -185,8 +186,8 @@ func (h *StreamHub) Subscribe(ctx context.Context, key string, f StreamFilter, r
 }
 
 // newest returns the seq of the newest event stored (0: none).
-func (h *StreamHub) newest(ctx context.Context) (uint64, error) {
-	list, _, err := h.store.ListEvents(ctx, EventQuery{Limit: 1})
+func (h *Hub) newest(ctx context.Context) (uint64, error) {
+	list, _, err := h.store.ListEvents(ctx, app.EventQuery{Limit: 1})
 	if err != nil {
 		return 0, fmt.Errorf("stream: find the newest event: %w", err)
 	}
@@ -197,7 +198,7 @@ func (h *StreamHub) newest(ctx context.Context) (uint64, error) {
 }
 
 // run polls while listeners are connected, then returns.
-func (h *StreamHub) run(done chan struct{}) {
+func (h *Hub) run(done chan struct{}) {
 	defer close(done)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -231,7 +232,7 @@ func (h *StreamHub) run(done chan struct{}) {
 
 // poll re-checks the gaps due and reads the events above high, sending
 // what it finds.
-func (h *StreamHub) poll(ctx context.Context) {
+func (h *Hub) poll(ctx context.Context) {
 	h.pollMu.Lock()
 	defer h.pollMu.Unlock()
 	h.recheck(ctx) // first, so that a late seq goes out before the ones above it
@@ -260,7 +261,7 @@ func (h *StreamHub) poll(ctx context.Context) {
 }
 
 // noteGaps records the seqs between high and seq as missing (under mu).
-func (h *StreamHub) noteGaps(high, seq uint64, now time.Time) {
+func (h *Hub) noteGaps(high, seq uint64, now time.Time) {
 	from := high + 1
 	if seq-from > streamMaxGaps {
 		from = seq - streamMaxGaps
@@ -276,7 +277,7 @@ func (h *StreamHub) noteGaps(high, seq uint64, now time.Time) {
 // recheck reads each missing seq whose time has come: found, it is sent;
 // missing past GapWait, it is given up; else its next read waits twice as
 // long.
-func (h *StreamHub) recheck(ctx context.Context) {
+func (h *Hub) recheck(ctx context.Context) {
 	now := h.Now()
 	var due []uint64
 	h.mu.Lock()
@@ -312,7 +313,7 @@ func (h *StreamHub) recheck(ctx context.Context) {
 // item shared by their queues; then, while the queues hold more than
 // HubBytes, it drops the listener furthest behind (the oldest event
 // queued), so that the others go on.
-func (h *StreamHub) publishLocked(e *Event) {
+func (h *Hub) publishLocked(e *app.Event) {
 	it := &streamItem{e: e, size: EventMemory(e), order: h.order}
 	h.order++
 	for l := range h.listeners {
@@ -321,7 +322,7 @@ func (h *StreamHub) publishLocked(e *Event) {
 		}
 	}
 	for h.queued.Load() > int64(h.HubBytes) {
-		var slowest *StreamListener
+		var slowest *Listener
 		var first uint64
 		for l := range h.listeners {
 			if o, ok := l.oldest(); ok && o < it.order && (slowest == nil || o < first) {
@@ -338,17 +339,17 @@ func (h *StreamHub) publishLocked(e *Event) {
 
 // Queued returns what the listeners' queues hold, each event once
 // (EventMemory): at most HubBytes, or one event beyond it.
-func (h *StreamHub) Queued() int64 { return h.queued.Load() }
+func (h *Hub) Queued() int64 { return h.queued.Load() }
 
 // hold counts it as queued once more.
-func (h *StreamHub) hold(it *streamItem) {
+func (h *Hub) hold(it *streamItem) {
 	if it.refs.Add(1) == 1 {
 		h.queued.Add(it.size)
 	}
 }
 
 // release counts it as queued once less.
-func (h *StreamHub) release(it *streamItem) {
+func (h *Hub) release(it *streamItem) {
 	if it.refs.Add(-1) == 0 {
 		h.queued.Add(-it.size)
 	}
@@ -356,7 +357,7 @@ func (h *StreamHub) release(it *streamItem) {
 
 // warn logs a failed read at most once a minute (the store may be down
 // for a while, and the hub reads every Poll).
-func (h *StreamHub) warn(msg string, seq uint64, err error) {
+func (h *Hub) warn(msg string, seq uint64, err error) {
 	if ok, held := h.readLog.Allow(h.Now(), time.Minute); ok {
 		h.Logger.Warn(msg, slog.Uint64("seq", seq), slog.Uint64("held", held), slog.Any("error", err))
 	}
@@ -365,10 +366,10 @@ func (h *StreamHub) warn(msg string, seq uint64, err error) {
 // GapStep is how long after it is seen missing a seq is first re-read
 // (GapWait/50, StreamPoll by default); each re-read then waits twice as
 // long as the one before.
-func (h *StreamHub) GapStep() time.Duration { return max(h.GapWait/50, time.Millisecond) }
+func (h *Hub) GapStep() time.Duration { return max(h.GapWait/50, time.Millisecond) }
 
 // remove disconnects l.
-func (h *StreamHub) remove(l *StreamListener) {
+func (h *Hub) remove(l *Listener) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.listeners, l)
@@ -378,9 +379,9 @@ func (h *StreamHub) remove(l *StreamListener) {
 	h.Wake() // the poller stops when nobody is left
 }
 
-// Close ends every stream (each listener's Next returns ErrStreamClosed at
+// Close ends every stream (each listener's Next returns ErrClosed at
 // once) and stops polling; Subscribe fails from then on.
-func (h *StreamHub) Close() {
+func (h *Hub) Close() {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()

@@ -1,27 +1,28 @@
 // One listener of the stream hub: its bounded queue of live events, and
 // the resume that comes before them.
 
-package app
+package stream
 
 import (
 	"context"
 	"fmt"
+	"hookbox/app"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// StreamMessage is one message of a stream: an event or a notice.
-type StreamMessage struct {
+// Message is one message of a stream: an event or a notice.
+type Message struct {
 	// Event is shared with the other listeners: never change it.
-	Event  *Event
-	Notice *StreamNotice
+	Event  *app.Event
+	Notice *app.StreamNotice
 }
 
 // streamItem is one event queued for the listeners it matches: one per
 // event, shared by their queues, never changed.
 type streamItem struct {
-	e *Event
+	e *app.Event
 	// size is what the event holds in memory (EventMemory).
 	size int64
 	// order is when the hub published it: a listener whose oldest item has
@@ -34,7 +35,7 @@ type streamItem struct {
 
 // EventMemory is what e holds in memory, as the stream's bounds count it:
 // its body, headers and names, and a fixed share for the rest.
-func EventMemory(e *Event) int64 {
+func EventMemory(e *app.Event) int64 {
 	n := int64(len(e.Body) + len(e.Source) + len(e.ID) + len(e.Topic) + 128)
 	for _, f := range e.Header {
 		n += int64(len(f.Name) + len(f.Value) + 32)
@@ -42,11 +43,11 @@ func EventMemory(e *Event) int64 {
 	return n
 }
 
-// StreamListener is one connected stream: Next hands out its messages.
+// Listener is one connected stream: Next hands out its messages.
 // Next is called from one goroutine; the hub pushes from another.
-type StreamListener struct {
-	hub    *StreamHub
-	filter StreamFilter
+type Listener struct {
+	hub    *Hub
+	filter Filter
 	key    string
 	signal chan struct{} // cap 1: something was pushed, or the stream ended
 
@@ -58,7 +59,7 @@ type StreamListener struct {
 
 	// What only Next's goroutine touches.
 	readyPending bool
-	unknown      *StreamNotice // a gap notice to send first: Last-Event-ID was not this store's
+	unknown      *app.StreamNotice // a gap notice to send first: Last-Event-ID was not this store's
 	resume       *streamResume
 	told         bool // the dropped notice was handed out
 	closeOnce    sync.Once
@@ -80,13 +81,13 @@ type streamResume struct {
 	// says it has it).
 	maybeLive map[uint64]bool
 	sentLive  map[uint64]bool
-	page      []*Event
+	page      []*app.Event
 	done      bool
 }
 
 // startResume prepares the resume after lastID up to high, the hub's
 // cursor when l joined; events above high come live (under the hub's mu).
-func (l *StreamListener) startResume(lastID, high uint64, missing map[uint64]*streamGap, now time.Time) {
+func (l *Listener) startResume(lastID, high uint64, missing map[uint64]*streamGap, now time.Time) {
 	r := &streamResume{lastID: lastID, after: lastID, until: high, since: now.Add(-l.hub.Resume)}
 	if high > lastID && high-lastID > uint64(l.hub.ResumeMax) {
 		r.after = high - uint64(l.hub.ResumeMax) // at most ResumeMax seqs, so at most ResumeMax events
@@ -102,7 +103,7 @@ func (l *StreamListener) startResume(lastID, high uint64, missing map[uint64]*st
 // push queues it; false when l is past its bounds and is dropped (its
 // queue freed) or has ended. An empty queue takes any event, however
 // large: the bound is on what waits behind the one being written.
-func (l *StreamListener) push(it *streamItem) bool {
+func (l *Listener) push(it *streamItem) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.dropped || l.ended {
@@ -121,7 +122,7 @@ func (l *StreamListener) push(it *streamItem) bool {
 }
 
 // drop drops l (the hub's budget is spent and l is the furthest behind).
-func (l *StreamListener) drop() {
+func (l *Listener) drop() {
 	l.mu.Lock()
 	l.freeLocked()
 	l.dropped = true
@@ -131,7 +132,7 @@ func (l *StreamListener) drop() {
 
 // oldest returns the order of the oldest event l's queue holds; ok is
 // false when it holds none.
-func (l *StreamListener) oldest() (order uint64, ok bool) {
+func (l *Listener) oldest() (order uint64, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.queue) == 0 {
@@ -141,7 +142,7 @@ func (l *StreamListener) oldest() (order uint64, ok bool) {
 }
 
 // freeLocked empties the queue (under mu).
-func (l *StreamListener) freeLocked() {
+func (l *Listener) freeLocked() {
 	for _, it := range l.queue {
 		l.hub.release(it)
 	}
@@ -149,7 +150,7 @@ func (l *StreamListener) freeLocked() {
 }
 
 // wakeUp tells Next something changed.
-func (l *StreamListener) wakeUp() {
+func (l *Listener) wakeUp() {
 	select {
 	case l.signal <- struct{}{}:
 	default:
@@ -157,7 +158,7 @@ func (l *StreamListener) wakeUp() {
 }
 
 // end marks l ended by the hub's Close.
-func (l *StreamListener) end() {
+func (l *Listener) end() {
 	l.mu.Lock()
 	l.ended = true
 	l.freeLocked()
@@ -167,9 +168,9 @@ func (l *StreamListener) end() {
 
 // Next returns the next message: the resume's events and notices, the
 // ready notice, then live events as they come. A listener that fell
-// behind gets a dropped notice, then ErrStreamClosed, as at the hub's
+// behind gets a dropped notice, then ErrClosed, as at the hub's
 // Close; ctx's error when ctx is done first (Next may be called again).
-func (l *StreamListener) Next(ctx context.Context) (StreamMessage, error) {
+func (l *Listener) Next(ctx context.Context) (Message, error) {
 	if r := l.resume; r != nil && !r.done {
 		m, ok, err := l.nextResumed(ctx, r)
 		if err != nil || ok {
@@ -179,16 +180,16 @@ func (l *StreamListener) Next(ctx context.Context) (StreamMessage, error) {
 	if l.unknown != nil {
 		n := l.unknown
 		l.unknown = nil
-		return StreamMessage{Notice: n}, nil
+		return Message{Notice: n}, nil
 	}
 	if l.readyPending {
 		l.readyPending = false
-		return StreamMessage{Notice: &StreamNotice{Kind: StreamNoticeReady, Message: "live from here on"}}, nil
+		return Message{Notice: &app.StreamNotice{Kind: app.StreamNoticeReady, Message: "live from here on"}}, nil
 	}
 	for {
 		l.mu.Lock()
 		dropped, ended := l.dropped, l.ended
-		var e *Event
+		var e *app.Event
 		if !dropped && !ended && len(l.queue) > 0 {
 			it := l.queue[0]
 			l.queue[0] = nil
@@ -200,32 +201,32 @@ func (l *StreamListener) Next(ctx context.Context) (StreamMessage, error) {
 		l.mu.Unlock()
 		switch {
 		case ended:
-			return StreamMessage{}, ErrStreamClosed
+			return Message{}, ErrClosed
 		case dropped && !l.told:
 			l.told = true
-			return StreamMessage{Notice: &StreamNotice{Kind: StreamNoticeDropped, Message: fmt.Sprintf(
+			return Message{Notice: &app.StreamNotice{Kind: app.StreamNoticeDropped, Message: fmt.Sprintf(
 				"this listener fell more than %d events or %d bytes behind (or furthest behind when the server's listeners held %d bytes) and is dropped; reconnect with Last-Event-ID to resume",
 				l.hub.Queue, l.hub.QueueBytes, l.hub.HubBytes)}}, nil
 		case dropped:
-			return StreamMessage{}, ErrStreamClosed
+			return Message{}, ErrClosed
 		case e != nil:
 			if r := l.resume; r != nil && (r.sentLive[e.Seq] || e.Seq <= r.lastID && !r.maybeLive[e.Seq]) {
 				delete(r.sentLive, e.Seq) // the resume sent it already, or the client had it
 				continue
 			}
-			return StreamMessage{Event: e}, nil
+			return Message{Event: e}, nil
 		}
 		select {
 		case <-l.signal:
 		case <-ctx.Done():
-			return StreamMessage{}, ctx.Err()
+			return Message{}, ctx.Err()
 		}
 	}
 }
 
 // nextResumed returns the resume's next message; ok is false once it has
 // none left.
-func (l *StreamListener) nextResumed(ctx context.Context, r *streamResume) (StreamMessage, bool, error) {
+func (l *Listener) nextResumed(ctx context.Context, r *streamResume) (Message, bool, error) {
 	for {
 		if len(r.page) > 0 {
 			e := r.page[0]
@@ -243,7 +244,7 @@ func (l *StreamListener) nextResumed(ctx context.Context, r *streamResume) (Stre
 				r.sentLive[e.Seq] = true
 			}
 			r.sent++
-			return StreamMessage{Event: e}, true, nil
+			return Message{Event: e}, true, nil
 		}
 		if r.after >= r.until {
 			r.done = true
@@ -251,7 +252,7 @@ func (l *StreamListener) nextResumed(ctx context.Context, r *streamResume) (Stre
 		}
 		es, err := l.hub.store.EventsAfter(ctx, r.after, min(streamPage, int(min(r.until-r.after, streamPage))), streamPageBytes)
 		if err != nil {
-			return StreamMessage{}, false, fmt.Errorf("stream: resume after %d: %w", r.after, err)
+			return Message{}, false, fmt.Errorf("stream: resume after %d: %w", r.after, err)
 		}
 		for len(es) > 0 && es[len(es)-1].Seq > r.until {
 			es = es[:len(es)-1]
@@ -266,31 +267,31 @@ func (l *StreamListener) nextResumed(ctx context.Context, r *streamResume) (Stre
 
 // gapNotice returns the gap notice once the resume is sent, when events
 // after Last-Event-ID were left out.
-func (l *StreamListener) gapNotice(ctx context.Context, r *streamResume) (StreamMessage, bool, error) {
+func (l *Listener) gapNotice(ctx context.Context, r *streamResume) (Message, bool, error) {
 	skipped := r.skipped
 	if r.cutShort {
 		// Seqs (lastID, first read] were not read: is any event there?
 		es, err := l.hub.store.EventsAfter(ctx, r.lastID, 1, streamPageBytes)
 		if err != nil {
-			return StreamMessage{}, false, fmt.Errorf("stream: resume after %d: %w", r.lastID, err)
+			return Message{}, false, fmt.Errorf("stream: resume after %d: %w", r.lastID, err)
 		}
 		if len(es) == 0 || es[0].Seq > r.until-uint64(l.hub.ResumeMax) {
 			r.cutShort = false
 		}
 	}
 	if skipped == 0 && !r.cutShort {
-		return StreamMessage{}, false, nil
+		return Message{}, false, nil
 	}
 	msg := fmt.Sprintf("events after %d older than %s or beyond the newest %d were not sent", r.lastID, l.hub.Resume, l.hub.ResumeMax)
 	if skipped > 0 && !r.cutShort {
 		msg = fmt.Sprintf("%d events after %d were older than %s and were not sent", skipped, r.lastID, l.hub.Resume)
 	}
-	return StreamMessage{Notice: &StreamNotice{Kind: StreamNoticeGap, Message: msg}}, true, nil
+	return Message{Notice: &app.StreamNotice{Kind: app.StreamNoticeGap, Message: msg}}, true, nil
 }
 
 // Close disconnects l and frees its queue; it may be called more than
 // once.
-func (l *StreamListener) Close() {
+func (l *Listener) Close() {
 	l.closeOnce.Do(func() {
 		l.hub.remove(l)
 		l.mu.Lock()
@@ -301,7 +302,7 @@ func (l *StreamListener) Close() {
 
 // Ready reports whether Next has a message without waiting for a new
 // event (a writer flushes once it has none).
-func (l *StreamListener) Ready() bool {
+func (l *Listener) Ready() bool {
 	if l.readyPending || l.unknown != nil || l.resume != nil && !l.resume.done {
 		return true
 	}

@@ -1,4 +1,4 @@
-package app_test
+package stream_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/provider"
+	"hookbox/app/stream"
 )
 
 // commitLog is a store's committed events in the order a test commits
@@ -22,10 +23,23 @@ import (
 type commitLog struct {
 	mu     sync.Mutex
 	events map[uint64]*app.Event
-	reads  int // EventsAfter and Event calls
+	reads  int           // EventsAfter and Event calls
+	read   chan struct{} // cap 1: an EventsAfter call began
 }
 
-func newCommitLog() *commitLog { return &commitLog{events: map[uint64]*app.Event{}} }
+func newCommitLog() *commitLog {
+	return &commitLog{events: map[uint64]*app.Event{}, read: make(chan struct{}, 1)}
+}
+
+// nextRead waits until the hub reads the log after this call: what was
+// committed before it is then seen.
+func (c *commitLog) nextRead() {
+	select {
+	case <-c.read: // a read that may have begun before
+	default:
+	}
+	<-c.read
+}
 
 func (c *commitLog) commit(seq uint64, source, topic string, at time.Time) {
 	c.mu.Lock()
@@ -46,6 +60,10 @@ func (c *commitLog) EventsAfter(ctx context.Context, after uint64, limit, maxByt
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reads++
+	select {
+	case c.read <- struct{}{}:
+	default:
+	}
 	var out []*app.Event
 	size := 0
 	for _, s := range c.sorted() {
@@ -97,9 +115,9 @@ var streamT0 = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 
 // newTestHub returns a hub over log that polls only when the test says so
 // (PollStream), on a clock the test moves.
-func newTestHub(t *testing.T, log *commitLog) (*app.StreamHub, *testClock) {
+func newTestHub(t *testing.T, log *commitLog) (*stream.Hub, *testClock) {
 	clock := &testClock{now: streamT0}
-	h := app.NewStreamHub(log)
+	h := stream.NewHub(log)
 	h.Poll = time.Hour
 	h.Now = clock.Now
 	t.Cleanup(h.Close)
@@ -108,7 +126,7 @@ func newTestHub(t *testing.T, log *commitLog) (*app.StreamHub, *testClock) {
 
 // next returns l's next message as "seq" or "notice:kind", failing t
 // after a minute.
-func next(t *testing.T, l *app.StreamListener) string {
+func next(t *testing.T, l *stream.Listener) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -123,7 +141,7 @@ func next(t *testing.T, l *app.StreamListener) string {
 }
 
 // nextN returns l's next n messages.
-func nextN(t *testing.T, l *app.StreamListener, n int) []string {
+func nextN(t *testing.T, l *stream.Listener, n int) []string {
 	t.Helper()
 	var out []string
 	for range n {
@@ -132,7 +150,7 @@ func nextN(t *testing.T, l *app.StreamListener, n int) []string {
 	return out
 }
 
-func subscribe(t *testing.T, h *app.StreamHub, key string, f app.StreamFilter, resume bool, last uint64) *app.StreamListener {
+func subscribe(t *testing.T, h *stream.Hub, key string, f stream.Filter, resume bool, last uint64) *stream.Listener {
 	t.Helper()
 	l, err := h.Subscribe(context.Background(), key, f, resume, last)
 	if err != nil {
@@ -153,14 +171,14 @@ func TestStreamHub_FanOutAndFilters(t *testing.T) {
 	log := newCommitLog()
 	log.commit(1, "shop", "orders/create", streamT0) // before anyone listens: not sent
 	h, _ := newTestHub(t, log)
-	all := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
-	shop := subscribe(t, h, "bob", app.StreamFilter{Source: "shop"}, false, 0)
-	orders := subscribe(t, h, "cy", app.StreamFilter{Topic: "orders/*"}, false, 0)
+	all := subscribe(t, h, "ann", stream.Filter{}, false, 0)
+	shop := subscribe(t, h, "bob", stream.Filter{Source: "shop"}, false, 0)
+	orders := subscribe(t, h, "cy", stream.Filter{Topic: "orders/*"}, false, 0)
 	log.commit(2, "shop", "orders/create", streamT0)
 	log.commit(3, "stripe", "orders/paid", streamT0)
 	log.commit(4, "shop", "products/update", streamT0)
 	log.commit(5, "shopify", "orders/create", streamT0) // not "shop"
-	app.PollStream(h)
+	stream.Poll(h)
 	wantMessages(t, "all", nextN(t, all, 5), "notice:ready", "2", "3", "4", "5")
 	wantMessages(t, "source=shop", nextN(t, shop, 3), "notice:ready", "2", "4")
 	wantMessages(t, "topic=orders/*", nextN(t, orders, 4), "notice:ready", "2", "3", "5")
@@ -171,27 +189,27 @@ func TestStreamHub_FanOutAndFilters(t *testing.T) {
 func TestStreamHub_Gaps(t *testing.T) {
 	log := newCommitLog()
 	h, clock := newTestHub(t, log)
-	l := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+	l := subscribe(t, h, "ann", stream.Filter{}, false, 0)
 	wantMessages(t, "start", nextN(t, l, 1), "notice:ready")
 	log.commit(1, "shop", "a", streamT0)
 	log.commit(3, "shop", "a", streamT0) // 2 is still committing
-	app.PollStream(h)
+	stream.Poll(h)
 	wantMessages(t, "first poll", nextN(t, l, 2), "1", "3")
 	log.commit(2, "shop", "a", streamT0)
 	clock.add(h.GapStep())
-	app.PollStream(h)
+	stream.Poll(h)
 	wantMessages(t, "late commit", nextN(t, l, 1), "2")
 
 	// 4 never commits (a duplicate's seq, a rollback).
 	log.commit(5, "shop", "a", streamT0)
-	app.PollStream(h)
+	stream.Poll(h)
 	wantMessages(t, "after a hole", nextN(t, l, 1), "5")
 	before := log.readCount()
 	start := clock.Now()
 	polls := 0
 	for clock.Now().Before(start.Add(h.GapWait)) {
 		clock.add(h.GapStep()) // a poll every GapStep, as StreamPoll by default
-		app.PollStream(h)
+		stream.Poll(h)
 		polls++
 	}
 	if reads := log.readCount() - before; reads > polls+8 {
@@ -202,7 +220,7 @@ func TestStreamHub_Gaps(t *testing.T) {
 	log.commit(4, "shop", "a", streamT0) // too late: given up
 	log.commit(6, "shop", "a", streamT0)
 	clock.add(h.GapStep())
-	app.PollStream(h)
+	stream.Poll(h)
 	wantMessages(t, "after giving up", nextN(t, l, 1), "6")
 }
 
@@ -212,17 +230,17 @@ func TestStreamHub_SlowListenerDropped(t *testing.T) {
 	log := newCommitLog()
 	h, _ := newTestHub(t, log)
 	h.Queue = 4
-	fast := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
-	slow := subscribe(t, h, "bob", app.StreamFilter{}, false, 0)
+	fast := subscribe(t, h, "ann", stream.Filter{}, false, 0)
+	slow := subscribe(t, h, "bob", stream.Filter{}, false, 0)
 	wantMessages(t, "fast", nextN(t, fast, 1), "notice:ready")
 	for i := uint64(1); i <= 12; i += 2 {
 		log.commit(i, "shop", "a", streamT0)
 		log.commit(i+1, "shop", "a", streamT0)
-		app.PollStream(h)
+		stream.Poll(h)
 		wantMessages(t, "fast", nextN(t, fast, 2), fmt.Sprint(i), fmt.Sprint(i+1))
 	}
 	wantMessages(t, "slow", nextN(t, slow, 2), "notice:ready", "notice:dropped")
-	if _, err := slow.Next(context.Background()); !errors.Is(err, app.ErrStreamClosed) {
+	if _, err := slow.Next(context.Background()); !errors.Is(err, stream.ErrClosed) {
 		t.Fatalf("Next after the dropped notice = %v; want ErrStreamClosed", err)
 	}
 	if n := h.Listeners(); n != 1 {
@@ -232,23 +250,23 @@ func TestStreamHub_SlowListenerDropped(t *testing.T) {
 	t.Run("Bytes", func(t *testing.T) {
 		h, _ := newTestHub(t, log)
 		h.QueueBytes = 20 // less than an event holds: the second does not fit
-		l := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+		l := subscribe(t, h, "ann", stream.Filter{}, false, 0)
 		for s := uint64(13); s <= 15; s++ {
 			log.commit(s, "shop", "a", streamT0)
 		}
-		app.PollStream(h)
+		stream.Poll(h)
 		wantMessages(t, "over the bytes", nextN(t, l, 2), "notice:ready", "notice:dropped")
 	})
 }
 
 // commitSized commits seq with a body of size bytes, and returns what the
-// event holds (app.EventMemory).
+// event holds (stream.EventMemory).
 func (c *commitLog) commitSized(seq uint64, size int) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := &app.Event{Seq: seq, Source: "shop", ID: fmt.Sprint("evt_", seq), Topic: "a", ReceivedAt: streamT0, Body: make([]byte, size)}
 	c.events[seq] = e
-	return app.EventMemory(e)
+	return stream.EventMemory(e)
 }
 
 // The memory the listeners' queues hold is bounded in bytes: per listener
@@ -261,10 +279,10 @@ func TestStreamHub_MemoryBounds(t *testing.T) {
 		log := newCommitLog()
 		h, _ := newTestHub(t, log)
 		h.QueueBytes = 1 << 10
-		l := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+		l := subscribe(t, h, "ann", stream.Filter{}, false, 0)
 		wantMessages(t, "ann", nextN(t, l, 1), "notice:ready")
 		log.commitSized(1, 4<<10)
-		app.PollStream(h)
+		stream.Poll(h)
 		wantMessages(t, "an event larger than QueueBytes", nextN(t, l, 1), "1")
 		if q := h.Queued(); q != 0 {
 			t.Fatalf("Queued = %d once the event is read; want 0", q)
@@ -274,15 +292,15 @@ func TestStreamHub_MemoryBounds(t *testing.T) {
 		log := newCommitLog()
 		h, _ := newTestHub(t, log)
 		const size = 64 << 10
-		held := app.EventMemory(&app.Event{Source: "shop", ID: "evt_1", Topic: "a", Body: make([]byte, size)}) // as events 1 to 9
+		held := stream.EventMemory(&app.Event{Source: "shop", ID: "evt_1", Topic: "a", Body: make([]byte, size)}) // as events 1 to 9
 		h.HubBytes = int(6 * held)
-		fast := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
-		behind := subscribe(t, h, "bob", app.StreamFilter{}, false, 0)  // reads nothing
-		lagging := subscribe(t, h, "cat", app.StreamFilter{}, false, 0) // reads the first two
+		fast := subscribe(t, h, "ann", stream.Filter{}, false, 0)
+		behind := subscribe(t, h, "bob", stream.Filter{}, false, 0)  // reads nothing
+		lagging := subscribe(t, h, "cat", stream.Filter{}, false, 0) // reads the first two
 		wantMessages(t, "fast", nextN(t, fast, 1), "notice:ready")
 		wantMessages(t, "lagging", nextN(t, lagging, 1), "notice:ready")
 		log.commitSized(1, size)
-		app.PollStream(h)
+		stream.Poll(h)
 		if q := h.Queued(); q != held {
 			t.Fatalf("Queued = %d with one event in three queues; want %d, the event once", q, held)
 		}
@@ -290,7 +308,7 @@ func TestStreamHub_MemoryBounds(t *testing.T) {
 		wantMessages(t, "lagging", nextN(t, lagging, 1), "1")
 		for s := uint64(2); s <= 12; s++ {
 			log.commitSized(s, size)
-			app.PollStream(h)
+			stream.Poll(h)
 			wantMessages(t, "fast", nextN(t, fast, 1), fmt.Sprint(s))
 			if s == 2 {
 				wantMessages(t, "lagging", nextN(t, lagging, 1), "2")
@@ -322,10 +340,10 @@ func TestStreamHub_Resume(t *testing.T) {
 			log.commit(s, "shop", "a", streamT0)
 		}
 		h, _ := newTestHub(t, log)
-		l := subscribe(t, h, "ann", app.StreamFilter{}, true, 3)
+		l := subscribe(t, h, "ann", stream.Filter{}, true, 3)
 		wantMessages(t, "resume after 3", nextN(t, l, 8), "4", "5", "6", "7", "8", "9", "10", "notice:ready")
 		log.commit(11, "shop", "a", streamT0)
-		app.PollStream(h)
+		stream.Poll(h)
 		wantMessages(t, "live", nextN(t, l, 1), "11")
 	})
 	t.Run("TooMany", func(t *testing.T) {
@@ -335,7 +353,7 @@ func TestStreamHub_Resume(t *testing.T) {
 		}
 		h, _ := newTestHub(t, log)
 		h.ResumeMax = 3
-		l := subscribe(t, h, "ann", app.StreamFilter{}, true, 2)
+		l := subscribe(t, h, "ann", stream.Filter{}, true, 2)
 		wantMessages(t, "resume after 2, at most 3", nextN(t, l, 5), "8", "9", "10", "notice:gap", "notice:ready")
 	})
 	t.Run("TooOld", func(t *testing.T) {
@@ -348,7 +366,7 @@ func TestStreamHub_Resume(t *testing.T) {
 			log.commit(s, "shop", "a", at)
 		}
 		h, _ := newTestHub(t, log)
-		l := subscribe(t, h, "ann", app.StreamFilter{}, true, 1)
+		l := subscribe(t, h, "ann", stream.Filter{}, true, 1)
 		wantMessages(t, "resume after 1", nextN(t, l, 4), "5", "6", "notice:gap", "notice:ready")
 	})
 	t.Run("UnknownID", func(t *testing.T) {
@@ -357,10 +375,10 @@ func TestStreamHub_Resume(t *testing.T) {
 		log := newCommitLog()
 		log.commit(1, "shop", "a", streamT0)
 		h, _ := newTestHub(t, log)
-		l := subscribe(t, h, "ann", app.StreamFilter{}, true, 5000)
+		l := subscribe(t, h, "ann", stream.Filter{}, true, 5000)
 		wantMessages(t, "an unknown id", nextN(t, l, 2), "notice:gap", "notice:ready")
 		log.commit(2, "shop", "a", streamT0)
-		app.PollStream(h)
+		stream.Poll(h)
 		wantMessages(t, "live", nextN(t, l, 1), "2")
 	})
 	t.Run("Filtered", func(t *testing.T) {
@@ -369,7 +387,7 @@ func TestStreamHub_Resume(t *testing.T) {
 		log.commit(2, "stripe", "a", streamT0)
 		log.commit(3, "shop", "a", streamT0)
 		h, _ := newTestHub(t, log)
-		l := subscribe(t, h, "ann", app.StreamFilter{Source: "shop"}, true, 0)
+		l := subscribe(t, h, "ann", stream.Filter{Source: "shop"}, true, 0)
 		wantMessages(t, "resume of shop", nextN(t, l, 3), "1", "3", "notice:ready")
 	})
 }
@@ -379,20 +397,20 @@ func TestStreamHub_Resume(t *testing.T) {
 func TestStreamHub_ResumeJoin(t *testing.T) {
 	log := newCommitLog()
 	h, clock := newTestHub(t, log)
-	early := subscribe(t, h, "ann", app.StreamFilter{}, false, 0) // keeps the hub polling
+	early := subscribe(t, h, "ann", stream.Filter{}, false, 0) // keeps the hub polling
 	log.commit(1, "shop", "a", streamT0)
 	log.commit(2, "shop", "a", streamT0)
 	log.commit(3, "shop", "a", streamT0)
 	log.commit(5, "shop", "a", streamT0) // 4 is committing
-	app.PollStream(h)
+	stream.Poll(h)
 	log.commit(4, "shop", "a", streamT0) // commits before the resume reads
 	log.commit(6, "shop", "a", streamT0) // after the hub's last read
-	l := subscribe(t, h, "bob", app.StreamFilter{}, true, 0)
+	l := subscribe(t, h, "bob", stream.Filter{}, true, 0)
 	wantMessages(t, "resume", nextN(t, l, 6), "1", "2", "3", "4", "5", "notice:ready")
 	clock.add(h.GapStep())
-	app.PollStream(h) // reads 6, re-reads 4 and sends it live
+	stream.Poll(h) // reads 6, re-reads 4 and sends it live
 	log.commit(7, "shop", "a", streamT0)
-	app.PollStream(h)
+	stream.Poll(h)
 	wantMessages(t, "live", nextN(t, l, 2), "6", "7")
 	wantMessages(t, "the early listener", nextN(t, early, 8), "notice:ready", "1", "2", "3", "5", "4", "6", "7")
 }
@@ -400,27 +418,27 @@ func TestStreamHub_ResumeJoin(t *testing.T) {
 func TestStreamHub_Limits(t *testing.T) {
 	h, _ := newTestHub(t, newCommitLog())
 	h.PerUser, h.Max = 2, 3
-	subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
-	a2 := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
-	var le *app.StreamLimitError
-	if _, err := h.Subscribe(context.Background(), "ann", app.StreamFilter{}, false, 0); !errors.As(err, &le) {
+	subscribe(t, h, "ann", stream.Filter{}, false, 0)
+	a2 := subscribe(t, h, "ann", stream.Filter{}, false, 0)
+	var le *stream.LimitError
+	if _, err := h.Subscribe(context.Background(), "ann", stream.Filter{}, false, 0); !errors.As(err, &le) {
 		t.Fatalf("third stream of ann: %v; want a StreamLimitError", err)
 	}
-	subscribe(t, h, "bob", app.StreamFilter{}, false, 0)
-	if _, err := h.Subscribe(context.Background(), "cy", app.StreamFilter{}, false, 0); !errors.As(err, &le) {
+	subscribe(t, h, "bob", stream.Filter{}, false, 0)
+	if _, err := h.Subscribe(context.Background(), "cy", stream.Filter{}, false, 0); !errors.As(err, &le) {
 		t.Fatalf("fourth stream on the node: %v; want a StreamLimitError", err)
 	}
 	a2.Close()
-	subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+	subscribe(t, h, "ann", stream.Filter{}, false, 0)
 }
 
 // Close ends a Next that waits, and no poller runs once nobody listens.
 func TestStreamHub_CloseAndIdle(t *testing.T) {
 	log := newCommitLog()
 	h, _ := newTestHub(t, log)
-	l := subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+	l := subscribe(t, h, "ann", stream.Filter{}, false, 0)
 	l.Close()
-	<-app.StreamStopped(h)
+	<-stream.Stopped(h)
 	reads := log.readCount()
 	h.Wake()
 	h.Wake()
@@ -428,7 +446,7 @@ func TestStreamHub_CloseAndIdle(t *testing.T) {
 		t.Fatalf("%d reads while nobody listens", got-reads)
 	}
 
-	l = subscribe(t, h, "ann", app.StreamFilter{}, false, 0)
+	l = subscribe(t, h, "ann", stream.Filter{}, false, 0)
 	wantMessages(t, "start", nextN(t, l, 1), "notice:ready")
 	ended := make(chan error, 1)
 	go func() {
@@ -436,10 +454,10 @@ func TestStreamHub_CloseAndIdle(t *testing.T) {
 		ended <- err
 	}()
 	h.Close()
-	if err := <-ended; !errors.Is(err, app.ErrStreamClosed) {
+	if err := <-ended; !errors.Is(err, stream.ErrClosed) {
 		t.Fatalf("Next at Close = %v; want ErrStreamClosed", err)
 	}
-	if _, err := h.Subscribe(context.Background(), "ann", app.StreamFilter{}, false, 0); !errors.Is(err, app.ErrStreamClosed) {
+	if _, err := h.Subscribe(context.Background(), "ann", stream.Filter{}, false, 0); !errors.Is(err, stream.ErrClosed) {
 		t.Fatalf("Subscribe after Close = %v", err)
 	}
 }
@@ -482,11 +500,11 @@ func TestStreamEventOf_Headers(t *testing.T) {
 // from a different seq, all get every event after their seq exactly once.
 func TestStreamHub_JoinUnderLoad(t *testing.T) {
 	log := newCommitLog()
-	h := app.NewStreamHub(log)
+	h := stream.NewHub(log)
 	h.Poll = time.Millisecond
 	t.Cleanup(h.Close)
 	const total = 400
-	keep := subscribe(t, h, "keep", app.StreamFilter{}, false, 0) // the hub polls throughout
+	keep := subscribe(t, h, "keep", stream.Filter{}, false, 0) // the hub polls throughout
 	go func() {
 		for range total { // drained, so it is never dropped
 			if _, err := keep.Next(context.Background()); err != nil {
@@ -503,7 +521,7 @@ func TestStreamHub_JoinUnderLoad(t *testing.T) {
 			log.commit(s, "shop", "a", time.Now())
 			committed <- s
 			if s%20 == 1 {
-				time.Sleep(time.Millisecond)
+				log.nextRead() // let the hub read between bursts
 			}
 		}
 	}()
@@ -516,7 +534,7 @@ func TestStreamHub_JoinUnderLoad(t *testing.T) {
 			last = <-committed
 		}
 		last := last - 3
-		l := subscribe(t, h, fmt.Sprint("l", last), app.StreamFilter{}, true, last)
+		l := subscribe(t, h, fmt.Sprint("l", last), stream.Filter{}, true, last)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
