@@ -17,6 +17,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"hookbox/app"
+	"hookbox/app/alert"
 	"hookbox/app/config"
 	"hookbox/app/httpsend"
 	"hookbox/app/receive"
@@ -322,7 +323,7 @@ func TestDispatcher_DeadAlertReplay(t *testing.T) {
 	defer alertSrv.Close()
 	h := newHarness(t, destsConfig(`["2ms", "2ms", "2ms"]`, s.URL)+
 		fmt.Sprintf("[alerts]\ndead_letters_over = 0\nurl = %q\n", alertSrv.URL))
-	alerter := app.NewAlerter(h.cfg, h.db)
+	alerter := alert.New(h.cfg, h.db)
 	ctx := context.Background()
 
 	h.send(t, "evt-dead", `{"n": 1}`)

@@ -1,10 +1,6 @@
 package app
 
-import (
-	"context"
-	"strings"
-	"time"
-)
+import "strings"
 
 // MaxIDLen bounds an event id; longer ones are refused with 400.
 const MaxIDLen = 512
@@ -31,18 +27,4 @@ func (in *Inbound) Get(name string) string {
 		}
 	}
 	return ""
-}
-
-// IngestStore is what the receiver (app/receive) needs of the store: to remember an id
-// once and store its event, in one durable transaction.
-type IngestStore interface {
-	// Accept records e's id for its source until idExpires, stores e and
-	// carries out plan (deliveries due now, debounced pending deliveries,
-	// setting each DebounceOp's Result), in one durable transaction. It
-	// reports duplicate=true, storing nothing, when the id is already
-	// remembered and unexpired at e.ReceivedAt. plan may be nil (unrouted).
-	// A ctx done before the write is handed to the store's commit returns
-	// ctx's error and stores nothing; once handed over, Accept waits for
-	// the commit whatever ctx says.
-	Accept(ctx context.Context, e *Event, idExpires time.Time, plan *Plan) (duplicate bool, err error)
 }

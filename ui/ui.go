@@ -31,12 +31,20 @@ var staticFS embed.FS
 // /static/.
 func Static() fs.FS { sub, _ := fs.Sub(staticFS, "static"); return sub }
 
+// Store is what the pages read of a store, and the replays and retries
+// their buttons start.
+type Store interface {
+	app.ReadModel
+	app.FigureStore
+	app.ReplayStore
+}
+
 // Deps are what the pages are built from.
 type Deps struct {
 	// Running is the config in force, read per page (nil: Config, always).
 	Running *app.Running
 	Config  *app.Config
-	Store   app.ReadModel
+	Store   Store
 	Stats   *app.Stats
 	Wake    func()
 	Now     func() time.Time
@@ -76,6 +84,7 @@ var funcs = template.FuncMap{
 	"dur":           human,
 	"sub":           func(a, b int) int { return a - b },
 	"plural":        plural,
+	"word":          app.DeliveryWord,
 	"outcome":       outcome,
 	"attemptStatus": attemptStatus,
 	"when":          when,

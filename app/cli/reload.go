@@ -12,9 +12,11 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"hookbox/app"
+	"hookbox/app/alert"
 	"hookbox/app/cmdsend"
 	"hookbox/app/httpsend"
 	"hookbox/app/receive"
+	"hookbox/app/sweep"
 )
 
 // reloader reads the config file again on SIGHUP and puts it in force
@@ -34,8 +36,8 @@ type reloader struct {
 	commands   *cmdsend.Sender
 	stats      *app.Stats
 	pauser     *app.Pauser
-	alerter    *app.Alerter
-	sweeper    *app.Sweeper
+	alerter    *alert.Alerter
+	sweeper    *sweep.Sweeper
 
 	// The cron jobs whose specs are config: each is scheduled again when
 	// its spec changes.

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/alert"
+	backups "hookbox/app/backup"
 	"hookbox/app/cmdsend"
 	"hookbox/app/config"
 	"hookbox/app/httpsend"
@@ -26,6 +28,7 @@ import (
 	"hookbox/app/metrics"
 	"hookbox/app/receive"
 	"hookbox/app/stream"
+	"hookbox/app/sweep"
 	"hookbox/app/web"
 )
 
@@ -173,12 +176,12 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	// an unrouted accept waits for its poll (app.StreamPoll).
 	hub := stream.NewHub(db)
 	db.OnOpened(func() { dispatcher.Wake(); hub.Wake() }) // once per commit that opened deliveries
-	sweeper := app.NewSweeper(cfg, db)
+	sweeper := sweep.New(cfg, db)
 	sweeper.Stats = stats
-	alerter := app.NewAlerter(cfg, db)
+	alerter := alert.New(cfg, db)
 	alerter.Storage = stats.Storage
 	alerter.Health = db
-	backuper := app.NewBackuper(cfg, n.writeBackup)
+	backuper := backups.New(cfg, n.writeBackup)
 	backuper.Alert = alerter.Backup
 	go alerter.Run(ctx) // sends what Notify queues
 	if len(cfg.Alerts.EmailTo) > 0 {

@@ -19,6 +19,7 @@ import (
 	"hookbox/app/metrics"
 	"hookbox/app/provider"
 	"hookbox/app/receive"
+	"hookbox/app/sweep"
 	"hookbox/storage/bboltstore"
 )
 
@@ -278,7 +279,7 @@ func TestSweeper_Sweep(t *testing.T) {
 	now := now0
 	r, db := newReceiver(t, &now)
 	cfg, _ := config.Parse("test.toml", testConfig, nil)
-	sw := app.NewSweeper(cfg, db)
+	sw := sweep.New(cfg, db)
 	sw.Now = func() time.Time { return now }
 	sw.Chunk = 7
 	ctx := context.Background()

@@ -1,15 +1,18 @@
-package app_test
+package sweep_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/sweep"
 	"hookbox/storage/bboltstore"
 )
+
+// now0 is the hour the audit entries start at.
+var now0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 // The sweep deletes the audit entries older than retention.audit, a chunk
 // per transaction, and keeps the younger ones; a reload's period applies
@@ -26,14 +29,14 @@ func TestSweeper_SweepAudit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := config.Parse("test.toml", strings.Replace(testConfig, "[retention]\n", "[retention]\naudit = \"10h\"\n", 1), nil)
+	cfg, err := config.Parse("test.toml", "[retention]\naudit = \"10h\"\n", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Retention.Audit != 10*time.Hour {
 		t.Fatalf("retention.audit = %v; want 10h", cfg.Retention.Audit)
 	}
-	sw := app.NewSweeper(cfg, db)
+	sw := sweep.New(cfg, db)
 	now := now0.Add(25 * time.Hour) // entries of hours 0..14 are older than 10h
 	sw.Now = func() time.Time { return now }
 	sw.Chunk = 4

@@ -1,10 +1,11 @@
-package app
+package alert
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"hookbox/app"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,45 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 )
-
-// Alert kinds: what an alert is about, in its JSON, so that a script or
-// an incident tool can route it.
-const (
-	AlertDestinationFailing   = "destination_failing"
-	AlertDestinationRecovered = "destination_recovered"
-	AlertDeadLetters          = "dead_letters"
-	AlertStorageFailing       = "storage_failing"
-	AlertStorageRecovered     = "storage_recovered"
-	AlertPoison               = "poison"
-	AlertBackupFailed         = "backup_failed"
-	AlertBackupRecovered      = "backup_recovered"
-	AlertCertificate          = "certificate"
-)
-
-// AlertMessage is one alert as every channel sends it: the alert URL gets
-// its JSON (Slack's text, plus kind and destination), email its Subject
-// as the subject and Text as the body.
-type AlertMessage struct {
-	Kind        string `json:"kind"`
-	Destination string `json:"destination,omitempty"`
-	// Subject is one line that says what happened, for an email's subject.
-	Subject string `json:"-"`
-	Text    string `json:"text"`
-}
-
-// AlertStore is what the Alerter reads of the store: the dead deliveries
-// it alerts on, the records set aside it reports, and how many deliveries
-// wait for a destination.
-type AlertStore interface {
-	// CountDead returns the number of dead deliveries.
-	CountDead(ctx context.Context) (int, error)
-	// Backlog returns how many deliveries to dest are pending, counting at
-	// most limit.
-	Backlog(ctx context.Context, dest string, limit int) (int, error)
-	// Poisoned returns up to limit of the records set aside because they
-	// could not be decoded, newest first, and how many there are in all.
-	Poisoned(ctx context.Context, limit int) ([]Poison, int, error)
-}
 
 // Alerter sends alerts: when the number of dead deliveries passes the
 // configured threshold (once per crossing, and again when it falls back),
@@ -61,20 +23,20 @@ type AlertStore interface {
 // "destination"}, Slack-compatible) to the alert URL, and the message to
 // Email.
 type Alerter struct {
-	store AlertStore
+	store app.AlertStore
 	// settings are the config's, swapped whole by Apply.
 	settings atomic.Pointer[alertSettings]
 	client   *http.Client
 	Logger   *slog.Logger
 	// Storage, when set, has an alert go out when commits start failing,
 	// and another when they work again.
-	Storage *StorageHealth
+	Storage *app.StorageHealth
 	// Email, when set, is handed every alert that goes out; it queues and
 	// never blocks, so an SMTP server that hangs holds up nothing.
-	Email func(AlertMessage)
+	Email func(app.AlertMessage)
 	// Health, when set, holds the destinations' stored health, which
 	// WatchDestinations alerts on.
-	Health HealthStore
+	Health app.HealthStore
 
 	alerting bool // the last message sent said "over"
 	// storageTold is whether the last storage message said "failing".
@@ -88,7 +50,7 @@ type Alerter struct {
 
 	// Now is the clock of Notify's rate limit; tests replace it.
 	Now      func() time.Time
-	notices  chan AlertMessage // Notify's queue, sent by Run one at a time
+	notices  chan app.AlertMessage // Notify's queue, sent by Run one at a time
 	noticeMu sync.Mutex
 	lastSent map[string]time.Time // per topic, when Notify last queued it
 }
@@ -102,8 +64,8 @@ const noticeQueue = 16
 // maxAlertHeader bounds the header of an alert URL's answer.
 const maxAlertHeader = 16 << 10
 
-// NewAlerter builds the alerter for cfg over store.
-func NewAlerter(cfg *Config, store AlertStore) *Alerter {
+// New builds the alerter for cfg over store.
+func New(cfg *app.Config, store app.AlertStore) *Alerter {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.Proxy = nil // post only to the configured URL, as the dispatcher does
 	// An answer is read bounded: its header here, its body in post, and
@@ -112,7 +74,7 @@ func NewAlerter(cfg *Config, store AlertStore) *Alerter {
 	transport.DisableCompression = true
 	a := &Alerter{
 		Now:      time.Now,
-		notices:  make(chan AlertMessage, noticeQueue),
+		notices:  make(chan app.AlertMessage, noticeQueue),
 		lastSent: map[string]time.Time{},
 		store:    store,
 		client: &http.Client{
@@ -130,14 +92,14 @@ func NewAlerter(cfg *Config, store AlertStore) *Alerter {
 
 // alertSettings are what the alerter takes from one config.
 type alertSettings struct {
-	AlertsConfig
+	app.AlertsConfig
 	dests []string // the configured destinations' names, in order
 	where string   // where to act, for the message
 	page  string   // where the overview is, for the message
 }
 
 // Apply puts cfg's [alerts] and public_url in force for the next alert.
-func (a *Alerter) Apply(cfg *Config) {
+func (a *Alerter) Apply(cfg *app.Config) {
 	s := &alertSettings{AlertsConfig: cfg.Alerts, dests: sortedNames(cfg.Destinations), where: "hookbox replay -all", page: "the status page"}
 	if cfg.Server.PublicURL != "" {
 		s.where = cfg.Server.PublicURL + "/ or " + s.where
@@ -186,7 +148,7 @@ func (a *Alerter) CheckCluster(ctx context.Context) {
 	if over == a.alerting {
 		return
 	}
-	m := AlertMessage{Kind: AlertDeadLetters, Subject: fmt.Sprintf("hookbox: %d dead deliveries", n),
+	m := app.AlertMessage{Kind: app.AlertDeadLetters, Subject: fmt.Sprintf("hookbox: %d dead deliveries", n),
 		Text: fmt.Sprintf("hookbox: %d dead deliveries (alert above %d): they failed every retry and wait for a replay. "+
 			"Replay them from %s.", n, a.conf().DeadLettersOver, a.conf().where)}
 	if !over {
@@ -208,11 +170,11 @@ func (a *Alerter) checkStorage(ctx context.Context) {
 	if failing == a.storageTold {
 		return
 	}
-	m := AlertMessage{Kind: AlertStorageFailing, Subject: "hookbox: storage is failing",
+	m := app.AlertMessage{Kind: app.AlertStorageFailing, Subject: "hookbox: storage is failing",
 		Text: fmt.Sprintf("hookbox: storage is failing since %s: %s. Webhooks get 503 (their senders retry; %d refused so far) and deliveries wait. "+
 			"%s See %s.", cur.Since.UTC().Format(time.RFC3339), cur.LastError, cur.Refused, a.Storage.Fix, a.conf().page)}
 	if !failing {
-		m = AlertMessage{Kind: AlertStorageRecovered, Subject: "hookbox: storage works again",
+		m = app.AlertMessage{Kind: app.AlertStorageRecovered, Subject: "hookbox: storage works again",
 			Text: fmt.Sprintf("hookbox: storage works again after failing for %s, since %s (%d webhooks refused with 503, which their senders retry); "+
 				"deliveries resume. See %s.", last.Until.Sub(last.Since).Round(time.Second), last.Since.UTC().Format(time.RFC3339), last.Refused, a.conf().page)}
 	}
@@ -240,7 +202,7 @@ func (a *Alerter) checkPoison(ctx context.Context) {
 	if a.Storage != nil {
 		store, fix = a.Storage.Store, " "+a.Storage.DamageFix
 	}
-	m := AlertMessage{Kind: AlertPoison, Subject: fmt.Sprintf("hookbox: %d records set aside", n),
+	m := app.AlertMessage{Kind: app.AlertPoison, Subject: fmt.Sprintf("hookbox: %d records set aside", n),
 		Text: fmt.Sprintf("hookbox: %d records in %s cannot be read and were set aside; everything else is delivered. "+
 			"The newest: %s %s (%s). See the overview on %s.%s", n, store, p.Kind, p.Key, p.Reason, a.conf().page, fix)}
 	if err := a.send(ctx, m); err != nil {
@@ -256,7 +218,7 @@ func (a *Alerter) checkPoison(ctx context.Context) {
 // no email took it: the caller then sends it again at its next check. An
 // alert that Email took is not posted again when the URL refused it (the
 // failure is logged): a broken URL never makes an email go out twice.
-func (a *Alerter) send(ctx context.Context, m AlertMessage) error {
+func (a *Alerter) send(ctx context.Context, m app.AlertMessage) error {
 	if a.Email != nil {
 		a.Email(m) // queued first: a stop during the post still sends it (the mailer drains its queue)
 	}
@@ -274,16 +236,16 @@ func (a *Alerter) send(ctx context.Context, m AlertMessage) error {
 }
 
 // post posts m's JSON to the alert URL.
-func (a *Alerter) post(ctx context.Context, m AlertMessage) error {
+func (a *Alerter) post(ctx context.Context, m app.AlertMessage) error {
 	body, _ := json.Marshal(m)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.conf().URL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("build request: %w", SendError(ctx, err, 0))
+		return fmt.Errorf("build request: %w", app.SendError(ctx, err, 0))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := a.client.Do(req)
 	if err != nil {
-		return SendError(ctx, err, a.client.Timeout)
+		return app.SendError(ctx, err, a.client.Timeout)
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -310,7 +272,7 @@ func (a *Alerter) Notify(topic, text string) {
 		return
 	}
 	select {
-	case a.notices <- AlertMessage{Kind: AlertCertificate, Subject: "hookbox: trouble with the HTTPS certificate",
+	case a.notices <- app.AlertMessage{Kind: app.AlertCertificate, Subject: "hookbox: trouble with the HTTPS certificate",
 		Text: text + " See " + a.conf().page + "."}:
 		a.lastSent[topic] = now
 	default:
@@ -345,10 +307,10 @@ func (a *Alerter) Backup(ctx context.Context, err error) {
 	if !a.conf().Enabled() || failed == a.backupFailed {
 		return
 	}
-	m := AlertMessage{Kind: AlertBackupRecovered, Subject: "hookbox: backups work again",
+	m := app.AlertMessage{Kind: app.AlertBackupRecovered, Subject: "hookbox: backups work again",
 		Text: fmt.Sprintf("hookbox: backups work again (the last one at %s). See %s.", a.Now().UTC().Format(time.RFC3339), a.conf().page)}
 	if failed {
-		m = AlertMessage{Kind: AlertBackupFailed, Subject: "hookbox: the scheduled backup failed",
+		m = app.AlertMessage{Kind: app.AlertBackupFailed, Subject: "hookbox: the scheduled backup failed",
 			Text: fmt.Sprintf("hookbox: the scheduled backup failed at %s: %v. Ingest goes on; fix the backup dir ([backup] dir) or the disk. See %s.",
 				a.Now().UTC().Format(time.RFC3339), err, a.conf().page)}
 	}

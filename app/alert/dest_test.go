@@ -1,4 +1,4 @@
-package app_test
+package alert_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/alert"
 	"hookbox/app/config"
 	"hookbox/storage/bboltstore"
 )
@@ -23,10 +24,11 @@ type jsonSink struct {
 	bodies []map[string]any
 	status int
 	url    string
+	more   chan struct{} // cap 1: a body was recorded
 }
 
 func newJSONSink(t *testing.T) *jsonSink {
-	s := &jsonSink{status: 200}
+	s := &jsonSink{status: 200, more: make(chan struct{}, 1)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
 		var m map[string]any
@@ -36,6 +38,10 @@ func newJSONSink(t *testing.T) *jsonSink {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.bodies = append(s.bodies, m)
+		select {
+		case s.more <- struct{}{}:
+		default:
+		}
 		w.WriteHeader(s.status)
 	}))
 	t.Cleanup(srv.Close)
@@ -49,6 +55,22 @@ func (s *jsonSink) got() []map[string]any {
 	return append([]map[string]any(nil), s.bodies...)
 }
 
+// wait returns once n bodies are recorded (true), or when within has
+// passed or stop is closed (false).
+func (s *jsonSink) wait(n int, within time.Duration, stop <-chan struct{}) bool {
+	timeout := time.After(within)
+	for len(s.got()) < n {
+		select {
+		case <-s.more:
+		case <-stop:
+			return false
+		case <-timeout:
+			return false
+		}
+	}
+	return true
+}
+
 func (s *jsonSink) answer(status int) {
 	s.mu.Lock()
 	s.status = status
@@ -58,7 +80,7 @@ func (s *jsonSink) answer(status int) {
 // destAlerter is an alerter of destination pos over a bbolt store, with
 // failing_for 5s, posting to url (none: "") and, with email, handing each
 // alert to it; its clock is *now.
-func destAlerter(t *testing.T, url string, email func(app.AlertMessage), now *time.Time) (*app.Alerter, *bboltstore.DB) {
+func destAlerter(t *testing.T, url string, email func(app.AlertMessage), now *time.Time) (*alert.Alerter, *bboltstore.DB) {
 	t.Helper()
 	toml := "[server]\npublic_url = \"https://hooks.shop.example\"\n[alerts]\nfailing_for = \"5s\"\n"
 	if url != "" {
@@ -77,7 +99,7 @@ func destAlerter(t *testing.T, url string, email func(app.AlertMessage), now *ti
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	a := app.NewAlerter(cfg, db)
+	a := alert.New(cfg, db)
 	a.Health, a.Email, a.Now = db, email, func() time.Time { return *now }
 	return a, db
 }
@@ -218,15 +240,13 @@ func TestAlerter_WatchDestinationsAfterReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Apply(cfg)
-	for deadline := time.Now().Add(20 * time.Second); len(sink.got()) == 0; time.Sleep(20 * time.Millisecond) {
+	if !sink.wait(1, 20*time.Second, watched) {
 		select {
 		case <-watched:
 			t.Fatal("the watcher returned: alerts were off at start")
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no alert after the reload configured a URL")
-		}
+		t.Fatal("no alert after the reload configured a URL")
 	}
 	if got := sink.got(); got[0]["kind"] != app.AlertDestinationFailing {
 		t.Errorf("alert = %v; want %s", got[0], app.AlertDestinationFailing)

@@ -1,8 +1,9 @@
-package app
+package alert
 
 import (
 	"context"
 	"fmt"
+	"hookbox/app"
 	"log/slog"
 	"slices"
 	"time"
@@ -78,12 +79,12 @@ func (a *Alerter) CheckDestinations(ctx context.Context) {
 		if !ok {
 			continue
 		}
-		kind := DestinationAlert(h, now, a.conf().FailingFor)
+		kind := app.DestinationAlert(h, now, a.conf().FailingFor)
 		from, to := h.Alerted, time.Time{}
 		switch kind {
 		case "":
 			continue
-		case AlertDestinationFailing:
+		case app.AlertDestinationFailing:
 			to = h.FailingSince
 		}
 		won, err := a.Health.MarkDestinationAlerted(ctx, name, from, to)
@@ -107,7 +108,7 @@ func (a *Alerter) CheckDestinations(ctx context.Context) {
 }
 
 // destinationMessage is the alert of kind about dest, whose health is h.
-func (a *Alerter) destinationMessage(ctx context.Context, kind, dest string, h DestinationHealth, now time.Time) AlertMessage {
+func (a *Alerter) destinationMessage(ctx context.Context, kind, dest string, h app.DestinationHealth, now time.Time) app.AlertMessage {
 	waiting, err := a.store.Backlog(ctx, dest, maxAlertWaiting)
 	count := fmt.Sprint(waiting)
 	if err != nil {
@@ -116,7 +117,7 @@ func (a *Alerter) destinationMessage(ctx context.Context, kind, dest string, h D
 		count = fmt.Sprintf("over %d", maxAlertWaiting)
 	}
 	stamp := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
-	if kind == AlertDestinationFailing {
+	if kind == app.AlertDestinationFailing {
 		next := "when a retry falls due"
 		if !h.NextTry.IsZero() {
 			next = "at " + stamp(h.NextTry)
@@ -125,7 +126,7 @@ func (a *Alerter) destinationMessage(ctx context.Context, kind, dest string, h D
 		if h.LastError != "" {
 			why = " The last attempt failed with: " + h.LastError + "."
 		}
-		return AlertMessage{Kind: kind, Destination: dest,
+		return app.AlertMessage{Kind: kind, Destination: dest,
 			Subject: fmt.Sprintf("hookbox: destination %s failing since %s", dest, stamp(h.FailingSince)),
 			Text: fmt.Sprintf("hookbox: destination %s has been failing since %s (%s, with no success since).%s "+
 				"%s deliveries wait for it; the next try is %s. Nothing is lost: they go out when it answers again. See %s.",
@@ -135,7 +136,7 @@ func (a *Alerter) destinationMessage(ctx context.Context, kind, dest string, h D
 	if back.Before(h.Alerted) {
 		back = now
 	}
-	return AlertMessage{Kind: kind, Destination: dest,
+	return app.AlertMessage{Kind: kind, Destination: dest,
 		Subject: fmt.Sprintf("hookbox: destination %s delivers again", dest),
 		Text: fmt.Sprintf("hookbox: destination %s delivers again since %s, after failing for %s (since %s). "+
 			"%s deliveries are waiting for it and go out now. See %s.",
@@ -143,7 +144,7 @@ func (a *Alerter) destinationMessage(ctx context.Context, kind, dest string, h D
 }
 
 // sortedNames returns the names of ds in order.
-func sortedNames(ds []*Destination) []string {
+func sortedNames(ds []*app.Destination) []string {
 	out := make([]string, 0, len(ds))
 	for _, d := range ds {
 		out = append(out, d.Name)

@@ -1,48 +1,21 @@
-package app
+// The sweeper: what retention no longer keeps is removed, a bounded
+// chunk per transaction.
+
+package sweep
 
 import (
 	"context"
 	"log/slog"
 	"sync"
 	"time"
+
+	"hookbox/app"
 )
-
-// DefaultSweepChunk is how many records one sweep transaction deletes. Each
-// chunk is its own short transaction, so ingest batches commit in between.
-// A small chunk keeps each commit short (measured when ids were a B+tree
-// keyed by id, where each forgotten id dirtied a page of its own: 5,000 per
-// chunk held ingest p99 near 200 ms; ids now expire from the left edge of
-// the time-ordered expiry index).
-const DefaultSweepChunk = 500
-
-// DefaultChunkPause is the rest between two sweep transactions, so that
-// ingest commits get the writer in between.
-const DefaultChunkPause = 5 * time.Millisecond
-
-// SweepStore is what the Sweeper needs of the store: each method forgets
-// or deletes what retention no longer keeps, a bounded chunk at a time.
-type SweepStore interface {
-	// ForgetExpiredIDs forgets at most limit ids that expired at or before
-	// now, and reports how many it forgot.
-	ForgetExpiredIDs(ctx context.Context, now time.Time, limit int) (int, error)
-	// DeleteEventsBefore deletes at most limit events received before t,
-	// and reports how many it deleted.
-	DeleteEventsBefore(ctx context.Context, t time.Time, limit int) (int, error)
-	// PruneWindows forgets at most limit rate-limit windows that emptied
-	// by now, and reports how many.
-	PruneWindows(ctx context.Context, now time.Time, limit int) (int, error)
-	// DeleteAuditBefore deletes at most limit audit entries older than t,
-	// and reports how many it deleted.
-	DeleteAuditBefore(ctx context.Context, t time.Time, limit int) (int, error)
-	// PruneCounts forgets the hours that end at or before t (their counts
-	// by name too), and reports how many it forgot.
-	PruneCounts(ctx context.Context, before time.Time) (int, error)
-}
 
 // Sweeper forgets expired event ids, deletes old events and audit entries,
 // and forgets the hourly counts older than the status page shows.
 type Sweeper struct {
-	Store SweepStore
+	Store app.SweepStore
 	// IDs, Events and Audit are the retention periods (Config.Retention);
 	// set them before the first Sweep, then through Apply.
 	IDs, Events, Audit time.Duration
@@ -55,32 +28,32 @@ type Sweeper struct {
 	Now    func() time.Time
 	Logger *slog.Logger
 	// Stats, when set, counts sweep runs.
-	Stats *Stats
+	Stats *app.Stats
 }
 
-// NewSweeper builds a sweeper for cfg's retention over store.
-func NewSweeper(cfg *Config, store SweepStore) *Sweeper {
+// New builds a sweeper for cfg's retention over store.
+func New(cfg *app.Config, store app.SweepStore) *Sweeper {
 	return &Sweeper{
 		Store:  store,
 		IDs:    cfg.Retention.EventIDs,
 		Events: cfg.Retention.Events,
 		Audit:  cfg.Retention.Audit,
-		Chunk:  DefaultSweepChunk,
-		Pause:  DefaultChunkPause,
+		Chunk:  app.DefaultSweepChunk,
+		Pause:  app.DefaultChunkPause,
 		Now:    time.Now,
 		Logger: slog.With("component", "sweep"),
 	}
 }
 
 // Apply puts cfg's retention in force from the next sweep on.
-func (s *Sweeper) Apply(cfg *Config) {
+func (s *Sweeper) Apply(cfg *app.Config) {
 	s.mu.Lock()
 	s.IDs, s.Events, s.Audit = cfg.Retention.EventIDs, cfg.Retention.Events, cfg.Retention.Audit
 	s.mu.Unlock()
 }
 
-// SweepResult counts what one sweep removed and how many transactions it took.
-type SweepResult struct {
+// Result counts what one sweep removed and how many transactions it took.
+type Result struct {
 	IDs, Events, Audit, Windows, Chunks int
 	// Hours is how many hours of counts were forgotten.
 	Hours int
@@ -88,8 +61,8 @@ type SweepResult struct {
 
 // Sweep removes everything expired at Now, one bounded chunk per
 // transaction, until nothing expired is left or ctx is done.
-func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
-	var res SweepResult
+func (s *Sweeper) Sweep(ctx context.Context) (Result, error) {
+	var res Result
 	now := s.Now()
 	s.mu.Lock()
 	events, audit := s.Events, s.Audit
@@ -129,7 +102,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 		}
 	}
 	// Few keys (one an hour since the last sweep): one transaction.
-	n, err := s.Store.PruneCounts(ctx, HourStart(Hour(now)-CountHours+1))
+	n, err := s.Store.PruneCounts(ctx, app.HourStart(app.Hour(now)-app.CountHours+1))
 	res.Hours = n
 	res.Chunks++
 	return res, err

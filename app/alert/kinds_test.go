@@ -1,4 +1,4 @@
-package app_test
+package alert_test
 
 import (
 	"context"
@@ -63,8 +63,7 @@ func TestAlerter_KindsAndSubjects(t *testing.T) {
 			}
 			if withURL {
 				// Email is handed each alert before the URL's post.
-				for deadline := time.Now().Add(5 * time.Second); len(sink.got()) < 3 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-				}
+				sink.wait(3, 5*time.Second, nil)
 				bodies := sink.got()
 				if len(bodies) != 3 {
 					t.Fatalf("URL got %v; want the same 3 alerts", bodies)

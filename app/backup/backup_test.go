@@ -1,4 +1,4 @@
-package app_test
+package backup_test
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/alert"
+	"hookbox/app/backup"
 	"hookbox/app/config"
 	"hookbox/storage/bboltstore"
 )
@@ -82,7 +84,7 @@ func TestBackuper_KeepPrunes(t *testing.T) {
 	}
 	defer db.Close()
 	now := time.Date(2026, 3, 1, 23, 59, 58, 0, time.UTC)
-	b := app.NewBackuper(cfg, db)
+	b := backup.New(cfg, db)
 	b.Now = func() time.Time { return now }
 	if at, _, err := b.Last(); !at.IsZero() || err != nil {
 		t.Fatalf("before any backup: %v %v", at, err)
@@ -129,7 +131,7 @@ func TestBackuper_KeepPrunes(t *testing.T) {
 	rdb.Close()
 
 	// A restart finds the newest backup for the status page.
-	at, size, err := app.NewBackuper(cfg, db).Last()
+	at, size, err := backup.New(cfg, db).Last()
 	if err != nil || !at.Equal(now.Add(-time.Second)) || size == 0 {
 		t.Errorf("after restart: last backup %v, %d bytes, %v", at, size, err)
 	}
@@ -154,7 +156,7 @@ func TestBackuper_PrunesInCreationOrder(t *testing.T) {
 	if err := os.WriteFile(old, []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := app.NewBackuper(cfg, db)
+	b := backup.New(cfg, db)
 	var now time.Time
 	b.Now = func() time.Time { return now }
 	var made []string
@@ -179,7 +181,7 @@ func TestBackuper_PrunesInCreationOrder(t *testing.T) {
 	if err != nil || latest != filepath.Join(cfg.Backup.Dir, made[4]) {
 		t.Fatalf("LatestBackup = %q, %v; want %s", latest, err, made[4])
 	}
-	if at, _, _ := app.NewBackuper(cfg, db).Last(); !at.Equal(now) {
+	if at, _, _ := backup.New(cfg, db).Last(); !at.Equal(now) {
 		t.Fatalf("after a restart the last backup is %v, want %v", at, now)
 	}
 }
@@ -200,8 +202,8 @@ func TestBackuper_FailureAlerts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	alerter := app.NewAlerter(cfg, db)
-	b := app.NewBackuper(cfg, db)
+	alerter := alert.New(cfg, db)
+	b := backup.New(cfg, db)
 	b.Alert = alerter.Backup
 	ctx := context.Background()
 
