@@ -14,6 +14,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/access"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
@@ -157,7 +158,7 @@ func roleMatrix(t *testing.T, db matrixStore) {
 	viewerTok, operatorTok := secret("ci-view", app.RoleViewer, 0), secret("ci-op", app.RoleOperator, 0)
 	revokedTok, expiredTok := secret("ci-revoked", app.RoleAdmin, 0), secret("ci-expired", app.RoleAdmin, time.Hour)
 
-	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, Access: acc, Now: clock,
+	srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping, Access: acc, Now: clock,
 		Pauser: app.NewPauser(cfg, db, nil, clock)})
 	base := "http://" + serve(t, srv.App())
 	t.Cleanup(func() { srv.Shutdown(context.Background()) }) // ends the streams opened below first
