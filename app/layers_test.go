@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -28,6 +29,14 @@ var tech = []struct{ path, why string }{
 
 // stores are the packages that each hold one storage technology.
 var stores = []string{"hookbox/storage/bboltstore", "hookbox/storage/postgres"}
+
+// services are the packages of the services that use only the domain
+// (docs/DESIGN.md: app/receive, app/dispatch, …), as they are cut out of
+// app; domainLeaves are what the domain itself may import besides.
+var (
+	services     = []string{"hookbox/app/replay"}
+	domainLeaves = []string{"hookbox/app", "hookbox/app/provider", "hookbox/app/fields", "hookbox/app/datadir"}
+)
 
 // pkgDeps is what go list says of one package or test variant.
 type pkgDeps struct {
@@ -207,6 +216,30 @@ func TestLayers(t *testing.T) {
 		}
 		for _, bad := range []string{"hookbox/app/config", "hookbox/app/web", "hookbox/ui", "hookbox/storage"} {
 			forbid(t, pkgs, "hookbox/app/rules", false, bad, "the rules engine is a ring of the domain: it imports the domain, and config imports it")
+		}
+	})
+
+	t.Run("ServicesUseOnlyTheDomain", func(t *testing.T) {
+		// A service imports the domain and its leaves, tests included: no
+		// other service, no ring (app/web, ui, app/cli, app/config, the
+		// senders), no store, no technology. The rings wire the services.
+		for _, svc := range services {
+			for _, p := range find(t, pkgs, svc, true) {
+				for _, d := range p.deps {
+					if !strings.HasPrefix(d, "hookbox") || d == svc || d == svc+"_test" || slices.Contains(domainLeaves, d) {
+						continue
+					}
+					t.Errorf("forbidden arrow %s → %s: a service imports the domain and its leaves only; the rings wire the services", p.path, d)
+				}
+				for _, x := range tech {
+					for _, d := range p.deps {
+						if under(d, x.path) {
+							t.Errorf("forbidden arrow %s → %s: a service knows no technology; %s", p.path, d, x.why)
+							break
+						}
+					}
+				}
+			}
 		}
 	})
 

@@ -64,12 +64,31 @@ type ReadModel interface {
 	// RetryDestination makes every waiting delivery to dest due at now,
 	// as RetryNow does, and reports how many it moved.
 	RetryDestination(ctx context.Context, dest string, now time.Time) (int, error)
-	// ReplayQuery finds the dead or delivered deliveries q selects (at
-	// most q's limit, the first in accept order) and, unless q.DryRun,
-	// makes them pending again, all due at now, in bounded writes.
-	ReplayQuery(ctx context.Context, q ReplayQuery, now time.Time) (ReplayResult, error)
+	ReplayStore
 	// EventNames returns the source, id and topic of the events seqs name
 	// (an event that is gone is absent), to name deliveries by them.
+	EventNames(ctx context.Context, seqs []uint64) (map[uint64]EventName, error)
+}
+
+// ReplayStore is what a replay by query reads and writes of a store: the
+// selection itself (SelectReplay) is the domain's, above the stores.
+type ReplayStore interface {
+	// ReplayCandidates returns the dead or delivered deliveries q (checked
+	// by ReplayQuery.Check) matches, at most q.Limit, the first in accept
+	// order, named by their events, and whether more matched. A body
+	// search (q.Q) reads every body the other filters leave, without
+	// SearchEvents' budget (a dry run must select what its run replays),
+	// until q.Limit matched or ctx is done.
+	ReplayCandidates(ctx context.Context, q ReplayQuery) ([]ReplayItem, bool, error)
+	// Requeue makes each delivery of ids that is still in one of the
+	// states from pending again, due at now, keeping its attempts, in one
+	// write, and reports how many it changed (one gone or in another
+	// state is left alone). On a store shared by nodes it tells the
+	// others, as an accept does.
+	Requeue(ctx context.Context, ids []uint64, from []DeliveryState, now time.Time) (int, error)
+	// Delivery and EventNames are ReadModel's: the replay of one delivery
+	// reads it, and names it by its event.
+	Delivery(ctx context.Context, id uint64) (*Delivery, []*Attempt, error)
 	EventNames(ctx context.Context, seqs []uint64) (map[uint64]EventName, error)
 }
 
@@ -207,8 +226,17 @@ type ReplayResult struct {
 	// Delivered is how many of them were delivered (the others dead).
 	Matched   int
 	Delivered int
+	// Selected counts those the run makes pending (a dry run: would):
+	// every one matched when forced, else the dead ones, and none when
+	// the run is refused (Refused). See SelectReplay.
+	Selected int
+	// Refused counts the delivered ones an unforced replay refuses; when
+	// not 0 the run refuses as a whole, and Refusal says why and what to
+	// do.
+	Refused int
+	Refusal string
 	// Replayed counts those made pending (0 for a dry run; fewer than
-	// Matched when some changed state meanwhile).
+	// Selected when some changed state meanwhile).
 	Replayed int
 	// More says that more deliveries matched than the limit allowed.
 	More bool
