@@ -161,6 +161,9 @@ type attemptJSON struct {
 	Status     int       `json:"status,omitempty"`
 	Error      string    `json:"error,omitempty"`
 	Response   string    `json:"response,omitempty"`
+	// Probe marks a recovery probe: sent early while the destination
+	// looked down, it used no step of the retry schedule.
+	Probe bool `json:"probe,omitempty"`
 }
 
 // utc is t in UTC, so every time in an answer reads alike (RFC 3339,
@@ -190,7 +193,7 @@ func toJSON(cfg *app.Config, d *app.Delivery, attempts ...*app.Attempt) delivery
 	}
 	for _, a := range attempts {
 		j.History = append(j.History, attemptJSON{N: a.N, Start: utc(a.Start), DurationMS: float64(a.Duration.Microseconds()) / 1000,
-			Status: a.Status, Error: a.Error, Response: string(a.Response)})
+			Status: a.Status, Error: a.Error, Response: string(a.Response), Probe: a.Probe})
 	}
 	return j
 }

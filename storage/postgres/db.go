@@ -383,7 +383,8 @@ func (d *DB) listen() {
 		<-d.stop
 		cancel()
 	}()
-	backoff := 100 * time.Millisecond
+	reconnect := app.Backoff{First: 100 * time.Millisecond, Max: d.opt.Poll}
+	backoff := reconnect.First
 	for ctx.Err() == nil {
 		err := d.listenOn(ctx)
 		d.leader.Store(false)
@@ -396,7 +397,7 @@ func (d *DB) listen() {
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, d.opt.Poll)
+		backoff = reconnect.Next(backoff)
 		d.wake() // what was announced meanwhile went unheard
 	}
 }

@@ -51,6 +51,7 @@ func Run(t *testing.T, open Opener, damage Damage) {
 	t.Run("Outbox", func(t *testing.T) { testOutbox(t, open) })
 	t.Run("DueOrderAndLimit", func(t *testing.T) { testDueOrder(t, open) })
 	t.Run("RecordAttempts", func(t *testing.T) { testRecordAttempts(t, open) })
+	t.Run("ProbeAttempt", func(t *testing.T) { testProbeAttempt(t, open) })
 	t.Run("ReplayDelivered", func(t *testing.T) { testReplayDelivered(t, open) })
 	t.Run("RetryNow", func(t *testing.T) { testRetryNow(t, open) })
 	t.Run("ReplayQuery", func(t *testing.T) { testReplayQuery(t, open) })
