@@ -309,7 +309,7 @@ func (h *StreamHub) recheck(ctx context.Context) {
 				delete(h.missing, s)
 				h.publishLocked(e)
 			} else {
-				g.every *= 2
+				g.every = Backoff{First: h.GapStep(), Max: h.GapWait}.Next(g.every)
 				g.next = now.Add(g.every)
 			}
 		}
