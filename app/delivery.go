@@ -14,15 +14,16 @@ const (
 	Dead      DeliveryState = 3
 )
 
-// String names the state as the API shows it.
+// String names the stored state (see DeliveryWord for the word the
+// page shows, which tells a failing delivery from a pending one).
 func (s DeliveryState) String() string {
 	switch s {
 	case Pending:
-		return "pending"
+		return StatePending
 	case Delivered:
-		return "delivered"
+		return StateDelivered
 	case Dead:
-		return "dead"
+		return StateDead
 	}
 	return "unknown"
 }

@@ -26,6 +26,11 @@ var tech = []struct{ path, why string }{
 	{"github.com/emersion/go-smtp", "email goes out through hookbox/app/mail; the domain hands it an app.AlertMessage"},
 }
 
+// services are the packages of the services that use only the domain
+// (docs/DESIGN.md): each may import app and its leaves, nothing else of
+// hookbox's.
+var services = []string{"hookbox/app/stream", "hookbox/app/alert", "hookbox/app/sweep", "hookbox/app/backup", "hookbox/app/receive"}
+
 // stores are the packages that each hold one storage technology.
 var stores = []string{"hookbox/storage/bboltstore", "hookbox/storage/postgres"}
 
@@ -207,6 +212,26 @@ func TestLayers(t *testing.T) {
 		}
 		for _, bad := range []string{"hookbox/app/config", "hookbox/app/web", "hookbox/ui", "hookbox/storage"} {
 			forbid(t, pkgs, "hookbox/app/rules", false, bad, "the rules engine is a ring of the domain: it imports the domain, and config imports it")
+		}
+	})
+
+	t.Run("ServicesUseOnlyTheDomain", func(t *testing.T) {
+		// A service (the stream hub, alerts, the sweeper, backups) talks to
+		// the world through the domain's interfaces: no ring (app/web, ui,
+		// app/cli, app/config, app/httpsend…), no store, no other service.
+		// app/cli wires them.
+		domain := map[string]bool{"hookbox/app": true, "hookbox/app/provider": true, "hookbox/app/fields": true, "hookbox/app/datadir": true}
+		for _, svc := range services {
+			for _, p := range find(t, pkgs, svc, false) {
+				for _, d := range p.deps {
+					if strings.HasPrefix(d, "hookbox") && !domain[d] {
+						t.Errorf("forbidden arrow %s → %s: a service imports only the domain and its leaves (app, app/provider, app/fields, app/datadir); app/cli wires the rest to it", p.path, d)
+					}
+				}
+			}
+			for _, x := range tech {
+				forbid(t, pkgs, svc, false, x.path, "a service knows no technology; "+x.why)
+			}
 		}
 	})
 

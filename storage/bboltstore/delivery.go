@@ -217,7 +217,7 @@ func (d *DB) DueDeliveries(ctx context.Context, dest string, now time.Time, limi
 var endOfTime = time.Unix(0, math.MaxInt64)
 
 // WaitingDeliveries returns up to limit pending deliveries to dest after
-// (afterDue, afterID) in due order, due or not: see app.Store.
+// (afterDue, afterID) in due order, due or not: see app.Outbox.
 func (d *DB) WaitingDeliveries(ctx context.Context, dest string, afterDue time.Time, afterID uint64, limit int, skip func(uint64) bool) ([]app.Work, error) {
 	work, _, err := d.readOutbox(ctx, dest, afterDue, afterID, endOfTime, time.Now(), limit, skip)
 	return work, err
@@ -447,8 +447,8 @@ func (d *DB) CountPending(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// CountRetrying returns how many pending deliveries have had an attempt
-// (and wait for a retry), counting at most limit.
+// CountRetrying returns how many deliveries are failing (app.DeliveryWord:
+// pending after an attempt, waiting for a retry), counting at most limit.
 func (d *DB) CountRetrying(ctx context.Context, limit int) (int, error) {
 	var n int
 	err := d.view(ctx, func(tx *bolt.Tx) error {
@@ -458,7 +458,7 @@ func (d *DB) CountRetrying(ctx context.Context, limit int) (int, error) {
 				continue
 			}
 			dl, err := getDelivery(tx, binary.BigEndian.Uint64(k[len(k)-8:]))
-			if err == nil && dl.Attempts > 0 {
+			if err == nil && app.DeliveryWord(dl) == app.StateFailing {
 				n++
 			}
 		}

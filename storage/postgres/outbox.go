@@ -379,10 +379,10 @@ func (d *DB) CountPending(ctx context.Context) (int, error) {
 	return d.count(ctx, "SELECT (SELECT count(*) FROM hookbox_deliveries WHERE state = 1) + (SELECT count(*) FROM hookbox_debounce WHERE due IS NOT NULL)")
 }
 
-// CountRetrying returns how many pending deliveries have had an attempt
-// (and wait for a retry), counting at most limit.
+// CountRetrying returns how many deliveries are failing (failingSQL:
+// pending after an attempt, waiting for a retry), counting at most limit.
 func (d *DB) CountRetrying(ctx context.Context, limit int) (int, error) {
-	return d.count(ctx, "SELECT count(*) FROM (SELECT 1 FROM hookbox_deliveries WHERE state = 1 AND attempts > 0 LIMIT $1) b", limit)
+	return d.count(ctx, "SELECT count(*) FROM (SELECT 1 FROM hookbox_deliveries WHERE "+failingSQL+" LIMIT $1) b", limit)
 }
 
 // Backlog returns how many deliveries to dest are pending, counting at

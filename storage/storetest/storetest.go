@@ -67,6 +67,7 @@ func Run(t *testing.T, open Opener, damage Damage) {
 	t.Run("ListEvents", func(t *testing.T) { testListEvents(t, open) })
 	t.Run("EventsAfter", func(t *testing.T) { testEventsAfter(t, open) })
 	t.Run("ListEventsStatus", func(t *testing.T) { testListEventsStatus(t, open) })
+	t.Run("EventStateWords", func(t *testing.T) { testEventStateWords(t, open) })
 	t.Run("Search", func(t *testing.T) { testSearch(t, open) })
 	t.Run("SearchBounds", func(t *testing.T) { testSearchBounds(t, open) })
 	t.Run("DeadLetters", func(t *testing.T) { testDeadLetters(t, open) })
