@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"time"
 )
 
@@ -20,22 +19,6 @@ func OnPass(d *Dispatcher, f func(began time.Time)) {
 		return
 	}
 	d.onPass.Store(&f)
-}
-
-// PollStream has h read new events and re-check its gaps now.
-func PollStream(h *StreamHub) { h.poll(context.Background()) }
-
-// StreamStopped returns a channel closed once h's poller has returned (at
-// once when none runs).
-func StreamStopped(h *StreamHub) <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.done == nil {
-		c := make(chan struct{})
-		close(c)
-		return c
-	}
-	return h.done
 }
 
 // SearchSteps is the work Search.In does on body (bytes skipped, compared

@@ -12,8 +12,11 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"hookbox/app"
+	"hookbox/app/alert"
 	"hookbox/app/cmdsend"
 	"hookbox/app/httpsend"
+	"hookbox/app/receive"
+	"hookbox/app/sweep"
 )
 
 // reloader reads the config file again on SIGHUP and puts it in force
@@ -27,14 +30,14 @@ type reloader struct {
 	// access records reloads by signal in the audit log (nil: none).
 	access *app.Access
 
-	receiver   *app.Receiver
+	receiver   *receive.Receiver
 	dispatcher *app.Dispatcher
 	sender     *httpsend.Sender
 	commands   *cmdsend.Sender
 	stats      *app.Stats
 	pauser     *app.Pauser
-	alerter    *app.Alerter
-	sweeper    *app.Sweeper
+	alerter    *alert.Alerter
+	sweeper    *sweep.Sweeper
 
 	// The cron jobs whose specs are config: each is scheduled again when
 	// its spec changes.

@@ -19,11 +19,16 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/alert"
+	backups "hookbox/app/backup"
 	"hookbox/app/cmdsend"
 	"hookbox/app/config"
 	"hookbox/app/httpsend"
 	"hookbox/app/mail"
 	"hookbox/app/metrics"
+	"hookbox/app/receive"
+	"hookbox/app/stream"
+	"hookbox/app/sweep"
 	"hookbox/app/web"
 )
 
@@ -165,18 +170,18 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	go stats.Storage.Watch(ctx, func() error {
 		return db.SetMeta(context.WithoutCancel(ctx), "health_probe", []byte(time.Now().UTC().Format(time.RFC3339)))
 	})
-	receiver := app.NewReceiver(cfg, db)
+	receiver := receive.New(cfg, db)
 	receiver.Stats = stats
 	// The stream's hub reads new events at once after such a commit too;
 	// an unrouted accept waits for its poll (app.StreamPoll).
-	hub := app.NewStreamHub(db)
+	hub := stream.NewHub(db)
 	db.OnOpened(func() { dispatcher.Wake(); hub.Wake() }) // once per commit that opened deliveries
-	sweeper := app.NewSweeper(cfg, db)
+	sweeper := sweep.New(cfg, db)
 	sweeper.Stats = stats
-	alerter := app.NewAlerter(cfg, db)
+	alerter := alert.New(cfg, db)
 	alerter.Storage = stats.Storage
 	alerter.Health = db
-	backuper := app.NewBackuper(cfg, n.writeBackup)
+	backuper := backups.New(cfg, n.writeBackup)
 	backuper.Alert = alerter.Backup
 	go alerter.Run(ctx) // sends what Notify queues
 	if len(cfg.Alerts.EmailTo) > 0 {

@@ -17,7 +17,7 @@ import (
 // before the first call; it is safe for concurrent use.
 type Service struct {
 	// Store reads the candidates and writes the requeue.
-	Store app.ReplayStore
+	Store app.ReplayQueryStore
 	// Searches bounds the body searches that run at once (nil: none).
 	Searches *app.SearchGate
 	// Now is the clock (nil: time.Now).

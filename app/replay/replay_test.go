@@ -85,7 +85,7 @@ func (f *fakeStore) EventNames(ctx context.Context, seqs []uint64) (map[uint64]a
 
 var t0 = time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 
-func service(s app.ReplayStore, wakes *int) *replay.Service {
+func service(s app.ReplayQueryStore, wakes *int) *replay.Service {
 	return &replay.Service{Store: s, Now: func() time.Time { return t0 }, Wake: func() { *wakes++ }}
 }
 

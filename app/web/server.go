@@ -22,7 +22,9 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/metrics"
+	"hookbox/app/receive"
 	"hookbox/app/replay"
+	"hookbox/app/stream"
 	"hookbox/ui"
 )
 
@@ -38,16 +40,18 @@ const (
 // Health reports whether the store can serve; nil means healthy.
 type Health func(ctx context.Context) error
 
-// Store is what the server uses of a store: the read model that the admin
-// API and the status pages share, and what Stats counts into and reads.
+// Store is what the server uses of a store: what the admin API and the
+// status pages read and replay (ui.Store), what Stats counts into and
+// reads, and the events the stream hub follows.
 type Store interface {
-	app.ReadModel
+	ui.Store
 	app.StatsStore
+	app.StreamHubStore
 }
 
 // Deps are what the server serves from.
 type Deps struct {
-	Receiver *app.Receiver
+	Receiver *receive.Receiver
 	// Store backs the admin API and the status pages.
 	Store Store
 	// Wake tells the dispatcher that replayed work is due.
@@ -85,9 +89,9 @@ type Deps struct {
 	// per caller (nil: app.NewSearchGate's defaults), for the API and the
 	// pages alike.
 	Searches *app.SearchGate
-	// Stream serves GET /api/v1/stream (nil: a hub over Store when it
-	// can stream, app.StreamHubStore). Shutdown closes it.
-	Stream *app.StreamHub
+	// Stream serves GET /api/v1/stream (nil: a hub over Store). Shutdown
+	// closes it.
+	Stream *stream.Hub
 }
 
 // Server serves hookbox's HTTP endpoints.
@@ -148,8 +152,8 @@ func New(cfg *app.Config, deps Deps) *Server {
 	if deps.Searches == nil {
 		deps.Searches = app.NewSearchGate(0, 0)
 	}
-	if hs, ok := deps.Store.(app.StreamHubStore); ok && deps.Stream == nil {
-		deps.Stream = app.NewStreamHub(hs)
+	if deps.Stream == nil {
+		deps.Stream = stream.NewHub(deps.Store)
 	}
 	s := &Server{
 		deps:     deps,

@@ -20,6 +20,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/stream"
 )
 
 // StreamWriteTimeout bounds each write of a stream: a client that stops
@@ -42,7 +43,7 @@ func init() {
 const maxStreamTopic = 256
 
 // handleStream answers GET /api/v1/stream: `source` (exact) and `topic` (a
-// glob) filter it; Last-Event-ID resumes it (app.StreamHub.Subscribe).
+// glob) filter it; Last-Event-ID resumes it (stream.Hub.Subscribe).
 //
 // The answer is a body stream writer (fasthttp's SetBodyStreamWriter), not
 // a hijacked connection: fasthttp keeps the HTTP framing (chunked), its
@@ -55,7 +56,7 @@ func (s *Server) handleStream(c *fiber.Ctx) error {
 	if hub == nil {
 		return s.sendError(c, app.Errorf(app.ENOTFOUND, "this server has no stream"))
 	}
-	f := app.StreamFilter{Source: c.Query("source"), Topic: c.Query("topic")}
+	f := stream.Filter{Source: c.Query("source"), Topic: c.Query("topic")}
 	if len(f.Topic) > maxStreamTopic || len(f.Source) > maxStreamTopic {
 		return s.sendError(c, app.Errorf(app.EINVALID, "source and topic are at most %d bytes", maxStreamTopic))
 	}
@@ -70,13 +71,13 @@ func (s *Server) handleStream(c *fiber.Ctx) error {
 	}
 	id, _ := c.Locals("identity").(app.Identity)
 	l, err := hub.Subscribe(c.UserContext(), id.Actor(), f, resume, last)
-	var limit *app.StreamLimitError
+	var limit *stream.LimitError
 	switch {
 	case errors.As(err, &limit):
 		c.Set(fiber.HeaderRetryAfter, "5")
 		c.Locals(errorLocal, limit.Message)
 		return c.Status(fiber.StatusTooManyRequests).JSON(answer{Status: "error", Error: limit.Message})
-	case errors.Is(err, app.ErrStreamClosed):
+	case errors.Is(err, stream.ErrClosed):
 		return s.sendError(c, app.Errorf(app.EUNAVAILABLE, "the server is stopping"))
 	case err != nil:
 		return s.storeError(c, err)
@@ -95,7 +96,7 @@ func (s *Server) handleStream(c *fiber.Ctx) error {
 // the latter ends the stream at once, with a revoked notice that says why
 // (Access.Hold signals it, here or from another node within
 // app.AccessPoll).
-func (s *Server) writeStream(conn net.Conn, w *bufio.Writer, l *app.StreamListener, id app.Identity) {
+func (s *Server) writeStream(conn net.Conn, w *bufio.Writer, l *stream.Listener, id app.Identity) {
 	defer l.Close()
 	held, release := s.deps.Access.Hold(context.Background(), id)
 	defer release()
@@ -120,7 +121,7 @@ func (s *Server) writeStream(conn net.Conn, w *bufio.Writer, l *app.StreamListen
 		}
 		if held.Err() != nil {
 			n := &app.StreamNotice{Kind: app.StreamNoticeRevoked, Message: app.ErrorMessage(context.Cause(held)) + "; this stream ends"}
-			if writeStreamMessage(out, app.StreamMessage{Notice: n}, nil, &buf) == nil {
+			if writeStreamMessage(out, stream.Message{Notice: n}, nil, &buf) == nil {
 				flush()
 			}
 			return
@@ -134,7 +135,7 @@ func (s *Server) writeStream(conn net.Conn, w *bufio.Writer, l *app.StreamListen
 // writeUntilPing writes l's messages until ctx is done (time to ping, or
 // the caller's credential no longer holds: true) or the stream ends
 // (false).
-func (s *Server) writeUntilPing(ctx context.Context, out *streamOut, l *app.StreamListener, buf *[]byte) bool {
+func (s *Server) writeUntilPing(ctx context.Context, out *streamOut, l *stream.Listener, buf *[]byte) bool {
 	for {
 		if ctx.Err() != nil { // checked before each message: a busy stream never waits in Next
 			return true
@@ -144,7 +145,7 @@ func (s *Server) writeUntilPing(ctx context.Context, out *streamOut, l *app.Stre
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			return true
 		case err != nil:
-			if !errors.Is(err, app.ErrStreamClosed) {
+			if !errors.Is(err, stream.ErrClosed) {
 				s.Logger.Warn("stream: resume failed", slog.Any("error", err))
 			}
 			return false
@@ -204,7 +205,7 @@ func (o *streamOut) Write(p []byte) (int, error) {
 // message to o; buf is scratch space. An event's JSON is
 // app.StreamEventOf's, its body in base64 encoded as it goes out: no copy
 // of the whole message is made.
-func writeStreamMessage(o *streamOut, m app.StreamMessage, src *app.Source, buf *[]byte) error {
+func writeStreamMessage(o *streamOut, m stream.Message, src *app.Source, buf *[]byte) error {
 	if m.Notice != nil {
 		*buf = appendStreamMessage((*buf)[:0], m)
 		_, err := o.Write(*buf)
@@ -256,7 +257,7 @@ func writeStreamMessage(o *streamOut, m app.StreamMessage, src *app.Source, buf 
 var bodyNull = []byte(`"body":null`)
 
 // appendStreamMessage appends m, a notice, as an SSE message to b.
-func appendStreamMessage(b []byte, m app.StreamMessage) []byte {
+func appendStreamMessage(b []byte, m stream.Message) []byte {
 	data, _ := json.Marshal(m.Notice)
 	b = append(b, "event: notice\ndata: "...)
 	b = append(b, data...)

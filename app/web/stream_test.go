@@ -17,6 +17,8 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
+	"hookbox/app/stream"
 	"hookbox/app/web"
 	"hookbox/storage"
 	"hookbox/storage/bboltstore"
@@ -29,7 +31,7 @@ type streamNode struct {
 	t    *testing.T
 	base string
 	srv  *web.Server
-	hub  *app.StreamHub
+	hub  *stream.Hub
 	db   storage.Store
 	acc  *app.Access
 }
@@ -61,9 +63,9 @@ func onBothStores(t *testing.T, f func(t *testing.T, db storage.Store)) {
 func startStreamNode(t *testing.T, db storage.Store) *streamNode {
 	t.Helper()
 	cfg := mustConfig(t, apiConfig)
-	hub := app.NewStreamHub(db)
+	hub := stream.NewHub(db)
 	acc := testAccess(t, cfg, db)
-	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, Access: acc, Stream: hub})
+	srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping, Access: acc, Stream: hub})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

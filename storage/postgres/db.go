@@ -19,7 +19,6 @@ import (
 	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,7 +76,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// DB is the PostgreSQL implementation of app.Store (storage.Store).
+// DB is the PostgreSQL implementation of app.Store.
 type DB struct {
 	pool    *pgxpool.Pool
 	connCfg *pgx.ConnConfig // for the listener's own connection
@@ -108,10 +107,7 @@ type DB struct {
 	searchBudget atomic.Int64 // see SetSearchTime; 0: app.DefaultSearchBudget's time
 }
 
-var (
-	_ storage.Store = (*DB)(nil)
-	_ app.ReadModel = (*DB)(nil)
-)
+var _ app.Store = (*DB)(nil)
 
 // Open connects to the database at rawURL, checks that it keeps commits
 // durable, creates or migrates hookbox's schema, and starts the group
@@ -250,18 +246,6 @@ func (d *DB) Where() string { return d.where }
 // Lease returns how long a delivery handed out stays this node's.
 func (d *DB) Lease() time.Duration { return d.opt.Lease }
 
-// OnOpened sets f to be called once per commit of this node that opened
-// deliveries or debounce steps, and whenever another node announces new
-// work (NOTIFY) or the poll interval passes: hookbox wakes its dispatcher
-// with it. f must not block.
-func (d *DB) OnOpened(f func()) { d.onOpened.Store(&f) }
-
-func (d *DB) wake() {
-	if f := d.onOpened.Load(); f != nil {
-		(*f)()
-	}
-}
-
 // OnCommit sets f to be told the outcome of every write this node commits
 // (accepts, leases, attempts, replays, fires, sweeps, settings): nil, or
 // the error that failed it: a database that cannot be reached, refuses
@@ -294,12 +278,6 @@ func writesOwnFault(err error) bool {
 	}
 	return errors.Is(err, ErrClosed)
 }
-
-// Leader reports whether this node holds the cluster's job lock: the node
-// that holds it runs the once-per-cluster jobs (sweep, alerts). When it
-// dies, its connection ends, and another node takes the lock within the
-// poll interval.
-func (d *DB) Leader() bool { return d.leader.Load() }
 
 // Ping reports whether the database answers; it backs /healthz.
 func (d *DB) Ping(ctx context.Context) error {
@@ -362,139 +340,6 @@ func (d *DB) begin() error {
 // deadline still never waits on a stalled server for ever.
 func opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, opTimeout)
-}
-
-// notify tells the other nodes that new work may be due.
-func (d *DB) notify(ctx context.Context) {
-	if _, err := d.pool.Exec(ctx, "SELECT pg_notify($1, $2)", d.channel, d.node); err != nil {
-		d.logger.Warn("notify other nodes", slog.Any("error", err))
-	}
-}
-
-// listen holds a connection of its own that LISTENs for other nodes' new
-// work and wakes the dispatcher on each notification, and at least every
-// Poll; on the same connection it tries for the cluster's job lock. A lost
-// connection drops the lock and is made again.
-func (d *DB) listen() {
-	defer d.done.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-d.stop
-		cancel()
-	}()
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := d.listenOn(ctx)
-		d.leader.Store(false)
-		if ctx.Err() != nil {
-			return
-		}
-		d.logger.Warn("listener connection lost; connecting again", "in", backoff, slog.Any("error", err))
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, d.opt.Poll)
-		d.wake() // what was announced meanwhile went unheard
-	}
-}
-
-func (d *DB) listenOn(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, d.connCfg)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{d.channel}.Sanitize()); err != nil {
-		return err
-	}
-	for {
-		if !d.leader.Load() {
-			var got bool
-			if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, hashtext(current_schema()))", lockLeader).Scan(&got); err != nil {
-				return err
-			}
-			if got {
-				d.leader.Store(true)
-				d.logger.Info("this node runs the cluster's jobs (sweep, alerts)", "node", d.node)
-			}
-		}
-		wctx, cancel := context.WithTimeout(ctx, d.opt.Poll)
-		n, err := conn.WaitForNotification(wctx)
-		cancel()
-		switch {
-		case err == nil:
-			if n.Payload != d.node && !d.deaf.Load() { // our own commits woke us already
-				d.wake()
-			}
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded):
-			d.wake() // the poll: work whose announcement a restart missed
-			if err := conn.Ping(ctx); err != nil {
-				return err
-			}
-		default:
-			return err
-		}
-	}
-}
-
-// MaskURL returns a database URL with its password replaced by "xxxxx",
-// fit for logs and errors. A string that is not a URL is shown as
-// "(database URL)" whole, since it may hold a password anywhere.
-func MaskURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || u.Host == "" && u.User == nil {
-		return "(database URL)"
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	q := u.Query()
-	masked := false
-	for k := range q {
-		if secretParam(k) {
-			q.Set(k, "xxxxx")
-			masked = true
-		}
-	}
-	if masked {
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
-}
-
-// secretParam reports whether the URL parameter k holds a secret: the
-// password, or the password of the TLS client key.
-func secretParam(k string) bool {
-	k = strings.ToLower(k)
-	return k == "password" || k == "sslpassword"
-}
-
-// maskErr removes the URL and its secrets from an error text of pgx's
-// URL parser.
-func maskErr(text, rawURL string) string {
-	text = strings.ReplaceAll(text, rawURL, MaskURL(rawURL))
-	if u, err := url.Parse(rawURL); err == nil {
-		secrets := []string{}
-		if p, ok := u.User.Password(); ok {
-			secrets = append(secrets, p)
-		}
-		for k, vs := range u.Query() {
-			if secretParam(k) {
-				secrets = append(secrets, vs...)
-			}
-		}
-		for _, p := range secrets {
-			if p != "" {
-				text = strings.ReplaceAll(text, p, "xxxxx")
-			}
-		}
-	}
-	return text
 }
 
 // appErr maps pgx's no-rows to app.ErrNotFound.

@@ -16,7 +16,7 @@ var _ app.StreamStore = (*DB)(nil)
 // key from after, so its cost is the page, not the history. Seqs are
 // handed out before commit, so an event with a lower seq may commit after
 // a higher one was returned; the reader waits for such gaps
-// (app.StreamHub).
+// (app/stream's Hub).
 func (d *DB) EventsAfter(ctx context.Context, after uint64, limit, maxBytes int) ([]*app.Event, error) {
 	if limit <= 0 || maxBytes <= 0 || after >= math.MaxInt64 {
 		return nil, nil

@@ -15,7 +15,7 @@ import (
 
 // replayQuery runs replay by query q over s as app/replay does, at now,
 // forced: the query's status alone says which finished deliveries go.
-func replayQuery(ctx context.Context, s app.ReplayStore, q app.ReplayQuery, now time.Time) (app.ReplayResult, error) {
+func replayQuery(ctx context.Context, s app.ReplayQueryStore, q app.ReplayQuery, now time.Time) (app.ReplayResult, error) {
 	svc := replay.Service{Store: s, Now: func() time.Time { return now }}
 	return svc.Replay(ctx, replay.Request{Query: q, Force: true})
 }
