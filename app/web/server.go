@@ -24,6 +24,7 @@ import (
 	"hookbox/app/access"
 	"hookbox/app/metrics"
 	"hookbox/app/receive"
+	"hookbox/app/replay"
 	"hookbox/app/stream"
 	"hookbox/ui"
 )
@@ -103,6 +104,7 @@ type Server struct {
 	// while serving (app.Settle), and the edge reads it without a load.
 	server   app.ServerConfig
 	ui       *ui.UI
+	replays  *replay.Service
 	sessions sessions
 	guard    *guard
 	Logger   *slog.Logger
@@ -162,6 +164,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		guard:    newGuard(deps.Access.CheckPassword, deps.Access.Current, deps.Now),
 		bodies:   newBodyBudget(cfg.Server.MaxBodyBytesTotal),
 		Logger:   slog.With("component", "http"),
+		replays:  &replay.Service{Store: deps.Store, Searches: deps.Searches, Now: deps.Now, Wake: deps.Wake},
 	}
 	s.ui = ui.New(ui.Deps{Running: deps.Running, Store: deps.Store, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
 		LastBackup: deps.LastBackup, Pauser: deps.Pauser, Access: deps.Access, Searches: deps.Searches})
