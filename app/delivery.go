@@ -14,15 +14,16 @@ const (
 	Dead      DeliveryState = 3
 )
 
-// String names the state as the API shows it.
+// String names the stored state (see DeliveryWord for the word the
+// page shows, which tells a failing delivery from a pending one).
 func (s DeliveryState) String() string {
 	switch s {
 	case Pending:
-		return "pending"
+		return StatePending
 	case Delivered:
-		return "delivered"
+		return StateDelivered
 	case Dead:
-		return "dead"
+		return StateDead
 	}
 	return "unknown"
 }
@@ -57,6 +58,11 @@ type Attempt struct {
 	Status   int    // 0 when no HTTP answer came
 	Error    string // empty on success
 	Response []byte // the first MaxResponseSnippet bytes of the answer's body
+	// Probe marks an attempt sent early to learn whether a failing
+	// destination is back (recovery.go): recorded like any other, it uses
+	// no step of the retry schedule and carries the number of the step it
+	// went ahead of (AttemptNumber).
+	Probe bool
 }
 
 // AttemptRecord is one attempt to record with Store.RecordAttempts: the

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/alert"
 	"hookbox/storage/bboltstore"
 )
 
@@ -279,7 +280,7 @@ func TestAlerter_RedirectNotFollowed(t *testing.T) {
 	h := newHarness(t, destsConfig(`[]`, s.URL)+fmt.Sprintf("[alerts]\ndead_letters_over = 0\nurl = %q\n", redirect.URL))
 	h.send(t, "alert-1", `{}`)
 	h.waitState(t, "alert-1", 0, app.Dead)
-	app.NewAlerter(h.cfg, h.db).Check(context.Background())
+	alert.New(h.cfg, h.db).Check(context.Background())
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("the alert followed a redirect: the target got %d requests", n)
 	}
@@ -363,7 +364,7 @@ func proxyChild(t *testing.T) {
 	if err := h.db.RecordAttempt(context.Background(), h.deliveries(t, "proxy-1")[0].ID, &app.Attempt{Start: time.Now(), Status: 500}, app.Dead, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	app.NewAlerter(h.cfg, h.db).Check(context.Background())
+	alert.New(h.cfg, h.db).Check(context.Background())
 	if alerts.Load() != 1 {
 		t.Fatalf("the alert URL got %d requests, want 1", alerts.Load())
 	}

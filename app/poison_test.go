@@ -2,16 +2,24 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"hookbox/app"
+	"hookbox/app/alert"
 	"hookbox/app/config"
 	"hookbox/app/metrics"
+	"hookbox/app/receive"
 	"hookbox/storage/bboltstore"
 )
 
@@ -33,7 +41,7 @@ func TestDispatcher_PoisonIsolated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv := app.NewReceiver(cfg, db)
+	recv := receive.New(cfg, db)
 	for i := range 20 {
 		in := signed(t, "github", "gh-secret", []byte(fmt.Sprintf(`{"n": %d}`, i)), "", fmt.Sprint("bl-", i), "push", time.Now())
 		if _, err := recv.Receive(context.Background(), "gh", in); err != nil {
@@ -75,7 +83,7 @@ func TestDispatcher_PoisonIsolated(t *testing.T) {
 	if got := gaugeValue(t, prom, "hookbox_poison_records"); got != 1 {
 		t.Fatalf("hookbox_poison_records = %v, want 1", got)
 	}
-	alerter := app.NewAlerter(h.cfg, h.db)
+	alerter := alert.New(h.cfg, h.db)
 	alerter.Check(context.Background())
 	alerter.Check(context.Background()) // once per new record, not once per check
 	msgs := alerts.messages()
@@ -104,4 +112,31 @@ func gaugeValue(t *testing.T, prom *metrics.Prometheus, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// alertSink records the text of every Slack-compatible message posted to it.
+type alertSink struct {
+	*httptest.Server
+	mu    sync.Mutex
+	texts []string
+}
+
+func newAlertSink(t *testing.T) *alertSink {
+	s := &alertSink{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct{ Text string }
+		b, _ := io.ReadAll(r.Body)
+		json.Unmarshal(b, &m)
+		s.mu.Lock()
+		s.texts = append(s.texts, m.Text)
+		s.mu.Unlock()
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *alertSink) messages() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.texts)
 }

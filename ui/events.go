@@ -41,6 +41,9 @@ func (u *UI) events(c *fiber.Ctx) error {
 	var res app.EventSearch
 	var err error
 	status := fiber.StatusOK
+	if err := app.CheckEventStatus(q.Status); err != nil {
+		bad, status = app.ErrorMessage(err), fiber.StatusBadRequest
+	}
 	if q.Q != "" && bad == "" {
 		// The search and the count of its replay stop when the browser
 		// leaves, and take a place in the node's gate (issue 42).
@@ -54,7 +57,7 @@ func (u *UI) events(c *fiber.Ctx) error {
 		}
 	}
 	switch {
-	case q.Q != "" && bad != "": // refused: nothing to list
+	case status == fiber.StatusBadRequest, q.Q != "" && bad != "": // refused: nothing to list
 	case q.Q != "":
 		res, err = u.d.Store.SearchEvents(ctx, q)
 	default:
@@ -108,12 +111,12 @@ func (u *UI) events(c *fiber.Ctx) error {
 	return u.render(c, status, "events", "Events", map[string]any{"Rows": rows, "Next": nextURL, "Q": q, "Window": window,
 		"Since": c.Query("since"), "Until": c.Query("until"), "Sources": sources, "Error": bad,
 		"Replay": offer, "Replayed": c.Query("replayed"),
-		"Statuses": []string{"delivered", "pending", "waiting", "dead", "unrouted", "merged", "unreadable"}})
+		"Statuses": app.EventStates})
 }
 
-// eventRow is a row of the events list: the event, the destinations of
-// its deliveries, and its status in the overview's words: "failing" for a
-// pending delivery that has had failed attempts (it waits for a retry).
+// eventRow is a row of the events list: the event (its status is one of
+// app.EventStates, as the store filters by it), the destinations of its
+// deliveries, and for a merged one the event that carries it.
 type eventRow struct {
 	app.EventSummary
 	Destinations []string
@@ -124,13 +127,13 @@ type eventRow struct {
 }
 
 // eventRows reads the deliveries of each listed event (one read each, a
-// page at a time) for the destination column and the failing status, and
-// for a merged one the event that carries it.
+// page at a time) for the destination column, and for a merged one the
+// event that carries it.
 func (u *UI) eventRows(ctx context.Context, list []app.EventSummary) ([]eventRow, error) {
 	out := make([]eventRow, 0, len(list))
 	for _, e := range list {
 		row := eventRow{EventSummary: e}
-		if e.Status == "merged" {
+		if e.Status == app.StateMerged {
 			by, err := u.d.Store.CarriedBy(ctx, e.Seq)
 			if err != nil {
 				return nil, err
@@ -143,7 +146,7 @@ func (u *UI) eventRows(ctx context.Context, list []app.EventSummary) ([]eventRow
 				row.CarriedBy, row.CarrierID = by, names[by].ID
 			}
 		}
-		if e.Status != "unrouted" && e.Status != "merged" && e.Status != "waiting" && e.Status != "unreadable" {
+		if e.Status != app.StateUnrouted && e.Status != app.StateMerged && e.Status != app.StateWaiting && e.Status != app.StateUnreadable {
 			ds, err := u.d.Store.EventDeliveries(ctx, e.Seq)
 			if err != nil {
 				return nil, err
@@ -151,9 +154,6 @@ func (u *UI) eventRows(ctx context.Context, list []app.EventSummary) ([]eventRow
 			for _, d := range ds {
 				if !slices.Contains(row.Destinations, d.Destination) {
 					row.Destinations = append(row.Destinations, d.Destination)
-				}
-				if d.State == app.Pending && d.Attempts > 0 && row.Status == "pending" {
-					row.Status = "failing"
 				}
 			}
 		}

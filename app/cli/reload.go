@@ -12,8 +12,12 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"hookbox/app"
+	"hookbox/app/access"
+	"hookbox/app/alert"
 	"hookbox/app/cmdsend"
 	"hookbox/app/httpsend"
+	"hookbox/app/receive"
+	"hookbox/app/sweep"
 )
 
 // reloader reads the config file again on SIGHUP and puts it in force
@@ -25,16 +29,16 @@ type reloader struct {
 	logger  *slog.Logger
 	now     func() time.Time
 	// access records reloads by signal in the audit log (nil: none).
-	access *app.Access
+	access *access.Service
 
-	receiver   *app.Receiver
+	receiver   *receive.Receiver
 	dispatcher *app.Dispatcher
 	sender     *httpsend.Sender
 	commands   *cmdsend.Sender
 	stats      *app.Stats
 	pauser     *app.Pauser
-	alerter    *app.Alerter
-	sweeper    *app.Sweeper
+	alerter    *alert.Alerter
+	sweeper    *sweep.Sweeper
 
 	// The cron jobs whose specs are config: each is scheduled again when
 	// its spec changes.

@@ -19,12 +19,17 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
+	"hookbox/app/alert"
+	backups "hookbox/app/backup"
 	"hookbox/app/cmdsend"
 	"hookbox/app/config"
 	"hookbox/app/httpsend"
 	"hookbox/app/mail"
 	"hookbox/app/metrics"
+	"hookbox/app/receive"
 	"hookbox/app/stream"
+	"hookbox/app/sweep"
 	"hookbox/app/web"
 )
 
@@ -166,18 +171,18 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	go stats.Storage.Watch(ctx, func() error {
 		return db.SetMeta(context.WithoutCancel(ctx), "health_probe", []byte(time.Now().UTC().Format(time.RFC3339)))
 	})
-	receiver := app.NewReceiver(cfg, db)
+	receiver := receive.New(cfg, db)
 	receiver.Stats = stats
 	// The stream's hub reads new events at once after such a commit too;
 	// an unrouted accept waits for its poll (app.StreamPoll).
 	hub := stream.NewHub(db)
 	db.OnOpened(func() { dispatcher.Wake(); hub.Wake() }) // once per commit that opened deliveries
-	sweeper := app.NewSweeper(cfg, db)
+	sweeper := sweep.New(cfg, db)
 	sweeper.Stats = stats
-	alerter := app.NewAlerter(cfg, db)
+	alerter := alert.New(cfg, db)
 	alerter.Storage = stats.Storage
 	alerter.Health = db
-	backuper := app.NewBackuper(cfg, n.writeBackup)
+	backuper := backups.New(cfg, n.writeBackup)
 	backuper.Alert = alerter.Backup
 	go alerter.Run(ctx) // sends what Notify queues
 	if len(cfg.Alerts.EmailTo) > 0 {
@@ -247,18 +252,18 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	// The password is only read here: one is generated once every
 	// listener is bound (below), so that a start that fails to bind shows
 	// none, and the one shown belongs to a server that runs.
-	access, err := app.NewAccess(ctx, cfg.Status, db, db, logger.With("component", "access"))
+	acc, err := access.New(ctx, cfg.Status, db, db, logger.With("component", "access"))
 	if err != nil {
 		return err
 	}
-	reload.access = access
+	reload.access = acc
 	requestDir := "" // where hookbox user, token and passwd leave requests: the data dir of bbolt
 	if cfg.Storage.Backend != app.BackendPostgres {
 		requestDir = cfg.Server.DataDir
 	}
 	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
 	srv := web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
-		Backup: n.backup, Access: access, Stats: stats, Metrics: prom, LastBackup: lastBackup,
+		Backup: n.backup, Access: acc, Stats: stats, Metrics: prom, LastBackup: lastBackup,
 		Pauser: pauser, Running: running, Stream: hub})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
@@ -285,7 +290,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 			}()
 		}
 	}
-	if err := access.Ensure(ctx); err != nil {
+	if err := acc.Ensure(ctx); err != nil {
 		ln.Close()
 		if httpSrv != nil {
 			httpSrv.Close()
@@ -295,9 +300,9 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	// Changes made elsewhere are taken up, and the command line's
 	// requests applied (ones left while the server was stopped first),
 	// every AccessPoll.
-	go access.Watch(ctx)
+	go acc.Watch(ctx)
 	if requestDir != "" {
-		go takeAccessRequests(ctx, access, requestDir)
+		go takeAccessRequests(ctx, acc, requestDir)
 	}
 	go reload.watch(ctx, hup)
 	own.Info("hookbox started", append(attrs, "data", n.where, "sources", len(cfg.Sources))...)
@@ -337,11 +342,11 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 
 // takeAccessRequests applies the command line's access requests in dir
 // now and every AccessPoll until ctx ends.
-func takeAccessRequests(ctx context.Context, a *app.Access, dir string) {
-	t := time.NewTicker(app.AccessPoll)
+func takeAccessRequests(ctx context.Context, a *access.Service, dir string) {
+	t := time.NewTicker(access.Poll)
 	defer t.Stop()
 	for {
-		a.TakeAccessRequests(ctx, dir)
+		a.TakeRequests(ctx, dir)
 		select {
 		case <-ctx.Done():
 			return

@@ -26,7 +26,7 @@ const DefaultCheckEvery = time.Hour
 // certificate this close to expiry means renewals have failed for weeks.
 const ExpiryWarning = 14 * 24 * time.Hour
 
-// Topics of the alerts about certificates (app.Alerter.Notify sends each
+// Topics of the alerts about certificates (alert.Alerter.Notify sends each
 // at most once an hour).
 const (
 	AlertCertObtain  = "certificate-obtain"

@@ -34,6 +34,9 @@ func (s *Server) handleEvents(c *fiber.Ctx) error {
 	q := app.EventQuery{Source: c.Query("source"), Topic: c.Query("topic"), Status: c.Query("status"),
 		ID: c.Query("id"), Limit: c.QueryInt("limit", 50)}
 	q.Before, _ = strconv.ParseUint(c.Query("before"), 10, 64)
+	if err := app.CheckEventStatus(q.Status); err != nil {
+		return s.sendError(c, err)
+	}
 	for _, f := range []struct {
 		name string
 		to   *time.Time

@@ -65,11 +65,11 @@ func TestAPI_EventsSearch(t *testing.T) {
 	for _, tc := range []struct{ query, want string }{
 		{"q=" + url.QueryEscape("#1004"), "order-1004:pending"},
 		{"q=ANN%40example", "order-1004:pending"},
-		{"q=" + url.QueryEscape("A/B & <C>"), "order-2:pending order-1:dead order-0:dead"},
+		{"q=" + url.QueryEscape("A/B & <C>"), "order-2:failing order-1:dead order-0:dead"},
 		{"q=" + url.QueryEscape("a/b") + "&status=dead", "order-1:dead order-0:dead"},
 		{"q=" + url.QueryEscape("a/b") + "&topic=customers%2F%2A", ""},
 		{"q=" + url.QueryEscape("a/b") + "&id=order-1", "order-1:dead"},
-		{"q=" + url.QueryEscape("a/b") + "&limit=2", "order-2:pending order-1:dead"},
+		{"q=" + url.QueryEscape("a/b") + "&limit=2", "order-2:failing order-1:dead"},
 		{"q=%232000", ""},
 	} {
 		a := events(tc.query)
@@ -108,7 +108,7 @@ func TestAPI_EventsSearch(t *testing.T) {
 		}
 		query = "q=" + url.QueryEscape("a/b") + "&before=" + fmt.Sprint(a.NextBefore)
 	}
-	if all := strings.Fields(strings.Join(got, " ")); strings.Join(all, " ") != "order-2:pending order-1:dead order-0:dead" {
+	if all := strings.Fields(strings.Join(got, " ")); strings.Join(all, " ") != "order-2:failing order-1:dead order-0:dead" {
 		t.Fatalf("pages %q; want the three orders, newest first", got)
 	}
 }

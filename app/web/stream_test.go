@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
 	"hookbox/app/stream"
 	"hookbox/app/web"
 	"hookbox/storage"
@@ -32,7 +34,7 @@ type streamNode struct {
 	srv  *web.Server
 	hub  *stream.Hub
 	db   storage.Store
-	acc  *app.Access
+	acc  *access.Service
 }
 
 func openBolt(t *testing.T) storage.Store {
@@ -64,7 +66,7 @@ func startStreamNode(t *testing.T, db storage.Store, opts ...func(*web.Deps)) *s
 	cfg := mustConfig(t, apiConfig)
 	hub := stream.NewHub(db)
 	acc := testAccess(t, cfg, db)
-	deps := web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, Access: acc, Stream: hub}
+	deps := web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping, Access: acc, Stream: hub}
 	for _, o := range opts {
 		o(&deps)
 	}

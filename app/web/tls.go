@@ -44,7 +44,7 @@ type TLS struct {
 	HTTP   http.Handler
 	Logger *slog.Logger
 	// Alert, when set, is told of certificate trouble: a topic (Alert*)
-	// and a message. It must not block (app.Alerter.Notify).
+	// and a message. It must not block (alert.Alerter.Notify).
 	Alert func(topic, text string)
 
 	domain     string

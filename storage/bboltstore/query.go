@@ -11,9 +11,6 @@ import (
 	"hookbox/app"
 )
 
-// Unreadable is the list status of an event that cannot be decoded.
-const Unreadable = "unreadable"
-
 // maxScan bounds how many events one list page examines when filters are
 // selective, so a page never walks the whole history; the caller pages on
 // with the returned cursor.
@@ -139,9 +136,9 @@ func (d *DB) findByID(tx *bolt.Tx, q app.EventQuery, out *[]app.EventSummary) er
 func summarize(tx *bolt.Tx, k, v []byte, q app.EventQuery) (app.EventSummary, bool, error) {
 	e, err := decodeEvent(v)
 	if err != nil {
-		row := app.EventSummary{Seq: binary.BigEndian.Uint64(k), Size: len(v), Status: Unreadable}
+		row := app.EventSummary{Seq: binary.BigEndian.Uint64(k), Size: len(v), Status: app.StateUnreadable}
 		row.ReceivedAt, _ = receivedAt(v)
-		return row, q.Source == "" && q.Topic == "" && (q.Status == "" || q.Status == Unreadable), nil
+		return row, q.Source == "" && q.Topic == "" && (q.Status == "" || q.Status == app.StateUnreadable), nil
 	}
 	if q.Source != "" && e.Source != q.Source || q.Topic != "" && !app.Glob(q.Topic, e.Topic) {
 		return app.EventSummary{}, false, nil
@@ -154,40 +151,37 @@ func summarize(tx *bolt.Tx, k, v []byte, q app.EventQuery) (app.EventSummary, bo
 		return app.EventSummary{}, false, nil
 	}
 	var until time.Time
-	if status == "waiting" {
+	if status == app.StateWaiting {
 		until = waitingUntil(tx, k)
 	}
 	return app.EventSummary{Seq: binary.BigEndian.Uint64(k), Source: e.Source, ID: e.ID, Topic: e.Topic,
 		ReceivedAt: e.ReceivedAt, Size: len(e.Body), Status: status, WaitingUntil: until}, true, nil
 }
 
-// eventStatus is the worst state among an event's deliveries: dead, then
-// pending, then delivered; when it has none, "merged" when debouncing
-// folded it into another event that went out, "waiting" when it is the
-// event of a debounced delivery whose window is open, else "unrouted".
+// eventStatus is app.EventWord of an event's deliveries (dead, failing,
+// pending, delivered); when it has none, "merged" when debouncing folded
+// it into another event that went out, "waiting" when it is the event of a
+// debounced delivery whose window is open, else "unrouted".
 func eventStatus(tx *bolt.Tx, k []byte) (string, error) {
-	worst := app.DeliveryState(0)
-	rank := map[app.DeliveryState]int{app.Delivered: 1, app.Pending: 2, app.Dead: 3}
+	var ds []*app.Delivery
 	c := tx.Bucket(bucketEventDlv).Cursor()
 	for dk, _ := c.Seek(k); dk != nil && bytes.HasPrefix(dk, k); dk, _ = c.Next() {
 		dl, err := getDelivery(tx, binary.BigEndian.Uint64(dk[8:]))
 		if err != nil {
 			continue // cannot be read: on the poison list once it is due
 		}
-		if rank[dl.State] > rank[worst] {
-			worst = dl.State
-		}
+		ds = append(ds, dl)
 	}
-	if worst == 0 {
-		if tx.Bucket(bucketMerged).Get(k) != nil {
-			return "merged", nil
-		}
-		if tx.Bucket(bucketPendingEvent).Get(k) != nil {
-			return "waiting", nil
-		}
-		return "unrouted", nil
+	if w := app.EventWord(ds); w != "" {
+		return w, nil
 	}
-	return worst.String(), nil
+	if tx.Bucket(bucketMerged).Get(k) != nil {
+		return app.StateMerged, nil
+	}
+	if tx.Bucket(bucketPendingEvent).Get(k) != nil {
+		return app.StateWaiting, nil
+	}
+	return app.StateUnrouted, nil
 }
 
 // waitingUntil is when the pending delivery of event k is due (zero if

@@ -306,14 +306,14 @@ func (d *DB) Delivery(ctx context.Context, id uint64) (*app.Delivery, []*app.Att
 	if err != nil {
 		return nil, nil, appErr(err)
 	}
-	rows, err := d.pool.Query(ctx, "SELECT n, started, duration_ns, status, error, response FROM hookbox_attempts WHERE delivery_id = $1 ORDER BY n", int64(id))
+	rows, err := d.pool.Query(ctx, "SELECT n, started, duration_ns, status, error, response, probe FROM hookbox_attempts WHERE delivery_id = $1 ORDER BY n", int64(id))
 	if err != nil {
 		return nil, nil, err
 	}
 	attempts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*app.Attempt, error) {
 		a := &app.Attempt{}
 		var dur int64
-		err := r.Scan(&a.N, &a.Start, &dur, &a.Status, &a.Error, &a.Response)
+		err := r.Scan(&a.N, &a.Start, &dur, &a.Status, &a.Error, &a.Response, &a.Probe)
 		a.Duration = time.Duration(dur)
 		return a, err
 	})
@@ -379,10 +379,10 @@ func (d *DB) CountPending(ctx context.Context) (int, error) {
 	return d.count(ctx, "SELECT (SELECT count(*) FROM hookbox_deliveries WHERE state = 1) + (SELECT count(*) FROM hookbox_debounce WHERE due IS NOT NULL)")
 }
 
-// CountRetrying returns how many pending deliveries have had an attempt
-// (and wait for a retry), counting at most limit.
+// CountRetrying returns how many deliveries are failing (failingSQL:
+// pending after an attempt, waiting for a retry), counting at most limit.
 func (d *DB) CountRetrying(ctx context.Context, limit int) (int, error) {
-	return d.count(ctx, "SELECT count(*) FROM (SELECT 1 FROM hookbox_deliveries WHERE state = 1 AND attempts > 0 LIMIT $1) b", limit)
+	return d.count(ctx, "SELECT count(*) FROM (SELECT 1 FROM hookbox_deliveries WHERE "+failingSQL+" LIMIT $1) b", limit)
 }
 
 // Backlog returns how many deliveries to dest are pending, counting at

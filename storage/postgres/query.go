@@ -20,17 +20,22 @@ import (
 // selective, as in the bbolt store: the caller pages on with the cursor.
 const maxScan = 20000
 
-// statusSQL is an event's status from its deliveries: the worst of dead,
-// pending, delivered; "merged" when debouncing folded it into another
-// (that went out, or whose window is still open);
+// failingSQL is app.DeliveryWord's "failing" for a row of
+// hookbox_deliveries (state 1 is app.Pending): pending after an attempt.
+// The event status and CountRetrying both filter by it.
+const failingSQL = `(state = 1 AND attempts > 0)`
+
+// statusSQL is an event's status from its deliveries: app.EventWord, the
+// worst of dead, failing, pending, delivered; "merged" when debouncing
+// folded it into another (that went out, or whose window is still open);
 // "waiting" when it is the event of a debounced delivery whose window is
 // open; else "unrouted". w is the event's row.
-const statusSQL = `(SELECT CASE max(CASE d.state WHEN 3 THEN 3 WHEN 1 THEN 2 ELSE 1 END)
-		WHEN 3 THEN 'dead' WHEN 2 THEN 'pending' WHEN 1 THEN 'delivered'
-		ELSE CASE WHEN EXISTS (SELECT 1 FROM hookbox_merged m WHERE m.merged_seq = w.seq) THEN 'merged'
-			WHEN EXISTS (SELECT 1 FROM hookbox_debounce k WHERE k.due IS NOT NULL AND w.seq = ANY(k.merged)) THEN 'merged'
-			WHEN EXISTS (SELECT 1 FROM hookbox_debounce k WHERE k.event_seq = w.seq AND k.due IS NOT NULL) THEN 'waiting'
-			ELSE 'unrouted' END END
+const statusSQL = `(SELECT CASE max(CASE WHEN d.state = 3 THEN 4 WHEN ` + failingSQL + ` THEN 3 WHEN d.state = 1 THEN 2 ELSE 1 END)
+		WHEN 4 THEN '` + app.StateDead + `' WHEN 3 THEN '` + app.StateFailing + `' WHEN 2 THEN '` + app.StatePending + `' WHEN 1 THEN '` + app.StateDelivered + `'
+		ELSE CASE WHEN EXISTS (SELECT 1 FROM hookbox_merged m WHERE m.merged_seq = w.seq) THEN '` + app.StateMerged + `'
+			WHEN EXISTS (SELECT 1 FROM hookbox_debounce k WHERE k.due IS NOT NULL AND w.seq = ANY(k.merged)) THEN '` + app.StateMerged + `'
+			WHEN EXISTS (SELECT 1 FROM hookbox_debounce k WHERE k.event_seq = w.seq AND k.due IS NOT NULL) THEN '` + app.StateWaiting + `'
+			ELSE '` + app.StateUnrouted + `' END END
 	FROM hookbox_deliveries d WHERE d.event_seq = w.seq)`
 
 // ListEvents returns events matching q, newest first, and the cursor for
@@ -150,7 +155,7 @@ func summaries(ctx context.Context, db querier, window string, q app.EventQuery,
 	}
 	args = append(args, q.Limit+1)
 	sql := `SELECT seq, source, id, topic, received_at, size, status,
-		CASE WHEN status = 'waiting' THEN (SELECT min(k.due) FROM hookbox_debounce k WHERE k.event_seq = s.seq) END FROM (
+		CASE WHEN status = '` + app.StateWaiting + `' THEN (SELECT min(k.due) FROM hookbox_debounce k WHERE k.event_seq = s.seq) END FROM (
 	SELECT w.seq, w.source, w.id, w.topic, w.received_at, length(w.body) AS size, ` + statusSQL + ` AS status
 	FROM (` + window + `) w
 ) s` + where + " ORDER BY seq DESC LIMIT $" + strconv.Itoa(len(args))

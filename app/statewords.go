@@ -1,0 +1,77 @@
+package app
+
+import (
+	"slices"
+	"strings"
+)
+
+// The words for the state of an event or of a delivery: what the status
+// page, the admin API and the command line show, and what the API's
+// ?status= filter takes. They are written here once; every place that
+// shows or filters a state takes them from here.
+const (
+	// StatePending is a delivery on its way that has had no attempt yet
+	// (or an event whose worst delivery is so).
+	StatePending = "pending"
+	// StateFailing is a pending delivery that has had an attempt: it
+	// failed, and the delivery waits for a retry (see DeliveryWord).
+	StateFailing = "failing"
+	// StateDelivered is a delivery the destination took.
+	StateDelivered = "delivered"
+	// StateDead is a delivery that will not be tried again unless replayed.
+	StateDead = "dead"
+	// StateWaiting is an event of a debounced route whose window is open:
+	// no delivery yet, one is due when the window closes.
+	StateWaiting = "waiting"
+	// StateMerged is an event that debouncing folded into a later one of
+	// the same key: that one's delivery carries it.
+	StateMerged = "merged"
+	// StateUnrouted is an event that no route took.
+	StateUnrouted = "unrouted"
+	// StateUnreadable is an event whose stored record cannot be decoded.
+	StateUnreadable = "unreadable"
+)
+
+// EventStates are the words an event's status can be, in the order the
+// events page offers them as filters. Each is a value of EventQuery.Status.
+var EventStates = []string{StateDelivered, StatePending, StateFailing, StateWaiting, StateDead, StateUnrouted, StateMerged, StateUnreadable}
+
+// DeliveryStates are the words a delivery's state can be.
+var DeliveryStates = []string{StatePending, StateFailing, StateDelivered, StateDead}
+
+// DeliveryWord is the word for d's state: its stored state, except that a
+// pending delivery that has had an attempt is "failing" (every attempt that
+// leaves a delivery pending failed). The stores filter by this same rule
+// (storetest's EventStateWords holds them to it).
+func DeliveryWord(d *Delivery) string {
+	if d.State == Pending && d.Attempts > 0 {
+		return StateFailing
+	}
+	return d.State.String()
+}
+
+// deliveryRank orders the words of deliveries from best to worst: an
+// event's status is the worst of its deliveries'.
+var deliveryRank = map[string]int{StateDelivered: 1, StatePending: 2, StateFailing: 3, StateDead: 4}
+
+// EventWord is an event's status from its deliveries: the worst of their
+// words, dead before failing before pending before delivered; "" when it
+// has none (the store then says waiting, merged or unrouted).
+func EventWord(ds []*Delivery) string {
+	worst := ""
+	for _, d := range ds {
+		if w := DeliveryWord(d); deliveryRank[w] > deliveryRank[worst] {
+			worst = w
+		}
+	}
+	return worst
+}
+
+// CheckEventStatus returns nil when s is "" (all) or one of EventStates,
+// else an EINVALID error that names the valid words.
+func CheckEventStatus(s string) error {
+	if s == "" || slices.Contains(EventStates, s) {
+		return nil
+	}
+	return Errorf(EINVALID, "status %q: use one of %s", s, strings.Join(EventStates, ", "))
+}
