@@ -84,7 +84,7 @@ func TestSignal(t *testing.T) {
 			if s.Fired() {
 				t.Fatal("fired before Fire")
 			}
-			go func() { time.Sleep(time.Second); s.Fire(); s.Fire() }()
+			time.AfterFunc(time.Second, func() { s.Fire(); s.Fire() }) // the bubble's clock
 			if msg := run(func(tb testing.TB) { s.Wait(tb, time.Minute, "the fire") }); msg != "" {
 				t.Fatal(msg)
 			}
