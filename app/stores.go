@@ -24,6 +24,7 @@ type Store interface {
 	FigureStore
 	GaugeStore
 	ReplayStore
+	ReplayQueryStore
 	StatsStore
 	AlertStore
 	StreamHubStore
@@ -39,7 +40,7 @@ type Store interface {
 
 // Accept: the receiver.
 
-// IngestStore is what the Receiver needs of the store: to remember an id
+// IngestStore is what the receiver (app/receive) needs of the store: to remember an id
 // once and store its event, in one durable transaction.
 type IngestStore interface {
 	// Accept records e's id for its source until idExpires, stores e and
@@ -177,10 +178,29 @@ type ReplayStore interface {
 	// RetryDestination makes every waiting delivery to dest due at now,
 	// as RetryNow does, and reports how many it moved.
 	RetryDestination(ctx context.Context, dest string, now time.Time) (int, error)
-	// ReplayQuery finds the dead or delivered deliveries q selects (at
-	// most q's limit, the first in accept order) and, unless q.DryRun,
-	// makes them pending again, all due at now, in bounded writes.
-	ReplayQuery(ctx context.Context, q ReplayQuery, now time.Time) (ReplayResult, error)
+}
+
+// ReplayQueryStore is what a replay by query (app/replay) reads and writes
+// of a store: the selection itself (SelectReplay) is the domain's, above
+// the stores.
+type ReplayQueryStore interface {
+	// ReplayCandidates returns the dead or delivered deliveries q (checked
+	// by ReplayQuery.Check) matches, at most q.Limit, the first in accept
+	// order, named by their events, and whether more matched. A body
+	// search (q.Q) reads every body the other filters leave, without
+	// SearchEvents' budget (a dry run must select what its run replays),
+	// until q.Limit matched or ctx is done.
+	ReplayCandidates(ctx context.Context, q ReplayQuery) ([]ReplayItem, bool, error)
+	// Requeue makes each delivery of ids that is still in one of the
+	// states from pending again, due at now, keeping its attempts, in one
+	// write, and reports how many it changed (one gone or in another
+	// state is left alone). On a store shared by nodes it tells the
+	// others, as an accept does.
+	Requeue(ctx context.Context, ids []uint64, from []DeliveryState, now time.Time) (int, error)
+	// Delivery and EventNames are ReadModel's: the replay of one delivery
+	// reads it, and names it by its event.
+	Delivery(ctx context.Context, id uint64) (*Delivery, []*Attempt, error)
+	EventNames(ctx context.Context, seqs []uint64) (map[uint64]EventName, error)
 }
 
 // StreamStore is what the stream reads of a store: the events accepted

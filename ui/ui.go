@@ -37,6 +37,7 @@ type Store interface {
 	app.ReadModel
 	app.FigureStore
 	app.ReplayStore
+	app.ReplayQueryStore
 }
 
 // Deps are what the pages are built from.

@@ -15,6 +15,7 @@ import (
 	"hookbox/app/alert"
 	"hookbox/app/cmdsend"
 	"hookbox/app/httpsend"
+	"hookbox/app/receive"
 	"hookbox/app/sweep"
 )
 
@@ -29,7 +30,7 @@ type reloader struct {
 	// access records reloads by signal in the audit log (nil: none).
 	access *app.Access
 
-	receiver   *app.Receiver
+	receiver   *receive.Receiver
 	dispatcher *app.Dispatcher
 	sender     *httpsend.Sender
 	commands   *cmdsend.Sender

@@ -26,6 +26,7 @@ import (
 	"hookbox/app/httpsend"
 	"hookbox/app/mail"
 	"hookbox/app/metrics"
+	"hookbox/app/receive"
 	"hookbox/app/stream"
 	"hookbox/app/sweep"
 	"hookbox/app/web"
@@ -170,7 +171,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	go stats.Storage.Watch(ctx, func() error {
 		return db.SetMeta(context.WithoutCancel(ctx), "health_probe", []byte(time.Now().UTC().Format(time.RFC3339)))
 	})
-	receiver := app.NewReceiver(cfg, db)
+	receiver := receive.New(cfg, db)
 	receiver.Stats = stats
 	// The stream's hub reads new events at once after such a commit too;
 	// an unrouted accept waits for its poll (app.StreamPoll).

@@ -15,6 +15,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -48,7 +49,7 @@ func newAPIServer(t *testing.T, toml string) (*web.Server, *bboltstore.DB, uint6
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	recv := app.NewReceiver(cfg, db)
+	recv := receive.New(cfg, db)
 	body := []byte(`{"id": 1}`)
 	in := &app.Inbound{Body: body}
 	for k, v := range signShop(t, body, "w-dead") {

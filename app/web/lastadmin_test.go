@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
@@ -73,7 +74,7 @@ func lastAdminRace(t *testing.T, stores []matrixStore) {
 			t.Fatal(err)
 		}
 		a.Now = time.Now
-		srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, Access: a, Now: time.Now,
+		srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping, Access: a, Now: time.Now,
 			Pauser: app.NewPauser(cfg, db, nil, time.Now)})
 		accesses = append(accesses, a)
 		bases = append(bases, "http://"+serve(t, srv.App()))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
@@ -156,7 +157,7 @@ func roleMatrix(t *testing.T, db matrixStore) {
 	viewerTok, operatorTok := secret("ci-view", app.RoleViewer, 0), secret("ci-op", app.RoleOperator, 0)
 	revokedTok, expiredTok := secret("ci-revoked", app.RoleAdmin, 0), secret("ci-expired", app.RoleAdmin, time.Hour)
 
-	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, Access: access, Now: clock,
+	srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping, Access: access, Now: clock,
 		Pauser: app.NewPauser(cfg, db, nil, clock)})
 	base := "http://" + serve(t, srv.App())
 	t.Cleanup(func() { srv.Shutdown(context.Background()) }) // ends the streams opened below first

@@ -22,6 +22,8 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/metrics"
+	"hookbox/app/receive"
+	"hookbox/app/replay"
 	"hookbox/app/stream"
 	"hookbox/ui"
 )
@@ -50,7 +52,7 @@ type Store interface {
 
 // Deps are what the server serves from.
 type Deps struct {
-	Receiver *app.Receiver
+	Receiver *receive.Receiver
 	// Store backs the admin API and the status pages.
 	Store Store
 	// Wake tells the dispatcher that replayed work is due.
@@ -102,6 +104,7 @@ type Server struct {
 	// while serving (app.Settle), and the edge reads it without a load.
 	server   app.ServerConfig
 	ui       *ui.UI
+	replays  *replay.Service
 	sessions sessions
 	guard    *guard
 	Logger   *slog.Logger
@@ -161,6 +164,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		guard:    newGuard(deps.Access.CheckPassword, deps.Access.Current, deps.Now),
 		bodies:   newBodyBudget(cfg.Server.MaxBodyBytesTotal),
 		Logger:   slog.With("component", "http"),
+		replays:  &replay.Service{Store: deps.Store, Searches: deps.Searches, Now: deps.Now, Wake: deps.Wake},
 	}
 	s.ui = ui.New(ui.Deps{Running: deps.Running, Store: deps.Store, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
 		LastBackup: deps.LastBackup, Pauser: deps.Pauser, May: may, Access: deps.Access, Searches: deps.Searches})

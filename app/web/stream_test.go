@@ -17,6 +17,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
 	"hookbox/app/stream"
 	"hookbox/app/web"
 	"hookbox/storage"
@@ -64,7 +65,7 @@ func startStreamNode(t *testing.T, db storage.Store) *streamNode {
 	cfg := mustConfig(t, apiConfig)
 	hub := stream.NewHub(db)
 	acc := testAccess(t, cfg, db)
-	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, Access: acc, Stream: hub})
+	srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping, Access: acc, Stream: hub})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -113,7 +114,7 @@ secret = "s3cret-shop"
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping,
+	srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping,
 		Access: app.FixedAccess("admin", "pw")})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
