@@ -22,9 +22,9 @@ type Applier struct {
 // lane before the receiver routes to it).
 type Appliers []Applier
 
-// Apply checks next with every applier, then, when none refused, applies
-// it with each in order. A refusal names the part and changes nothing.
-func (as Appliers) Apply(old, next *Config) error {
+// Check asks every applier whether it takes next (old is in force), in
+// order, and returns the first refusal, naming the part. Nothing changes.
+func (as Appliers) Check(old, next *Config) error {
 	for _, a := range as {
 		if a.Check == nil {
 			continue
@@ -33,8 +33,12 @@ func (as Appliers) Apply(old, next *Config) error {
 			return fmt.Errorf("%s: %w", a.Name, err)
 		}
 	}
+	return nil
+}
+
+// Apply puts next, which Check took, in force in every part, in order.
+func (as Appliers) Apply(next *Config) {
 	for _, a := range as {
 		a.Apply(next)
 	}
-	return nil
 }

@@ -77,7 +77,7 @@ func (l *loop) Stop(ctx context.Context) error {
 	case <-l.done:
 		return nil
 	case <-ctx.Done():
-		<-l.done // reported as an overrun by Services when it takes long
+		<-l.done // Services reports it when it takes long past the deadline
 		return nil
 	}
 }
@@ -95,7 +95,10 @@ type Services struct {
 	// it is reported (logged at once, and in Stop's error); it is waited
 	// for still, so nothing is closed under it. Zero: DefaultOverrun.
 	Overrun time.Duration
-	Logger  *slog.Logger
+	// StopWithin bounds the stop of what started when a later part fails
+	// to start (zero: no deadline).
+	StopWithin time.Duration
+	Logger     *slog.Logger
 
 	started int // how many of Parts started
 }
@@ -104,13 +107,17 @@ type Services struct {
 const DefaultOverrun = time.Second
 
 // Start starts the parts in order. When one fails, the ones started are
-// stopped in reverse (with ctx's values, without its end) and the error
+// stopped in reverse (with ctx's values, within StopWithin) and the error
 // names the part.
 func (s *Services) Start(ctx context.Context) error {
 	for _, p := range s.Parts {
 		if err := p.Start(ctx); err != nil {
-			stopErr := s.Stop(context.WithoutCancel(ctx))
-			return errors.Join(fmt.Errorf("start %s: %w", p.Name, err), stopErr)
+			sctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+			if s.StopWithin > 0 {
+				sctx, cancel = context.WithTimeout(sctx, s.StopWithin)
+			}
+			defer cancel()
+			return errors.Join(fmt.Errorf("start %s: %w", p.Name, err), s.Stop(sctx))
 		}
 		s.started++
 	}

@@ -155,11 +155,15 @@ func TestAppliers(t *testing.T) {
 		}, Apply: func(*app.Config) { got = append(got, "scheduler") }},
 		{Name: "receiver", Apply: func(*app.Config) { got = append(got, "receiver") }},
 	}
-	if err := as.Apply(old, next); err != nil || !slices.Equal(got, []string{"sender", "scheduler", "receiver"}) {
-		t.Fatalf("Apply = %v, applied %q; want all, in order", err, got)
+	if err := as.Check(old, next); err != nil {
+		t.Fatal(err)
+	}
+	as.Apply(next)
+	if !slices.Equal(got, []string{"sender", "scheduler", "receiver"}) {
+		t.Fatalf("applied %q; want all, in order", got)
 	}
 	got, refuse = nil, true
-	if err := as.Apply(old, next); err == nil || err.Error() != "scheduler: bad spec" || len(got) != 0 {
-		t.Fatalf("Apply = %v, applied %q; want the scheduler's refusal and nothing applied", err, got)
+	if err := as.Check(old, next); err == nil || err.Error() != "scheduler: bad spec" || len(got) != 0 {
+		t.Fatalf("Check = %v, applied %q; want the scheduler's refusal and nothing applied", err, got)
 	}
 }

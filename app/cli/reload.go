@@ -12,10 +12,6 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"hookbox/app"
-	"hookbox/app/alert"
-	"hookbox/app/cmdsend"
-	"hookbox/app/httpsend"
-	"hookbox/app/sweep"
 )
 
 // reloader reads the config file again on SIGHUP and puts it in force
@@ -29,14 +25,9 @@ type reloader struct {
 	// access records reloads by signal in the audit log (nil: none).
 	access *app.Access
 
-	receiver   *app.Receiver
-	dispatcher *app.Dispatcher
-	sender     *httpsend.Sender
-	commands   *cmdsend.Sender
-	stats      *app.Stats
-	pauser     *app.Pauser
-	alerter    *alert.Alerter
-	sweeper    *sweep.Sweeper
+	// appliers put a new config in force, in order (serve's wire lists
+	// them).
+	appliers app.Appliers
 
 	// The cron jobs whose specs are config: each is scheduled again when
 	// its spec changes.
@@ -103,6 +94,9 @@ func (r *reloader) reload() string {
 	if err == nil {
 		diff, err = app.Settle(old, next)
 	}
+	if err == nil {
+		err = r.appliers.Check(old, next) // a refusal changes nothing
+	}
 	if err != nil {
 		f := r.running.Refuse(path, r.now(), err)
 		for _, reason := range f.Reasons {
@@ -114,17 +108,7 @@ func (r *reloader) reload() string {
 		first, _, _ := strings.Cut(f.Reasons[0], "\n")
 		return first
 	}
-	// The receiver last: once it routes to a new destination, the
-	// dispatcher has been handed its lane.
-	r.sender.Apply(next)
-	r.commands.Apply(next) // a changed command comes with each attempt's destination
-	r.stats.Apply(next)
-	r.pauser.Apply(next)
-	r.alerter.Apply(next)
-	r.sweeper.Apply(next)
-	r.reschedule(old, next)
-	r.dispatcher.Apply(next)
-	r.receiver.Apply(next)
+	r.appliers.Apply(next)
 	r.running.Store(&app.Loaded{Config: next, Path: path, At: r.now(), Restart: diff.Restart})
 	r.logger.Info("config reloaded", append([]any{"file", path}, diff.LogAttrs()...)...)
 	return ""
