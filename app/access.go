@@ -1,11 +1,11 @@
 // Team access: users with roles, tokens for scripts, and what the stores
-// keep of them. The Access service (accesscheck.go) answers who is
-// calling; the audit log (audit.go) records what they changed.
+// keep of them. The service in app/access answers who is calling; the
+// table of roles (roles.go) says what each may do; the audit log
+// (audit.go) records what they changed.
 
 package app
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
@@ -99,50 +99,8 @@ type AccessData struct {
 	Version uint64
 }
 
-// AccessStore keeps users and tokens; on PostgreSQL every node shares
-// them. Names are unique among users and among tokens.
-type AccessStore interface {
-	// AccessVersion returns the version of the users and tokens: it
-	// changes with every change of them, and only then.
-	AccessVersion(ctx context.Context) (uint64, error)
-	// LoadAccess returns every user and token with the version read.
-	LoadAccess(ctx context.Context) (AccessData, error)
-	// CreateUser adds u, giving it a new Stamp; an Error ECONFLICT when
-	// the name is taken.
-	CreateUser(ctx context.Context, u User) error
-	// SetUserRole changes name's role at at; ENOTFOUND when there is no
-	// such user, and guard's ECONFLICT when the change would leave no
-	// admin (AdminGuard.Check, on the admins read in the transaction
-	// that writes the change, so that concurrent changes, on any node,
-	// cannot both pass).
-	SetUserRole(ctx context.Context, name string, role Role, at time.Time, guard AdminGuard) error
-	// SetUserPassword changes name's password hash at at; ENOTFOUND when
-	// there is no such user.
-	SetUserPassword(ctx context.Context, name string, hash []byte, at time.Time) error
-	// RemoveUser removes name; ENOTFOUND when there is no such user, and
-	// guard's ECONFLICT when that would leave no admin (as SetUserRole).
-	RemoveUser(ctx context.Context, name string, guard AdminGuard) error
-	// CreateToken adds t, giving it a new Stamp; ECONFLICT when the name
-	// is taken.
-	CreateToken(ctx context.Context, t Token) error
-	// RevokeToken removes the token name; ENOTFOUND when there is none.
-	RevokeToken(ctx context.Context, name string) error
-	// TouchToken records that name was used at at (a later time than the
-	// one kept only); it does not change the version. No such token is no
-	// error.
-	TouchToken(ctx context.Context, name string, at time.Time) error
-	// EnsureFirstUser makes sure a user exists, once for the whole store
-	// whatever the number of nodes starting (under a lock they all take).
-	// When no user exists: a status password hash kept by an older hookbox
-	// under PasswordHashKey becomes the admin user name's, without calling
-	// first; else first is called (it makes a password, shows it, and
-	// returns its hash) and the admin user name is created with that hash.
-	// created says first was called and its user stored.
-	EnsureFirstUser(ctx context.Context, name string, at time.Time, first func() ([]byte, error)) (created bool, err error)
-}
-
-// Bounds of names of users and tokens.
-const maxAccessName = 64
+// MaxAccessName bounds the names of users and tokens.
+const MaxAccessName = 64
 
 // ValidAccessName checks a user's or token's name: 1 to 64 letters,
 // digits, '.', '_', '@' or '-', starting with a letter or digit.
@@ -150,8 +108,8 @@ func ValidAccessName(kind, name string) error {
 	if name == "" {
 		return Errorf(EINVALID, "the %s needs a name", kind)
 	}
-	if len(name) > maxAccessName {
-		return Errorf(EINVALID, "the %s name %q is longer than %d characters", kind, CleanName(name), maxAccessName)
+	if len(name) > MaxAccessName {
+		return Errorf(EINVALID, "the %s name %q is longer than %d characters", kind, CleanName(name), MaxAccessName)
 	}
 	for i, r := range name {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'

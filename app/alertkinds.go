@@ -1,9 +1,7 @@
-// What an alert is, as every channel sends it, and what the alerter reads
-// of a store; the alerter itself is app/alert.
+// What an alert is, as every channel sends it; the alerter itself is
+// app/alert, and what it reads of a store is app.AlertStore.
 
 package app
-
-import "context"
 
 // Alert kinds: what an alert is about, in its JSON, so that a script or
 // an incident tool can route it.
@@ -28,18 +26,4 @@ type AlertMessage struct {
 	// Subject is one line that says what happened, for an email's subject.
 	Subject string `json:"-"`
 	Text    string `json:"text"`
-}
-
-// AlertStore is what the Alerter reads of the store: the dead deliveries
-// it alerts on, the records set aside it reports, and how many deliveries
-// wait for a destination.
-type AlertStore interface {
-	// CountDead returns the number of dead deliveries.
-	CountDead(ctx context.Context) (int, error)
-	// Backlog returns how many deliveries to dest are pending, counting at
-	// most limit.
-	Backlog(ctx context.Context, dest string, limit int) (int, error)
-	// Poisoned returns up to limit of the records set aside because they
-	// could not be decoded, newest first, and how many there are in all.
-	Poisoned(ctx context.Context, limit int) ([]Poison, int, error)
 }

@@ -4,7 +4,6 @@
 package app
 
 import (
-	"context"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -110,17 +109,6 @@ func (q AuditQuery) PageLimit() int {
 		return MaxAuditLimit
 	}
 	return q.Limit
-}
-
-// AuditStore keeps the audit log.
-type AuditStore interface {
-	// AppendAudit adds e durably, setting its Seq.
-	AppendAudit(ctx context.Context, e AuditEntry) error
-	// Audit returns the entries q selects, newest first.
-	Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
-	// DeleteAuditBefore deletes at most limit entries older than t and
-	// reports how many it deleted.
-	DeleteAuditBefore(ctx context.Context, t time.Time, limit int) (int, error)
 }
 
 // maxAuditField bounds each text field of an entry; maxAuditActor its

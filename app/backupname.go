@@ -1,11 +1,9 @@
 // The names of scheduled backups, which the backuper (app/backup), the
-// stores' integrity check and restore read, and what a backup needs of a
-// store.
+// stores' integrity check and restore read.
 
 package app
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,12 +12,6 @@ import (
 	"strconv"
 	"time"
 )
-
-// BackupStore writes consistent copies of the data file (bboltstore.DB).
-type BackupStore interface {
-	// WriteBackup writes a complete copy to path atomically and returns its size.
-	WriteBackup(ctx context.Context, path string) (int64, error)
-}
 
 // BackupPrefix and BackupExt frame the names of scheduled backups:
 // hookbox-NNNNNN-YYYYMMDD-HHMMSS.db. NNNNNN counts the backups in the

@@ -31,23 +31,6 @@ type DestinationControl struct {
 	Health DestinationHealth
 }
 
-// ControlStore keeps destinations' controls. Every node of a cluster
-// reads the same ones.
-type ControlStore interface {
-	// PauseDestination pauses dest from at, by by for reason, durably; a
-	// pause of a paused destination keeps the first one's time and who.
-	PauseDestination(ctx context.Context, dest string, at time.Time, by, reason string) error
-	// ResumeDestination ends dest's pause, durably; resuming one not
-	// paused is no error.
-	ResumeDestination(ctx context.Context, dest string) error
-	// HoldDestination holds dest until until (a Retry-After), unless it is
-	// held until later already.
-	HoldDestination(ctx context.Context, dest string, until time.Time) error
-	// DestinationControls returns the controls of every destination that
-	// has any, by name.
-	DestinationControls(ctx context.Context) (map[string]DestinationControl, error)
-}
-
 // PausedByCLI is who paused a destination through hookbox pause.
 const PausedByCLI = "cli"
 
@@ -141,15 +124,6 @@ func (p *pacer) allow(now time.Time, want int) (int, time.Time) {
 	}
 	n := 1 + int(paceAhead/p.spacing)
 	return min(n, want), time.Time{}
-}
-
-// RateStore is a store that keeps a destination's rate for a cluster
-// (PostgreSQL): the nodes reserve their starts from one shared slot.
-type RateStore interface {
-	// ReserveStarts reserves n starts to dest spaced by spacing and
-	// returns when the first may start and the store's clock now: the
-	// caller waits first-now by its own clock.
-	ReserveStarts(ctx context.Context, dest string, n int, spacing time.Duration) (first, now time.Time, err error)
 }
 
 // DefaultControlEvery is Dispatcher.ControlEvery's default.

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -34,50 +33,6 @@ func Hour(t time.Time) int64 {
 
 // HourStart returns the start of unix hour h.
 func HourStart(h int64) time.Time { return time.Unix(h*3600, 0).UTC() }
-
-// CountStore keeps the status page's hourly counts durably, so that a
-// restart changes nothing on the page. A store counts what its own writes
-// do in the same transaction: an accepted event (received and accepted, in
-// the hour it was received, and debounced when it merged into a pending
-// delivery) and each recorded attempt (delivered, retrying or dead, in the
-// hour the attempt ended). What no write carries (requests refused or
-// answered as duplicates) comes through AddCounts.
-type CountStore interface {
-	// AddCounts adds c to the hour of at. The store keeps them in memory
-	// and writes them with a later commit (and at Close): a crash may lose
-	// the ones not written yet, never a count of an accepted event or of
-	// an attempt.
-	AddCounts(at time.Time, c Counts)
-	// HourlyCounts returns the counts of the hours from the one of from to
-	// the one of to, both included, oldest first; hours with nothing
-	// counted may be left out. It includes what AddCounts holds.
-	HourlyCounts(ctx context.Context, from, to time.Time) ([]HourCounts, error)
-
-	// AddNamed adds n to the count of (k, name) in the hour of at, held
-	// and written as AddCounts does.
-	AddNamed(at time.Time, k NameKind, name string, n uint64)
-	// NamedCounts sums the counts by name of the hours from the one of
-	// from to the one of to, both included, with what AddNamed holds.
-	NamedCounts(ctx context.Context, from, to time.Time) (map[Named]uint64, error)
-	// Lasts returns the last accepted event of each source and the last
-	// failed and last delivering attempt of each destination, as the
-	// store's commits wrote them.
-	Lasts(ctx context.Context) (map[Named]Last, error)
-}
-
-// StatsStore is what Stats needs of the store: the counts it keeps and
-// shows, and the figures behind the gauges of /metrics.
-type StatsStore interface {
-	CountStore
-	// CountDead returns the number of dead deliveries.
-	CountDead(ctx context.Context) (int, error)
-	// CountPending returns the number of deliveries not yet done: due now or
-	// later, and debounced ones waiting for their window.
-	CountPending(ctx context.Context) (int, error)
-	// Poisoned returns up to limit of the records set aside because they
-	// could not be decoded, newest first, and how many there are in all.
-	Poisoned(ctx context.Context, limit int) ([]Poison, int, error)
-}
 
 // NameKind is a count the overview's tables keep per source, destination
 // or debounced route, per hour, like Kind.

@@ -58,6 +58,11 @@ type Attempt struct {
 	Status   int    // 0 when no HTTP answer came
 	Error    string // empty on success
 	Response []byte // the first MaxResponseSnippet bytes of the answer's body
+	// Probe marks an attempt sent early to learn whether a failing
+	// destination is back (recovery.go): recorded like any other, it uses
+	// no step of the retry schedule and carries the number of the step it
+	// went ahead of (AttemptNumber).
+	Probe bool
 }
 
 // AttemptRecord is one attempt to record with Store.RecordAttempts: the

@@ -6,7 +6,6 @@
 package app
 
 import (
-	"context"
 	"time"
 )
 
@@ -38,21 +37,6 @@ func (h DestinationHealth) AsStored() DestinationHealth {
 	h.RecoveredAt = h.RecoveredAt.Truncate(time.Microsecond)
 	h.Alerted = h.Alerted.Truncate(time.Microsecond)
 	return h
-}
-
-// HealthStore keeps destinations' health. Every node of a cluster reads
-// and merges into the same records.
-type HealthStore interface {
-	// SaveDestinationHealth merges a node's view of dest into its stored
-	// health (MergeHealth), in one write; Alerted is the store's, kept.
-	SaveDestinationHealth(ctx context.Context, dest string, view DestinationHealth) error
-	// DestinationHealths returns the stored health of every destination
-	// that has any, by name.
-	DestinationHealths(ctx context.Context) (map[string]DestinationHealth, error)
-	// MarkDestinationAlerted sets dest's Alerted to to when it is from,
-	// and reports whether it did: of several nodes that try the same
-	// change, one wins.
-	MarkDestinationAlerted(ctx context.Context, dest string, from, to time.Time) (bool, error)
 }
 
 // MergeHealth returns the stored health old with a node's view merged in:

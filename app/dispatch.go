@@ -145,7 +145,6 @@ type finishedAttempt struct {
 	w            Work
 	rec          AttemptRecord
 	early, probe bool
-	retryAfter   time.Duration
 	// unsent says nothing was sent (the route's transform failed): the
 	// destination's health learns nothing from it.
 	unsent bool
@@ -429,11 +428,18 @@ func (d *Dispatcher) send(ctx context.Context, l *lane, j job, records chan<- fi
 	if !j.at.IsZero() {
 		d.waitSlot(j.at)
 	}
-	a := &Attempt{Start: d.Now()}
+	if d.heldNow(l) {
+		// Taken before its destination was held (a Retry-After heard while
+		// it waited in the queue, or for its slot of the rate): it goes
+		// back unsent, and out once the hold ends.
+		d.unsent(l, j)
+		return
+	}
+	a := &Attempt{Start: d.Now(), Probe: j.probe}
 	var res Answer
 	var failed error // the transform's
 	if !d.stopping.Load() {
-		req := SendRequest{Dest: dest, Work: w, Attempt: w.Delivery.Attempts + 1, Now: d.Now()}
+		req := SendRequest{Dest: dest, Work: w, Attempt: AttemptNumber(w.Delivery), Now: d.Now()}
 		if req.Transformed, failed = d.transforms.Load().of(w); failed == nil {
 			res = d.sender.Send(ctx, req)
 		} else {
@@ -442,38 +448,37 @@ func (d *Dispatcher) send(ctx context.Context, l *lane, j job, records chan<- fi
 	}
 	a.Duration = d.Now().Sub(a.Start)
 	if failed == nil && (ctx.Err() != nil || d.stopping.Load() && !res.Answered) {
-		d.mu.Lock()
-		d.release(w.Delivery.ID)
-		l.busy--
-		if j.probe {
-			l.healthOf(d.ProbeEvery).probing = false
-		}
-		d.mu.Unlock()
-		d.sends.Done()
-		d.Wake()
+		d.unsent(l, j)
 		return
 	}
 	a.Status, a.Response = res.Status, res.Snippet
 	if res.Err != nil {
 		a.Error = res.Err.Error()
 	}
-	state, due := outcome(dest, w.Delivery, res, a.Start.Add(a.Duration))
-	if j.early {
-		state, due = earlyOutcome(w, res, state, due)
-	}
+	o := DecideAttempt(dest, w.Delivery, res, a.Start.Add(a.Duration), j.early)
 	if failed != nil {
-		state, due = Dead, time.Time{}
+		o.State, o.Due = Dead, time.Time{}
 	}
-	if state != Delivered && a.Error == "" {
+	if o.State != Delivered && a.Error == "" {
 		a.Error = fmt.Sprintf("HTTP %d", res.Status)
 	}
 	if res.Note != "" { // the status stands; the record says the answer was cut
 		a.Error = strings.TrimPrefix(a.Error+"; "+res.Note, "; ")
 	}
+	if !o.HeldUntil.IsZero() {
+		// The hold is in force before this send's slot frees: the next
+		// pass, and every send already taken, sees it (heldNow).
+		d.mu.Lock()
+		if o.HeldUntil.After(l.held) {
+			l.held = o.HeldUntil // the whole destination waits, not only this delivery
+			d.holds = append(d.holds, laneHold{l, o.HeldUntil})
+		}
+		d.mu.Unlock()
+	}
 	// Waits only when the recorder is a whole batch behind, which holds
 	// the senders back while the disk is slower than the destinations.
-	records <- finishedAttempt{lane: l, w: w, rec: AttemptRecord{ID: w.Delivery.ID, Attempt: a, State: state, Due: due, Early: j.early},
-		early: j.early, probe: j.probe, retryAfter: res.RetryAfter, unsent: failed != nil}
+	records <- finishedAttempt{lane: l, w: w, rec: AttemptRecord{ID: w.Delivery.ID, Attempt: a, State: o.State, Due: o.Due, Early: j.early},
+		early: j.early, probe: j.probe, unsent: failed != nil}
 	d.mu.Lock()
 	l.busy--
 	backlogged := l.backlogged
@@ -481,4 +486,25 @@ func (d *Dispatcher) send(ctx context.Context, l *lane, j job, records chan<- fi
 	if backlogged { // else new work wakes us when it is committed
 		d.Wake()
 	}
+}
+
+// heldNow reports whether l's destination is held by a Retry-After now.
+func (d *Dispatcher) heldNow(l *lane) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return l.held.After(d.Now())
+}
+
+// unsent ends j's lease without an attempt: the delivery stays due, and
+// goes out at a later pass (or after the restart).
+func (d *Dispatcher) unsent(l *lane, j job) {
+	d.mu.Lock()
+	d.release(j.w.Delivery.ID)
+	l.busy--
+	if j.probe {
+		l.healthOf(d.ProbeEvery).probing = false
+	}
+	d.mu.Unlock()
+	d.sends.Done()
+	d.Wake()
 }

@@ -20,6 +20,7 @@ import (
 	"hookbox/app/alert"
 	"hookbox/app/config"
 	"hookbox/app/httpsend"
+	"hookbox/app/receive"
 	"hookbox/storage/bboltstore"
 )
 
@@ -68,7 +69,7 @@ func (s *sink) requests() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.g
 type harness struct {
 	cfg  *app.Config
 	db   *bboltstore.DB
-	recv *app.Receiver
+	recv *receive.Receiver
 	disp *app.Dispatcher
 	// stopRun ends the dispatcher's Run; cancelSends then cuts the sends
 	// still in flight, as serve does at the end of its shutdown grace.
@@ -141,7 +142,7 @@ func startHarness(t *testing.T, toml, dir string, now func() time.Time, over fun
 	if over != nil {
 		store = over(db)
 	}
-	h := &harness{cfg: cfg, db: db, recv: app.NewReceiver(cfg, db), disp: app.NewDispatcher(cfg, store, httpsend.New(cfg, "dev")),
+	h := &harness{cfg: cfg, db: db, recv: receive.New(cfg, db), disp: app.NewDispatcher(cfg, store, httpsend.New(cfg, "dev")),
 		changed: make(chan struct{})}
 	h.db.OnOpened(func() { h.disp.Wake(); h.signal() })
 	app.OnRecorded(h.disp, h.signal)
@@ -480,7 +481,7 @@ func benchmarkDispatch(b *testing.B, framing string) {
 	}
 	defer db.Close()
 	// Fill the outbox first, then time the drain.
-	recv := app.NewReceiver(cfg, db)
+	recv := receive.New(cfg, db)
 	body := []byte(fmt.Sprintf(`{"pad": %q}`, strings.Repeat("x", 2000)))
 	inParallel(b, 64, b.N, func(i int) error {
 		_, err := recv.Receive(context.Background(), "gh", signed(b, "github", "gh-secret", body, "", fmt.Sprint("b-", i), "push", time.Now()))

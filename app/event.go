@@ -6,7 +6,6 @@
 package app
 
 import (
-	"context"
 	"time"
 )
 
@@ -30,48 +29,6 @@ type Event struct {
 type HeaderField struct {
 	Name  string
 	Value string
-}
-
-// Store is the sum of the roles below: the whole durable state behind
-// hookbox. bboltstore.DB implements it on one bbolt file, postgres.DB on
-// PostgreSQL; storetest checks both alike. Every service takes only the
-// role it uses (IngestStore, Outbox, SweepStore, StatsStore, AlertStore,
-// ReadModel, MetaStore, BackupStore, StreamStore); the sum is for wiring and tests.
-type Store interface {
-	IngestStore
-	Outbox
-	SweepStore
-	StatsStore
-	AlertStore
-	ReadModel
-	StreamStore
-}
-
-// Outbox is what the Dispatcher needs of the store: the deliveries due,
-// the ones waiting beyond them, where to record attempts, and the
-// debounced deliveries to fire. Every method honours ctx: a done ctx
-// stops a call before it starts work and returns ctx's error.
-type Outbox interface {
-	// FirePending turns the pending deliveries due by now into deliveries
-	// and frees their keys. It reports how many fired per route, and the due
-	// time of the next pending one (zero if none).
-	FirePending(ctx context.Context, now time.Time) (fired map[string]int, next time.Time, err error)
-	// DueDeliveries returns up to limit deliveries to dest due by now, with
-	// their events, skipping ids for which skip is true; next is the due time
-	// of the first pending delivery not returned (zero if none).
-	DueDeliveries(ctx context.Context, dest string, now time.Time, limit int, skip func(id uint64) bool) (work []Work, next time.Time, err error)
-	// WaitingDeliveries returns up to limit pending deliveries to dest,
-	// due or not, that come after the delivery (afterDue, afterID) in due
-	// order (from the first when afterDue is zero), with their events,
-	// skipping ids for which skip is true: the retries of a destination
-	// that answers again, taken early. A delivery that cannot be sent is
-	// set aside as DueDeliveries does.
-	WaitingDeliveries(ctx context.Context, dest string, afterDue time.Time, afterID uint64, limit int, skip func(id uint64) bool) ([]Work, error)
-	// RecordAttempts records several attempts in one write; errs[i] is
-	// recs[i]'s error, nil when it is stored. A stored record's Attempt.N
-	// is set. Each attempt moves its delivery to the next step of its
-	// schedule (Delivery.Tries) unless it is Early.
-	RecordAttempts(ctx context.Context, recs []AttemptRecord) (errs []error)
 }
 
 // Poison is a stored record that could not be decoded (a bit flip, a

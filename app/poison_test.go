@@ -19,6 +19,7 @@ import (
 	"hookbox/app/alert"
 	"hookbox/app/config"
 	"hookbox/app/metrics"
+	"hookbox/app/receive"
 	"hookbox/storage/bboltstore"
 )
 
@@ -40,7 +41,7 @@ func TestDispatcher_PoisonIsolated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv := app.NewReceiver(cfg, db)
+	recv := receive.New(cfg, db)
 	for i := range 20 {
 		in := signed(t, "github", "gh-secret", []byte(fmt.Sprintf(`{"n": %d}`, i)), "", fmt.Sprint("bl-", i), "push", time.Now())
 		if _, err := recv.Receive(context.Background(), "gh", in); err != nil {

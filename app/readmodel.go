@@ -1,77 +1,10 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
 )
-
-// ReadModel is what the status page and the admin API read of a store,
-// and the replays they start; both stores implement it.
-type ReadModel interface {
-	// ListEvents returns events matching q, newest first, and the cursor
-	// of the next page (0 when there is none).
-	ListEvents(ctx context.Context, q EventQuery) ([]EventSummary, uint64, error)
-	// SearchEvents is ListEvents for a query with a body search (q.Q, see
-	// Search): a store that searches within a budget says in the answer
-	// how far it looked. ListEvents given q.Q searches the same way.
-	SearchEvents(ctx context.Context, q EventQuery) (EventSearch, error)
-	// Event returns the event stored under seq, or nil when there is none.
-	Event(ctx context.Context, seq uint64) (*Event, error)
-	// EventDeliveries returns the deliveries of event seq.
-	EventDeliveries(ctx context.Context, seq uint64) ([]*Delivery, error)
-	// Delivery returns a delivery and its attempts.
-	Delivery(ctx context.Context, id uint64) (*Delivery, []*Attempt, error)
-	// DeadLetters pages through dead deliveries by id and counts them all.
-	DeadLetters(ctx context.Context, after uint64, limit int) ([]*Delivery, int, error)
-	// MergedInto returns the seqs of the events merged into event seq's
-	// delivery by debouncing.
-	MergedInto(ctx context.Context, seq uint64) ([]uint64, error)
-	// CarriedBy is MergedInto the other way: the event whose delivery
-	// carries merged event seq (the one that went out, or while the
-	// debounce window is open, the latest event it holds), 0 for none.
-	CarriedBy(ctx context.Context, seq uint64) (uint64, error)
-	// PreviousInGroup returns the delivery before d in its order group
-	// (same destination, route and order key: the highest lower id), nil
-	// when d has no order key or is the first of its group: the page says
-	// when d went out after a dead one.
-	PreviousInGroup(ctx context.Context, d *Delivery) (*Delivery, error)
-	// Backlog returns how many deliveries to dest are pending, counting at
-	// most limit.
-	Backlog(ctx context.Context, dest string, limit int) (int, error)
-	// CountDead returns the number of dead deliveries.
-	CountDead(ctx context.Context) (int, error)
-	// CountPending returns the number of deliveries not yet done.
-	CountPending(ctx context.Context) (int, error)
-	// CountRetrying returns how many pending deliveries have had an
-	// attempt (and wait for a retry), counting at most limit.
-	CountRetrying(ctx context.Context, limit int) (int, error)
-	// Poisoned returns up to limit of the records set aside because they
-	// could not be decoded, newest first, and how many there are in all.
-	Poisoned(ctx context.Context, limit int) ([]Poison, int, error)
-	// Replay makes a dead or delivered delivery pending again, due at now.
-	Replay(ctx context.Context, id uint64, now time.Time) error
-	// ReplayDead replays every dead delivery and reports how many.
-	ReplayDead(ctx context.Context, now time.Time) (int, error)
-	// RetryNow makes the waiting deliveries ids (pending, due after now)
-	// due at now, keeping their attempts and tries, and reports how many
-	// it moved; one due already or in flight is left as is. It changes
-	// nothing when one of ids is unknown (an error wrapping ErrNotFound)
-	// or is delivered or dead (an ECONFLICT error: RetryNowVerdict). On a
-	// store shared by nodes it tells the others, as an accept does.
-	RetryNow(ctx context.Context, ids []uint64, now time.Time) (int, error)
-	// RetryDestination makes every waiting delivery to dest due at now,
-	// as RetryNow does, and reports how many it moved.
-	RetryDestination(ctx context.Context, dest string, now time.Time) (int, error)
-	// ReplayQuery finds the dead or delivered deliveries q selects (at
-	// most q's limit, the first in accept order) and, unless q.DryRun,
-	// makes them pending again, all due at now, in bounded writes.
-	ReplayQuery(ctx context.Context, q ReplayQuery, now time.Time) (ReplayResult, error)
-	// EventNames returns the source, id and topic of the events seqs name
-	// (an event that is gone is absent), to name deliveries by them.
-	EventNames(ctx context.Context, seqs []uint64) (map[uint64]EventName, error)
-}
 
 // MaxReplay bounds how many deliveries one replay by query sends again.
 const MaxReplay = 100000
@@ -207,8 +140,17 @@ type ReplayResult struct {
 	// Delivered is how many of them were delivered (the others dead).
 	Matched   int
 	Delivered int
+	// Selected counts those the run makes pending (a dry run: would):
+	// every one matched when forced, else the dead ones, and none when
+	// the run is refused (Refused). See SelectReplay.
+	Selected int
+	// Refused counts the delivered ones an unforced replay refuses; when
+	// not 0 the run refuses as a whole, and Refusal says why and what to
+	// do.
+	Refused int
+	Refusal string
 	// Replayed counts those made pending (0 for a dry run; fewer than
-	// Matched when some changed state meanwhile).
+	// Selected when some changed state meanwhile).
 	Replayed int
 	// More says that more deliveries matched than the limit allowed.
 	More bool

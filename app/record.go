@@ -56,7 +56,7 @@ func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
 		if errs[i] != nil {
 			n := min(d.unrecorded[id]+1, 30)
 			d.unrecorded[id] = n
-			wait := min(d.StoreRetry<<(n-1), d.StoreRetryMax)
+			wait := Backoff{First: d.StoreRetry, Max: d.StoreRetryMax}.Wait(n)
 			if held == nil {
 				held = map[time.Duration][]uint64{}
 			}

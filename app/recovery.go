@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"math"
-	"net/http"
 	"time"
 )
 
@@ -18,7 +17,7 @@ import (
 // ProbeEvery. While it looks down, has no send in flight and nothing due,
 // it is probed: one waiting delivery, sent early, at most every ProbeEvery
 // after its last attempt (twice as long after each failed probe, up to
-// ProbeMax, and never before a Retry-After it sent), the waiting
+// ProbeMax, and never before a Retry-After it sent ends), the waiting
 // deliveries taken in turn so that one payload it keeps rejecting does not
 // hide that it is back. When a probe or any delivery succeeds after it
 // looked down, its waiting deliveries are walked in due order and sent
@@ -40,7 +39,7 @@ type destHealth struct {
 	firstFailed  uint64        // the delivery that failed first since then
 	others       bool          // another delivery failed since then too
 	lastAttempt  time.Time     // when its last recorded attempt ended
-	notBefore    time.Time     // what its last Retry-After asked for
+	notBefore    time.Time     // the next try stored before a restart: no probe before
 	probeWait    time.Duration // from lastAttempt to the next probe
 	probing      bool          // a probe is in flight
 	probeFrom    position      // the probes go through the waiting deliveries
@@ -138,15 +137,8 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 	} else if f.rec.ID != h.firstFailed {
 		h.others = true
 	}
-	if f.retryAfter > 0 {
-		h.notBefore = end.Add(min(f.retryAfter, maxStep(f.lane.dest)))
-		if st := a.Status; (st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable) && h.notBefore.After(f.lane.held) {
-			f.lane.held = h.notBefore // the whole destination waits, not only this delivery
-			d.holds = append(d.holds, laneHold{f.lane, h.notBefore})
-		}
-	}
 	if f.probe {
-		h.probeWait = min(2*h.probeWait, d.ProbeMax)
+		h.probeWait = d.probeBackoff().Next(h.probeWait)
 	}
 	if f.early && h.walk != nil {
 		if h.walkFails++; h.walkFails >= max(4, f.lane.dest.Concurrency) {
@@ -156,13 +148,10 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 	return false
 }
 
-// maxStep is the longest step of dest's schedule, which caps Retry-After.
-func maxStep(dest *Destination) time.Duration {
-	var m time.Duration
-	for _, r := range dest.Retry {
-		m = max(m, r)
-	}
-	return m
+// probeBackoff is the wait between probes of a destination that looks
+// down: ProbeEvery, doubling after each failed probe up to ProbeMax.
+func (d *Dispatcher) probeBackoff() Backoff {
+	return Backoff{First: d.ProbeEvery, Max: d.ProbeMax}
 }
 
 // beyondDue returns the sends on l beyond what is due, for room free
@@ -216,6 +205,7 @@ func (d *Dispatcher) beyondDue(ctx context.Context, l *lane, now time.Time, room
 	case !h.down(now, d.ProbeEvery):
 		return nil, h.failingSince.Add(d.ProbeEvery)
 	}
+	// A Retry-After holds the lane (passLane): no probe comes before its end.
 	at = h.lastAttempt.Add(h.probeWait)
 	if h.notBefore.After(at) {
 		at = h.notBefore
@@ -256,13 +246,4 @@ func (d *Dispatcher) show(l *lane, h *destHealth, now, next, probe time.Time) {
 		return
 	}
 	d.noteHealth(l, h, healthNote{view: DestinationHealth{FailingSince: h.failingSince, LastError: h.lastError, NextTry: nextTry}})
-}
-
-// earlyOutcome is the outcome of an early send: a failure keeps the
-// delivery's step and due time, so an early try never costs it a retry.
-func earlyOutcome(w Work, res Answer, state DeliveryState, due time.Time) (DeliveryState, time.Time) {
-	if state == Delivered || res.Refused || res.Status == http.StatusGone {
-		return state, due
-	}
-	return Pending, w.Delivery.Due
 }

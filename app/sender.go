@@ -55,8 +55,8 @@ func (s Senders) Close() { s.HTTP.Close(); s.Command.Close() }
 type SendRequest struct {
 	Dest *Destination
 	Work Work
-	// Attempt is the number of this attempt, counting every attempt ever
-	// made of the delivery (1 for the first).
+	// Attempt is the number of this attempt as the destination is told:
+	// AttemptNumber, from 1 to the retry steps plus one, probes included.
 	Attempt int
 	// Now is the dispatcher's clock as the attempt starts; the sender
 	// stamps and signs with it.
@@ -76,7 +76,7 @@ type Answer struct {
 	// reached the destination when the stop began is not recorded.
 	Answered bool
 	// Status is the destination's HTTP status, 0 when none came (and for
-	// a command); 410 makes the delivery dead at once.
+	// a command).
 	Status int
 	// Refused says the destination refused the delivery for good, so it is
 	// dead at once whatever retries are left: HTTP 410, or a command's exit
@@ -84,8 +84,9 @@ type Answer struct {
 	Refused bool
 	// Snippet is the start of the answer, at most MaxResponseSnippet bytes.
 	Snippet []byte
-	// RetryAfter is what the destination asked for (0: nothing), honoured
-	// on 429 and 503.
+	// RetryAfter is how long the destination asked to be left alone (0:
+	// nothing): the HTTP sender sets it from the Retry-After of a 429 or a
+	// 503 only. DecideAttempt holds the whole destination for it.
 	RetryAfter time.Duration
 	// Err says why the attempt failed, without the URL (it may carry a
 	// credential).

@@ -146,7 +146,7 @@ func (r *Route) Matches(source, topic string) bool {
 // for an event of source with topic that every filter takes: each
 // destination once, for the first route in config order that names it,
 // without order keys (they need the event). The receiver plans with the
-// event itself (Receiver.plan: filters, keys, order keys); this is the
+// event itself (receive.Receiver.plan: filters, keys, order keys); this is the
 // most an event of that topic can be sent to at once.
 func (c *Config) DestinationsFor(source, topic string) []Direct {
 	var out []Direct

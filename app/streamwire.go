@@ -4,32 +4,8 @@
 package app
 
 import (
-	"context"
 	"time"
 )
-
-// StreamStore is what the stream reads of a store: the events accepted
-// after a cursor. Both stores implement it; on PostgreSQL it returns what
-// every node accepted.
-type StreamStore interface {
-	// EventsAfter returns up to limit events whose Seq is above after, in
-	// ascending Seq, whole (headers and body); it stops after the event
-	// whose body takes the bodies read to maxBytes or more (the bodies are
-	// the sender's to size: a page always holds at least one event). An event whose commit comes
-	// after a higher Seq's (PostgreSQL hands out seqs before commit) shows
-	// up in a later call: the reader keeps the gaps it saw open for
-	// StreamGapWait (StreamCursor).
-	EventsAfter(ctx context.Context, after uint64, limit, maxBytes int) ([]*Event, error)
-}
-
-// StreamHubStore is what the hub reads of a store: the events after a
-// cursor, one event by seq (a gap's re-check), and the newest event (where
-// a hub starts).
-type StreamHubStore interface {
-	StreamStore
-	Event(ctx context.Context, seq uint64) (*Event, error)
-	ListEvents(ctx context.Context, q EventQuery) ([]EventSummary, uint64, error)
-}
 
 // The bounds of the stream.
 const (

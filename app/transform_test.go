@@ -17,6 +17,7 @@ import (
 	"hookbox/app/config"
 	"hookbox/app/httpsend"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
 	"hookbox/storage/bboltstore"
 )
 
@@ -100,7 +101,7 @@ func startRouted(t *testing.T, toml, dir string, prep func(*app.Config), routeOf
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{cfg: cfg, db: db, recv: app.NewReceiver(cfg, db),
+	h := &harness{cfg: cfg, db: db, recv: receive.New(cfg, db),
 		disp: app.NewDispatcher(cfg, &routed{DB: db, cfg: cfg, routeOf: routeOf}, httpsend.New(cfg, "dev")), changed: make(chan struct{})}
 	h.db.OnOpened(func() { h.disp.Wake(); h.signal() })
 	app.OnRecorded(h.disp, h.signal)

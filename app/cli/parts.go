@@ -14,6 +14,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/alert"
 	backups "hookbox/app/backup"
 	"hookbox/app/cmdsend"
@@ -21,6 +22,7 @@ import (
 	"hookbox/app/httpsend"
 	"hookbox/app/mail"
 	"hookbox/app/metrics"
+	"hookbox/app/receive"
 	"hookbox/app/stream"
 	"hookbox/app/sweep"
 	"hookbox/app/web"
@@ -43,7 +45,7 @@ type parts struct {
 	tls        *web.TLS     // nil: no TLS
 	sched      *cron.Cron
 	reload     *reloader
-	access     *app.Access
+	acc        *access.Service
 	srv        *web.Server
 
 	// served hears a server that stopped serving by itself.
@@ -75,7 +77,7 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, lo
 	stats.Storage.OnRecover = dispatcher.Wake // it holds its sends while commits fail
 	n.describe(stats.Storage)
 	db.OnCommit(stats.Storage.Committed)
-	receiver := app.NewReceiver(cfg, db)
+	receiver := receive.New(cfg, db)
 	receiver.Stats = stats
 	// The stream's hub reads new events at once after such a commit too;
 	// an unrouted accept waits for its poll (app.StreamPoll).
@@ -158,14 +160,14 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, lo
 	// The password is only read here: one is generated once every
 	// listener is bound (the access part), so that a start that fails to
 	// bind shows none, and the one shown belongs to a server that runs.
-	p.access, err = app.NewAccess(ctx, cfg.Status, db, db, logger.With("component", "access"))
+	p.acc, err = access.New(ctx, cfg.Status, db, db, logger.With("component", "access"))
 	if err != nil {
 		return nil, err
 	}
-	p.reload.access = p.access
+	p.reload.access = p.acc
 	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
 	p.srv = web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
-		Backup: n.backup, Access: p.access, Stats: stats, Metrics: prom, LastBackup: lastBackup,
+		Backup: n.backup, Access: p.acc, Stats: stats, Metrics: prom, LastBackup: lastBackup,
 		Pauser: pauser, Running: running, Stream: p.hub})
 	return p, nil
 }
@@ -296,17 +298,17 @@ func (p *parts) listeners() app.Service {
 // accessWatch makes the first password once the listeners are bound,
 // then takes up changes made elsewhere and applies the command line's
 // requests (ones left while the server was stopped first) every
-// AccessPoll.
+// access.Poll.
 func (p *parts) accessWatch() app.Service {
-	watch := []app.Service{app.Loop(p.access.Watch)}
+	watch := []app.Service{app.Loop(p.acc.Watch)}
 	if p.cfg.Storage.Backend != app.BackendPostgres { // where hookbox user, token and passwd leave requests: bbolt's data dir
 		dir := p.cfg.Server.DataDir
-		watch = append(watch, app.Loop(func(ctx context.Context) { takeAccessRequests(ctx, p.access, dir) }))
+		watch = append(watch, app.Loop(func(ctx context.Context) { takeAccessRequests(ctx, p.acc, dir) }))
 	}
 	watchers := all(watch...)
 	return app.ServiceFuncs{
 		StartFunc: func(ctx context.Context) error {
-			if err := p.access.Ensure(ctx); err != nil {
+			if err := p.acc.Ensure(ctx); err != nil {
 				return err
 			}
 			return watchers.Start(ctx)
@@ -361,12 +363,12 @@ func all(services ...app.Service) app.Service {
 }
 
 // takeAccessRequests applies the command line's access requests in dir
-// now and every AccessPoll until ctx ends.
-func takeAccessRequests(ctx context.Context, a *app.Access, dir string) {
-	t := time.NewTicker(app.AccessPoll)
+// now and every access.Poll until ctx ends.
+func takeAccessRequests(ctx context.Context, a *access.Service, dir string) {
+	t := time.NewTicker(access.Poll)
 	defer t.Stop()
 	for {
-		a.TakeAccessRequests(ctx, dir)
+		a.TakeRequests(ctx, dir)
 		select {
 		case <-ctx.Done():
 			return

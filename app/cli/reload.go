@@ -12,6 +12,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"hookbox/app"
+	"hookbox/app/access"
 )
 
 // reloader reads the config file again on SIGHUP and puts it in force
@@ -23,7 +24,7 @@ type reloader struct {
 	logger  *slog.Logger
 	now     func() time.Time
 	// access records reloads by signal in the audit log (nil: none).
-	access *app.Access
+	access *access.Service
 
 	// appliers put a new config in force, in order (serve's wire lists
 	// them).

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,7 +137,10 @@ func (s *Sender) post(ctx context.Context, dest *app.Destination, e *app.Event, 
 	if err != nil {
 		return app.Answer{Err: app.SendError(ctx, err, dest.Timeout)}
 	}
-	res := app.Answer{Status: x.head.status, RetryAfter: app.RetryAfter(x.head.retryAfter, now), Note: x.note}
+	res := app.Answer{Status: x.head.status, Note: x.note, Refused: x.head.status == http.StatusGone}
+	if st := x.head.status; st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable {
+		res.RetryAfter = app.RetryAfter(x.head.retryAfter, now)
+	}
 	if x.head.status >= 300 && x.head.status < 400 {
 		res.Err = redirectError(x.head.location)
 	}

@@ -93,7 +93,8 @@ func (l *Listener) Run(ctx context.Context) error {
 	if err := l.init(); err != nil {
 		return err
 	}
-	wait := l.MinBackoff
+	backoff := app.Backoff{First: l.MinBackoff, Max: l.MaxBackoff}
+	wait := backoff.First
 	for {
 		ready, err := l.connect(ctx)
 		if ctx.Err() != nil {
@@ -104,7 +105,7 @@ func (l *Listener) Run(ctx context.Context) error {
 			return err
 		}
 		if ready {
-			wait = l.MinBackoff
+			wait = backoff.First
 		}
 		l.printf("%s  connection lost: %v; reconnecting in %s", l.clock(), err, wait)
 		select {
@@ -112,7 +113,7 @@ func (l *Listener) Run(ctx context.Context) error {
 			return nil
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, l.MaxBackoff)
+		wait = backoff.Next(wait)
 	}
 }
 

@@ -105,11 +105,7 @@ func (m *Mailer) SetQueue(n int) { m.queue = make(chan app.AlertMessage, n) }
 // Backoff is the default wait after the try-th failed send: 10 s, doubling
 // up to 10 minutes.
 func Backoff(try int) time.Duration {
-	d := FirstBackoff
-	for i := 1; i < try && d < MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, MaxBackoff)
+	return app.Backoff{First: FirstBackoff, Max: MaxBackoff}.Wait(try)
 }
 
 // Queue hands msg to Run. It never blocks: when the queue is full, msg is

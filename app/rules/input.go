@@ -95,7 +95,7 @@ func isForm(h []app.HeaderField) bool {
 
 // hiddenHeaders are credentials of the sender's own systems: expressions
 // never see them, so that no error or transformed body can carry one.
-// hookbox does not store them either (app.keptHeaders).
+// hookbox does not store them either (keptHeaders in app/receive).
 var hiddenHeaders = map[string]bool{"authorization": true, "proxy-authorization": true, "cookie": true}
 
 // headerMap is headers: lower-case names to the first value, over the

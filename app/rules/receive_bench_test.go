@@ -13,6 +13,7 @@ import (
 	"hookbox/app/apptest"
 	"hookbox/app/config"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
 )
 
 // receiveConfig is a Shopify source and ten routes to ten destinations,
@@ -55,7 +56,7 @@ func BenchmarkReceive_Filters(b *testing.B) {
 		app.HeaderField{Name: "Content-Type", Value: "application/json"})
 	for _, filtered := range []bool{false, true} {
 		b.Run(map[bool]string{false: "Unfiltered", true: "Filtered"}[filtered], func(b *testing.B) {
-			r := app.NewReceiver(receiveConfig(b, filtered), apptest.NewStore())
+			r := receive.New(receiveConfig(b, filtered), apptest.NewStore())
 			r.Now = func() time.Time { return now }
 			r.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 			ctx := context.Background()

@@ -17,6 +17,7 @@ import (
 	"hookbox/app/config"
 	"hookbox/app/httpsend"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
 	"hookbox/app/sink"
 	"hookbox/storage/bboltstore"
 )
@@ -88,7 +89,7 @@ to = ["good", "wrong"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv, disp := app.NewReceiver(cfg, db), app.NewDispatcher(cfg, db, httpsend.New(cfg, "dev"))
+	recv, disp := receive.New(cfg, db), app.NewDispatcher(cfg, db, httpsend.New(cfg, "dev"))
 	db.OnOpened(disp.Wake)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -301,7 +301,7 @@ func (h *Hub) recheck(ctx context.Context) {
 				delete(h.missing, s)
 				h.publishLocked(e)
 			} else {
-				g.every *= 2
+				g.every = app.Backoff{First: h.GapStep(), Max: h.GapWait}.Next(g.every)
 				g.next = now.Add(g.every)
 			}
 		}

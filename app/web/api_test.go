@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/config"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -48,7 +50,7 @@ func newAPIServer(t *testing.T, toml string) (*web.Server, *bboltstore.DB, uint6
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	recv := app.NewReceiver(cfg, db)
+	recv := receive.New(cfg, db)
 	body := []byte(`{"id": 1}`)
 	in := &app.Inbound{Body: body}
 	for k, v := range signShop(t, body, "w-dead") {
@@ -181,7 +183,7 @@ func TestAPI_Backup(t *testing.T) {
 	_, db, _ := newAPIServer(t, apiConfig)
 	dir := t.TempDir()
 	s := web.New(mustConfig(t, apiConfig), web.Deps{Store: db, Health: db.Ping,
-		Access: app.FixedAccess("ops", "pw-1234"),
+		Access: access.Fixed("ops", "pw-1234"),
 		Backup: func() (*os.File, int64, error) { return db.Backup(dir) }})
 	addr := serve(t, s.App())
 	req, _ := http.NewRequest("GET", "http://"+addr+"/api/v1/backup", nil)

@@ -17,6 +17,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/config"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -156,7 +157,7 @@ debounce = "1h"
 				b.Fatal(err)
 			}
 			defer db.Close()
-			srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping})
+			srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping})
 			hdr := maps.Clone(hdr)
 			hdr["X-Shopify-Shop-Domain"] = "shop1.myshopify.com"
 			load(b, serve(b, srv.App()), body, hdr)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -29,7 +29,7 @@ func BenchmarkEdgeBodies(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping})
+	srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping})
 	addr := serve(b, srv.App())
 	for _, size := range []int{2 << 10, 32 << 10} {
 		b.Run(fmt.Sprint(size), func(b *testing.B) {

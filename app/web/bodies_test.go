@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"hookbox/app"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -35,7 +35,7 @@ secret = "s3cret-shop"
 	}
 	t.Cleanup(func() { db.Close() })
 	e := &edgeServer{db: db, log: &syncBuffer{}}
-	e.srv = web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, ReadTimeout: readTimeout})
+	e.srv = web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping, ReadTimeout: readTimeout})
 	e.srv.Logger = slog.New(slog.NewTextHandler(e.log, nil))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -56,6 +56,9 @@ type attemptJSON struct {
 	Status     int       `json:"status,omitempty"`
 	Error      string    `json:"error,omitempty"`
 	Response   string    `json:"response,omitempty"`
+	// Probe marks a recovery probe: sent early while the destination
+	// looked down, it used no step of the retry schedule.
+	Probe bool `json:"probe,omitempty"`
 }
 
 // NoteUnconfigured is a delivery's note when its destination is not in
@@ -76,7 +79,7 @@ func toJSON(cfg *app.Config, d *app.Delivery, attempts ...*app.Attempt) delivery
 	}
 	for _, a := range attempts {
 		j.History = append(j.History, attemptJSON{N: a.N, Start: utc(a.Start), DurationMS: float64(a.Duration.Microseconds()) / 1000,
-			Status: a.Status, Error: a.Error, Response: string(a.Response)})
+			Status: a.Status, Error: a.Error, Response: string(a.Response), Probe: a.Probe})
 	}
 	return j
 }

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"hookbox/app"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -60,7 +60,7 @@ secret = "s3cret-shop"
 	t.Cleanup(func() { db.Close() })
 	login := testAccess(t, cfg, db)
 	e := &edgeServer{db: db, log: &syncBuffer{}}
-	recv := app.NewReceiver(cfg, db)
+	recv := receive.New(cfg, db)
 	recv.Logger = slog.New(slog.NewTextHandler(e.log, nil))
 	e.srv = web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Access: login, LimitedDelay: 50 * time.Millisecond})
 	e.srv.Logger = slog.New(slog.NewTextHandler(e.log, nil))

@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"hookbox/app"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -29,7 +30,7 @@ func TestUI_ShowsRecordsSetAside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv := app.NewReceiver(cfg, db)
+	recv := receive.New(cfg, db)
 	body := []byte(`{"id": 8}`)
 	in := &app.Inbound{Body: body}
 	for k, v := range signShopWith(t, "shpss_new_secret_22", body, "evt-garbled") {
@@ -102,7 +103,7 @@ func TestUI_FailingDestination(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	recv := app.NewReceiver(cfg, db)
+	recv := receive.New(cfg, db)
 	for i := range 3 {
 		body := []byte(fmt.Sprintf(`{"id": %d}`, i))
 		in := &app.Inbound{Body: body}
@@ -192,7 +193,7 @@ func TestUI_OverviewReadFails(t *testing.T) {
 			t.Cleanup(func() { db.Close() })
 			login := testAccess(t, cfg, db)
 			stats := app.NewStats(cfg, db, time.Now)
-			recv := app.NewReceiver(cfg, db)
+			recv := receive.New(cfg, db)
 			srv := web.New(cfg, web.Deps{Receiver: recv, Store: &failingReads{db, tc.fail}, Health: db.Ping,
 				Access: login, Stats: stats})
 			c := logIn(t, serve(t, srv.App()))

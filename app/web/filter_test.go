@@ -12,6 +12,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/metrics"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -70,7 +71,7 @@ func openFilterFixture(t *testing.T) *fixture {
 	login := testAccess(t, cfg, db)
 	stats := app.NewStats(cfg, db, clock)
 	prom := metrics.New(stats, db)
-	recv := app.NewReceiver(cfg, db)
+	recv := receive.New(cfg, db)
 	recv.Stats, recv.Now, recv.Logger = stats, clock, slog.New(slog.DiscardHandler)
 	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Access: login, Stats: stats, Metrics: prom, Now: clock})
 	f := &fixture{t: t, dir: dir, now: now, db: db, stats: stats, srv: srv, base: "http://" + serve(t, srv.App())}

@@ -15,6 +15,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/metrics"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -94,7 +95,7 @@ func openFixtureWith(t *testing.T, dir string, now time.Time, logger *slog.Logge
 	login := testAccess(t, cfg, db)
 	stats := app.NewStats(cfg, db, clock)
 	prom := metrics.New(stats, db)
-	recv := app.NewReceiver(cfg, db)
+	recv := receive.New(cfg, db)
 	recv.Stats, recv.Now = stats, clock
 	if logger != nil {
 		recv.Logger = logger

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
@@ -52,14 +54,14 @@ func lastAdminRace(t *testing.T, stores []matrixStore) {
 	ctx := context.Background()
 	cfg := mustConfig(t, strings.Replace(apiConfig, `password = "pw-1234"`, "", 1))
 	const pw = "race-password-1"
-	hash, err := app.HashPassword(pw)
+	hash, err := access.HashPassword(pw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var accesses []*app.Access
+	var accesses []*access.Service
 	var bases []string
 	for i, db := range stores {
-		a, err := app.NewAccess(ctx, cfg.Status, db, db, slog.New(slog.DiscardHandler))
+		a, err := access.New(ctx, cfg.Status, db, db, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +75,7 @@ func lastAdminRace(t *testing.T, stores []matrixStore) {
 			t.Fatal(err)
 		}
 		a.Now = time.Now
-		srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, Access: a, Now: time.Now,
+		srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping, Access: a, Now: time.Now,
 			Pauser: app.NewPauser(cfg, db, nil, time.Now)})
 		accesses = append(accesses, a)
 		bases = append(bases, "http://"+serve(t, srv.App()))

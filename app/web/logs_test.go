@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"hookbox/app"
+	"hookbox/app/receive"
 )
 
 // logBuffer is a log destination safe for the server's goroutines.
@@ -121,12 +121,12 @@ func TestLogs_AcceptedRateLimited(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	now := time.Now().UTC().Truncate(time.Second)
 	f := openFixture(t, t.TempDir(), now, logger)
-	n := app.AcceptedLogPerSecond + 7
+	n := receive.AcceptedLogPerSecond + 7
 	for i := range n {
 		f.send(fmt.Sprint("busy-", i), "orders/create", `{"id": 1}`)
 	}
-	if got := len(logs.lines(`msg="webhook accepted"`)); got != app.AcceptedLogPerSecond {
-		t.Errorf("%d accepted lines in one second; want %d", got, app.AcceptedLogPerSecond)
+	if got := len(logs.lines(`msg="webhook accepted"`)); got != receive.AcceptedLogPerSecond {
+		t.Errorf("%d accepted lines in one second; want %d", got, receive.AcceptedLogPerSecond)
 	}
 	if l := logs.lines("suppressed="); len(l) != 0 {
 		t.Errorf("suppressed line before the second ended: %q", l)
@@ -137,7 +137,7 @@ func TestLogs_AcceptedRateLimited(t *testing.T) {
 	if l := logs.lines("suppressed="); len(l) != 1 || !strings.Contains(l[0], "suppressed=7 ") {
 		t.Errorf("suppressed lines: %q", l)
 	}
-	if got := len(logs.lines(`msg="webhook accepted"`)); got != app.AcceptedLogPerSecond+1 {
-		t.Errorf("%d accepted lines; want %d", got, app.AcceptedLogPerSecond+1)
+	if got := len(logs.lines(`msg="webhook accepted"`)); got != receive.AcceptedLogPerSecond+1 {
+		t.Errorf("%d accepted lines; want %d", got, receive.AcceptedLogPerSecond+1)
 	}
 }

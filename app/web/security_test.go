@@ -21,6 +21,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/metrics"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -46,7 +47,7 @@ type secServer struct {
 	addr  string
 	srv   *web.Server
 	db    *bboltstore.DB
-	recv  *app.Receiver
+	recv  *receive.Receiver
 	stats *app.Stats
 	prom  *metrics.Prometheus
 }
@@ -60,7 +61,7 @@ func newSecServer(t *testing.T, readTimeout time.Duration) *secServer {
 	}
 	t.Cleanup(func() { db.Close() })
 	login := testAccess(t, cfg, db)
-	s := &secServer{db: db, recv: app.NewReceiver(cfg, db), stats: app.NewStats(cfg, db, time.Now)}
+	s := &secServer{db: db, recv: receive.New(cfg, db), stats: app.NewStats(cfg, db, time.Now)}
 	s.prom = metrics.New(s.stats, db)
 	s.recv.Stats = s.stats
 	s.srv = web.New(cfg, web.Deps{Receiver: s.recv, Store: db, Health: db.Ping, Access: login, Stats: s.stats, Metrics: s.prom,

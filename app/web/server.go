@@ -21,7 +21,10 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/recover"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/metrics"
+	"hookbox/app/receive"
+	"hookbox/app/replay"
 	"hookbox/app/stream"
 	"hookbox/ui"
 )
@@ -38,16 +41,18 @@ const (
 // Health reports whether the store can serve; nil means healthy.
 type Health func(ctx context.Context) error
 
-// Store is what the server uses of a store: the read model that the admin
-// API and the status pages share, and what Stats counts into and reads.
+// Store is what the server uses of a store: what the admin API and the
+// status pages read and replay (ui.Store), what Stats counts into and
+// reads, and the events the stream hub follows.
 type Store interface {
-	app.ReadModel
+	ui.Store
 	app.StatsStore
+	app.StreamHubStore
 }
 
 // Deps are what the server serves from.
 type Deps struct {
-	Receiver *app.Receiver
+	Receiver *receive.Receiver
 	// Store backs the admin API and the status pages.
 	Store Store
 	// Wake tells the dispatcher that replayed work is due.
@@ -62,7 +67,7 @@ type Deps struct {
 	// Access checks passwords (under the limits of guard.go) and tokens,
 	// and says whether a session or cached credential still holds (nil:
 	// nobody gets in).
-	Access *app.Access
+	Access *access.Service
 	// LimitedDelay holds a 429 to a login over the limits (0: the
 	// LimitedDelay constant); tests shorten it.
 	LimitedDelay time.Duration
@@ -85,8 +90,8 @@ type Deps struct {
 	// per caller (nil: app.NewSearchGate's defaults), for the API and the
 	// pages alike.
 	Searches *app.SearchGate
-	// Stream serves GET /api/v1/stream (nil: a hub over Store when it
-	// can stream, app.StreamHubStore). Shutdown closes it.
+	// Stream serves GET /api/v1/stream (nil: a hub over Store). Shutdown
+	// closes it.
 	Stream *stream.Hub
 }
 
@@ -99,6 +104,7 @@ type Server struct {
 	// while serving (app.Settle), and the edge reads it without a load.
 	server   app.ServerConfig
 	ui       *ui.UI
+	replays  *replay.Service
 	sessions sessions
 	guard    *guard
 	Logger   *slog.Logger
@@ -133,7 +139,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		deps.LimitedDelay = LimitedDelay
 	}
 	if deps.Access == nil {
-		deps.Access = app.FixedAccess("", "")
+		deps.Access = access.Fixed("", "")
 	}
 	if deps.Stats == nil {
 		deps.Stats = app.NewStats(cfg, deps.Store, deps.Now)
@@ -147,8 +153,8 @@ func New(cfg *app.Config, deps Deps) *Server {
 	if deps.Searches == nil {
 		deps.Searches = app.NewSearchGate(0, 0)
 	}
-	if hs, ok := deps.Store.(app.StreamHubStore); ok && deps.Stream == nil {
-		deps.Stream = stream.NewHub(hs)
+	if deps.Stream == nil {
+		deps.Stream = stream.NewHub(deps.Store)
 	}
 	s := &Server{
 		deps:     deps,
@@ -158,9 +164,10 @@ func New(cfg *app.Config, deps Deps) *Server {
 		guard:    newGuard(deps.Access.CheckPassword, deps.Access.Current, deps.Now),
 		bodies:   newBodyBudget(cfg.Server.MaxBodyBytesTotal),
 		Logger:   slog.With("component", "http"),
+		replays:  &replay.Service{Store: deps.Store, Searches: deps.Searches, Now: deps.Now, Wake: deps.Wake},
 	}
 	s.ui = ui.New(ui.Deps{Running: deps.Running, Store: deps.Store, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
-		LastBackup: deps.LastBackup, Pauser: deps.Pauser, May: may, Access: deps.Access, Searches: deps.Searches})
+		LastBackup: deps.LastBackup, Pauser: deps.Pauser, Access: deps.Access, Searches: deps.Searches})
 	s.ui.SetWho(s.who)
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:      cfg.Server.MaxBodyBytes,
@@ -276,7 +283,7 @@ func (s *Server) closeConns() {
 }
 
 // Access is who may log in, for tests.
-func (s *Server) Access() *app.Access { return s.deps.Access }
+func (s *Server) Access() *access.Service { return s.deps.Access }
 
 // App exposes the Fiber app to tests (app.Test).
 func (s *Server) App() *fiber.App { return s.fiber }

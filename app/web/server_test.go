@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"hookbox/app"
 	"hookbox/app/config"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -42,7 +42,7 @@ func newServer(t *testing.T, health web.Health) (*web.Server, *bboltstore.DB) {
 	if health == nil {
 		health = db.Ping
 	}
-	return web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: health}), db
+	return web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: health}), db
 }
 
 // request sends one request through the Fiber app and decodes the JSON answer.

@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
 	"hookbox/app/stream"
 	"hookbox/app/web"
 	"hookbox/storage"
@@ -32,7 +34,7 @@ type streamNode struct {
 	srv  *web.Server
 	hub  *stream.Hub
 	db   storage.Store
-	acc  *app.Access
+	acc  *access.Service
 }
 
 func openBolt(t *testing.T) storage.Store {
@@ -64,7 +66,7 @@ func startStreamNode(t *testing.T, db storage.Store) *streamNode {
 	cfg := mustConfig(t, apiConfig)
 	hub := stream.NewHub(db)
 	acc := testAccess(t, cfg, db)
-	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping, Access: acc, Stream: hub})
+	srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping, Access: acc, Stream: hub})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

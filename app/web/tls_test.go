@@ -24,7 +24,9 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/config"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -113,8 +115,8 @@ secret = "s3cret-shop"
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping,
-		Access: app.FixedAccess("admin", "pw")})
+	srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping,
+		Access: access.Fixed("admin", "pw")})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

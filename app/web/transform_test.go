@@ -12,6 +12,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -121,7 +122,7 @@ func TestEventPage_TransformedDelivery(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	login := testAccess(t, cfg, db)
-	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: &routedReads{DB: db, cfg: cfg}, Health: db.Ping, Access: login})
+	srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: &routedReads{DB: db, cfg: cfg}, Health: db.Ping, Access: login})
 	f := &fixture{t: t, db: db, base: "http://" + serve(t, srv.App())}
 	const token = "shptka_0123456789abcdef"
 	receive := func(id, body string) uint64 {

@@ -15,6 +15,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/metrics"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -56,7 +57,7 @@ func newUIServer(t *testing.T) (addr string, db *bboltstore.DB, eventSeq uint64)
 	login := testAccess(t, cfg, db)
 	stats := app.NewStats(cfg, db, time.Now)
 	prom := metrics.New(stats, db)
-	recv := app.NewReceiver(cfg, db)
+	recv := receive.New(cfg, db)
 	recv.Stats = stats
 	body := []byte(`{"id": 7, "note": "<script>alert(1)</script>"}`)
 	in := &app.Inbound{Body: body}
@@ -144,7 +145,7 @@ func TestServer_EveryRouteNeedsLogin(t *testing.T) {
 	cfg := mustConfig(t, uiSecrets)
 	db, _ := bboltstore.Open(t.TempDir())
 	defer db.Close()
-	srv := web.New(cfg, web.Deps{Receiver: app.NewReceiver(cfg, db), Store: db, Health: db.Ping})
+	srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping})
 	public := map[string]bool{"POST /in/:source": true, "GET /healthz": true, "HEAD /healthz": true,
 		"GET /login": true, "HEAD /login": true, "POST /login": true}
 	checked := 0

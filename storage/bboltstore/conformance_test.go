@@ -8,9 +8,17 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"hookbox/app"
 	"hookbox/storage"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/storetest"
+)
+
+// The store is every role of the domain (app.Store, app/stores.go), and the
+// one only it keeps.
+var (
+	_ app.Store       = (*bboltstore.DB)(nil)
+	_ app.BackupStore = (*bboltstore.DB)(nil)
 )
 
 // The bbolt store passes the conformance suite both stores share, and its

@@ -66,10 +66,7 @@ type DB struct {
 	budget   atomic.Pointer[app.SearchBudget] // see SetSearchBudget; nil: the default
 }
 
-var (
-	_ app.Store     = (*DB)(nil)
-	_ app.ReadModel = (*DB)(nil)
-)
+var _ app.Store = (*DB)(nil)
 
 // Open opens (creating if needed) the data file in dir. It fails within a
 // second with ErrLocked when another process holds the file.

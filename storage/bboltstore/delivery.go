@@ -72,21 +72,33 @@ func decodeDelivery(id uint64, b []byte) (*app.Delivery, error) {
 	return d, nil
 }
 
-const attemptVersion = 1
+// attemptVersion is the encoding of an attempt: version 2 adds a byte of
+// flags at the end (attemptProbe); version 1 records still read, as no
+// probe.
+const attemptVersion = 2
+
+// The flags of an attempt's record.
+const attemptProbe = 1 << 0
 
 func encodeAttempt(a *app.Attempt) []byte {
-	b := make([]byte, 0, 32+len(a.Error)+len(a.Response))
+	b := make([]byte, 0, 33+len(a.Error)+len(a.Response))
 	b = append(b, attemptVersion)
 	b = binary.BigEndian.AppendUint64(b, uint64(a.Start.UnixNano()))
 	b = binary.AppendUvarint(b, uint64(a.Duration))
 	b = binary.AppendUvarint(b, uint64(a.Status))
 	b = appendString(b, a.Error)
-	return appendString(b, string(a.Response))
+	b = appendString(b, string(a.Response))
+	var flags byte
+	if a.Probe {
+		flags |= attemptProbe
+	}
+	return append(b, flags)
 }
 
 func decodeAttempt(n int, b []byte) (*app.Attempt, error) {
 	dec := decoder{b: b}
-	if v := dec.byte(); v != attemptVersion {
+	v := dec.byte()
+	if v != 1 && v != attemptVersion {
 		return nil, fmt.Errorf("%w: attempt version %d", errCorrupt, v)
 	}
 	a := &app.Attempt{N: n, Start: time.Unix(0, int64(dec.uint64()))}
@@ -94,6 +106,9 @@ func decodeAttempt(n int, b []byte) (*app.Attempt, error) {
 	a.Status = int(dec.uvarint())
 	a.Error = string(dec.bytes())
 	a.Response = append([]byte(nil), dec.bytes()...)
+	if v >= 2 {
+		a.Probe = dec.byte()&attemptProbe != 0
+	}
 	return a, dec.err
 }
 
@@ -202,7 +217,7 @@ func (d *DB) DueDeliveries(ctx context.Context, dest string, now time.Time, limi
 var endOfTime = time.Unix(0, math.MaxInt64)
 
 // WaitingDeliveries returns up to limit pending deliveries to dest after
-// (afterDue, afterID) in due order, due or not: see app.Store.
+// (afterDue, afterID) in due order, due or not: see app.Outbox.
 func (d *DB) WaitingDeliveries(ctx context.Context, dest string, afterDue time.Time, afterID uint64, limit int, skip func(uint64) bool) ([]app.Work, error) {
 	work, _, err := d.readOutbox(ctx, dest, afterDue, afterID, endOfTime, time.Now(), limit, skip)
 	return work, err

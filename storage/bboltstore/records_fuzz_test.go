@@ -2,6 +2,7 @@ package bboltstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"reflect"
 	"slices"
 	"testing"
@@ -45,6 +46,8 @@ func sameDelivery(a, b *app.Delivery) bool {
 func FuzzDecodeAttempt(f *testing.F) {
 	f.Add(encodeAttempt(&app.Attempt{Start: t1, Duration: 3 * time.Millisecond, Status: 500, Error: "HTTP 500", Response: []byte("boom")}))
 	f.Add(encodeAttempt(&app.Attempt{Start: t1, Error: "no answer within 15s"}))
+	f.Add(encodeAttempt(&app.Attempt{Start: t1, Status: 503, Error: "HTTP 503", Probe: true}))
+	f.Add(attemptV1(t1, 500, "HTTP 500"))
 	f.Add([]byte{attemptVersion, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, err := decodeAttempt(3, b)
@@ -59,7 +62,7 @@ func FuzzDecodeAttempt(f *testing.F) {
 			t.Fatalf("re-encoded %+v does not decode: %v", a, err)
 		}
 		if again.N != a.N || !again.Start.Equal(a.Start) || again.Duration != a.Duration || again.Status != a.Status ||
-			again.Error != a.Error || !bytes.Equal(again.Response, a.Response) {
+			again.Error != a.Error || !bytes.Equal(again.Response, a.Response) || again.Probe != a.Probe {
 			t.Fatalf("round trip changed %+v into %+v", a, again)
 		}
 	})
@@ -145,6 +148,31 @@ func FuzzDecodePoison(f *testing.F) {
 }
 
 var t1 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// attemptV1 is an attempt as the encoding before probes wrote it.
+func attemptV1(start time.Time, status int, text string) []byte {
+	b := []byte{1}
+	b = binary.BigEndian.AppendUint64(b, uint64(start.UnixNano()))
+	b = binary.AppendUvarint(b, uint64(time.Millisecond))
+	b = binary.AppendUvarint(b, uint64(status))
+	b = appendString(b, text)
+	return appendString(b, "")
+}
+
+// An attempt recorded before probes were marked reads as no probe; one
+// recorded since keeps its mark.
+func TestDecodeAttempt_Probe(t *testing.T) {
+	old, err := decodeAttempt(1, attemptV1(t1, 500, "HTTP 500"))
+	if err != nil || old.Probe || old.Status != 500 || old.Error != "HTTP 500" {
+		t.Fatalf("version 1 attempt = %+v, %v; want status 500, no probe", old, err)
+	}
+	for _, probe := range []bool{false, true} {
+		a, err := decodeAttempt(2, encodeAttempt(&app.Attempt{Start: t1, Status: 503, Probe: probe}))
+		if err != nil || a.Probe != probe {
+			t.Fatalf("attempt with Probe %v decoded as %+v, %v", probe, a, err)
+		}
+	}
+}
 
 // The decoders copy what they return out of the input: bbolt's bytes die
 // with the transaction.

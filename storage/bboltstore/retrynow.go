@@ -19,7 +19,7 @@ import (
 
 // RetryNow makes the waiting deliveries ids due at now, keeping their
 // attempts and tries, and reports how many it moved: see
-// app.ReadModel.RetryNow. One in flight is safe to move: the dispatcher
+// app.ReplayStore.RetryNow. One in flight is safe to move: the dispatcher
 // holds it in hand (its skip of the outbox reads) until its attempt is
 // recorded, and the record reads the delivery again, so it is sent once.
 func (d *DB) RetryNow(ctx context.Context, ids []uint64, now time.Time) (int, error) {

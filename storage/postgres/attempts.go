@@ -16,13 +16,13 @@ import (
 // recordSQL stores a round of attempts (one per delivery) and moves each
 // delivery on (to the next step of its schedule unless the attempt was
 // early), ending this node's lease, and adds the count changes the domain
-// gave for each attempt ($12 on, deltaArgs tagged with the delivery id;
+// gave for each attempt ($13 on, deltaArgs tagged with the delivery id;
 // ownName is the delivery's destination), of the deliveries that exist
 // only; it returns (id, attempt number) per delivery that exists.
 var recordSQL = `
 WITH r AS (
-	SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::timestamptz[], $4::timestamptz[], $5::bigint[], $6::int[], $7::text[], $8::bytea[], $9::bool[])
-		AS r(id, state, due, started, duration_ns, status, error, response, early)
+	SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::timestamptz[], $4::timestamptz[], $5::bigint[], $6::int[], $7::text[], $8::bytea[], $9::bool[], $10::bool[])
+		AS r(id, state, due, started, duration_ns, status, error, response, early, probe)
 ), u AS (
 	UPDATE hookbox_deliveries d SET attempts = d.attempts + 1, tries = d.tries + CASE WHEN r.early THEN 0 ELSE 1 END, state = r.state, due = r.due,
 		run_at = CASE WHEN r.state = 1 THEN r.due END, leased_by = NULL,
@@ -30,9 +30,9 @@ WITH r AS (
 	FROM r WHERE d.id = r.id
 	RETURNING d.id, d.attempts, d.destination
 ), a AS (
-	INSERT INTO hookbox_attempts (delivery_id, n, started, duration_ns, status, error, response)
-	SELECT r.id, u.attempts, r.started, r.duration_ns, r.status, r.error, r.response FROM r JOIN u USING (id)
-), ` + deltaCTEs(`SELECT id AS i, destination AS name FROM u`, "$10", "$11", 12) + `
+	INSERT INTO hookbox_attempts (delivery_id, n, started, duration_ns, status, error, response, probe)
+	SELECT r.id, u.attempts, r.started, r.duration_ns, r.status, r.error, r.response, r.probe FROM r JOIN u USING (id)
+), ` + deltaCTEs(`SELECT id AS i, destination AS name FROM u`, "$11", "$12", 13) + `
 SELECT id, attempts FROM u`
 
 // RecordAttempts stores each record's attempt and moves its delivery on,
@@ -73,7 +73,7 @@ func (d *DB) RecordAttempts(ctx context.Context, recs []app.AttemptRecord) []err
 				statuses     []int32
 				texts        []string
 				responses    [][]byte
-				early        []bool
+				early, probe []bool
 				byID         = map[int64]int{}
 				counts       deltaArgs
 			)
@@ -89,13 +89,14 @@ func (d *DB) RecordAttempts(ctx context.Context, recs []app.AttemptRecord) []err
 				texts = append(texts, pgText(a.Error))
 				responses = append(responses, nonNil(a.Response))
 				early = append(early, r.Early)
+				probe = append(probe, a.Probe)
 				byID[int64(r.ID)] = i
 				delta.Reset()
 				countAttempt(&delta, ownName, a, r.State, a.Start.Add(a.Duration))
 				counts.add(int64(r.ID), &delta)
 				errs[i] = fmt.Errorf("delivery %d: %w", r.ID, app.ErrNotFound)
 			}
-			args := append([]any{ids, states, dues, starts, durs, statuses, texts, responses, early, d.node, shard}, counts.args()...)
+			args := append([]any{ids, states, dues, starts, durs, statuses, texts, responses, early, probe, d.node, shard}, counts.args()...)
 			rows, err := q.Query(ctx, recordSQL, args...)
 			if err != nil {
 				return err

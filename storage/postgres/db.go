@@ -76,7 +76,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// DB is the PostgreSQL implementation of app.Store (storage.Store).
+// DB is the PostgreSQL implementation of app.Store.
 type DB struct {
 	pool    *pgxpool.Pool
 	connCfg *pgx.ConnConfig // for the listener's own connection
@@ -107,10 +107,7 @@ type DB struct {
 	searchBudget atomic.Int64 // see SetSearchTime; 0: app.DefaultSearchBudget's time
 }
 
-var (
-	_ storage.Store = (*DB)(nil)
-	_ app.ReadModel = (*DB)(nil)
-)
+var _ app.Store = (*DB)(nil)
 
 // Open connects to the database at rawURL, checks that it keeps commits
 // durable, creates or migrates hookbox's schema, and starts the group

@@ -7,10 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app"
 	"hookbox/storage"
 	"hookbox/storage/postgres"
 	"hookbox/storage/postgres/pgtest"
 	"hookbox/storage/storetest"
+)
+
+// The store is every role of the domain (app.Store, app/stores.go), and the
+// one only it keeps.
+var (
+	_ app.Store     = (*postgres.DB)(nil)
+	_ app.RateStore = (*postgres.DB)(nil)
 )
 
 // MustOpen opens a store on a fresh schema and closes it when tb ends.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"hookbox/app"
 )
 
 // OnOpened sets f to be called once per commit of this node that opened
@@ -46,7 +48,8 @@ func (d *DB) listen() {
 		<-d.stop
 		cancel()
 	}()
-	backoff := 100 * time.Millisecond
+	reconnect := app.Backoff{First: 100 * time.Millisecond, Max: d.opt.Poll}
+	backoff := reconnect.First
 	for ctx.Err() == nil {
 		err := d.listenOn(ctx)
 		d.leader.Store(false)
@@ -59,7 +62,7 @@ func (d *DB) listen() {
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, d.opt.Poll)
+		backoff = reconnect.Next(backoff)
 		d.wake() // what was announced meanwhile went unheard
 	}
 }

@@ -306,14 +306,14 @@ func (d *DB) Delivery(ctx context.Context, id uint64) (*app.Delivery, []*app.Att
 	if err != nil {
 		return nil, nil, appErr(err)
 	}
-	rows, err := d.pool.Query(ctx, "SELECT n, started, duration_ns, status, error, response FROM hookbox_attempts WHERE delivery_id = $1 ORDER BY n", int64(id))
+	rows, err := d.pool.Query(ctx, "SELECT n, started, duration_ns, status, error, response, probe FROM hookbox_attempts WHERE delivery_id = $1 ORDER BY n", int64(id))
 	if err != nil {
 		return nil, nil, err
 	}
 	attempts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*app.Attempt, error) {
 		a := &app.Attempt{}
 		var dur int64
-		err := r.Scan(&a.N, &a.Start, &dur, &a.Status, &a.Error, &a.Response)
+		err := r.Scan(&a.N, &a.Start, &dur, &a.Status, &a.Error, &a.Response, &a.Probe)
 		a.Duration = time.Duration(dur)
 		return a, err
 	})

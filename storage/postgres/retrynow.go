@@ -16,7 +16,7 @@ import (
 
 // RetryNow makes the waiting deliveries ids due at now, keeping their
 // attempts and tries, and reports how many it moved: see
-// app.ReadModel.RetryNow. A delivery a node holds (leased_by set: in
+// app.ReplayStore.RetryNow. A delivery a node holds (leased_by set: in
 // flight, perhaps taken early, so due later) is left as is: its run_at is
 // the end of that node's lease, and moving it would let another node take
 // it while it is being sent. The rows are locked (FOR UPDATE) from the

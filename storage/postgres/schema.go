@@ -275,6 +275,9 @@ CREATE TABLE IF NOT EXISTS hookbox_audit (
 CREATE INDEX IF NOT EXISTS hookbox_audit_at ON hookbox_audit (at);
 CREATE INDEX IF NOT EXISTS hookbox_audit_actor ON hookbox_audit (actor, seq);
 `,
+	// 9: an attempt marks whether it was a recovery probe (issue 43): a
+	// probe uses no step of the retry schedule.
+	`ALTER TABLE hookbox_attempts ADD COLUMN IF NOT EXISTS probe boolean NOT NULL DEFAULT false;`,
 }
 
 // SchemaVersion is the schema version this build creates and expects.

@@ -1,4 +1,4 @@
-package app_test
+package receive_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/apptest"
 	"hookbox/app/config"
+	"hookbox/app/receive"
 )
 
 // A genuine request without an event id is answered 400 with where the
@@ -54,7 +55,7 @@ id = "{header.X-Event-Id}"
 		t.Fatal(err)
 	}
 	now := now0
-	r := app.NewReceiver(cfg, apptest.NewStore())
+	r := receive.New(cfg, apptest.NewStore())
 	r.Now = func() time.Time { return now }
 	for _, tt := range []struct {
 		source, prov, secret, url, body, want string

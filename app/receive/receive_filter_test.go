@@ -1,4 +1,4 @@
-package app_test
+package receive_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"hookbox/app/config"
 	"hookbox/app/fields"
 	"hookbox/app/metrics"
+	"hookbox/app/receive"
 	"hookbox/storage/bboltstore"
 )
 
@@ -107,7 +108,7 @@ func filterRules(t testing.TB, cfg *app.Config) {
 // newFilterReceiver returns a receiver of filterConfig with filterRules,
 // over a real bbolt file, with its clock at *now, its counts (Stats and
 // their Prometheus metrics) and its log in log.
-func newFilterReceiver(t *testing.T, now *time.Time, log *strings.Builder) (*app.Receiver, *bboltstore.DB, *app.Stats, *metrics.Prometheus) {
+func newFilterReceiver(t *testing.T, now *time.Time, log *strings.Builder) (*receive.Receiver, *bboltstore.DB, *app.Stats, *metrics.Prometheus) {
 	t.Helper()
 	cfg, err := config.Parse("filter.toml", filterConfig, nil)
 	if err != nil {
@@ -119,7 +120,7 @@ func newFilterReceiver(t *testing.T, now *time.Time, log *strings.Builder) (*app
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	r := app.NewReceiver(cfg, db)
+	r := receive.New(cfg, db)
 	r.Now = func() time.Time { return *now }
 	r.Stats = app.NewStats(cfg, db, r.Now)
 	prom := metrics.New(r.Stats, db)
@@ -164,7 +165,7 @@ func TestReceiver_PlanFilters(t *testing.T) {
 			filtered: []app.FilterNote{{Route: "paid"}, errs, {Route: "vip"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := app.PlanOf(r, "shop", "e-"+tc.name, tc.topic, shopEvent(t, "e-"+tc.name, tc.topic, tc.body, now))
+			p := receive.PlanOf(r, "shop", "e-"+tc.name, tc.topic, shopEvent(t, "e-"+tc.name, tc.topic, tc.body, now))
 			if !slices.Equal(p.Direct, tc.direct) {
 				t.Errorf("direct = %+v; want %+v", p.Direct, tc.direct)
 			}
@@ -205,9 +206,9 @@ func TestReceiver_PlanOneRuleInput(t *testing.T) {
 			return i != 0, nil
 		})
 	}
-	r := app.NewReceiver(cfg, nil)
+	r := receive.New(cfg, nil)
 	in := shopEvent(t, "e1", "orders/create", `{"id": 1}`, now0)
-	p := app.PlanOf(r, "shop", "e1", "orders/create", in)
+	p := receive.PlanOf(r, "shop", "e1", "orders/create", in)
 	if len(seen) != 3 { // paid, orders, errs: not vip (topic), not gh (source)
 		t.Fatalf("%d filters asked; want 3", len(seen))
 	}
@@ -240,8 +241,8 @@ func TestReceiver_PlanNoFilterNoCost(t *testing.T) {
 		if withFilters {
 			filterRules(t, cfg)
 		}
-		r := app.NewReceiver(cfg, nil)
-		return testing.AllocsPerRun(100, func() { app.PlanOf(r, "gh", "d1", "push", in) })
+		r := receive.New(cfg, nil)
+		return testing.AllocsPerRun(100, func() { receive.PlanOf(r, "gh", "d1", "push", in) })
 	}
 	if without, with := allocs(false), allocs(true); with != without {
 		t.Fatalf("plan of an event no filter sees: %v allocations with filters on other routes, %v without", with, without)
@@ -287,7 +288,7 @@ func TestReceiver_FilterCounted(t *testing.T) {
 		t.Errorf("a routed event's unrouted = %q", e.Unrouted)
 	}
 	// A filter that panics is a filter error, not a crash.
-	for _, rt := range app.ConfigOf(r).Routes {
+	for _, rt := range receive.ConfigOf(r).Routes {
 		if rt.Name == "errs" {
 			rt.Filter = filterFunc(func(*app.RuleInput) (bool, error) { panic("boom") })
 		}

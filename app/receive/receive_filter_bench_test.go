@@ -1,4 +1,4 @@
-package app_test
+package receive_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"hookbox/app/apptest"
 	"hookbox/app/config"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
 )
 
 // benchRoutesConfig has a Shopify source and a GitHub one, and ten routes
@@ -73,7 +74,7 @@ func BenchmarkReceive(b *testing.B) {
 				b.Fatal(err)
 			}
 			bc.rules(cfg)
-			r := app.NewReceiver(cfg, apptest.NewStore())
+			r := receive.New(cfg, apptest.NewStore())
 			r.Logger = discardLogger()
 			at := time.Now()
 			ins := make([]*app.Inbound, 1024)
@@ -122,10 +123,10 @@ func BenchmarkPlan(b *testing.B) {
 					rt.Filter = contains(`"paid"`)
 				}
 			}
-			r := app.NewReceiver(cfg, nil)
+			r := receive.New(cfg, nil)
 			b.ReportAllocs()
 			for b.Loop() {
-				app.PlanOf(r, "shop", "evt-1", "orders/create", in)
+				receive.PlanOf(r, "shop", "evt-1", "orders/create", in)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package app_test
+package receive_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"hookbox/app/config"
 	"hookbox/app/metrics"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
 	"hookbox/app/sweep"
 	"hookbox/storage/bboltstore"
 )
@@ -59,7 +60,7 @@ id = "{body.id}"
 // newReceiver returns a receiver over an in-memory store (apptest.Store,
 // checked against bbolt's answers there) with its clock at *now: the
 // receive path and the sweep need no disk.
-func newReceiver(t *testing.T, now *time.Time) (*app.Receiver, *apptest.Store) {
+func newReceiver(t *testing.T, now *time.Time) (*receive.Receiver, *apptest.Store) {
 	t.Helper()
 	db := apptest.NewStore()
 	return newReceiverOver(t, now, db), db
@@ -67,7 +68,7 @@ func newReceiver(t *testing.T, now *time.Time) (*app.Receiver, *apptest.Store) {
 
 // newReceiverOnDisk returns a receiver over a real bbolt file with its
 // clock at *now, for a test that needs what only a store keeps (counts).
-func newReceiverOnDisk(t *testing.T, now *time.Time) (*app.Receiver, *bboltstore.DB) {
+func newReceiverOnDisk(t *testing.T, now *time.Time) (*receive.Receiver, *bboltstore.DB) {
 	t.Helper()
 	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
@@ -78,13 +79,13 @@ func newReceiverOnDisk(t *testing.T, now *time.Time) (*app.Receiver, *bboltstore
 }
 
 // newReceiverOver returns a receiver of testConfig over store.
-func newReceiverOver(t *testing.T, now *time.Time, store app.IngestStore) *app.Receiver {
+func newReceiverOver(t *testing.T, now *time.Time, store app.IngestStore) *receive.Receiver {
 	t.Helper()
 	cfg, err := config.Parse("test.toml", testConfig, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := app.NewReceiver(cfg, store)
+	r := receive.New(cfg, store)
 	r.Now = func() time.Time { return *now }
 	return r
 }

@@ -1,4 +1,4 @@
-package app_test
+package receive_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/config"
 	"hookbox/app/provider"
+	"hookbox/app/receive"
 	"hookbox/storage/bboltstore"
 )
 
@@ -45,7 +46,7 @@ to = ["erp"]
 	}
 	t.Cleanup(func() { db.Close() })
 	now := now0
-	r := app.NewReceiver(cfg, db)
+	r := receive.New(cfg, db)
 	r.Now = func() time.Time { return now }
 	ctx := context.Background()
 	body := []byte(`{"id": 7}`)
