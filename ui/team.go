@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/request"
 )
 
@@ -75,9 +76,9 @@ func (u *UI) teamAddUser(c *fiber.Ctx) error {
 	}
 	generated := pw == ""
 	if generated {
-		pw = app.GeneratePassword()
+		pw = access.GeneratePassword()
 	}
-	hash, err := app.HashPassword(pw)
+	hash, err := access.HashPassword(pw)
 	if err != nil {
 		return u.teamDone(c, app.Errorf(app.EINVALID, "%v", err), "", "")
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
 	"hookbox/storage/postgres/pgtest"
@@ -114,7 +115,7 @@ func testUserToken(t *testing.T, url string) {
 	}
 	waitStatus := func(what string, f func() int, want int) {
 		t.Helper()
-		deadline := time.Now().Add(2 * app.AccessPoll)
+		deadline := time.Now().Add(2 * access.Poll)
 		got := f()
 		for got != want && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
@@ -276,5 +277,35 @@ func TestCLIIdentity_TwoNodes(t *testing.T) {
 	}
 	if len(page.Items) != 1 || page.Items[0].Action != app.AuditPause || page.Items[0].Result != app.AuditOK {
 		t.Fatalf("node B's audit of token:ops: %+v", page.Items)
+	}
+}
+
+// TestAccess_HelpSaysRolesFromTable: user -h and token -h say what each
+// role may, from app's table of roles (every action named, under its own
+// role), and listen -h the role streaming needs; nothing the command line
+// says of roles is written again here.
+func TestAccess_HelpSaysRolesFromTable(t *testing.T) {
+	for _, cmd := range []string{"user", "token"} {
+		var out, errOut strings.Builder
+		if code := Run(context.Background(), []string{cmd, "-h"}, &out, &errOut); code != 0 {
+			t.Fatalf("%s -h: exit %d %s", cmd, code, errOut.String())
+		}
+		help := strings.Join(strings.Fields(out.String()), " ")
+		for _, a := range app.Actions() {
+			r, _ := a.Rule()
+			head := map[app.Role]string{app.RoleViewer: "viewer may", app.RoleOperator: "operator may also", app.RoleAdmin: "admin may also"}[r.Role]
+			if r.UserOnly {
+				head = "an admin user (never a token) may also"
+			}
+			i, j := strings.Index(help, head), strings.Index(help, r.Doing)
+			if i < 0 || j < i {
+				t.Errorf("%s -h does not say that %q may %s:\n%s", cmd, head, r.Doing, out.String())
+			}
+		}
+	}
+	var out, errOut strings.Builder
+	Run(context.Background(), []string{"listen", "-h"}, &out, &errOut)
+	if want := app.ActStream.Role().String() + " is enough"; !strings.Contains(out.String(), want) {
+		t.Errorf("listen -h does not say %q:\n%s", want, out.String())
 	}
 }

@@ -122,11 +122,13 @@ var commands = []*command{
 			"one line of stdin; -generate makes one and prints it once) and sends only its bcrypt hash.\n" +
 			"Works with the server running or stopped: into the database on PostgreSQL, into the data\n" +
 			"file of a stopped server, or through a 0600 request file in the data directory that a\n" +
-			"running server answers within a second (run it as hookbox's user or root).", run: runUser},
+			"running server answers within a second (run it as hookbox's user or root).\n" +
+			"What each role may (a token never opens a page):\n" + app.RolesHelp("  "), run: runUser},
 	{name: "token", synopsis: "create -name N -role R [-expires 90d] | list | revoke NAME  [-config FILE] [-data-dir DIR]", summary: "manage the API tokens of scripts",
 		help: "create prints the token (hbx_…) once: only its SHA-256 is stored. A token works on /api/v1\n" +
 			"and /metrics as Authorization: Bearer, never on the pages. Works with the server running or\n" +
-			"stopped, as user does.", run: runToken},
+			"stopped, as user does.\n" +
+			"What each role may:\n" + app.RolesHelp("  "), run: runToken},
 	{name: "passwd", synopsis: "[-config FILE] [-data-dir DIR] [-generate]", summary: "set a new status page password (server running or stopped)",
 		help: "Reads a new password for the status page and the admin API, twice without echo from a\n" +
 			"terminal or one line from stdin (-generate: makes one and prints it), and stores its\n" +

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/web"
 )
 
@@ -33,7 +34,7 @@ func TestAPI_BackupStalledReader(t *testing.T) {
 	}
 	dir := t.TempDir()
 	s := web.New(mustConfig(t, apiConfig), web.Deps{Store: db, Health: db.Ping,
-		Access: app.FixedAccess("ops", "pw-1234"),
+		Access: access.Fixed("ops", "pw-1234"),
 		Backup: func() (*os.File, int64, error) { return db.Backup(dir) }})
 	addr := serve(t, s.App())
 

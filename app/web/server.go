@@ -21,6 +21,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/recover"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/metrics"
 	"hookbox/app/receive"
 	"hookbox/app/replay"
@@ -67,7 +68,7 @@ type Deps struct {
 	// Access checks passwords (under the limits of guard.go) and tokens,
 	// and says whether a session or cached credential still holds (nil:
 	// nobody gets in).
-	Access *app.Access
+	Access *access.Service
 	// LimitedDelay holds a 429 to a login over the limits (0: the
 	// LimitedDelay constant); tests shorten it.
 	LimitedDelay time.Duration
@@ -139,7 +140,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		deps.LimitedDelay = LimitedDelay
 	}
 	if deps.Access == nil {
-		deps.Access = app.FixedAccess("", "")
+		deps.Access = access.Fixed("", "")
 	}
 	if deps.Stats == nil {
 		deps.Stats = app.NewStats(cfg, deps.Store, deps.Now)
@@ -167,7 +168,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 		replays:  &replay.Service{Store: deps.Store, Searches: deps.Searches, Now: deps.Now, Wake: deps.Wake},
 	}
 	s.ui = ui.New(ui.Deps{Running: deps.Running, Store: deps.Store, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
-		LastBackup: deps.LastBackup, Pauser: deps.Pauser, May: may, Access: deps.Access, Searches: deps.Searches})
+		LastBackup: deps.LastBackup, Pauser: deps.Pauser, Access: deps.Access, Searches: deps.Searches})
 	s.ui.SetWho(s.who)
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:      cfg.Server.MaxBodyBytes,
@@ -283,7 +284,7 @@ func (s *Server) closeConns() {
 }
 
 // Access is who may log in, for tests.
-func (s *Server) Access() *app.Access { return s.deps.Access }
+func (s *Server) Access() *access.Service { return s.deps.Access }
 
 // App exposes the Fiber app to tests (app.Test).
 func (s *Server) App() *fiber.App { return s.fiber }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/provider"
 	"hookbox/app/receive"
 	"hookbox/app/stream"
@@ -33,7 +34,7 @@ type streamNode struct {
 	srv  *web.Server
 	hub  *stream.Hub
 	db   storage.Store
-	acc  *app.Access
+	acc  *access.Service
 }
 
 func openBolt(t *testing.T) storage.Store {
