@@ -43,10 +43,11 @@ type Health func(ctx context.Context) error
 
 // Store is what the server uses of a store: what the admin API and the
 // status pages read and replay (ui.Store), what Stats counts into and
-// reads, and the events the stream hub follows.
+// reads, what /metrics reads, and the events the stream hub follows.
 type Store interface {
 	ui.Store
 	app.StatsStore
+	app.GaugeStore
 	app.StreamHubStore
 }
 
