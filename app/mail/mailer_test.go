@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/mail"
 	"hookbox/app/mail/mailtest"
 )
@@ -71,13 +72,7 @@ func run(t *testing.T, m *mail.Mailer) {
 
 func waitMessage(t *testing.T, s *mailtest.Server) mailtest.Message {
 	t.Helper()
-	select {
-	case m := <-s.Messages:
-		return m
-	case <-time.After(30 * time.Second):
-		t.Fatal("no message reached the SMTP server")
-	}
-	return mailtest.Message{}
+	return apptest.Recv(t, s.Messages, 30*time.Second, "a message at the SMTP server")
 }
 
 func smtpURL(scheme string, s *mailtest.Server, auth bool) string {
