@@ -14,6 +14,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/alert"
 	"hookbox/app/cmdsend"
+	"hookbox/app/dispatch"
 	"hookbox/app/httpsend"
 	"hookbox/app/receive"
 	"hookbox/app/sweep"
@@ -31,7 +32,7 @@ type reloader struct {
 	access *app.Access
 
 	receiver   *receive.Receiver
-	dispatcher *app.Dispatcher
+	dispatcher *dispatch.Dispatcher
 	sender     *httpsend.Sender
 	commands   *cmdsend.Sender
 	stats      *app.Stats

@@ -23,6 +23,7 @@ import (
 	backups "hookbox/app/backup"
 	"hookbox/app/cmdsend"
 	"hookbox/app/config"
+	"hookbox/app/dispatch"
 	"hookbox/app/httpsend"
 	"hookbox/app/mail"
 	"hookbox/app/metrics"
@@ -159,7 +160,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	prom := metrics.New(stats, db) // stats reports to it; /metrics serves it
 	sender := httpsend.New(cfg, Version)
 	commands := cmdsend.New(cfg, Version)
-	dispatcher := app.NewDispatcher(cfg, db, app.Senders{HTTP: sender, Command: commands})
+	dispatcher := dispatch.New(cfg, db, app.Senders{HTTP: sender, Command: commands})
 	dispatcher.Stats = stats
 	dispatcher.Controls = db // pauses and Retry-After holds; on PostgreSQL the rate's slots too
 	dispatcher.Health = db   // failing since, next try: the same after a restart and on every node

@@ -1,4 +1,4 @@
-package app_test
+package dispatch_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/dispatch"
 )
 
 // fakeClock is a clock the test moves by hand.
@@ -35,12 +36,12 @@ func passAt(t *testing.T, h *harness, now time.Time) {
 	t.Helper()
 	passed := make(chan struct{})
 	var once sync.Once
-	app.OnPass(h.disp, func(began time.Time) {
+	dispatch.OnPass(h.disp, func(began time.Time) {
 		if !began.Before(now) {
 			once.Do(func() { close(passed) })
 		}
 	})
-	defer app.OnPass(h.disp, nil)
+	defer dispatch.OnPass(h.disp, nil)
 	h.disp.Wake()
 	select {
 	case <-passed:
