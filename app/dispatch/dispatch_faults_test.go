@@ -150,7 +150,7 @@ func TestDispatcher_HangingDestination(t *testing.T) {
 // A destination that answers slowly but within its timeout is delivered.
 func TestDispatcher_SlowDestination(t *testing.T) {
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(400 * time.Millisecond) // a slow answer, in real time, is what this test is about
 		io.WriteString(w, "took my time")
 	}))
 	t.Cleanup(slow.Close)
