@@ -70,8 +70,9 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, lo
 	commands := cmdsend.New(cfg, Version)
 	dispatcher := app.NewDispatcher(cfg, db, app.Senders{HTTP: sender, Command: commands})
 	dispatcher.Stats = stats
-	dispatcher.Controls = db // pauses and Retry-After holds; on PostgreSQL the rate's slots too
-	dispatcher.Health = db   // failing since, next try: the same after a restart and on every node
+	dispatcher.Controls = db   // pauses and Retry-After holds
+	dispatcher.Rates = n.rates // on PostgreSQL, the rate's slots for every node
+	dispatcher.Health = db     // failing since, next try: the same after a restart and on every node
 	p.dispatcher = dispatcher
 	pauser := app.NewPauser(cfg, db, dispatcher.ControlsChanged, time.Now)
 	stats.Storage.OnRecover = dispatcher.Wake // it holds its sends while commits fail
