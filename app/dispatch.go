@@ -83,9 +83,12 @@ type Dispatcher struct {
 
 	// Controls, when set before Run, holds the destinations' pauses and
 	// Retry-After holds (control.go); the dispatcher reads them at most
-	// every ControlEvery, and at once after ControlsChanged. With a
-	// RateStore too, rates hold for every node that shares it.
+	// every ControlEvery, and at once after ControlsChanged.
 	Controls ControlStore
+	// Rates, when set, reserves the starts of a destination with a rate
+	// for every node that shares the store (PostgreSQL); nil: this node
+	// paces alone (bbolt, one node).
+	Rates RateStore
 	// ControlEvery is the longest a node goes without reading Controls
 	// while it sends, or while a destination is paused (so that a resume
 	// through another node is seen).

@@ -22,6 +22,7 @@ type Store interface {
 	Outbox
 	ReadModel
 	FigureStore
+	GaugeStore
 	ReplayStore
 	ReplayQueryStore
 	StatsStore
@@ -56,8 +57,9 @@ type IngestStore interface {
 // Deliveries: the dispatcher.
 
 // Outbox is what the Dispatcher needs of the store: the deliveries due,
-// the ones waiting beyond them, where to record attempts, and the
-// debounced deliveries to fire. Every method honours ctx: a done ctx
+// the ones waiting beyond them, where to record attempts, the debounced
+// deliveries to fire, and how many wait for a destination (its log line
+// when the destination answers again). Every method honours ctx: a done ctx
 // stops a call before it starts work and returns ctx's error.
 type Outbox interface {
 	// FirePending turns the pending deliveries due by now into deliveries
@@ -80,6 +82,9 @@ type Outbox interface {
 	// is set. Each attempt moves its delivery to the next step of its
 	// schedule (Delivery.Tries) unless it is Early.
 	RecordAttempts(ctx context.Context, recs []AttemptRecord) (errs []error)
+	// Backlog returns how many deliveries to dest are pending, counting at
+	// most limit.
+	Backlog(ctx context.Context, dest string, limit int) (int, error)
 }
 
 // Queries: the status pages (ui.Store) and the admin API (web.Store).
@@ -119,8 +124,8 @@ type ReadModel interface {
 	EventNames(ctx context.Context, seqs []uint64) (map[uint64]EventName, error)
 }
 
-// GaugeStore is what /metrics' gauges read of the store when scraped
-// (metrics.New).
+// GaugeStore is what /metrics' gauges and commit counters read of the
+// store when scraped (metrics.New).
 type GaugeStore interface {
 	// CountDead returns the number of dead deliveries.
 	CountDead(ctx context.Context) (int, error)
@@ -130,19 +135,30 @@ type GaugeStore interface {
 	// Poisoned returns up to limit of the records set aside because they
 	// could not be decoded, newest first, and how many there are in all.
 	Poisoned(ctx context.Context, limit int) ([]Poison, int, error)
+	// CommitCounts reports the group commits since the store opened, the
+	// writes they carried (their ratio is the group size), and the pages
+	// written by write transactions (bbolt's figure; 0 on PostgreSQL).
+	CommitCounts() (commits, writes, pages uint64)
 }
 
 // FigureStore is the figures the overview, /api/v1/stats and the
 // destinations' rows show: dead, pending and retrying deliveries, the
 // backlog of a destination, and the records set aside.
 type FigureStore interface {
-	GaugeStore
+	// CountDead returns the number of dead deliveries.
+	CountDead(ctx context.Context) (int, error)
+	// CountPending returns the number of deliveries not yet done: due now or
+	// later, and debounced ones waiting for their window.
+	CountPending(ctx context.Context) (int, error)
 	// CountRetrying returns how many pending deliveries have had an
 	// attempt (and wait for a retry), counting at most limit.
 	CountRetrying(ctx context.Context, limit int) (int, error)
 	// Backlog returns how many deliveries to dest are pending, counting at
 	// most limit.
 	Backlog(ctx context.Context, dest string, limit int) (int, error)
+	// Poisoned returns up to limit of the records set aside because they
+	// could not be decoded, newest first, and how many there are in all.
+	Poisoned(ctx context.Context, limit int) ([]Poison, int, error)
 }
 
 // ReplayStore is what the pages and the admin API (hookbox replay) change of
@@ -243,10 +259,13 @@ type CountStore interface {
 }
 
 // StatsStore is what Stats needs of the store: the counts it keeps and
-// shows, and the figures behind the gauges of /metrics.
+// shows, and the destinations' stored health.
 type StatsStore interface {
 	CountStore
-	GaugeStore
+	// DestinationHealths returns the stored health of every destination
+	// that has any, by name (HealthStore's): the rows show it with what
+	// this node's dispatcher noted and has not stored yet.
+	DestinationHealths(ctx context.Context) (map[string]DestinationHealth, error)
 }
 
 // AlertStore is what the Alerter reads of the store: the dead deliveries

@@ -32,23 +32,13 @@ func localActor() string {
 	return "local:unknown"
 }
 
-// accessStores is what user and token need of a store.
-type accessStores interface {
-	app.AccessStore
-	app.AuditStore
-}
-
 // doAccess applies r: straight into the database on PostgreSQL (running
 // nodes take it up within AccessPoll) or into the data file of a stopped
 // server, else through a request file that the running server answers.
 // It returns the answer and where the change was made.
 func doAccess(ctx context.Context, cfg *app.Config, r access.Request) (access.Answer, string, error) {
 	r.Actor = localActor()
-	apply := func(st any, where string) (access.Answer, string, error) {
-		s, ok := st.(accessStores)
-		if !ok {
-			return access.Answer{}, "", fmt.Errorf("%s keeps no users or tokens (this build's store does not)", where)
-		}
+	apply := func(s app.AccessStore, audit app.AuditStore, where string) (access.Answer, string, error) {
 		if r.Op == access.OpUserPasswd && r.Name == cfg.Status.User {
 			// A store no server has started on yet has no user: the
 			// [status] user is made (or an older status password turned
@@ -57,7 +47,7 @@ func doAccess(ctx context.Context, cfg *app.Config, r access.Request) (access.An
 				return access.Answer{}, "", err
 			}
 		}
-		a, err := access.New(ctx, cfg.Status, s, s, slog.New(slog.DiscardHandler))
+		a, err := access.New(ctx, cfg.Status, s, audit, slog.New(slog.DiscardHandler))
 		if err != nil {
 			return access.Answer{}, "", err
 		}
@@ -72,7 +62,7 @@ func doAccess(ctx context.Context, cfg *app.Config, r access.Request) (access.An
 			return access.Answer{}, "", fmt.Errorf("%s: storage: %w", cfg.Path, err)
 		}
 		defer db.Close()
-		return apply(any(db), db.Where()+"; running nodes take it up within a second")
+		return apply(db, db, db.Where()+"; running nodes take it up within a second")
 	}
 	dir := cfg.Server.DataDir
 	db, err := bboltstore.Open(dir)
@@ -90,7 +80,7 @@ func doAccess(ctx context.Context, cfg *app.Config, r access.Request) (access.An
 		return access.Answer{}, "", err
 	}
 	defer db.Close()
-	return apply(db, db.Path()+" (hookbox is not running; it uses it from its next start)")
+	return apply(db, db, db.Path()+" (hookbox is not running; it uses it from its next start)")
 }
 
 // accessArgs parses args of a subcommand taking one NAME operand (want 1)
