@@ -13,6 +13,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/access"
+	"hookbox/app/apptest"
 	"hookbox/app/web"
 )
 
@@ -58,13 +59,7 @@ func TestAPI_BackupStalledReader(t *testing.T) {
 	}
 	// The reader stalls; the server gives up after the idle time and
 	// closes the copy, though the reader has not had it all.
-	deadline := time.Now().Add(5 * time.Second)
-	for openCopies(t, dir) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the copy is still open after the download was cut")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	apptest.Eventually(t, 5*time.Second, "the copy closed after the download was cut", func() bool { return openCopies(t, dir) == 0 })
 }
 
 // openCopies counts the backup copies in dir this process holds open.

@@ -80,6 +80,9 @@ type Deps struct {
 	// ReadTimeout bounds reading one request, headers and body (0: the
 	// ReadTimeout constant); tests shorten it.
 	ReadTimeout time.Duration
+	// WriteTimeout bounds writing one answer (0: the WriteTimeout
+	// constant); tests shorten it.
+	WriteTimeout time.Duration
 	// LastBackup, when set, puts the newest scheduled backup on the overview.
 	LastBackup func() (time.Time, int64, error)
 	// Pauser pauses and resumes destinations (nil: the routes answer 404).
@@ -136,6 +139,9 @@ func New(cfg *app.Config, deps Deps) *Server {
 	if deps.ReadTimeout <= 0 {
 		deps.ReadTimeout = ReadTimeout
 	}
+	if deps.WriteTimeout <= 0 {
+		deps.WriteTimeout = WriteTimeout
+	}
 	if deps.LimitedDelay <= 0 {
 		deps.LimitedDelay = LimitedDelay
 	}
@@ -173,7 +179,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:      cfg.Server.MaxBodyBytes,
 		ReadTimeout:    deps.ReadTimeout,
-		WriteTimeout:   WriteTimeout,
+		WriteTimeout:   deps.WriteTimeout,
 		IdleTimeout:    IdleTimeout,
 		ReadBufferSize: ReadBufferSize,
 		// Bodies are read as they arrive, by readBodies (bodies.go),
