@@ -140,8 +140,17 @@ type ReplayResult struct {
 	// Delivered is how many of them were delivered (the others dead).
 	Matched   int
 	Delivered int
+	// Selected counts those the run makes pending (a dry run: would):
+	// every one matched when forced, else the dead ones, and none when
+	// the run is refused (Refused). See SelectReplay.
+	Selected int
+	// Refused counts the delivered ones an unforced replay refuses; when
+	// not 0 the run refuses as a whole, and Refusal says why and what to
+	// do.
+	Refused int
+	Refusal string
 	// Replayed counts those made pending (0 for a dry run; fewer than
-	// Matched when some changed state meanwhile).
+	// Selected when some changed state meanwhile).
 	Replayed int
 	// More says that more deliveries matched than the limit allowed.
 	More bool

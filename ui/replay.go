@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/replay"
 	"hookbox/app/request"
 )
 
@@ -55,7 +56,9 @@ func (u *UI) offerReplay(ctx context.Context, c *fiber.Ctx, q app.EventQuery) (*
 		return nil, nil
 	}
 	rq.DryRun = true
-	res, err := u.d.Store.ReplayQuery(ctx, rq, u.d.Now())
+	// Forced: the offer counts every match, as its confirm page does. The
+	// page's own search holds the place in the gate, if it needs one.
+	res, err := u.replays().Replay(ctx, replay.Request{Query: rq, Force: true, Gated: true})
 	if err != nil || res.Matched == 0 {
 		return nil, err
 	}
@@ -129,49 +132,57 @@ func (u *UI) replayQuery(c *fiber.Ctx) error {
 	}
 	c.Locals(AuditTarget, ReplayTarget(rq))
 	// As the API's: a body search takes a place in the gate, the count
-	// stops when the browser leaves, the replay goes on (issue 42).
-	var ctx context.Context
-	if rq.Q != "" {
-		sctx, done, err := request.Search(c, u.d.Searches)
-		if err != nil {
-			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(app.SearchRetryAfter))
-			return fiber.NewError(fiber.StatusTooManyRequests, app.ErrorMessage(err))
-		}
-		defer done()
-		ctx = sctx
-	} else {
-		wctx, stop := request.Watch(c)
-		defer stop()
-		ctx = wctx
-	}
+	// stops when the browser leaves, the replay goes on (issue 42; the
+	// service detaches it).
+	ctx, stop := request.Watch(c)
+	defer stop()
+	id, _ := c.Locals("identity").(app.Identity)
+	r := replay.Request{Query: rq, Caller: id.Actor()}
 	if get("confirm") != "yes" {
+		// The confirm page shows every match, delivered ones too, and its
+		// button says it asked about them (delivered=yes: forced).
 		skipAudit(c)
-		rq.DryRun = true
-		res, err := u.d.Store.ReplayQuery(ctx, rq, u.d.Now())
+		r.Query.DryRun, r.Force = true, true
+		res, err := u.replays().Replay(ctx, r)
 		if err != nil {
-			return err
+			return u.replayError(c, err)
 		}
 		return u.render(c, 200, "replay", "Replay these deliveries?", map[string]any{"R": res, "Fields": fields,
 			"Back": "/events?" + back.Encode(), "Max": app.MaxReplay})
 	}
-	if get("delivered") != "yes" { // the page did not ask about delivered ones: send none
+	if get("delivered") == "yes" {
+		r.Force = true
+	} else { // the page did not ask about delivered ones: send none
 		if rq.Status == app.ReplayDelivered {
 			c.Locals(AuditDetail, "delivered ones not confirmed: none replayed")
 			back.Set("replayed", "0")
 			return c.Redirect("/events?"+back.Encode(), fiber.StatusSeeOther)
 		}
-		rq.Status = app.ReplayDead
+		r.Query.Status = app.ReplayDead
 	}
-	run, cancel := context.WithTimeout(context.WithoutCancel(ctx), app.ReplayRunTime)
-	defer cancel()
-	res, err := u.d.Store.ReplayQuery(run, rq, u.d.Now())
+	res, err := u.replays().Replay(ctx, r)
 	if err != nil {
-		return err
+		return u.replayError(c, err)
 	}
 	c.Locals(AuditDetail, ReplayDetail(res))
-	u.d.Wake()
 	back.Set("replayed", strconv.Itoa(res.Replayed))
 	return c.Redirect("/events?"+back.Encode(), fiber.StatusSeeOther)
+}
+
+// replays is the replay service over the pages' store, search gate,
+// clock and dispatcher.
+func (u *UI) replays() *replay.Service {
+	return &replay.Service{Store: u.d.Store, Searches: u.d.Searches, Now: u.d.Now, Wake: u.d.Wake}
+}
+
+// replayError answers a replay by query the gate refused (429, with when
+// to try again); other errors go to the pages' error handler.
+func (u *UI) replayError(c *fiber.Ctx, err error) error {
+	if app.ErrorCode(err) == app.EBUSY {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(app.SearchRetryAfter))
+		return fiber.NewError(fiber.StatusTooManyRequests, app.ErrorMessage(err))
+	}
+	return err
 }
 
 // deadRow is a dead letter with the name of its event.

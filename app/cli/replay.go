@@ -160,10 +160,7 @@ func (r *replayer) fail(status int, body []byte) int {
 	if json.Unmarshal(body, &e) == nil && e.Error != "" {
 		msg = e.Error
 	}
-	msg = strings.NewReplacer(`send {"force": true} to send it again`, "add -force to send it again",
-		`add "force": true to send them again`, "add -force to send them again",
-		`or "status": "dead" to`, "or -status dead to",
-		`(use "status": "any" to mean it)`, "(use -status any to mean it)").Replace(msg)
+	msg = cliWords(msg)
 	if status == http.StatusNotFound {
 		msg += " (check the id on the dead letters page or with -event SOURCE/ID)"
 	}
@@ -285,9 +282,11 @@ func (r *replayer) query(f replayFlags) int {
 	body := map[string]any{"source": f.source, "topic": f.topic, "destination": f.dest, "status": f.stat,
 		"since": f.since, "until": f.until, "q": f.q, "dry_run": f.dryRun, "force": f.force}
 	var a struct {
-		Matched  int  `json:"matched"`
-		Replayed int  `json:"replayed"`
-		More     bool `json:"more"`
+		Matched  int    `json:"matched"`
+		Selected int    `json:"selected"`
+		Refusal  string `json:"refusal"`
+		Replayed int    `json:"replayed"`
+		More     bool   `json:"more"`
 		First    []struct {
 			Name string `json:"name"`
 		} `json:"first"`
@@ -297,10 +296,6 @@ func (r *replayer) query(f replayFlags) int {
 	}
 	if r.asJSON {
 		return 0
-	}
-	n, verb := a.Replayed, "replayed"
-	if f.dryRun {
-		n, verb = a.Matched, "would replay"
 	}
 	if a.Matched == 0 {
 		fmt.Fprintln(r.stdout, "nothing matched: no dead or delivered deliveries of events that fit the query")
@@ -314,14 +309,33 @@ func (r *replayer) query(f replayFlags) int {
 	if rest := a.Matched - len(names); rest > 0 {
 		list += fmt.Sprintf(", and %d more", rest)
 	}
+	if f.dryRun && a.Refusal != "" {
+		// The dry run says what the run does: the server's selection
+		// refuses it (delivered ones without -force).
+		fmt.Fprintf(r.stdout, "would replay nothing: %s\nmatched %s: %s\n", cliWords(a.Refusal), count(a.Matched, "delivery", "deliveries"), list)
+		return 0
+	}
+	n, verb := a.Replayed, "replayed"
+	if f.dryRun {
+		n, verb = a.Selected, "would replay"
+	}
 	fmt.Fprintf(r.stdout, "%s %s: %s\n", verb, count(n, "delivery", "deliveries"), list)
-	if !f.dryRun && a.Replayed < a.Matched {
-		fmt.Fprintf(r.stdout, "%d of the %d matched changed state meanwhile (replayed or swept) and were left alone\n", a.Matched-a.Replayed, a.Matched)
+	if !f.dryRun && a.Replayed < a.Selected {
+		fmt.Fprintf(r.stdout, "%d of the %d matched changed state meanwhile (replayed or swept) and were left alone\n", a.Selected-a.Replayed, a.Selected)
 	}
 	if a.More {
 		fmt.Fprintf(r.stdout, "more than %d matched, the most one call replays: narrow the query with -since and -until to replay the rest\n", a.Matched)
 	}
 	return 0
+}
+
+// cliWords puts the CLI's way to act on an API sentence in place of the
+// API's.
+func cliWords(msg string) string {
+	return strings.NewReplacer(`send {"force": true} to send it again`, "add -force to send it again",
+		`add "force": true to send them again`, "add -force to send them again",
+		`or "status": "dead" to`, "or -status dead to",
+		`(use "status": "any" to mean it)`, "(use -status any to mean it)").Replace(msg)
 }
 
 // count is n with the singular or plural noun.

@@ -160,11 +160,17 @@ to = ["sink"]
 	if code != 1 || !strings.Contains(errOut, fmt.Sprintf("%d of the %d matched deliveries were delivered already; add -force to send them again, or -status dead", total, total)) {
 		t.Fatalf("replay of delivered ones without -force: exit %d\n%s%s", code, out, errOut)
 	}
+	// The dry run says what the run does (issue 43: it said "would replay"
+	// all of them, and the run then refused them).
 	out, errOut, code = replay("-since", "1h", "-source", "gh", "-dry-run")
+	if code != 0 || !strings.HasPrefix(out, fmt.Sprintf("would replay nothing: %d of the %d matched deliveries were delivered already; add -force to send them again", total, total)) {
+		t.Fatalf("dry run without -force: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = replay("-since", "1h", "-source", "gh", "-dry-run", "-force")
 	firstID := slices.Min(deliveryOf)
 	first := fmt.Sprintf("#%d sink ← gh/r-%05d push", firstID, slices.Index(deliveryOf, firstID))
 	if code != 0 || !strings.HasPrefix(out, fmt.Sprintf("would replay %d deliveries: %s, ", total, first)) || !strings.Contains(out, fmt.Sprintf("and %d more", total-10)) {
-		t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
+		t.Fatalf("dry run -force: exit %d\n%s%s", code, out, errOut)
 	}
 	began := time.Now()
 	out, errOut, code = replay("-since", "1h", "-source", "gh", "-force")
@@ -277,7 +283,10 @@ func TestReplayCommand_EventForceAndErrors(t *testing.T) {
 		{[]string{"987654"}, 1, "", "no such delivery"},
 		{[]string{delivered}, 1, "", "delivery #" + delivered + " sink ← gh/e-1 push was delivered at "},
 		{[]string{"-event", "gh/e-1"}, 1, "", "gh/e-1 was delivered to #" + delivered + " sink already; add -force to send it again"},
-		{[]string{"-since", "1h", "-dry-run"}, 0, "would replay 2 deliveries: #" + delivered + " sink ← gh/e-1 push, #" + dead + " sink ← gh/e-2 push\n", ""},
+		// The dry run says what the run just below does (issue 43).
+		{[]string{"-since", "1h", "-dry-run"}, 0, "would replay nothing: 1 of the 2 matched deliveries were delivered already; add -force to send them again, or -status dead to replay only the dead ones\nmatched 2 deliveries: #" + delivered + " sink ← gh/e-1 push, #" + dead + " sink ← gh/e-2 push\n", ""},
+		{[]string{"-since", "1h", "-dry-run", "-force"}, 0, "would replay 2 deliveries: #" + delivered + " sink ← gh/e-1 push, #" + dead + " sink ← gh/e-2 push\n", ""},
+		{[]string{"-since", "1h", "-dry-run", "-status", "dead"}, 0, "would replay 1 delivery: #" + dead + " sink ← gh/e-2 push\n", ""},
 		{[]string{"-since", "1h"}, 1, "", "1 of the 2 matched deliveries were delivered already; add -force to send them again, or -status dead to replay only the dead ones"},
 		{[]string{"-event", "gh/e-2"}, 0, "replayed 1 delivery: #" + dead + " sink ← gh/e-2 push\n", ""},
 		{[]string{"-force", delivered}, 0, "replayed 1 delivery: #" + delivered + " sink ← gh/e-1 push\n", ""},

@@ -89,6 +89,12 @@ func (o *fakeOutbox) WaitingDeliveries(_ context.Context, dest string, afterDue 
 	return ws, nil
 }
 
+func (o *fakeOutbox) Backlog(_ context.Context, dest string, limit int) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return min(len(o.pending(dest, func(uint64) bool { return false })), limit), nil
+}
+
 func (o *fakeOutbox) RecordAttempts(_ context.Context, recs []app.AttemptRecord) []error {
 	if o.recordDelay > 0 {
 		time.Sleep(o.recordDelay) // the bubble's clock: a write that takes time

@@ -127,8 +127,8 @@ func (d *Dispatcher) storeHolds(holds []laneHold) {
 }
 
 // paceJobs gives each of jobs, about to start on l at now, its slot of l's
-// rate, and returns l's next free slot (zero: l has no rate). Without a
-// shared RateStore the slots are this node's (one node: bbolt); with one,
+// rate, and returns l's next free slot (zero: l has no rate). Without
+// Rates the slots are this node's (one node: bbolt); with it,
 // they are reserved for the cluster, so nodes together keep the rate.
 // A job whose slot is later than now waits for it in its sender.
 func (d *Dispatcher) paceJobs(ctx context.Context, l *lane, now time.Time, jobs []job) time.Time {
@@ -142,8 +142,8 @@ func (d *Dispatcher) paceJobs(ctx context.Context, l *lane, now time.Time, jobs 
 	if len(jobs) == 0 {
 		return base
 	}
-	if rs, ok := d.Controls.(app.RateStore); ok {
-		first, storeNow, err := rs.ReserveStarts(ctx, l.dest.Name, len(jobs), sp)
+	if d.Rates != nil {
+		first, storeNow, err := d.Rates.ReserveStarts(ctx, l.dest.Name, len(jobs), sp)
 		if err == nil {
 			base = later(now.Add(first.Sub(storeNow)), now) // by this node's clock
 		} else if ok, held := d.ctl.log.Allow(now, time.Minute); ok {

@@ -67,9 +67,12 @@ type Options struct {
 	ProbeEvery, ProbeMax time.Duration
 	// Controls, when set, holds the destinations' pauses and Retry-After
 	// holds (control.go); the dispatcher reads them at most every
-	// ControlEvery, and at once after ControlsChanged. With an
-	// app.RateStore too, rates hold for every node that shares it.
+	// ControlEvery, and at once after ControlsChanged.
 	Controls app.ControlStore
+	// Rates, when set, reserves the starts of a destination with a rate
+	// for every node that shares the store (PostgreSQL); nil: this node
+	// paces alone (bbolt, one node).
+	Rates app.RateStore
 	// ControlEvery is the longest a node goes without reading Controls
 	// while it sends, or while a destination is paused (so that a resume
 	// through another node is seen).

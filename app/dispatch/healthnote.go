@@ -79,12 +79,8 @@ func (d *Dispatcher) flushHealth() {
 			continue
 		}
 		attrs := []any{"destination", n.dest, "failed_for", n.failedFor.Round(time.Millisecond)}
-		if b, ok := d.store.(interface {
-			Backlog(ctx context.Context, dest string, limit int) (int, error)
-		}); ok {
-			if waiting, err := b.Backlog(ctx, n.dest, maxLoggedWaiting); err == nil {
-				attrs = append(attrs, "waiting", waiting)
-			}
+		if waiting, err := d.store.Backlog(ctx, n.dest, maxLoggedWaiting); err == nil {
+			attrs = append(attrs, "waiting", waiting)
 		}
 		d.Logger.Info("destination answers again", attrs...)
 	}

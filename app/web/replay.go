@@ -2,7 +2,6 @@ package web
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/replay"
 	"hookbox/app/request"
 	"hookbox/ui"
 )
@@ -45,9 +45,16 @@ type replayQueryJSON struct {
 type replayAnswerJSON struct {
 	Matched int `json:"matched"`
 	// Delivered is how many of the matched had been delivered.
-	Delivered int  `json:"delivered"`
-	Replayed  int  `json:"replayed"`
-	More      bool `json:"more"`
+	Delivered int `json:"delivered"`
+	// Selected is how many the run replays (a dry run: would): every one
+	// matched with force, else the dead ones, none when it is refused.
+	Selected int `json:"selected"`
+	// Refused counts the delivered ones that refuse a run without force;
+	// Refusal says why and what to do (absent when none).
+	Refused  int    `json:"refused"`
+	Refusal  string `json:"refusal,omitempty"`
+	Replayed int    `json:"replayed"`
+	More     bool   `json:"more"`
 	// Limit is the most one replay selects: past it More says more
 	// deliveries match, and a dry run and its run select the same first
 	// Limit in accept order.
@@ -95,9 +102,9 @@ func (s *Server) handleReplayDead(c *fiber.Ctx) error {
 }
 
 // handleReplay replays one delivery: a dead one at once, a delivered one
-// only with {"force": true}, since the receiver took it already.
+// only with {"force": true}, since the receiver took it already; the
+// rule is the domain's (app.ReplayVerdictOf, through replay.Service.One).
 func (s *Server) handleReplay(c *fiber.Ctx) error {
-	ctx := c.UserContext()
 	id, err := strconv.ParseUint(c.Params("id"), 10, 64)
 	if err != nil {
 		return s.sendError(c, app.Errorf(app.ENOTFOUND, "no such delivery"))
@@ -106,46 +113,18 @@ func (s *Server) handleReplay(c *fiber.Ctx) error {
 	if err := decodeBody(c, &body); err != nil {
 		return s.sendError(c, err)
 	}
-	d, _, err := s.deps.Store.Delivery(ctx, id)
+	d, name, err := s.replays.One(c.UserContext(), id, body.Force)
 	if err != nil {
-		return s.storeError(c, err)
+		return s.replayError(c, err)
 	}
-	names, err := s.deps.Store.EventNames(ctx, []uint64{d.EventSeq})
-	if err != nil {
-		return s.storeError(c, err)
-	}
-	name := app.DeliveryName(d.ID, d.Destination, names[d.EventSeq])
-	if d.State == app.Delivered && !body.Force {
-		return s.sendError(c, app.Errorf(app.ECONFLICT, "delivery %s was delivered at %s; send {\"force\": true} to send it again",
-			name, d.Updated.UTC().Format(time.RFC3339)))
-	}
-	if body.Force || d.State == app.Pending { // a pending one is left as it is
-		if err := s.deps.Store.Replay(ctx, id, s.deps.Now()); err != nil {
-			return s.storeError(c, err)
-		}
-	} else {
-		// Dead when read: replayed only if still dead in the write, so one
-		// replayed and delivered meanwhile is not sent again unasked.
-		res, err := s.deps.Store.ReplayQuery(ctx, app.ReplayQuery{Delivery: id, Status: app.ReplayDead}, s.deps.Now())
-		if err != nil {
-			return s.storeError(c, err)
-		}
-		if res.Replayed == 0 {
-			if now, _, err := s.deps.Store.Delivery(ctx, id); err == nil && now.State == app.Delivered {
-				return s.sendError(c, app.Errorf(app.ECONFLICT, "delivery %s was delivered at %s; send {\"force\": true} to send it again",
-					name, now.Updated.UTC().Format(time.RFC3339)))
-			}
-		}
-	}
-	s.deps.Wake()
-	return c.JSON(fiber.Map{"replayed": 1, "id": id, "name": name, "was": d.State.String()})
+	return c.JSON(fiber.Map{"replayed": 1, "id": id, "name": app.DeliveryName(d.ID, d.Destination, name), "was": d.State.String()})
 }
 
 // handleReplayQuery replays the finished deliveries a query selects (at
-// most app.MaxReplay), or with dry_run counts and names them. Delivered
-// ones in the match need force: without it the answer is 409, and a
-// match without delivered ones replays only dead ones, so one that is
-// delivered meanwhile is never sent again unasked.
+// most app.MaxReplay), or with dry_run counts and names them: both by the
+// one selection (app/replay), so the dry run's numbers are the run's.
+// Delivered ones in the match need force: without it the run is refused
+// (409) and the dry run says so (selected 0, refused, the refusal).
 func (s *Server) handleReplayQuery(c *fiber.Ctx) error {
 	var body replayQueryJSON
 	if err := decodeBody(c, &body); err != nil {
@@ -159,59 +138,25 @@ func (s *Server) handleReplayQuery(c *fiber.Ctx) error {
 	if q.DryRun {
 		c.Locals(ui.AuditSkip, true)
 	}
-	// A body search takes a place in the gate for the whole request; what
-	// only looks (the dry runs) stops when the caller leaves, and the run
-	// goes on whoever disconnects (its own bound, app.ReplayRunTime).
-	var ctx context.Context
-	if q.Q != "" {
-		sctx, done, err := request.Search(c, s.deps.Searches)
-		if err != nil {
-			return s.sendError(c, err)
-		}
-		defer done()
-		ctx = sctx
-	} else {
-		wctx, stop := request.Watch(c)
-		defer stop()
-		ctx = wctx
-	}
-	now := s.deps.Now()
-	if !body.Force && !q.DryRun && q.Status != app.ReplayDead {
-		dry := q
-		dry.DryRun = true
-		res, err := s.deps.Store.ReplayQuery(ctx, dry, now)
-		if err != nil {
-			return s.replayError(c, err)
-		}
-		if res.Delivered > 0 {
-			return s.sendError(c, app.Errorf(app.ECONFLICT, "%d of the %d matched deliveries were delivered already; add \"force\": true to send them again, or \"status\": \"dead\" to replay only the dead ones",
-				res.Delivered, res.Matched))
-		}
-		if q.Status == app.ReplayDelivered { // none matched
-			return c.JSON(replayAnswer(res, q.Limit, false))
-		}
-		q.Status = app.ReplayDead
-	}
-	if !q.DryRun {
-		run, cancel := context.WithTimeout(context.WithoutCancel(ctx), app.ReplayRunTime)
-		defer cancel()
-		ctx = run
-	}
-	res, err := s.deps.Store.ReplayQuery(ctx, q, now)
+	// A dry run stops when the caller leaves; the run goes on whoever
+	// disconnects (the service detaches it, app.ReplayRunTime).
+	ctx, stop := request.Watch(c)
+	defer stop()
+	id, _ := c.Locals("identity").(app.Identity)
+	res, err := s.replays.Replay(ctx, replay.Request{Query: q, Force: body.Force, Caller: id.Actor()})
 	if err != nil {
 		return s.replayError(c, err)
 	}
 	c.Locals(ui.AuditDetail, ui.ReplayDetail(res))
-	if res.Replayed > 0 {
-		s.deps.Wake()
-	}
 	return c.JSON(replayAnswer(res, q.Limit, q.DryRun))
 }
 
-// replayError answers a failed replay by query: the query's own mistakes
-// as they are, the store's failures as storeError does.
+// replayError answers a failed replay: the request's own mistakes, its
+// refusals and a full search gate as they are, the store's failures as
+// storeError does.
 func (s *Server) replayError(c *fiber.Ctx, err error) error {
-	if app.ErrorCode(err) == app.EINVALID {
+	switch app.ErrorCode(err) {
+	case app.EINVALID, app.ECONFLICT, app.EBUSY:
 		return s.sendError(c, err)
 	}
 	return s.storeError(c, err)
@@ -263,7 +208,7 @@ func ParseSince(name, v string, now time.Time) (time.Time, error) {
 
 // replayAnswer renders a replay by query's result.
 func replayAnswer(res app.ReplayResult, limit int, dryRun bool) replayAnswerJSON {
-	out := replayAnswerJSON{Matched: res.Matched, Delivered: res.Delivered, Replayed: res.Replayed, More: res.More, Limit: limit, DryRun: dryRun,
+	out := replayAnswerJSON{Matched: res.Matched, Delivered: res.Delivered, Selected: res.Selected, Refused: res.Refused, Refusal: res.Refusal, Replayed: res.Replayed, More: res.More, Limit: limit, DryRun: dryRun,
 		First: make([]replayItemJSON, 0, len(res.First))}
 	for _, it := range res.First {
 		out.First = append(out.First, replayItemJSON{Delivery: it.Delivery, Destination: it.Destination, State: it.State.String(),

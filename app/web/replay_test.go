@@ -249,3 +249,58 @@ func TestUI_ReplayByQuery(t *testing.T) {
 		t.Fatalf("confirm of a delivered one:\n%s", page)
 	}
 }
+
+// A dry run says what its run does, forced or not (issue 43: the dry run
+// said "would replay 6", the run then refused 5 of them): both go through
+// the one selection, so selected, refused and the refusal are the run's.
+// Without force, delivered ones in the match refuse the run (409 with the
+// dry run's sentence) and the dry run says it would replay nothing.
+func TestReplayQuery_DryRunSaysWhatTheRunDoes(t *testing.T) {
+	type result struct {
+		Matched   int    `json:"matched"`
+		Delivered int    `json:"delivered"`
+		Selected  int    `json:"selected"`
+		Refused   int    `json:"refused"`
+		Refusal   string `json:"refusal"`
+		Replayed  int    `json:"replayed"`
+		Error     string `json:"error"`
+	}
+	for _, tc := range []struct {
+		name, query                           string
+		matched, delivered, selected, refused int
+	}{
+		{"Unforced", `"since": "1h"`, 5, 3, 0, 3},
+		{"Forced", `"since": "1h", "force": true`, 5, 3, 5, 0},
+		{"DeadOnly", `"since": "1h", "status": "dead"`, 2, 0, 2, 0},
+		{"DeliveredUnforced", `"source": "shop", "status": "delivered"`, 3, 3, 0, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// 3 delivered to pos, 2 dead to crm; the retrying ones never match.
+			f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+			f.fill()
+			status, b := f.postJSON("/api/v1/replay", `{`+tc.query+`, "dry_run": true}`)
+			var dry result
+			if err := json.Unmarshal(b, &dry); status != 200 || err != nil {
+				t.Fatalf("dry run: %d %s", status, b)
+			}
+			if dry.Matched != tc.matched || dry.Delivered != tc.delivered || dry.Selected != tc.selected || dry.Refused != tc.refused || dry.Replayed != 0 {
+				t.Fatalf("dry run %s; want matched %d, delivered %d, selected %d, refused %d", b, tc.matched, tc.delivered, tc.selected, tc.refused)
+			}
+			status, b = f.postJSON("/api/v1/replay", `{`+tc.query+`}`)
+			var run result
+			json.Unmarshal(b, &run)
+			if tc.refused > 0 {
+				if status != http.StatusConflict || dry.Refusal == "" || run.Error != dry.Refusal {
+					t.Fatalf("run: %d %s; want 409 with the dry run's refusal %q", status, b, dry.Refusal)
+				}
+				if n, _ := f.db.CountDead(context.Background()); n != 2 {
+					t.Fatalf("a refused run changed the store: %d dead", n)
+				}
+				return
+			}
+			if status != 200 || run.Matched != dry.Matched || run.Selected != dry.Selected || run.Replayed != dry.Selected || run.Refused != 0 || dry.Refusal != "" {
+				t.Fatalf("dry run %+v, run %d %s: they disagree", dry, status, b)
+			}
+		})
+	}
+}

@@ -1,5 +1,6 @@
 // Replay by query: the finished deliveries a query selects, found in one
-// read and made pending again in bounded writes.
+// read, and the write that makes the ones the replay selected pending
+// again (app/replay runs it, in bounded writes).
 
 package bboltstore
 
@@ -16,22 +17,18 @@ import (
 	"hookbox/app"
 )
 
-// ReplayQuery finds the dead or delivered deliveries q selects, at most
-// q.Limit of them (the first in accept order), and unless q.DryRun makes
-// them pending again, all due at now, app.ReplayBatch per write: the
-// writer is never held for the whole of a large replay, and the due index
-// (destination, due, id) sends them in id order, that is accept order.
-// A delivery that left the state it was matched in before its batch is
-// written (replayed by someone else, swept) is left alone and not counted.
-// A body search (q.Q) reads every body the other filters leave, without
-// the time budget of SearchEvents (a replay must not miss what it was
-// asked for, and its dry run must select what the run replays): it is
+// ReplayCandidates finds the dead or delivered deliveries q selects, at
+// most q.Limit of them (the first in accept order), in one read; the
+// replay's selection and its writes are the caller's (app.SelectReplay,
+// Requeue). A body search (q.Q) reads every body the other filters leave,
+// without the time budget of SearchEvents (a replay must not miss what it
+// was asked for, and its dry run must select what the run replays): it is
 // bounded by q.Limit matches and by ctx, looked at every
 // app.SearchCheckBytes read, so a caller who leaves stops it.
-func (d *DB) ReplayQuery(ctx context.Context, q app.ReplayQuery, now time.Time) (app.ReplayResult, error) {
+func (d *DB) ReplayCandidates(ctx context.Context, q app.ReplayQuery) ([]app.ReplayItem, bool, error) {
 	q, err := q.Check()
 	if err != nil {
-		return app.ReplayResult{}, err
+		return nil, false, err
 	}
 	var items []app.ReplayItem
 	var more bool
@@ -39,7 +36,7 @@ func (d *DB) ReplayQuery(ctx context.Context, q app.ReplayQuery, now time.Time) 
 		var err error
 		switch {
 		case q.Delivery != 0:
-			items, err = matchOne(tx, q)
+			items, more, err = matchOne(tx, q)
 		case q.Status == app.ReplayDead: // the dead index is small and in id order
 			items, more, err = matchDead(tx, q, &pacer{ctx: ctx})
 		default:
@@ -48,58 +45,51 @@ func (d *DB) ReplayQuery(ctx context.Context, q app.ReplayQuery, now time.Time) 
 		return err
 	})
 	if err != nil {
-		return app.ReplayResult{}, err
+		return nil, false, err
 	}
 	slices.SortFunc(items, func(a, b app.ReplayItem) int { return cmp.Compare(a.Delivery, b.Delivery) })
-	res := app.ReplayResult{Matched: len(items), More: more, First: items[:min(len(items), app.ReplayFirstShown)]}
-	for _, it := range items {
-		if it.State == app.Delivered {
-			res.Delivered++
-		}
-	}
-	if q.DryRun {
-		return res, nil
-	}
-	for start := 0; start < len(items); start += app.ReplayBatch {
-		batch := items[start:min(start+app.ReplayBatch, len(items))]
-		var n int
-		err := d.update(ctx, func(tx *bolt.Tx) error {
-			n = 0 // fn may run again (see write)
-			for _, it := range batch {
-				dl, err := getDelivery(tx, it.Delivery)
-				if err != nil || !q.Wants(dl.State) {
-					continue // gone, unreadable, or no longer dead or delivered
-				}
-				if err := replay(tx, dl, now); err != nil {
-					return err
-				}
-				n++
+	return items, more, nil
+}
+
+// Requeue makes each delivery of ids still in one of the states from
+// pending again, due at now, in one write: the due index (destination,
+// due, id) sends them in id order, that is accept order. One that left
+// those states (replayed by someone else, swept) is left alone and not
+// counted.
+func (d *DB) Requeue(ctx context.Context, ids []uint64, from []app.DeliveryState, now time.Time) (int, error) {
+	var n int
+	err := d.update(ctx, func(tx *bolt.Tx) error {
+		n = 0 // fn may run again (see write)
+		for _, id := range ids {
+			dl, err := getDelivery(tx, id)
+			if err != nil || !slices.Contains(from, dl.State) {
+				continue // gone, unreadable, or no longer in a state to replay
 			}
-			return nil
-		})
-		if err != nil {
-			return res, err
+			if err := replay(tx, dl, now); err != nil {
+				return err
+			}
+			n++
 		}
-		res.Replayed += n
-	}
-	return res, nil
+		return nil
+	})
+	return n, err
 }
 
 // matchOne returns delivery q.Delivery when q selects it.
-func matchOne(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, error) {
+func matchOne(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, bool, error) {
 	dl, err := getDelivery(tx, q.Delivery)
 	if err != nil {
-		return nil, nil // gone or unreadable: nothing to replay
+		return nil, false, nil // gone or unreadable: nothing to replay
 	}
 	v := tx.Bucket(bucketEvents).Get(seqKey(dl.EventSeq))
 	if v == nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	ev, err := decodeEventRow(v)
 	if err != nil || !q.Matches(dl, ev.name, ev.at) || q.Q != "" && !bodyHas(v, app.NewSearch(q.Q)) {
-		return nil, nil
+		return nil, false, nil
 	}
-	return []app.ReplayItem{{Delivery: dl.ID, Destination: dl.Destination, State: dl.State, EventSeq: dl.EventSeq, Event: ev.name}}, nil
+	return []app.ReplayItem{{Delivery: dl.ID, Destination: dl.Destination, State: dl.State, EventSeq: dl.EventSeq, Event: ev.name}}, false, nil
 }
 
 // matchDead returns the dead deliveries q selects, in id order, and

@@ -1,5 +1,6 @@
 // Replay by query: the finished deliveries a query selects, found in one
-// statement and made pending again by one UPDATE per batch.
+// statement, and the UPDATE that makes the ones the replay selected
+// pending again (app/replay runs it per batch).
 
 package postgres
 
@@ -15,58 +16,49 @@ import (
 	"hookbox/app"
 )
 
-// ReplayQuery finds the dead or delivered deliveries q selects, the first
-// q.Limit by id (accept order), and unless q.DryRun makes them pending
-// again, all due at now, app.ReplayBatch per statement: each batch is its
-// own short transaction (a 100,000-row UPDATE would hold its row locks and
-// the dispatchers' leases back for seconds) and tells the other nodes.
-// A delivery that left the state it was matched in before its batch runs
-// is left alone and not counted.
-func (d *DB) ReplayQuery(ctx context.Context, q app.ReplayQuery, now time.Time) (app.ReplayResult, error) {
+// ReplayCandidates finds the dead or delivered deliveries q selects, the
+// first q.Limit by id (accept order), in one statement; the replay's
+// selection and its writes are the caller's (app.SelectReplay, Requeue).
+func (d *DB) ReplayCandidates(ctx context.Context, q app.ReplayQuery) ([]app.ReplayItem, bool, error) {
 	q, err := q.Check()
 	if err != nil {
-		return app.ReplayResult{}, err
+		return nil, false, err
 	}
-	states := wantedStates(q)
-	items, err := d.matchReplay(ctx, q, states)
+	items, err := d.matchReplay(ctx, q, states(app.ReplayFrom(q, true)))
 	if err != nil {
-		return app.ReplayResult{}, fmt.Errorf("replay by query: %w", err)
+		return nil, false, fmt.Errorf("replay by query: %w", err)
 	}
-	res := app.ReplayResult{}
 	if len(items) > q.Limit {
-		items, res.More = items[:q.Limit], true
+		return items[:q.Limit], true, nil
 	}
-	res.Matched, res.First = len(items), items[:min(len(items), app.ReplayFirstShown)]
-	for _, it := range items {
-		if it.State == app.Delivered {
-			res.Delivered++
-		}
-	}
-	if q.DryRun {
-		return res, nil
-	}
-	for start := 0; start < len(items); start += app.ReplayBatch {
-		batch := items[start:min(start+app.ReplayBatch, len(items))]
-		ids := make([]int64, len(batch))
-		for i, it := range batch {
-			ids[i] = int64(it.Delivery)
-		}
-		n, err := d.replay(ctx, `AND id = ANY($4) AND state = ANY($5)`, now, ids, states)
-		if err != nil {
-			return res, fmt.Errorf("replay by query: %w", err)
-		}
-		res.Replayed += n
-	}
-	return res, nil
+	return items, false, nil
 }
 
-// wantedStates are the delivery states q replays, as stored.
-func wantedStates(q app.ReplayQuery) []int16 {
-	var s []int16
-	for _, st := range []app.DeliveryState{app.Delivered, app.Dead} {
-		if q.Wants(st) {
-			s = append(s, int16(st))
-		}
+// Requeue makes each delivery of ids still in one of the states from
+// pending again, due at now, in one statement, its own short transaction
+// (the caller bounds ids: a 100,000-row UPDATE would hold its row locks
+// and the dispatchers' leases back for seconds), and tells the other
+// nodes. One that left those states is left alone and not counted.
+func (d *DB) Requeue(ctx context.Context, ids []uint64, from []app.DeliveryState, now time.Time) (int, error) {
+	if len(ids) == 0 || len(from) == 0 {
+		return 0, nil
+	}
+	rows := make([]int64, len(ids))
+	for i, id := range ids {
+		rows[i] = int64(id)
+	}
+	n, err := d.replay(ctx, `AND id = ANY($4) AND state = ANY($5)`, now, rows, states(from))
+	if err != nil {
+		return 0, fmt.Errorf("requeue: %w", err)
+	}
+	return n, nil
+}
+
+// states are delivery states as stored.
+func states(from []app.DeliveryState) []int16 {
+	s := make([]int16, len(from))
+	for i, st := range from {
+		s[i] = int16(st)
 	}
 	return s
 }

@@ -120,7 +120,7 @@ func TestSchema_IndexScans(t *testing.T) {
 	must(err)
 	_, err = db.Event(context.Background(), 777)
 	must(err)
-	_, err = db.ReplayQuery(context.Background(), app.ReplayQuery{Q: "#1004", DryRun: true}, t0)
+	_, _, err = db.ReplayCandidates(context.Background(), app.ReplayQuery{Q: "#1004"})
 	must(err)
 	_, err = db.EventDeliveries(context.Background(), 777)
 	must(err)

@@ -2,14 +2,23 @@ package storetest
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/replay"
 	"hookbox/storage"
 )
+
+// replayQuery runs replay by query q over s as app/replay does, at now,
+// forced: the query's status alone says which finished deliveries go.
+func replayQuery(ctx context.Context, s app.ReplayQueryStore, q app.ReplayQuery, now time.Time) (app.ReplayResult, error) {
+	svc := replay.Service{Store: s, Now: func() time.Time { return now }}
+	return svc.Replay(ctx, replay.Request{Query: q, Force: true})
+}
 
 // replayModel is what the replay-by-query test stored: each delivery with
 // its event's name and received time, in id order.
@@ -106,7 +115,7 @@ func testReplayQuery(t *testing.T, open Opener) {
 			q := tc.q
 			q.DryRun = true
 			want := m.want(q)
-			res, err := s.ReplayQuery(ctx, q, now)
+			res, err := replayQuery(ctx, s, q, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,17 +141,17 @@ func testReplayQuery(t *testing.T, open Opener) {
 	})
 	t.Run("Limit", func(t *testing.T) {
 		all := m.want(app.ReplayQuery{})
-		res, err := s.ReplayQuery(ctx, app.ReplayQuery{Status: app.ReplayAny, DryRun: true, Limit: 5}, now)
+		res, err := replayQuery(ctx, s, app.ReplayQuery{Status: app.ReplayAny, DryRun: true, Limit: 5}, now)
 		if err != nil || res.Matched != 5 || !res.More || len(res.First) != 5 || res.First[4].Delivery != all[4] {
 			t.Fatalf("limit 5 = %+v, %v; want the first 5 of %v and more", res, err, all)
 		}
-		res, err = s.ReplayQuery(ctx, app.ReplayQuery{Status: app.ReplayAny, DryRun: true, Limit: len(all)}, now)
+		res, err = replayQuery(ctx, s, app.ReplayQuery{Status: app.ReplayAny, DryRun: true, Limit: len(all)}, now)
 		if err != nil || res.Matched != len(all) || res.More {
 			t.Fatalf("limit %d = %+v, %v; want all, no more", len(all), res, err)
 		}
 	})
 	t.Run("BadStatus", func(t *testing.T) {
-		if _, err := s.ReplayQuery(ctx, app.ReplayQuery{Status: "pending"}, now); app.ErrorCode(err) != app.EINVALID {
+		if _, err := replayQuery(ctx, s, app.ReplayQuery{Status: "pending"}, now); app.ErrorCode(err) != app.EINVALID {
 			t.Fatalf("status pending: %v, want an invalid-request error", err)
 		}
 	})
@@ -167,11 +176,11 @@ func testReplayQuery(t *testing.T, open Opener) {
 			want := m.want(tc.q)
 			dry := tc.q
 			dry.DryRun = true
-			d1, err := s.ReplayQuery(ctx, dry, now)
+			d1, err := replayQuery(ctx, s, dry, now)
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := s.ReplayQuery(ctx, tc.q, now)
+			res, err := replayQuery(ctx, s, tc.q, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +227,7 @@ func testReplayQuery(t *testing.T, open Opener) {
 				}
 			}
 			// A second run finds what is still finished: nothing it replayed.
-			again, err := s.ReplayQuery(ctx, tc.q, now)
+			again, err := replayQuery(ctx, s, tc.q, now)
 			if err != nil || again.Matched != 0 || again.Replayed != 0 {
 				t.Fatalf("second run = %+v, %v; want nothing left to replay", again, err)
 			}
@@ -234,7 +243,7 @@ func testReplayQuery(t *testing.T, open Opener) {
 			d := deliveries(t, s, e.Seq, 1)[0]
 			record(t, s, d.ID, &app.Attempt{Start: T0, Status: 500}, app.Dead, time.Time{})
 		}
-		res, err := s.ReplayQuery(ctx, app.ReplayQuery{Status: app.ReplayDead}, now)
+		res, err := replayQuery(ctx, s, app.ReplayQuery{Status: app.ReplayDead}, now)
 		if err != nil || res.Matched != n || res.Replayed != n {
 			t.Fatalf("replay of %d dead = %+v, %v", n, res, err)
 		}
@@ -242,4 +251,71 @@ func testReplayQuery(t *testing.T, open Opener) {
 			t.Fatalf("CountDead after = %d", c)
 		}
 	})
+}
+
+// A dry run and the run after it report the same numbers over a mixed set
+// (delivered, dead and pending deliveries), forced or not, whatever the
+// status: both read the store's candidates and decide by
+// app.SelectReplay. Not forced, delivered ones in the match refuse the
+// run as a whole (and the dry run says so: nothing would be replayed,
+// and why), changing nothing; forced, every match goes. Issue 43: the dry
+// run said "would replay 6" and the run then refused 5 of them.
+func testReplayDryRunAgrees(t *testing.T, open Opener) {
+	now := T0.Add(24 * time.Hour)
+	for _, force := range []bool{false, true} {
+		for _, status := range []string{app.ReplayAny, app.ReplayDead, app.ReplayDelivered} {
+			t.Run(fmt.Sprintf("%s/force=%v", status, force), func(t *testing.T) {
+				s := open(t)
+				m := storeReplayModel(t, s)
+				q := app.ReplayQuery{Status: status, Source: "shop"}
+				want := m.want(q)
+				delivered := 0
+				for _, id := range want {
+					if m.ds[slices.Index(m.ids, id)].State == app.Delivered {
+						delivered++
+					}
+				}
+				selected, refused := len(want), 0
+				if !force && delivered > 0 {
+					selected, refused = 0, delivered
+				}
+				svc := replay.Service{Store: s, Now: func() time.Time { return now }}
+				dq := q
+				dq.DryRun = true
+				dry, err := svc.Replay(ctx, replay.Request{Query: dq, Force: force})
+				if err != nil {
+					t.Fatal(err)
+				}
+				deadBefore, _ := s.CountDead(ctx)
+				run, err := svc.Replay(ctx, replay.Request{Query: q, Force: force})
+				if refused > 0 {
+					if app.ErrorCode(err) != app.ECONFLICT || app.ErrorMessage(err) != dry.Refusal {
+						t.Fatalf("run = %v; want the dry run's refusal %q", err, dry.Refusal)
+					}
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				if dry.Matched != len(want) || dry.Delivered != delivered || dry.Selected != selected || dry.Refused != refused || dry.Replayed != 0 {
+					t.Fatalf("dry run %+v; want matched %d, delivered %d, selected %d, refused %d", dry, len(want), delivered, selected, refused)
+				}
+				if run.Matched != dry.Matched || run.Delivered != dry.Delivered || run.Selected != dry.Selected || run.Refused != dry.Refused ||
+					run.Replayed != dry.Selected || run.Refusal != dry.Refusal {
+					t.Fatalf("dry run %+v, run %+v: they disagree", dry, run)
+				}
+				deadAfter, _ := s.CountDead(ctx)
+				if refused > 0 && deadAfter != deadBefore {
+					t.Fatalf("a refused run changed the store: %d dead before, %d after", deadBefore, deadAfter)
+				}
+				for _, d := range m.ds {
+					got, _, err := s.Delivery(ctx, d.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if replayed := selected > 0 && slices.Contains(want, d.ID); replayed != (got.State == app.Pending && got.Due.Equal(now)) {
+						t.Fatalf("delivery %d (%v) is %v due %v after the run; replayed: %v", d.ID, d.State, got.State, got.Due, replayed)
+					}
+				}
+			})
+		}
+	}
 }

@@ -139,7 +139,7 @@ func testSearch(t *testing.T, open Opener) {
 			if _, _, err := s.ListEvents(ctx, app.EventQuery{Q: q}); app.ErrorCode(err) != app.EINVALID {
 				t.Errorf("ListEvents(%q) error = %v, want %s", q, err, app.EINVALID)
 			}
-			if _, err := s.ReplayQuery(ctx, app.ReplayQuery{Q: q, Status: app.ReplayAny, DryRun: true}, T0); app.ErrorCode(err) != app.EINVALID {
+			if _, err := replayQuery(ctx, s, app.ReplayQuery{Q: q, Status: app.ReplayAny, DryRun: true}, T0); app.ErrorCode(err) != app.EINVALID {
 				t.Errorf("ReplayQuery(%q) error = %v, want %s", q, err, app.EINVALID)
 			}
 		}
@@ -189,12 +189,12 @@ func testSearch(t *testing.T, open Opener) {
 			{app.ReplayQuery{Q: "#1004"}, nil, 0}, // pending: on its way already
 		} {
 			tt.q.DryRun = true
-			res, err := s.ReplayQuery(ctx, tt.q, T0)
+			res, err := replayQuery(ctx, s, tt.q, T0)
 			if err != nil || !slices.Equal(names(res), tt.want) || res.Matched != len(tt.want) || res.Delivered != tt.delivered || res.Replayed != 0 {
 				t.Errorf("dry ReplayQuery(%+v) = %v (%+v), %v; want %v, %d delivered", tt.q, names(res), res, err, tt.want, tt.delivered)
 			}
 		}
-		res, err := s.ReplayQuery(ctx, app.ReplayQuery{Q: "gift WRAP", Status: app.ReplayDead}, T0.Add(time.Hour))
+		res, err := replayQuery(ctx, s, app.ReplayQuery{Q: "gift WRAP", Status: app.ReplayDead}, T0.Add(time.Hour))
 		if err != nil || res.Replayed != 2 || !slices.Equal(names(res), []string{"wh-1005", "wh-1007"}) {
 			t.Fatalf("ReplayQuery(gift WRAP, dead) = %+v, %v; want wh-1005 and wh-1007 replayed", res, err)
 		}

@@ -57,7 +57,7 @@ func testSearchBounds(t *testing.T, open Opener) {
 				return err
 			}},
 			{"ReplayQuery dry run", func(ctx context.Context) error {
-				_, err := s.ReplayQuery(ctx, app.ReplayQuery{Q: worstSearch, DryRun: true}, T0)
+				_, err := replayQuery(ctx, s, app.ReplayQuery{Q: worstSearch, DryRun: true}, T0)
 				return err
 			}},
 		} {
@@ -84,12 +84,12 @@ func testSearchBounds(t *testing.T, open Opener) {
 	})
 	t.Run("ReplayLimit", func(t *testing.T) {
 		q := app.ReplayQuery{Q: "aaab", Status: app.ReplayDead, Limit: 3, DryRun: true}
-		dry, err := s.ReplayQuery(ctx, q, T0)
+		dry, err := replayQuery(ctx, s, q, T0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		q.DryRun = false
-		run, err := s.ReplayQuery(ctx, q, T0.Add(time.Hour))
+		run, err := replayQuery(ctx, s, q, T0.Add(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -55,6 +55,7 @@ func Run(t *testing.T, open Opener, damage Damage) {
 	t.Run("ReplayDelivered", func(t *testing.T) { testReplayDelivered(t, open) })
 	t.Run("RetryNow", func(t *testing.T) { testRetryNow(t, open) })
 	t.Run("ReplayQuery", func(t *testing.T) { testReplayQuery(t, open) })
+	t.Run("ReplayDryRunAgrees", func(t *testing.T) { testReplayDryRunAgrees(t, open) })
 	t.Run("AttemptOfAnyBytes", func(t *testing.T) { testAttemptAnyBytes(t, open) })
 	t.Run("DeleteEventsBefore", func(t *testing.T) { testDeleteEventsBefore(t, open) })
 	t.Run("DeleteEventsBeforeKeepsUndelivered", func(t *testing.T) { testDeleteKeepsUndelivered(t, open) })

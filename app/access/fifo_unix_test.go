@@ -1,6 +1,6 @@
 //go:build unix
 
-package app_test
+package access_test
 
 import "syscall"
 

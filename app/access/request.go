@@ -2,13 +2,13 @@
 // server on a bbolt file (which holds the file) a change of users or
 // tokens. Each request is a file of its own in the data directory, with a
 // random name so two commands never clobber each other; the server applies
-// it through Access (which audits it) and leaves an answer beside it. As
+// it through Service (which audits it) and leaves an answer beside it. As
 // with the passwd.request of earlier versions, the file system authenticates the caller: the
 // server takes only a regular file of its own user, mode 0600, small,
 // opened without following a link. A request never carries a password or
 // a token's secret: only a bcrypt hash, or a token's SHA-256.
 
-package app
+package access
 
 import (
 	"context"
@@ -25,23 +25,24 @@ import (
 	"strings"
 	"time"
 
+	"hookbox/app"
 	"hookbox/app/datadir"
 )
 
 // The operations of an access request.
 const (
-	AccessOpUserAdd    = "user.add"
-	AccessOpUserRemove = "user.remove"
-	AccessOpUserRole   = "user.role"
-	AccessOpUserPasswd = "user.passwd"
-	AccessOpUserList   = "user.list"
-	AccessOpTokenAdd   = "token.add"
-	AccessOpTokenList  = "token.list"
-	AccessOpTokenRevok = "token.revoke"
+	OpUserAdd    = "user.add"
+	OpUserRemove = "user.remove"
+	OpUserRole   = "user.role"
+	OpUserPasswd = "user.passwd"
+	OpUserList   = "user.list"
+	OpTokenAdd   = "token.add"
+	OpTokenList  = "token.list"
+	OpTokenRevok = "token.revoke"
 )
 
-// AccessRequest is one change (or listing) asked of the running server.
-type AccessRequest struct {
+// Request is one change (or listing) asked of the running server.
+type Request struct {
 	Op   string `json:"op"`
 	Name string `json:"name,omitempty"`
 	Role string `json:"role,omitempty"`
@@ -55,16 +56,16 @@ type AccessRequest struct {
 	Actor string `json:"actor"`
 }
 
-// AccessAnswer is the server's answer to an AccessRequest.
-type AccessAnswer struct {
+// Answer is the server's answer to an Request.
+type Answer struct {
 	OK     bool          `json:"ok"`
 	Error  string        `json:"error,omitempty"`
-	Users  []AccessUser  `json:"users,omitempty"`
-	Tokens []AccessToken `json:"tokens,omitempty"`
+	Users  []ListedUser  `json:"users,omitempty"`
+	Tokens []ListedToken `json:"tokens,omitempty"`
 }
 
-// AccessUser is a user as listed (no hash).
-type AccessUser struct {
+// ListedUser is a user as listed (no hash).
+type ListedUser struct {
 	Name             string    `json:"name"`
 	Role             string    `json:"role"`
 	Created          time.Time `json:"created,omitzero"`
@@ -72,8 +73,8 @@ type AccessUser struct {
 	PasswordInConfig bool      `json:"password_in_config,omitempty"`
 }
 
-// AccessToken is a token as listed (no hash).
-type AccessToken struct {
+// ListedToken is a token as listed (no hash).
+type ListedToken struct {
 	Name      string    `json:"name"`
 	Role      string    `json:"role"`
 	Created   time.Time `json:"created,omitzero"`
@@ -83,20 +84,20 @@ type AccessToken struct {
 }
 
 // ListUsers is a's users as listed.
-func (a *Access) ListUsers() []AccessUser {
-	var out []AccessUser
+func (a *Service) ListUsers() []ListedUser {
+	var out []ListedUser
 	for _, u := range a.Users() {
-		out = append(out, AccessUser{Name: u.Name, Role: u.Role.String(), Created: u.Created, Changed: u.Changed,
+		out = append(out, ListedUser{Name: u.Name, Role: u.Role.String(), Created: u.Created, Changed: u.Changed,
 			PasswordInConfig: a.PasswordInConfig(u.Name)})
 	}
 	return out
 }
 
 // ListTokens is a's tokens as listed.
-func (a *Access) ListTokens() []AccessToken {
-	var out []AccessToken
+func (a *Service) ListTokens() []ListedToken {
+	var out []ListedToken
 	for _, t := range a.Tokens() {
-		out = append(out, AccessToken{Name: t.Name, Role: t.Role.String(), Created: t.Created, CreatedBy: t.CreatedBy,
+		out = append(out, ListedToken{Name: t.Name, Role: t.Role.String(), Created: t.Created, CreatedBy: t.CreatedBy,
 			LastUsed: t.LastUsed, Expires: t.Expires})
 	}
 	return out
@@ -114,11 +115,11 @@ const (
 
 var accessRequestName = regexp.MustCompile(`^access-[0-9a-f]{32}\.request$`)
 
-// WriteAccessRequest leaves r for the server running on dataDir and
-// returns the request's id, for WaitAccessAnswer. It is written whole,
+// WriteRequest leaves r for the server running on dataDir and
+// returns the request's id, for WaitAnswer. It is written whole,
 // synced, then renamed into place (package datadir: the service user's
 // file, 0600, even when root runs it).
-func WriteAccessRequest(dataDir string, r AccessRequest) (string, error) {
+func WriteRequest(dataDir string, r Request) (string, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return "", err
@@ -152,31 +153,31 @@ func WriteAccessRequest(dataDir string, r AccessRequest) (string, error) {
 	return id, nil
 }
 
-// WaitAccessAnswer waits for the server's answer to the request id in
+// WaitAnswer waits for the server's answer to the request id in
 // dataDir, reads it (bounded, without following a link) and removes it;
 // when ctx ends first, the request is withdrawn unless taken meanwhile.
-func WaitAccessAnswer(ctx context.Context, dataDir, id string) (AccessAnswer, error) {
+func WaitAnswer(ctx context.Context, dataDir, id string) (Answer, error) {
 	req := filepath.Join(dataDir, accessRequestPrefix+id+accessRequestSuffix)
 	ans := filepath.Join(dataDir, accessRequestPrefix+id+accessAnswerSuffix)
 	for {
 		b, err := readBounded(ans, maxAccessAnswerSize, dirOwner(dataDir))
 		if err == nil {
 			os.Remove(ans)
-			var a AccessAnswer
+			var a Answer
 			if err := json.Unmarshal(b, &a); err != nil {
-				return AccessAnswer{}, fmt.Errorf("the server's answer %s: %w", ans, err)
+				return Answer{}, fmt.Errorf("the server's answer %s: %w", ans, err)
 			}
 			return a, nil
 		}
 		if !errors.Is(err, os.ErrNotExist) {
-			return AccessAnswer{}, err
+			return Answer{}, err
 		}
 		select {
 		case <-ctx.Done():
 			if os.Remove(req) != nil {
-				return AccessAnswer{}, errors.New("the server took the request but gave no answer in time: see its log")
+				return Answer{}, errors.New("the server took the request but gave no answer in time: see its log")
 			}
-			return AccessAnswer{}, errors.New("the server did not take the request: is it running on this data directory? Nothing was changed")
+			return Answer{}, errors.New("the server did not take the request: is it running on this data directory? Nothing was changed")
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -226,10 +227,10 @@ func readBounded(path string, max int64, also int) ([]byte, error) {
 	return b, nil
 }
 
-// TakeAccessRequests applies every access request waiting in dataDir
+// TakeRequests applies every access request waiting in dataDir
 // through a and answers each; a request it cannot read is answered with
 // why and logged.
-func (a *Access) TakeAccessRequests(ctx context.Context, dataDir string) {
+func (a *Service) TakeRequests(ctx context.Context, dataDir string) {
 	ents, err := os.ReadDir(dataDir)
 	if err != nil {
 		return
@@ -239,9 +240,9 @@ func (a *Access) TakeAccessRequests(ctx context.Context, dataDir string) {
 			continue
 		}
 		id := strings.TrimSuffix(strings.TrimPrefix(e.Name(), accessRequestPrefix), accessRequestSuffix)
-		var ans AccessAnswer
+		var ans Answer
 		b, err := readBounded(filepath.Join(dataDir, e.Name()), maxAccessRequestSize, -1)
-		var r AccessRequest
+		var r Request
 		if err == nil {
 			err = json.Unmarshal(b, &r)
 		}
@@ -258,7 +259,7 @@ func (a *Access) TakeAccessRequests(ctx context.Context, dataDir string) {
 	}
 }
 
-func writeAccessAnswer(dataDir, id string, ans AccessAnswer) error {
+func writeAccessAnswer(dataDir, id string, ans Answer) error {
 	b, err := json.Marshal(ans)
 	if err != nil {
 		return err
@@ -281,34 +282,34 @@ func writeAccessAnswer(dataDir, id string, ans AccessAnswer) error {
 
 // Apply does r through a, audited with r's actor via the command line
 // from the box itself, and answers it.
-func (a *Access) Apply(ctx context.Context, r AccessRequest) AccessAnswer {
-	if !strings.HasPrefix(r.Actor, "local:") || len(r.Actor) > 6+maxAccessName {
-		return AccessAnswer{Error: "the request names no local user"}
+func (a *Service) Apply(ctx context.Context, r Request) Answer {
+	if !strings.HasPrefix(r.Actor, "local:") || len(r.Actor) > 6+app.MaxAccessName {
+		return Answer{Error: "the request names no local user"}
 	}
-	who := Who{Actor: r.Actor, Via: "cli", From: "local"}
+	who := app.Who{Actor: r.Actor, Via: "cli", From: "local"}
 	var err error
 	switch r.Op {
-	case AccessOpUserList:
-		return AccessAnswer{OK: true, Users: a.ListUsers()}
-	case AccessOpTokenList:
-		return AccessAnswer{OK: true, Tokens: a.ListTokens()}
-	case AccessOpUserAdd, AccessOpUserRole:
-		var role Role
-		if role, err = ParseRole(r.Role); err == nil {
-			if r.Op == AccessOpUserAdd {
+	case OpUserList:
+		return Answer{OK: true, Users: a.ListUsers()}
+	case OpTokenList:
+		return Answer{OK: true, Tokens: a.ListTokens()}
+	case OpUserAdd, OpUserRole:
+		var role app.Role
+		if role, err = app.ParseRole(r.Role); err == nil {
+			if r.Op == OpUserAdd {
 				err = a.AddUser(ctx, who, r.Name, role, []byte(r.Hash))
 			} else {
 				err = a.SetRole(ctx, who, r.Name, role)
 			}
 		}
-	case AccessOpUserRemove:
+	case OpUserRemove:
 		err = a.RemoveUser(ctx, who, r.Name)
-	case AccessOpUserPasswd:
+	case OpUserPasswd:
 		err = a.SetPassword(ctx, who, r.Name, []byte(r.Hash))
-	case AccessOpTokenAdd:
-		var role Role
+	case OpTokenAdd:
+		var role app.Role
 		var h []byte
-		if role, err = ParseRole(r.Role); err == nil {
+		if role, err = app.ParseRole(r.Role); err == nil {
 			if h, err = hex.DecodeString(r.TokenHash); err == nil && len(h) != 32 {
 				err = errors.New("the token's hash is not a SHA-256")
 			}
@@ -316,18 +317,18 @@ func (a *Access) Apply(ctx context.Context, r AccessRequest) AccessAnswer {
 		if err == nil {
 			err = a.AddToken(ctx, who, r.Name, role, [32]byte(h), time.Duration(r.TTLSeconds)*time.Second)
 		}
-	case AccessOpTokenRevok:
+	case OpTokenRevok:
 		err = a.RevokeToken(ctx, who, r.Name)
 	default:
-		return AccessAnswer{Error: fmt.Sprintf("unknown operation %q", r.Op)}
+		return Answer{Error: fmt.Sprintf("unknown operation %q", r.Op)}
 	}
 	if err != nil {
-		msg := ErrorMessage(err)
-		if ErrorCode(err) == EINTERNAL {
+		msg := app.ErrorMessage(err)
+		if app.ErrorCode(err) == app.EINTERNAL {
 			a.Logger.Error("access request failed", "op", r.Op, slog.Any("error", err))
 			msg = "internal error (see the server's log)"
 		}
-		return AccessAnswer{Error: msg}
+		return Answer{Error: msg}
 	}
-	return AccessAnswer{OK: true}
+	return Answer{OK: true}
 }

@@ -1,4 +1,4 @@
-package app_test
+package access_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/storage/bboltstore"
 )
 
@@ -37,18 +38,18 @@ func auditActions(t *testing.T, db *bboltstore.DB) []string {
 	return out
 }
 
-// twoNodes opens a bbolt store and two app.Access over it, as two nodes
+// twoNodes opens a bbolt store and two access.Service over it, as two nodes
 // would have, both on clock.
-func twoNodes(t *testing.T, clock func() time.Time) (*bboltstore.DB, *app.Access, *app.Access) {
+func twoNodes(t *testing.T, clock func() time.Time) (*bboltstore.DB, *access.Service, *access.Service) {
 	t.Helper()
 	db, err := bboltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	var nodes [2]*app.Access
+	var nodes [2]*access.Service
 	for i := range nodes {
-		if nodes[i], err = app.NewAccess(context.Background(), app.StatusConfig{User: "admin"}, db, db, nil); err != nil {
+		if nodes[i], err = access.New(context.Background(), app.StatusConfig{User: "admin"}, db, db, nil); err != nil {
 			t.Fatal(err)
 		}
 		nodes[i].Now = clock
@@ -56,9 +57,9 @@ func twoNodes(t *testing.T, clock func() time.Time) (*bboltstore.DB, *app.Access
 	return db, nodes[0], nodes[1]
 }
 
-// app.Access over a real store: users and tokens work and stop working
+// access.Service over a real store: users and tokens work and stop working
 // when changed, the last admin stays, each change leaves one audit entry
-// with its actor, and a second Access over the store (another node) sees
+// with its actor, and a second Service over the store (another node) sees
 // the changes after Refresh.
 func TestAccess_Store(t *testing.T) {
 	ctx := context.Background()
@@ -236,7 +237,7 @@ func TestAccess_TokenMadeElsewhere(t *testing.T) {
 	}
 }
 
-// Two admins demote each other through two nodes' Access at once, 50
+// Two admins demote each other through two nodes' Service at once, 50
 // changes from 50 goroutines (issue 42, broken 3): exactly one admin
 // remains, and every change of the survivor is refused with ECONFLICT and
 // the reason.
@@ -296,8 +297,8 @@ func TestAccess_LastAdminConcurrent(t *testing.T) {
 		t.Errorf("%d changes refused; want the %d of the survivor %s", refused, n/2, admins[0])
 	}
 	// hookbox user role/remove print the reason.
-	for _, op := range []string{app.AccessOpUserRole, app.AccessOpUserRemove} {
-		ans := b.Apply(ctx, app.AccessRequest{Actor: "local:root", Op: op, Name: admins[0], Role: "viewer"})
+	for _, op := range []string{access.OpUserRole, access.OpUserRemove} {
+		ans := b.Apply(ctx, access.Request{Actor: "local:root", Op: op, Name: admins[0], Role: "viewer"})
 		if ans.OK || !strings.Contains(ans.Error, admins[0]+" is the last admin") {
 			t.Errorf("%s of the last admin from the command line: %+v; want the reason", op, ans)
 		}

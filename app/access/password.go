@@ -1,14 +1,10 @@
-package app
+package access
 
 import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 )
-
-// PasswordHashKey is the meta name under which the status password's
-// bcrypt hash is kept (the password itself is never stored).
-const PasswordHashKey = "status_password_bcrypt"
 
 // equalConst compares in constant time, lengths included (by hashing first).
 func equalConst(a, b string) bool {
