@@ -1,6 +1,7 @@
 // Team access: users with roles, tokens for scripts, and what the stores
-// keep of them. The Access service (accesscheck.go) answers who is
-// calling; the audit log (audit.go) records what they changed.
+// keep of them. The service in app/access answers who is calling; the
+// table of roles (roles.go) says what each may do; the audit log
+// (audit.go) records what they changed.
 
 package app
 
@@ -39,6 +40,9 @@ func (r Role) String() string {
 	}
 	return roleNames[r]
 }
+
+// Roles returns the roles a user or token may have, weakest first.
+func Roles() []Role { return []Role{RoleViewer, RoleOperator, RoleAdmin} }
 
 // Allows reports whether r may do what needs need.
 func (r Role) Allows(need Role) bool { return r != RoleNone && r >= need }
@@ -98,8 +102,8 @@ type AccessData struct {
 	Version uint64
 }
 
-// Bounds of names of users and tokens.
-const maxAccessName = 64
+// MaxAccessName bounds the names of users and tokens.
+const MaxAccessName = 64
 
 // ValidAccessName checks a user's or token's name: 1 to 64 letters,
 // digits, '.', '_', '@' or '-', starting with a letter or digit.
@@ -107,8 +111,8 @@ func ValidAccessName(kind, name string) error {
 	if name == "" {
 		return Errorf(EINVALID, "the %s needs a name", kind)
 	}
-	if len(name) > maxAccessName {
-		return Errorf(EINVALID, "the %s name %q is longer than %d characters", kind, CleanName(name), maxAccessName)
+	if len(name) > MaxAccessName {
+		return Errorf(EINVALID, "the %s name %q is longer than %d characters", kind, CleanName(name), MaxAccessName)
 	}
 	for i, r := range name {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'

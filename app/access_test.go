@@ -94,20 +94,3 @@ func TestCleanAuditEntry(t *testing.T) {
 		t.Errorf("cleaned: %q, %d bytes", e.Actor, len(e.Detail))
 	}
 }
-
-func TestFixedAccess(t *testing.T) {
-	a := app.FixedAccess("admin", "correct horse battery")
-	id, ok := a.CheckPassword("admin", "correct horse battery")
-	if !ok || id.Role != app.RoleAdmin || !a.Current(id) || id.Actor() != "admin" {
-		t.Fatalf("fixed login: %+v %v", id, ok)
-	}
-	if _, ok := a.CheckPassword("admin", "wrong"); ok {
-		t.Error("wrong password taken")
-	}
-	if _, ok := a.CheckPassword("bob", "correct horse battery"); ok {
-		t.Error("another user taken with the fixed password")
-	}
-	if _, ok := a.CheckToken(app.NewTokenSecret()); ok {
-		t.Error("a token taken without a store")
-	}
-}

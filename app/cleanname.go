@@ -12,7 +12,7 @@ import (
 
 // MaxShownName is how many bytes of a name from a request are stored and
 // shown: the longest valid user or token name (ValidAccessName).
-const MaxShownName = maxAccessName
+const MaxShownName = MaxAccessName
 
 // nameCut ends a name CleanName had to cut.
 const nameCut = "…"

@@ -41,19 +41,18 @@ const CountHours = 24
 // are the store's (CountStore): durable, the same after a restart and, on
 // PostgreSQL, summed over every node; so are the rows per source,
 // destination and route (Tables), and a destination's health (failing
-// since, next try) when the store keeps it (HealthStore), with what this
-// node's dispatcher noted and has not stored yet.
+// since, next try), with what this node's dispatcher noted and has not
+// stored yet.
 type Stats struct {
-	now    func() time.Time
-	store  CountStore
-	health HealthStore // nil: the dispatcher's notes only
+	now   func() time.Time
+	store StatsStore
 
 	mu      sync.Mutex
 	sources map[string]bool // the configured names: the rows come from the store
 	dests   map[string]bool // the configured names: the rows come from the store
 	routes  []*Route        // the debounced and filtered routes, in config order
 	// noted is the dispatcher's view of a destination's health not
-	// stored yet (or with no HealthStore, its last view).
+	// stored yet.
 	noted map[string]DestinationHealth
 
 	// Storage follows whether commits succeed (bboltstore.DB.OnCommit).
@@ -136,7 +135,6 @@ type Tables struct {
 // NewStats builds the counters for cfg, read from store.
 func NewStats(cfg *Config, store StatsStore, now func() time.Time) *Stats {
 	s := &Stats{now: now, store: store, noted: map[string]DestinationHealth{}, Storage: newStorageHealth(now)}
-	s.health, _ = store.(HealthStore)
 	s.Storage.failedCommit = func() { s.metrics().CommitFailed() }
 	s.Apply(cfg)
 	return s
@@ -286,7 +284,7 @@ func (s *Stats) DestState(dest string, view DestinationHealth) {
 // HealthSaved tells that view of dest's health is stored: the page reads
 // the store's from now on, unless a newer view was noted meanwhile.
 func (s *Stats) HealthSaved(dest string, view DestinationHealth) {
-	if s == nil || s.health == nil {
+	if s == nil {
 		return
 	}
 	s.mu.Lock()
@@ -371,12 +369,9 @@ func (s *Stats) Tables(ctx context.Context) (Tables, error) {
 	if err == nil {
 		err = lerr
 	}
-	stored := map[string]DestinationHealth{}
-	if s.health != nil {
-		var herr error
-		if stored, herr = s.health.DestinationHealths(ctx); herr != nil && err == nil {
-			err = herr
-		}
+	stored, herr := s.store.DestinationHealths(ctx)
+	if err == nil {
+		err = herr
 	}
 	n := func(k NameKind, name string) uint64 { return counts[Named{Kind: k, Name: name}] }
 	var t Tables

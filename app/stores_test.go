@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -112,8 +113,9 @@ func isStore(all map[string]iface, name string) bool {
 }
 
 // TestStoreRoles holds the store's roles to what app/stores.go says of
-// them: all of them in that file (stores*.go), none past 15 methods, and
-// app.Store the sum of them.
+// them: all of them in that file (stores*.go), none past 15 methods,
+// app.Store the sum of them, and no caller outside the stores reaching a
+// wider role than the one it was given by a type assertion.
 func TestStoreRoles(t *testing.T) {
 	all := parseIfaces(t)
 	if _, ok := all["Store"]; !ok {
@@ -162,4 +164,126 @@ func TestStoreRoles(t *testing.T) {
 			t.Errorf("app.Store's %s is in no role parsed", m)
 		}
 	}
+
+	roles := map[string]bool{}
+	for _, name := range names {
+		roles[name] = true
+	}
+	for _, a := range storeAssertions(t, "..", roles, sum) {
+		t.Errorf("%s: a type assertion reaches a store role (%s): take the role you need as a parameter or field instead", a.at, a.to)
+	}
+}
+
+// assertion is a type assertion found in the source.
+type assertion struct{ at, to string }
+
+// storeAssertions finds, in the non-test files of the module under root
+// (the stores' own packages aside), the type assertions to a store role: by
+// its name, to an interface literal with a store's method, or to an
+// interface of the package's own that has one or embeds a role.
+func storeAssertions(t *testing.T, root string, roles, methods map[string]bool) []assertion {
+	t.Helper()
+	fset := token.NewFileSet()
+	files := map[string]*ast.File{} // by path
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path == root {
+				return nil
+			}
+			if rel, _ := filepath.Rel(root, path); rel == "storage" || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		files[path] = f
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// storeLike reports whether an interface literal has a store's method
+	// or embeds a role of app.
+	storeLike := func(it *ast.InterfaceType) string {
+		for _, m := range it.Methods.List {
+			for _, n := range m.Names {
+				if methods[n.Name] {
+					return n.Name
+				}
+			}
+			if sel, ok := m.Type.(*ast.SelectorExpr); ok {
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "app" && roles[sel.Sel.Name] {
+					return "app." + sel.Sel.Name
+				}
+			}
+		}
+		return ""
+	}
+	// local are the interfaces each package declares that are store-like,
+	// by directory and name.
+	local := map[string]map[string]string{}
+	for path, f := range files {
+		dir := filepath.Dir(path)
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != token.TYPE {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				ts := spec.(*ast.TypeSpec)
+				if it, ok := ts.Type.(*ast.InterfaceType); ok {
+					if what := storeLike(it); what != "" {
+						if local[dir] == nil {
+							local[dir] = map[string]string{}
+						}
+						local[dir][ts.Name.Name] = what
+					}
+				}
+			}
+		}
+	}
+
+	var found []assertion
+	for path, f := range files {
+		dir := filepath.Dir(path)
+		ast.Inspect(f, func(n ast.Node) bool {
+			ta, ok := n.(*ast.TypeAssertExpr)
+			if !ok || ta.Type == nil {
+				return true
+			}
+			to := ""
+			switch ty := ta.Type.(type) {
+			case *ast.Ident:
+				if roles[ty.Name] && filepath.Base(dir) == "app" {
+					to = ty.Name
+				} else if what := local[dir][ty.Name]; what != "" {
+					to = ty.Name + ", with " + what
+				}
+			case *ast.SelectorExpr:
+				if x, ok := ty.X.(*ast.Ident); ok && x.Name == "app" && roles[ty.Sel.Name] {
+					to = "app." + ty.Sel.Name
+				}
+			case *ast.InterfaceType:
+				if what := storeLike(ty); what != "" {
+					to = "interface{ " + what + " … }"
+				}
+			}
+			if to != "" {
+				found = append(found, assertion{at: fset.Position(ta.Pos()).String(), to: to})
+			}
+			return true
+		})
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].at < found[j].at })
+	return found
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/request"
 )
 
@@ -21,7 +22,11 @@ type teamToken struct {
 func (u *UI) team(c *fiber.Ctx) error { return u.renderTeam(c, fiber.StatusOK, "", "", "") }
 
 func (u *UI) renderTeam(c *fiber.Ctx, status int, msg, bad, secret string) error {
-	data := map[string]any{"Msg": msg, "Bad": bad, "Secret": secret, "Roles": []string{"viewer", "operator", "admin"}}
+	var roles []string
+	for _, r := range app.Roles() {
+		roles = append(roles, r.String())
+	}
+	data := map[string]any{"Msg": msg, "Bad": bad, "Secret": secret, "Roles": roles}
 	if a := u.d.Access; a != nil {
 		data["Users"] = a.Users()
 		var toks []teamToken
@@ -75,9 +80,9 @@ func (u *UI) teamAddUser(c *fiber.Ctx) error {
 	}
 	generated := pw == ""
 	if generated {
-		pw = app.GeneratePassword()
+		pw = access.GeneratePassword()
 	}
-	hash, err := app.HashPassword(pw)
+	hash, err := access.HashPassword(pw)
 	if err != nil {
 		return u.teamDone(c, app.Errorf(app.EINVALID, "%v", err), "", "")
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/request"
 )
 
@@ -56,12 +57,8 @@ type Deps struct {
 	// Pauser, when set, backs the Pause and Resume buttons of the
 	// overview's destination rows.
 	Pauser *app.Pauser
-	// May reports whether the request's identity may use the route method
-	// path (the server's table of roles); a page shows only the buttons it
-	// may use (nil: every button).
-	May func(c *fiber.Ctx, method, path string) bool
 	// Access backs the admin's Audit and Team pages (nil: empty).
-	Access *app.Access
+	Access *access.Service
 	// Who is the audit actor of a request (the Team page's changes).
 	Who func(c *fiber.Ctx) app.Who
 	// Searches bounds the body searches that run at once (nil: a gate of
@@ -211,27 +208,36 @@ type page struct {
 	Refused *app.Refusal
 	// User and Role are who is logged in.
 	User, Role string
-	// Can says which buttons the user may use.
-	Can  Can
+	// Can says which buttons and links the user may use (canOf).
+	Can  map[string]bool
 	Data any
 }
 
-// Can is what the logged-in user may do, for the pages' buttons; the
-// server checks it again on each request.
-type Can struct {
-	Replay, ReplayAll, ReplayQuery, Retry, Pause, Resume, Backup, Admin bool
+// CanActions names, for the pages' templates, the action of app's table
+// of roles behind each button and link that not everyone may use: a
+// template shows one under {{if .Can.NAME}}, and the server checks the
+// same action again on each request.
+var CanActions = map[string]app.Action{
+	"Replay":           app.ActReplay,
+	"ReplayAll":        app.ActReplayDead,
+	"ReplayQuery":      app.ActReplayQuery,
+	"Retry":            app.ActRetry,
+	"RetryDestination": app.ActRetryDestination,
+	"Pause":            app.ActPause,
+	"Resume":           app.ActResume,
+	"Backup":           app.ActDownloadBackup,
+	"Audit":            app.ActReadAudit,
+	"Team":             app.ActManageTeam,
 }
 
-// can reads what c's identity may do.
-func (u *UI) can(c *fiber.Ctx) Can {
-	may := u.d.May
-	if may == nil {
-		may = func(*fiber.Ctx, string, string) bool { return true }
+// canOf reads what id may do from app's table: CanActions' names, each
+// true when id may do its action.
+func canOf(id app.Identity) map[string]bool {
+	can := make(map[string]bool, len(CanActions))
+	for name, a := range CanActions {
+		can[name] = app.Permits(id.Role, id.Token, a)
 	}
-	post := func(path string) bool { return may(c, fiber.MethodPost, path) }
-	return Can{Replay: post("/deliveries/:id/replay"), ReplayAll: post("/dead-letters/replay"), ReplayQuery: post("/replay"),
-		Retry: post("/deliveries/:id/retry"), Pause: post("/destinations/:name/pause"), Resume: post("/destinations/:name/resume"),
-		Backup: may(c, fiber.MethodGet, "/api/v1/backup")}
+	return can
 }
 
 func (u *UI) render(c *fiber.Ctx, status int, name, title string, data any) error {
@@ -241,8 +247,7 @@ func (u *UI) render(c *fiber.Ctx, status int, name, title string, data any) erro
 	p := page{Title: title, CSRF: csrf, Nav: name, Dead: dead, Data: data,
 		Loaded: u.d.Running.Loaded(), Refused: u.d.Running.Refused()}
 	if id, ok := c.Locals("identity").(app.Identity); ok {
-		p.User, p.Role, p.Can = id.Name, id.Role.String(), u.can(c)
-		p.Can.Admin = id.Role.Allows(app.RoleAdmin) && !id.Token
+		p.User, p.Role, p.Can = id.Name, id.Role.String(), canOf(id)
 	}
 	if u.d.Stats != nil {
 		if cur, failing, _ := u.d.Stats.Storage.State(); failing {

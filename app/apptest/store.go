@@ -1,6 +1,7 @@
 // Package apptest holds test helpers of the domain that need no disk:
 // Store, an in-memory store of the roles the receive path and the sweep
-// use. It imports only the domain, so a domain test can use it without a
+// use, and the module's one way for a test to wait (Signal, Recv,
+// Eventually, Until) instead of sleeping. It imports only the domain, so a domain test can use it without a
 // storage technology; what needs durability, the outbox or debouncing is
 // tested against the real stores (storage/storetest).
 package apptest

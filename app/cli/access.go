@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/config"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
@@ -31,34 +32,24 @@ func localActor() string {
 	return "local:unknown"
 }
 
-// accessStores is what user and token need of a store.
-type accessStores interface {
-	app.AccessStore
-	app.AuditStore
-}
-
 // doAccess applies r: straight into the database on PostgreSQL (running
 // nodes take it up within AccessPoll) or into the data file of a stopped
 // server, else through a request file that the running server answers.
 // It returns the answer and where the change was made.
-func doAccess(ctx context.Context, cfg *app.Config, r app.AccessRequest) (app.AccessAnswer, string, error) {
+func doAccess(ctx context.Context, cfg *app.Config, r access.Request) (access.Answer, string, error) {
 	r.Actor = localActor()
-	apply := func(st any, where string) (app.AccessAnswer, string, error) {
-		s, ok := st.(accessStores)
-		if !ok {
-			return app.AccessAnswer{}, "", fmt.Errorf("%s keeps no users or tokens (this build's store does not)", where)
-		}
-		if r.Op == app.AccessOpUserPasswd && r.Name == cfg.Status.User {
+	apply := func(s app.AccessStore, audit app.AuditStore, where string) (access.Answer, string, error) {
+		if r.Op == access.OpUserPasswd && r.Name == cfg.Status.User {
 			// A store no server has started on yet has no user: the
 			// [status] user is made (or an older status password turned
 			// into it) as the first start would, with this password.
 			if _, err := s.EnsureFirstUser(ctx, r.Name, time.Now(), func() ([]byte, error) { return []byte(r.Hash), nil }); err != nil {
-				return app.AccessAnswer{}, "", err
+				return access.Answer{}, "", err
 			}
 		}
-		a, err := app.NewAccess(ctx, cfg.Status, s, s, slog.New(slog.DiscardHandler))
+		a, err := access.New(ctx, cfg.Status, s, audit, slog.New(slog.DiscardHandler))
 		if err != nil {
-			return app.AccessAnswer{}, "", err
+			return access.Answer{}, "", err
 		}
 		return a.Apply(ctx, r), where, nil
 	}
@@ -68,28 +59,28 @@ func doAccess(ctx context.Context, cfg *app.Config, r app.AccessRequest) (app.Ac
 		db, err := postgres.Open(octx, cfg.Storage.URL, postgres.Options{Lease: cfg.Storage.Lease, NoSearchIndex: !cfg.Storage.SearchIndex,
 			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
-			return app.AccessAnswer{}, "", fmt.Errorf("%s: storage: %w", cfg.Path, err)
+			return access.Answer{}, "", fmt.Errorf("%s: storage: %w", cfg.Path, err)
 		}
 		defer db.Close()
-		return apply(any(db), db.Where()+"; running nodes take it up within a second")
+		return apply(db, db, db.Where()+"; running nodes take it up within a second")
 	}
 	dir := cfg.Server.DataDir
 	db, err := bboltstore.Open(dir)
 	if errors.Is(err, bboltstore.ErrLocked) {
-		id, err := app.WriteAccessRequest(dir, r)
+		id, err := access.WriteRequest(dir, r)
 		if err != nil {
-			return app.AccessAnswer{}, "", err
+			return access.Answer{}, "", err
 		}
 		wctx, cancel := context.WithTimeout(ctx, accessWait)
 		defer cancel()
-		ans, err := app.WaitAccessAnswer(wctx, dir, id)
+		ans, err := access.WaitAnswer(wctx, dir, id)
 		return ans, "the running server", err
 	}
 	if err != nil {
-		return app.AccessAnswer{}, "", err
+		return access.Answer{}, "", err
 	}
 	defer db.Close()
-	return apply(db, db.Path()+" (hookbox is not running; it uses it from its next start)")
+	return apply(db, db, db.Path()+" (hookbox is not running; it uses it from its next start)")
 }
 
 // accessArgs parses args of a subcommand taking one NAME operand (want 1)
@@ -115,11 +106,11 @@ func accessArgs(c *command, fs accessFlagSet, args []string, want int, stdout, s
 
 // runAccessRequest loads the config, does r and prints ok or the answer's
 // error; show prints a listing.
-func runAccessRequest(ctx context.Context, c *command, path, dataDir string, r app.AccessRequest, stdout, stderr io.Writer, done string) (app.AccessAnswer, int) {
+func runAccessRequest(ctx context.Context, c *command, path, dataDir string, r access.Request, stdout, stderr io.Writer, done string) (access.Answer, int) {
 	cfg, err := config.LoadWith(path, config.Overrides{DataDir: dataDir})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return app.AccessAnswer{}, 1
+		return access.Answer{}, 1
 	}
 	ans, where, err := doAccess(ctx, cfg, r)
 	if err != nil {
@@ -174,12 +165,12 @@ func runUser(ctx context.Context, c *command, args []string, stdout, stderr io.W
 			fmt.Fprintf(stderr, "hookbox %s: %v\n", sub.name, err)
 			return 1
 		}
-		hash, err := app.HashPassword(pw)
+		hash, err := access.HashPassword(pw)
 		if err != nil {
 			fmt.Fprintf(stderr, "hookbox %s: %v\n", sub.name, err)
 			return 1
 		}
-		_, code = runAccessRequest(ctx, sub, *fs.config, *fs.dataDir, app.AccessRequest{Op: app.AccessOpUserAdd, Name: name, Role: *role, Hash: string(hash)},
+		_, code = runAccessRequest(ctx, sub, *fs.config, *fs.dataDir, access.Request{Op: access.OpUserAdd, Name: name, Role: *role, Hash: string(hash)},
 			stdout, stderr, "user "+name+" added with role "+*role)
 		if code == 0 && *generate {
 			fmt.Fprintf(stdout, "user %s, password %s (shown only this once)\n", name, pw)
@@ -190,7 +181,7 @@ func runUser(ctx context.Context, c *command, args []string, stdout, stderr io.W
 		if code >= 0 {
 			return code
 		}
-		ans, code := runAccessRequest(ctx, sub, *fs.config, *fs.dataDir, app.AccessRequest{Op: app.AccessOpUserList}, stdout, stderr, "")
+		ans, code := runAccessRequest(ctx, sub, *fs.config, *fs.dataDir, access.Request{Op: access.OpUserList}, stdout, stderr, "")
 		if code != 0 {
 			return code
 		}
@@ -210,7 +201,7 @@ func runUser(ctx context.Context, c *command, args []string, stdout, stderr io.W
 		if code >= 0 {
 			return code
 		}
-		_, code = runAccessRequest(ctx, sub, *fs.config, *fs.dataDir, app.AccessRequest{Op: app.AccessOpUserRemove, Name: name},
+		_, code = runAccessRequest(ctx, sub, *fs.config, *fs.dataDir, access.Request{Op: access.OpUserRemove, Name: name},
 			stdout, stderr, "user "+name+" removed; their sessions end")
 		return code
 	case "role":
@@ -226,7 +217,7 @@ func runUser(ctx context.Context, c *command, args []string, stdout, stderr io.W
 			fmt.Fprintf(stderr, "hookbox %s: %v\n", sub.name, err)
 			return 2
 		}
-		_, code = runAccessRequest(ctx, sub, *fs.config, *fs.dataDir, app.AccessRequest{Op: app.AccessOpUserRole, Name: ops[0], Role: ops[1]},
+		_, code = runAccessRequest(ctx, sub, *fs.config, *fs.dataDir, access.Request{Op: access.OpUserRole, Name: ops[0], Role: ops[1]},
 			stdout, stderr, "user "+ops[0]+" now has role "+ops[1]+"; their sessions end")
 		return code
 	}
@@ -262,7 +253,7 @@ func runToken(ctx context.Context, c *command, args []string, stdout, stderr io.
 		}
 		secret := app.NewTokenSecret()
 		h := app.TokenHash(secret)
-		_, code := runAccessRequest(ctx, sub, *fs.config, *fs.dataDir, app.AccessRequest{Op: app.AccessOpTokenAdd, Name: *name, Role: *role,
+		_, code := runAccessRequest(ctx, sub, *fs.config, *fs.dataDir, access.Request{Op: access.OpTokenAdd, Name: *name, Role: *role,
 			TokenHash: hex.EncodeToString(h[:]), TTLSeconds: int64(ttl / time.Second)}, stdout, stderr, "token "+*name+" created with role "+*role)
 		if code == 0 {
 			fmt.Fprintln(stdout, secret)
@@ -273,7 +264,7 @@ func runToken(ctx context.Context, c *command, args []string, stdout, stderr io.
 		if _, code := accessArgs(sub, fs, args[1:], 0, stdout, stderr); code >= 0 {
 			return code
 		}
-		ans, code := runAccessRequest(ctx, sub, *fs.config, *fs.dataDir, app.AccessRequest{Op: app.AccessOpTokenList}, stdout, stderr, "")
+		ans, code := runAccessRequest(ctx, sub, *fs.config, *fs.dataDir, access.Request{Op: access.OpTokenList}, stdout, stderr, "")
 		if code != 0 {
 			return code
 		}
@@ -297,7 +288,7 @@ func runToken(ctx context.Context, c *command, args []string, stdout, stderr io.
 		if code >= 0 {
 			return code
 		}
-		_, code = runAccessRequest(ctx, sub, *fs.config, *fs.dataDir, app.AccessRequest{Op: app.AccessOpTokenRevok, Name: name},
+		_, code = runAccessRequest(ctx, sub, *fs.config, *fs.dataDir, access.Request{Op: access.OpTokenRevok, Name: name},
 			stdout, stderr, "token "+name+" revoked")
 		return code
 	}
@@ -315,7 +306,7 @@ func listTime(t time.Time) string {
 // newPassword makes one (generate) or reads one as passwd does.
 func newPassword(generate bool, prompt io.Writer) (string, error) {
 	if generate {
-		return app.GeneratePassword(), nil
+		return access.GeneratePassword(), nil
 	}
 	return readNewPassword(stdin, prompt)
 }

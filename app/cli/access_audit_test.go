@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
@@ -44,14 +45,9 @@ func TestAudit_ReloadBySignal(t *testing.T) {
 		return es
 	}
 	waitN := func(n int) []app.AuditEntry {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			es := reloads()
-			if len(es) >= n || time.Now().After(deadline) {
-				return es
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		var es []app.AuditEntry
+		apptest.Within(10*time.Second, func() bool { es = reloads(); return len(es) >= n })
+		return es
 	}
 	p.cmd.Process.Signal(syscall.SIGHUP)
 	es := waitN(1)

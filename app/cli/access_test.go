@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
+	"hookbox/app/apptest"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
 	"hookbox/storage/postgres/pgtest"
@@ -114,15 +116,12 @@ func testUserToken(t *testing.T, url string) {
 	}
 	waitStatus := func(what string, f func() int, want int) {
 		t.Helper()
-		deadline := time.Now().Add(2 * app.AccessPoll)
-		got := f()
-		for got != want && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-			got = f()
-		}
-		if got != want {
-			t.Fatalf("%s: %d, want %d", what, got, want)
-		}
+		apptest.Until(t, 2*access.Poll, func() error { // within two polls: the bound is part of the test
+			if got := f(); got != want {
+				return fmt.Errorf("%s: %d, want %d", what, got, want)
+			}
+			return nil
+		})
 	}
 	waitStatus("carol (operator) reading stats", func() int { return userStatus(t, addr, "carol", carolPw) }, http.StatusOK)
 	must("token ci revoked", "token", "revoke", "ci")
@@ -206,13 +205,9 @@ func TestPasswd_NameEndsSessions(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "password of dana changed") {
 		t.Fatalf("passwd dana: %d\n%s", code, out)
 	}
-	changed := time.Now()
-	for userStatus(t, addr, "dana", "dana-password-1") != http.StatusUnauthorized {
-		if time.Since(changed) > time.Second {
-			t.Fatal("the old password still works a second after passwd")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	apptest.Eventually(t, time.Second, "the old password refused within a second of passwd", func() bool {
+		return userStatus(t, addr, "dana", "dana-password-1") == http.StatusUnauthorized
+	})
 	if got := userStatus(t, addr, "dana", "dana-password-2"); got != http.StatusOK {
 		t.Fatalf("dana's new password: %d", got)
 	}
@@ -237,15 +232,14 @@ func TestCLIIdentity_TwoNodes(t *testing.T) {
 	}
 	ops, viewer := token("ops", "operator"), token("look", "viewer")
 	// The nodes take the new tokens up within AccessPoll.
-	deadline := time.Now().Add(2 * time.Second)
-	for _, s := range []*running{a, b} {
-		for bearerStatus(t, s.addr, viewer) != http.StatusOK || bearerStatus(t, s.addr, ops) != http.StatusOK {
-			if time.Now().After(deadline) {
-				t.Fatal("the nodes did not take up the new tokens")
+	apptest.Eventually(t, 2*time.Second, "the nodes taking up the new tokens", func() bool {
+		for _, s := range []*running{a, b} {
+			if bearerStatus(t, s.addr, viewer) != http.StatusOK || bearerStatus(t, s.addr, ops) != http.StatusOK {
+				return false
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
-	}
+		return true
+	})
 
 	t.Setenv("HOOKBOX_TOKEN", viewer)
 	code, out := runCmd("pause", "-config", config, "-listen", a.addr, "sink")
@@ -276,5 +270,44 @@ func TestCLIIdentity_TwoNodes(t *testing.T) {
 	}
 	if len(page.Items) != 1 || page.Items[0].Action != app.AuditPause || page.Items[0].Result != app.AuditOK {
 		t.Fatalf("node B's audit of token:ops: %+v", page.Items)
+	}
+}
+
+// TestAccess_HelpSaysRolesFromTable: user -h and token -h say what each
+// role may, from app's table of roles (every action named, under its own
+// role), and listen -h the role streaming needs; nothing the command line
+// says of roles is written again here.
+func TestAccess_HelpSaysRolesFromTable(t *testing.T) {
+	for _, cmd := range []string{"user", "token"} {
+		var out, errOut strings.Builder
+		if code := Run(context.Background(), []string{cmd, "-h"}, &out, &errOut); code != 0 {
+			t.Fatalf("%s -h: exit %d %s", cmd, code, errOut.String())
+		}
+		help := strings.Join(strings.Fields(out.String()), " ")
+		for _, a := range app.Actions() {
+			r, _ := a.Rule()
+			head := map[app.Role]string{app.RoleViewer: "viewer may", app.RoleOperator: "operator may also", app.RoleAdmin: "admin may also"}[r.Role]
+			if r.UserOnly {
+				head = "an admin user (never a token) may also"
+			}
+			i, j := strings.Index(help, head), strings.Index(help, r.Doing)
+			if i < 0 || j < i {
+				t.Errorf("%s -h does not say that %q may %s:\n%s", cmd, head, r.Doing, out.String())
+			}
+		}
+	}
+	// The commands that call the admin API say the role they need.
+	for cmd, role := range map[string]app.Role{"replay": app.ActReplayQuery.Role(), "retry": app.ActRetry.Role(),
+		"pause": app.ActPause.Role(), "resume": app.ActResume.Role(), "backup": app.ActDownloadBackup.Role()} {
+		var out, errOut strings.Builder
+		Run(context.Background(), []string{cmd, "-h"}, &out, &errOut)
+		if want := "It needs the " + role.String() + " role"; !strings.Contains(out.String(), want) {
+			t.Errorf("%s -h does not say %q:\n%s", cmd, want, out.String())
+		}
+	}
+	var out, errOut strings.Builder
+	Run(context.Background(), []string{"listen", "-h"}, &out, &errOut)
+	if want := app.ActStream.Role().String() + " is enough"; !strings.Contains(out.String(), want) {
+		t.Errorf("listen -h does not say %q:\n%s", want, out.String())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
 	"hookbox/storage/postgres/pgtest"
@@ -136,19 +137,23 @@ func startServeNoFatal(t *testing.T, config, addr string) *running {
 	r := &running{addr: addr, out: &buffer{}, cancel: cancel, code: make(chan int, 1)}
 	go func() { r.code <- Run(ctx, []string{"serve", "-config", config, "-listen", addr}, r.out, r.out) }()
 	t.Cleanup(r.stop)
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(r.out.String(), "hookbox started") {
+	var ended *int
+	started := apptest.Within(30*time.Second, func() bool {
 		select {
 		case code := <-r.code:
-			t.Errorf("serve ended with %d:\n%s", code, r.out)
-			return nil
+			ended = &code
+			return true
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Errorf("serve did not start:\n%s", r.out)
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
+		return strings.Contains(r.out.String(), "hookbox started")
+	})
+	switch {
+	case ended != nil:
+		t.Errorf("serve ended with %d:\n%s", *ended, r.out)
+		return nil
+	case !started:
+		t.Errorf("serve did not start:\n%s", r.out)
+		return nil
 	}
 	return r
 }

@@ -102,18 +102,6 @@ func startDNS(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// waitLog waits until the process has logged a line containing want.
-func waitLog(t *testing.T, p *proc, want string, limit time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !strings.Contains(p.logText(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in the log after %s:\n%s", want, limit, p.logText())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // hookbox serve in ACME mode gets a real certificate from pebble through
 // HTTP-01 on http_listen, serves a signed webhook over HTTPS with it,
 // redirects plain HTTP, and after a restart serves the cached certificate

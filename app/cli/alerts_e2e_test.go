@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/app/mail/mailtest"
 	"hookbox/storage/postgres/pgtest"
 )
@@ -55,18 +57,6 @@ func (a *alertURL) got() []alertBody {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]alertBody(nil), a.alerts...)
-}
-
-// waitFor polls cond until it holds, or fails the test after within with
-// what(): for the real program's log lines and posts, which have no other
-// signal.
-func pollFor(t *testing.T, within time.Duration, cond func() bool, what func() string) {
-	t.Helper()
-	for deadline := time.Now().Add(within); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v: %s", within, what())
-		}
-	}
 }
 
 // failingSinceRE finds what the overview says of a failing destination:
@@ -128,16 +118,19 @@ to = ["pos"]
 	if r := post(t, p.addr, "gh", body, githubHeaders(body, e2eSecret, "order-1004")); r.code != 200 {
 		t.Fatalf("post: %d %v", r.code, r.body)
 	}
-	pollFor(t, 10*time.Second, func() bool { return strings.Contains(p.logText(), "destination failing") },
-		func() string { return "no WARN line at the first failure:\n" + p.logText() })
+	waitLog(t, p, "destination failing", 10*time.Second) // the WARN line at the first failure
 	warn := lineWith(p.logText(), "destination failing")
 	for _, want := range []string{"level=WARN", "destination=pos", "status=500", "event=order-1004", "next_try="} {
 		if !strings.Contains(warn, want) {
 			t.Errorf("the first-failure line lacks %s: %s", want, warn)
 		}
 	}
-	pollFor(t, 15*time.Second, func() bool { return len(alerts.got()) > 0 },
-		func() string { return "no destination_failing alert:\n" + p.logText() })
+	apptest.Until(t, 15*time.Second, func() error {
+		if len(alerts.got()) == 0 {
+			return errors.New("no destination_failing alert:\n" + p.logText())
+		}
+		return nil
+	})
 	failing := alerts.got()[0]
 	if failing.Kind != "destination_failing" || failing.Destination != "pos" ||
 		!strings.Contains(failing.Text, "http://hooks.shop.example/") || !strings.Contains(failing.Text, "HTTP 500") {
@@ -185,12 +178,12 @@ to = ["pos"]
 		t.Errorf("after the restart: failing since %v (%q); want %v (%q) as before", since2, shown2, since, shown)
 	}
 	status.Store(200)
-	pollFor(t, 15*time.Second, func() bool {
-		return len(alerts.got()) >= 2 && strings.Contains(p.logText(), "destination answers again")
-	},
-		func() string {
-			return fmt.Sprintf("alerts %+v; no recovery alert or line:\n%s", alerts.got(), p.logText())
-		})
+	apptest.Until(t, 15*time.Second, func() error {
+		if len(alerts.got()) < 2 || !strings.Contains(p.logText(), "destination answers again") {
+			return fmt.Errorf("alerts %+v; no recovery alert or line:\n%s", alerts.got(), p.logText())
+		}
+		return nil
+	})
 	p.stop(t)
 	secondLog := p.logText()
 
@@ -288,8 +281,12 @@ to = ["pos"]
 			t.Fatalf("post: %d %v", r.code, r.body)
 		}
 	}
-	pollFor(t, 15*time.Second, func() bool { return len(alerts.got()) > 0 },
-		func() string { return "no destination_failing alert:\n" + nodes[0].logText() + nodes[1].logText() })
+	apptest.Until(t, 15*time.Second, func() error {
+		if len(alerts.got()) == 0 {
+			return errors.New("no destination_failing alert:\n" + nodes[0].logText() + nodes[1].logText())
+		}
+		return nil
+	})
 	since := func(p *proc) string {
 		var dests struct {
 			Destinations []struct {
@@ -308,8 +305,9 @@ to = ["pos"]
 		t.Errorf("failing since on the two nodes: %q and %q; want the same stored time", a, b)
 	}
 	status.Store(200)
-	pollFor(t, 15*time.Second, func() bool { return len(alerts.got()) >= 2 && since(nodes[0]) == "" && since(nodes[1]) == "" },
-		func() string { return fmt.Sprintf("alerts %+v; not recovered on both nodes", alerts.got()) })
+	apptest.Eventually(t, 15*time.Second, "two alerts and recovered on both nodes", func() bool {
+		return len(alerts.got()) >= 2 && since(nodes[0]) == "" && since(nodes[1]) == ""
+	})
 	for _, p := range nodes {
 		p.stop(t)
 	}

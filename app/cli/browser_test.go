@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"hookbox/app/apptest"
 )
 
 // screenshotsEnv names a directory that keeps the browser test's
@@ -46,9 +48,7 @@ func TestBrowser_StatusPage(t *testing.T) {
 	if r := post(t, p.addr, "gh", body, githubHeaders(body, e2eSecret, "order-1001")); r.code != 200 {
 		t.Fatalf("post: %d %v", r.code, r.body)
 	}
-	for deadline := time.Now().Add(10 * time.Second); sink.attempts.Load() < 1 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	apptest.Within(10*time.Second, func() bool { return sink.attempts.Load() >= 1 })
 
 	// Chromium may still write its profile while it exits: remove it at the
 	// end, best effort, rather than through t.TempDir's strict cleanup.
@@ -126,9 +126,7 @@ func TestBrowser_StatusPage(t *testing.T) {
 		}
 	}
 	// The replayed delivery goes out; the event page shows it delivered.
-	for deadline := time.Now().Add(10 * time.Second); len(sink.missing([]string{"order-1001"})) > 0 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	apptest.Within(10*time.Second, func() bool { return len(sink.missing([]string{"order-1001"})) == 0 })
 	err = chromedp.Run(ctx,
 		chromedp.Navigate(base+"/events?status=delivered"),
 		chromedp.WaitVisible(`table.events`),

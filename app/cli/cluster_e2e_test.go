@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"hookbox/app/apptest"
 	"hookbox/storage/postgres/pgtest"
 )
 
@@ -40,7 +41,7 @@ func newClusterSink(t *testing.T) *clusterSink {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		s.attempts.Add(1)
-		time.Sleep(time.Duration(s.delay.Load()))
+		time.Sleep(time.Duration(s.delay.Load())) // a slow destination, so that sends are in flight: the time is the point
 		id := r.Header.Get("X-GitHub-Delivery")
 		s.mu.Lock()
 		if s.got[id] == 0 {
@@ -166,12 +167,7 @@ sweep = "@every 1s"
 
 	// The sweep runs every second, on one node only.
 	sweeps := func(p *proc) int { return strings.Count(p.logText(), "sweep done") }
-	for deadline := time.Now().Add(15 * time.Second); sweeps(nodes[0])+sweeps(nodes[1]) < 3; {
-		if time.Now().After(deadline) {
-			t.Fatal("no node ran the sweep")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	apptest.Eventually(t, 15*time.Second, "three sweeps", func() bool { return sweeps(nodes[0])+sweeps(nodes[1]) >= 3 })
 	if sweeps(nodes[0]) > 0 && sweeps(nodes[1]) > 0 {
 		t.Fatalf("both nodes ran the sweep (%d and %d times): it is once per cluster", sweeps(nodes[0]), sweeps(nodes[1]))
 	}
@@ -207,7 +203,10 @@ sweep = "@every 1s"
 			}
 		})
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Kill node 0 once it holds leases: sends in flight.
+	apptest.Eventually(t, 30*time.Second, "node 0 holding leases", func() bool {
+		return sink.attempts.Load() > 0 && len(leasedBy(t, dbURL, nodes[0].cmd.Process.Pid)) > 0
+	})
 	before := sink.attempts.Load()
 	if err := nodes[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -216,7 +215,8 @@ sweep = "@every 1s"
 	<-nodes[0].done
 	nodes[0].cmd.Wait()
 	leased := leasedBy(t, dbURL, nodes[0].cmd.Process.Pid)
-	time.Sleep(500 * time.Millisecond) // node 1 goes on taking load
+	afterKill := sent.Load()
+	apptest.Eventually(t, 30*time.Second, "node 1 taking load after the kill", func() bool { return sent.Load() >= afterKill+20 })
 	close(stop)
 	wg.Wait()
 	sink.delay.Store(0)
@@ -229,10 +229,8 @@ sweep = "@every 1s"
 	waitDelivered(t, sink, acked, lease+30*time.Second)
 	// The killed node's sends were cut, whatever the sink made of them:
 	// node 1 sends each again once its lease has ended.
-	deadline := time.Now().Add(lease + 30*time.Second)
-	var late []string
-	for {
-		late = late[:0]
+	apptest.Until(t, lease+30*time.Second, func() error {
+		var late []string
 		sink.mu.Lock()
 		for id, end := range leased {
 			if sink.lastAt[id].Before(end.Add(-50 * time.Millisecond)) {
@@ -240,14 +238,11 @@ sweep = "@every 1s"
 			}
 		}
 		sink.mu.Unlock()
-		if len(late) == 0 || time.Now().After(deadline) {
-			break
+		if len(late) > 0 {
+			return fmt.Errorf("%d deliveries leased by the killed node were not sent again after their lease, e.g. %v", len(late), late[:min(5, len(late))])
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if len(late) > 0 {
-		t.Fatalf("%d deliveries leased by the killed node were not sent again after their lease, e.g. %v", len(late), late[:min(5, len(late))])
-	}
+		return nil
+	})
 	var handed time.Time
 	sink.mu.Lock()
 	for id := range leased {
@@ -257,16 +252,10 @@ sweep = "@every 1s"
 	}
 	sink.mu.Unlock()
 	// Node 1 runs the sweep now, whichever node ran it before.
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		n := sweeps(nodes[1])
-		time.Sleep(1500 * time.Millisecond)
-		if sweeps(nodes[1]) > n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node 1 did not take over the sweep (node %d ran it before)", leader)
-		}
-	}
+	swept := sweeps(nodes[1])
+	apptest.Eventually(t, 15*time.Second, fmt.Sprintf("node 1 taking over the sweep (node %d ran it before)", leader), func() bool {
+		return sweeps(nodes[1]) > swept
+	})
 	t.Logf("node 0 was killed holding %d leases (sends in flight); node 1 sent them %v after the kill (lease %v), and every one of the %d acknowledged events reached the sink (%d load requests)",
 		len(leased), handed.Sub(killed).Round(time.Millisecond), lease, len(acked), sent.Load())
 	nodes[1].stop(t)
@@ -275,17 +264,12 @@ sweep = "@every 1s"
 // waitDelivered waits until the sink took every id of want.
 func waitDelivered(t *testing.T, sink *clusterSink, want map[string]bool, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		missing, _ := sink.missing(want)
-		if len(missing) == 0 {
-			return
+	apptest.Until(t, within, func() error {
+		if missing, _ := sink.missing(want); len(missing) > 0 {
+			return fmt.Errorf("%d of %d acknowledged events not delivered, e.g. %v", len(missing), len(want), missing[:min(5, len(missing))])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d acknowledged events not delivered within %v, e.g. %v", len(missing), len(want), within, missing[:min(5, len(missing))])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // leasedBy returns the event ids of the pending deliveries that the node

@@ -92,18 +92,18 @@ var commands = []*command{
 			"shopify-* (-shopify-headers new) or both.", run: runSign},
 	{name: "replay", synopsis: "[-config FILE] -all | [-force] ID... | [-force] -event SOURCE/ID | -since T [-until T] [-source S] [-topic T] [-destination D] [-status dead|delivered|any] [-q TEXT] [-dry-run] [-force] [-json]",
 		summary: "replay deliveries (dead, by id, by event, or by query) through the running server",
-		help:    replayHelp, run: runReplay},
+		help:    replayHelp + needs(app.ActReplay, app.ActReplayDead, app.ActReplayQuery), run: runReplay},
 	{name: "retry", synopsis: "[-config FILE] [-json] ID... | -destination NAME", summary: "send waiting deliveries now, not at their next retry",
-		help: retryHelp, run: runRetry},
+		help: retryHelp + needs(app.ActRetry, app.ActRetryDestination), run: runRetry},
 	// Pause, resume (pause.go).
 	{name: "pause", synopsis: "[-config FILE] [-reason TEXT] NAME", summary: "pause a destination: nothing is sent to it, deliveries wait",
-		help: pauseHelp, run: runPause},
+		help: pauseHelp + needs(app.ActPause), run: runPause},
 	{name: "resume", synopsis: "[-config FILE] NAME", summary: "resume a paused destination: its waiting deliveries go out in accept order",
-		help: resumeHelp, run: runResume},
+		help: resumeHelp + needs(app.ActResume), run: runResume},
 	{name: "backup", synopsis: "[-config FILE] -o FILE", summary: "save a hot copy of the data file from the running server",
 		help: "Downloads a consistent copy of the data file through the running server's admin\n" +
 			"API ([status] user and password), writes it to FILE atomically and checks it.\n" +
-			"To restore: stop hookbox, then hookbox restore FILE.", run: runBackup},
+			"To restore: stop hookbox, then hookbox restore FILE." + needs(app.ActDownloadBackup), run: runBackup},
 	{name: "restore", synopsis: "[-config FILE] [-check] FILE", summary: "put a backup in place of the data file (hookbox stopped)",
 		help: restoreHelp, run: runRestore},
 	{name: "bench", synopsis: "[-config FILE] -source NAME [-url URL] [-c N] [-rate R] [-d DUR] [-size B] [-dup F] [-json FILE] | -compare [-provider P]",
@@ -122,11 +122,13 @@ var commands = []*command{
 			"one line of stdin; -generate makes one and prints it once) and sends only its bcrypt hash.\n" +
 			"Works with the server running or stopped: into the database on PostgreSQL, into the data\n" +
 			"file of a stopped server, or through a 0600 request file in the data directory that a\n" +
-			"running server answers within a second (run it as hookbox's user or root).", run: runUser},
+			"running server answers within a second (run it as hookbox's user or root).\n" +
+			"What each role may (a token never opens a page):\n" + app.RolesHelp("  "), run: runUser},
 	{name: "token", synopsis: "create -name N -role R [-expires 90d] | list | revoke NAME  [-config FILE] [-data-dir DIR]", summary: "manage the API tokens of scripts",
 		help: "create prints the token (hbx_…) once: only its SHA-256 is stored. A token works on /api/v1\n" +
 			"and /metrics as Authorization: Bearer, never on the pages. Works with the server running or\n" +
-			"stopped, as user does.", run: runToken},
+			"stopped, as user does.\n" +
+			"What each role may:\n" + app.RolesHelp("  "), run: runToken},
 	{name: "passwd", synopsis: "[-config FILE] [-data-dir DIR] [-generate]", summary: "set a new status page password (server running or stopped)",
 		help: "Reads a new password for the status page and the admin API, twice without echo from a\n" +
 			"terminal or one line from stdin (-generate: makes one and prints it), and stores its\n" +
@@ -166,6 +168,20 @@ const replayHelp = "Sends deliveries again through the running server's admin AP
 	"  hookbox replay -since 2026-11-29T13:00:00Z -until 2026-11-29T17:00:00Z -topic 'orders/*' -force\n" +
 	"  hookbox replay -q '#1004' -destination pos -dry-run\n" +
 	"  hookbox replay -event shop/wh-1004 -force"
+
+// needs is the sentence that ends the help of a command that calls the
+// admin API: the weakest role that may do all of its actions, from app's
+// table of roles.
+func needs(actions ...app.Action) string {
+	role := app.RoleViewer
+	for _, a := range actions {
+		role = max(role, a.Role())
+	}
+	if role == app.RoleAdmin {
+		return "\nIt needs the admin role (hookbox user -h says what each role may)."
+	}
+	return "\nIt needs the " + role.String() + " role or above (hookbox user -h says what each role may)."
+}
 
 // findCommand returns the subcommand called name, or nil.
 func findCommand(name string) *command {

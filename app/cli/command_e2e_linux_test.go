@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"hookbox/app/apptest"
 )
 
 // The command destination end to end, on both stores, with the real
@@ -132,37 +134,32 @@ func deliveryOf(t *testing.T, addr, id string) deliveryOut {
 // attempts attempts, and returns it.
 func waitDelivery(t *testing.T, addr, id, state string, attempts int) deliveryOut {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		d := deliveryOf(t, addr, id)
-		if d.State == state && d.Attempts == attempts {
-			return d
+	var d deliveryOut
+	apptest.Until(t, 60*time.Second, func() error {
+		if d = deliveryOf(t, addr, id); d.State != state || d.Attempts != attempts {
+			return fmt.Errorf("delivery of %s: %+v; want %s after %d attempts", id, d, state, attempts)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("delivery of %s: %+v; want %s after %d attempts", id, d, state, attempts)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return d
 }
 
 // waitLines waits until the file at path has n lines, and returns them.
 func waitLines(t *testing.T, path string, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var lines []string
+	apptest.Until(t, 60*time.Second, func() error {
 		b, _ := os.ReadFile(path)
-		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		lines = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 		if len(b) == 0 {
 			lines = nil
 		}
-		if len(lines) >= n {
-			return lines
+		if len(lines) < n {
+			return fmt.Errorf("%s has %d lines; want %d", path, len(lines), n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s has %d lines after 60 s; want %d", path, len(lines), n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
+	return lines
 }
 
 func testCommandDestination(t *testing.T, st storeCase) {
@@ -270,7 +267,8 @@ func testCommandDestination(t *testing.T, st storeCase) {
 			t.Fatalf("pause: %d %s", code, raw)
 		}
 		postTopic(t, p.addr, "retrying", "p-1", `{"paused": 1}`)
-		// What it would have run by now it would have run within ms.
+		// What it would have run by now it would have run within ms: a
+		// command that does not run has no signal, the time is the test.
 		time.Sleep(500 * time.Millisecond)
 		if _, err := os.Stat(filepath.Join(dir, "count-p-1")); err == nil {
 			t.Fatal("the command ran while its destination was paused")
@@ -330,9 +328,9 @@ func testCommandDestination(t *testing.T, st storeCase) {
 // init is dead) and returns what is alive in it then, from /proc.
 func waitGroupGone(t *testing.T, pgid int) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var live []string
+	var live []string
+	apptest.Within(10*time.Second, func() bool {
+		live = live[:0]
 		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 		for _, p := range stats {
 			b, err := os.ReadFile(p)
@@ -345,11 +343,9 @@ func waitGroupGone(t *testing.T, pgid int) []string {
 				live = append(live, string(b[:end+1]))
 			}
 		}
-		if len(live) == 0 || time.Now().After(deadline) {
-			return live
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(live) == 0
+	})
+	return live
 }
 
 // hookbox stopping with a command running past the shutdown's grace kills

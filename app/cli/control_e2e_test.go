@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 	"hookbox/storage/postgres/pgtest"
 )
@@ -121,6 +122,7 @@ type destJSON struct {
 	Waiting      int        `json:"waiting"`
 	Rate         string     `json:"rate"`
 	HeldUntil    *time.Time `json:"held_until"`
+	FailingSince *time.Time `json:"failing_since"`
 }
 
 func sinkState(t *testing.T, addr string) destJSON {
@@ -148,6 +150,23 @@ func hookboxCLI(t *testing.T, config, addr string, args ...string) string {
 		t.Fatalf("hookbox %v: %v\n%s", args, err, out)
 	}
 	return string(out)
+}
+
+// waitPausedRead waits until every node has read the pause of sink: each
+// logs it when it reads it (within its ControlEvery, 250 ms).
+func waitPausedRead(t *testing.T, procs []*proc) {
+	t.Helper()
+	for _, p := range procs {
+		apptest.Until(t, 10*time.Second, func() error {
+			log := p.logText()
+			for _, l := range strings.Split(log, "\n") {
+				if strings.Contains(l, "destination paused") && strings.Contains(l, "destination=sink") && strings.Contains(l, "paused=true") {
+					return nil
+				}
+			}
+			return fmt.Errorf("no node's line saying it read the pause:\n%s", log)
+		})
+	}
 }
 
 func postN(t *testing.T, procs []*proc, from, to int) {
@@ -188,8 +207,7 @@ func testPauseResume(t *testing.T, st storeCase, nodes int) {
 	if out := hookboxCLI(t, config, procs[0].addr, "pause", "-reason", "ERP maintenance", "sink"); out != "paused sink\n" {
 		t.Fatalf("hookbox pause said %q", out)
 	}
-	// The other nodes read the pause within their ControlEvery (250 ms).
-	time.Sleep(600 * time.Millisecond)
+	waitPausedRead(t, procs)
 	postN(t, procs, 1, 100)
 	for _, p := range procs { // a restart in the middle: the pause is stored
 		p.stop(t)
@@ -198,9 +216,11 @@ func testPauseResume(t *testing.T, st storeCase, nodes int) {
 	for range nodes {
 		procs = append(procs, start(t, config))
 	}
+	waitPausedRead(t, procs)
 	postN(t, procs, 101, 200)
 	// What it would have sent by now it would have sent within ms; half a
-	// second is many of its passes and two of its reads of the pause.
+	// second is many of its passes and two of its reads of the pause: a
+	// send that does not come has no signal, the time is the test.
 	time.Sleep(500 * time.Millisecond)
 	if n := sink.count(); n != 0 {
 		t.Fatalf("the sink had %d requests while the destination was paused; want 0", n)
@@ -215,7 +235,13 @@ func testPauseResume(t *testing.T, st storeCase, nodes int) {
 		t.Fatalf("resume: %d %s", code, raw)
 	}
 	sink.waitFor(t, 200, 60*time.Second)
-	time.Sleep(200 * time.Millisecond) // no more may come: once each
+	// The attempts are recorded after they are answered: once none is
+	// waiting, no more may come, and the sink must have had each once.
+	var s destJSON
+	apptest.Eventually(t, 30*time.Second, "no delivery waiting after resume", func() bool {
+		s = sinkState(t, procs[0].addr)
+		return s.Waiting == 0
+	})
 	sink.mu.Lock()
 	ns := append([]int(nil), sink.ns...)
 	sink.mu.Unlock()
@@ -226,13 +252,6 @@ func testPauseResume(t *testing.T, st storeCase, nodes int) {
 		if n != i+1 {
 			t.Fatalf("request %d was event %d; want %d: not in accept order (%v)", i, n, i+1, ns)
 		}
-	}
-	// The attempts are recorded after they are answered: wait for the last.
-	deadline := time.Now().Add(30 * time.Second)
-	s := sinkState(t, procs[0].addr)
-	for s.Waiting != 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		s = sinkState(t, procs[0].addr)
 	}
 	if s.Paused || s.Waiting != 0 {
 		t.Errorf("after resume: %+v; want not paused, none waiting", s)
@@ -271,7 +290,7 @@ func testRate(t *testing.T, st storeCase, nodes int) {
 	if code, raw := apiDo(t, procs[0].addr, "POST", "/destinations/sink/pause", []byte(`{"reason": "load them all first"}`)); code != 200 {
 		t.Fatalf("pause: %d %s", code, raw)
 	}
-	time.Sleep(600 * time.Millisecond) // every node reads the pause
+	waitPausedRead(t, procs)
 	postN(t, procs, 1, n)
 	if s := sinkState(t, procs[0].addr); s.Rate != fmt.Sprintf("%d/s", perSecond) || s.Waiting != n {
 		t.Fatalf("before resume: %+v; want rate %d/s, %d waiting", s, perSecond, n)
@@ -331,17 +350,17 @@ func testRetryAfterHolds(t *testing.T, st storeCase, nodes int) {
 	postN(t, procs[:1], 1, 1)
 	sink.waitFor(t, 1, 10*time.Second)
 	// The 429's record is what holds the destination: wait for the API to say so.
-	deadline := time.Now().Add(3 * time.Second)
-	s := sinkState(t, p.addr)
-	for s.HeldUntil == nil && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-		s = sinkState(t, p.addr)
-	}
-	if s.HeldUntil == nil {
-		t.Fatalf("after a 429 with Retry-After: 3, GET /api/v1/destinations says %+v; want held_until", s)
-	}
+	var s destJSON
+	apptest.Until(t, 3*time.Second, func() error {
+		if s = sinkState(t, p.addr); s.HeldUntil == nil {
+			return fmt.Errorf("after a 429 with Retry-After: 3, GET /api/v1/destinations says %+v; want held_until", s)
+		}
+		return nil
+	})
 	if nodes > 1 {
-		time.Sleep(300 * time.Millisecond) // the other nodes read the hold within 250 ms
+		// The other nodes read the stored hold within their ControlEvery
+		// (250 ms) and say nothing when they do: the time is the signal.
+		time.Sleep(300 * time.Millisecond)
 	}
 	postN(t, procs, 2, 6) // due now, but the destination is held (on every node)
 	sink.waitFor(t, 6, 20*time.Second)

@@ -22,6 +22,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"hookbox/app/apptest"
 	"hookbox/storage/bboltstore"
 )
 
@@ -126,6 +127,20 @@ const (
 	resend         // an acknowledged id again: must be a duplicate
 	retried        // an id whose earlier answer was lost: either
 )
+
+// waitSent waits until n more requests of the load were answered: a kill
+// at a random point of the load, counted in requests rather than time.
+func (l *crashLedger) waitSent(t *testing.T, n int) {
+	t.Helper()
+	l.mu.Lock()
+	from := l.sent
+	l.mu.Unlock()
+	apptest.Eventually(t, 60*time.Second, fmt.Sprintf("%d more load requests answered", n), func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.sent >= from+n
+	})
+}
 
 func (l *crashLedger) record(id string, kind, code int, status string) {
 	l.mu.Lock()
@@ -315,7 +330,7 @@ to = ["sink"]
 		p := start(t, config)
 		stop := make(chan struct{})
 		wg := ledger.load(p.addr, 6, fmt.Sprintf("c%d", round), stop)
-		time.Sleep(time.Duration(100+rand.IntN(701)) * time.Millisecond)
+		ledger.waitSent(t, 20+rand.IntN(300))
 		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -332,14 +347,7 @@ to = ["sink"]
 	sink.failPermille.Store(0)
 	p := start(t, config)
 	ledger.resendUnanswered(t, p.addr)
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		_, missing, _ := sink.counts(ledger.acked)
-		if len(missing) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	apptest.Within(45*time.Second, func() bool { _, missing, _ := sink.counts(ledger.acked); return len(missing) == 0 })
 	p.stop(t)
 
 	delivered, missing, repeats := sink.counts(ledger.acked)

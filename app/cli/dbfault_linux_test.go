@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/storage/postgres/pgtest"
 )
 
@@ -64,38 +65,27 @@ func TestFault_DatabaseGoneVisible(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^hookbox_storage_failing 1$`).MatchString(metrics) {
 		t.Errorf("/metrics does not say storage is failing:\n%s", grepLines(metrics, "hookbox_storage"))
 	}
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(alertTexts(), "storage is failing") && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
+	apptest.Within(10*time.Second, func() bool { return strings.Contains(alertTexts(), "storage is failing") })
 	if !strings.Contains(alertTexts(), "storage is failing") || !strings.Contains(alertTexts(), "Check the PostgreSQL database") {
 		t.Errorf("no alert about storage, or not what to check: %q", alertTexts())
 	}
 
 	pgtest.SetReachable(t, dbURL, true)
 	back := time.Now()
-	for deadline := back.Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if code, _ := getAuth(t, p.addr, "/healthz"); code == 200 {
-			t.Logf("database gone for %v; /healthz 200 again %v after it came back", back.Sub(gone).Round(time.Millisecond), time.Since(back).Round(time.Millisecond))
-			break
+	apptest.Until(t, 20*time.Second, func() error {
+		if code, _ := getAuth(t, p.addr, "/healthz"); code != 200 {
+			return fmt.Errorf("/healthz not 200 after the database came back:\n%s", p.logText())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz not 200 20 s after the database came back:\n%s", p.logText())
-		}
-	}
+		return nil
+	})
+	t.Logf("database gone for %v; /healthz 200 again %v after it came back", back.Sub(gone).Round(time.Millisecond), time.Since(back).Round(time.Millisecond))
 	for i := range 20 {
 		if code := send(fmt.Sprint("after-", i)); code != 200 {
 			t.Fatalf("after: %d", code)
 		}
 	}
-	for deadline := time.Now().Add(30 * time.Second); len(sink.missing(acked)) > 0 && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if m := sink.missing(acked); len(m) > 0 {
-		t.Fatalf("%d of %d acknowledged events not delivered, e.g. %v", len(m), len(acked), m[:min(5, len(m))])
-	}
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(alertTexts(), "works again") && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
+	sink.waitDelivered(t, acked, 30*time.Second)
+	apptest.Within(10*time.Second, func() bool { return strings.Contains(alertTexts(), "works again") })
 	if !strings.Contains(alertTexts(), "works again") {
 		t.Errorf("no alert that storage works again: %q", alertTexts())
 	}

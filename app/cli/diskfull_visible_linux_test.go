@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"hookbox/app/apptest"
 )
 
 // getAuth GETs path from the running server with the status login and
@@ -107,12 +109,11 @@ func TestFault_DiskFullVisible(t *testing.T) {
 		defer mu.Unlock()
 		return refused > 0 && time.Since(firstRefused) > d
 	}
-	for deadline := time.Now().Add(60 * time.Second); !refusedFor(4 * time.Second); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			close(stop)
-			wg.Wait()
-			t.Fatalf("the disk never filled up (%d accepted)", len(acked))
-		}
+	// Refusing for 4 s: long enough to count the log lines per second.
+	if !apptest.Within(60*time.Second, func() bool { return refusedFor(4 * time.Second) }) {
+		close(stop)
+		wg.Wait()
+		t.Fatalf("the disk never filled up (%d accepted)", len(acked))
 	}
 	// While commits fail, under load.
 	fullUntil := time.Now()
@@ -139,9 +140,7 @@ func TestFault_DiskFullVisible(t *testing.T) {
 	if most > 1 {
 		t.Errorf("%d problem lines logged within one second; want at most one", most)
 	}
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(alertTexts(), "storage") && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
+	apptest.Within(10*time.Second, func() bool { return strings.Contains(alertTexts(), "storage") })
 	if !strings.Contains(alertTexts(), "storage") {
 		t.Errorf("no alert about storage: %q", alertTexts())
 	}
@@ -152,25 +151,16 @@ func TestFault_DiskFullVisible(t *testing.T) {
 		t.Fatal(err)
 	}
 	freed := time.Now()
-	for deadline := freed.Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if code, _ := getAuth(t, p.addr, "/healthz"); code == 200 {
-			t.Logf("/healthz 200 again %v after space was freed", time.Since(freed).Round(time.Millisecond))
-			break
+	apptest.Until(t, 20*time.Second, func() error {
+		if code, _ := getAuth(t, p.addr, "/healthz"); code != 200 {
+			return fmt.Errorf("/healthz not 200 after space was freed:\n%s", p.logText())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz not 200 20 s after space was freed:\n%s", p.logText())
-		}
-	}
-	for deadline := time.Now().Add(60 * time.Second); len(sink.missing(acked)) > 0 && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if m := sink.missing(acked); len(m) > 0 {
-		t.Fatalf("%d of %d acknowledged events not delivered after space was freed, e.g. %v", len(m), len(acked), m[:min(5, len(m))])
-	}
+		return nil
+	})
+	t.Logf("/healthz 200 again %v after space was freed", time.Since(freed).Round(time.Millisecond))
+	sink.waitDelivered(t, acked, 60*time.Second)
 	t.Logf("all %d acknowledged events delivered %v after space was freed", len(acked), time.Since(freed).Round(time.Millisecond))
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(alertTexts(), "works again") && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
+	apptest.Within(10*time.Second, func() bool { return strings.Contains(alertTexts(), "works again") })
 	if !strings.Contains(alertTexts(), "works again") {
 		t.Errorf("no alert that storage works again: %q", alertTexts())
 	}

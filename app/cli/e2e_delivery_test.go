@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 )
 
@@ -67,6 +68,24 @@ func newLedgerSinkOn(t *testing.T, addr string, code int, hold chan struct{}) *l
 	go s.srv.Serve(ln)
 	t.Cleanup(func() { s.srv.Close() })
 	return s
+}
+
+// waitDelivered waits until every one of ids was answered 2xx, failing
+// the test after within with how many were not.
+func (s *ledgerSink) waitDelivered(t *testing.T, ids []string, within time.Duration) {
+	t.Helper()
+	apptest.Until(t, within, func() error {
+		if m := s.missing(ids); len(m) > 0 {
+			return fmt.Errorf("%d of %d acknowledged events not delivered, e.g. %v", len(m), len(ids), m[:min(5, len(m))])
+		}
+		return nil
+	})
+}
+
+// waitAttempts waits until the sink was asked n times or more.
+func (s *ledgerSink) waitAttempts(t *testing.T, n int64, within time.Duration) {
+	t.Helper()
+	apptest.Eventually(t, within, fmt.Sprintf("%d requests at the destination", n), func() bool { return s.attempts.Load() >= n })
 }
 
 func (s *ledgerSink) missing(ids []string) []string {
@@ -146,10 +165,7 @@ func testKillWhileRetrying(t *testing.T, st storeCase) {
 		}()
 	}
 	// Let deliveries fail a few times, then kill mid-load.
-	deadline := time.Now().Add(20 * time.Second)
-	for sink.attempts.Load() < 200 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	sink.waitAttempts(t, 200, 20*time.Second)
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -166,13 +182,7 @@ func testKillWhileRetrying(t *testing.T, st storeCase) {
 
 	sink.code.Store(200)
 	p = start(t, config)
-	deadline = time.Now().Add(60 * time.Second)
-	for len(sink.missing(acked)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if m := sink.missing(acked); len(m) > 0 {
-		t.Fatalf("%d of %d acknowledged events never delivered after restart, e.g. %v", len(m), len(acked), m[:min(5, len(m))])
-	}
+	sink.waitDelivered(t, acked, 60*time.Second)
 	t.Logf("acknowledged %d events, all delivered after SIGKILL and restart (%d attempts in all)", len(acked), sink.attempts.Load())
 	p.stop(t)
 }
@@ -190,38 +200,25 @@ func testReplayCommand(t *testing.T, st storeCase) {
 	if r := post(t, p.addr, "gh", body, githubHeaders(body, e2eSecret, "r-1")); r.code != 200 {
 		t.Fatalf("post: %d %v", r.code, r.body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for sink.attempts.Load() < 1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	sink.waitAttempts(t, 1, 10*time.Second)
 	sink.code.Store(200)
 
 	// Point the command at the running server's port.
 	live := filepath.Join(dir, "live.toml")
 	data, _ := os.ReadFile(config)
 	os.WriteFile(live, bytes.Replace(data, []byte(`"127.0.0.1:0"`), []byte(`"`+p.addr+`"`), 1), 0o600)
-	var out []byte
-	for time.Now().Before(deadline) { // until the 410 has been recorded as dead
+	apptest.Until(t, 10*time.Second, func() error { // until the 410 has been recorded as dead
 		cmd := exec.Command(clitest.Binary(t), "replay", "-config", live, "-all")
 		cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
-		var err error
-		out, err = cmd.CombinedOutput()
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("replay: %v\n%s", err, out)
 		}
-		if strings.Contains(string(out), "replayed 1 dead delivery") {
-			break
+		if !strings.Contains(string(out), "replayed 1 dead delivery") {
+			return fmt.Errorf("replay output %q", out)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if !strings.Contains(string(out), "replayed 1 dead delivery") {
-		t.Fatalf("replay output %q", out)
-	}
-	for len(sink.missing([]string{"r-1"})) > 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if len(sink.missing([]string{"r-1"})) > 0 {
-		t.Fatal("replayed delivery not delivered")
-	}
+		return nil
+	})
+	sink.waitDelivered(t, []string{"r-1"}, 10*time.Second)
 	p.stop(t)
 }

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 )
 
@@ -66,6 +67,18 @@ type proc struct {
 }
 
 func (p *proc) logText() string { p.mu.Lock(); defer p.mu.Unlock(); return p.log.String() }
+
+// waitLog waits until the process has logged a line containing want,
+// failing with the log after limit.
+func waitLog(t *testing.T, p *proc, want string, limit time.Duration) {
+	t.Helper()
+	apptest.Until(t, limit, func() error {
+		if log := p.logText(); !strings.Contains(log, want) {
+			return fmt.Errorf("no %q in the log:\n%s", want, log)
+		}
+		return nil
+	})
+}
 
 // listenRE finds the address in "hookbox started", in either format of
 // the log (listen=… or "listen":"…").

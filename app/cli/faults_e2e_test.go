@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres/pgtest"
@@ -54,15 +55,14 @@ debounce = "10s"
 	if r := post(t, p.addr, "gh", body, githubHeaders(body, e2eSecret, "debounced-1")); r.code != 200 {
 		t.Fatalf("post: %d %v", r.code, r.body)
 	}
-	deadline := sent.Add(40 * time.Second)
-	for len(sink.missing([]string{"debounced-1"})) > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	apptest.Until(t, 40*time.Second, func() error {
+		if len(sink.missing([]string{"debounced-1"})) > 0 {
+			return fmt.Errorf("the debounced event never reached the sink (the sweep ran %d times):\n%s",
+				strings.Count(p.logText(), "sweep done"), p.logText())
+		}
+		return nil
+	})
 	took := time.Since(sent)
-	if len(sink.missing([]string{"debounced-1"})) > 0 {
-		t.Fatalf("the debounced event never reached the sink in %v (the sweep ran %d times):\n%s",
-			took.Round(time.Second), strings.Count(p.logText(), "sweep done"), p.logText())
-	}
 	if took < 9*time.Second {
 		t.Fatalf("delivered after %v, before its 10 s window ended", took)
 	}
@@ -87,15 +87,12 @@ func TestFault_DataFileEmptiedOrTruncated(t *testing.T) {
 					t.Fatalf("post: %d %v", r.code, r.body)
 				}
 			}
-			var latest string
-			for deadline := time.Now().Add(20 * time.Second); latest == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-				latest, _ = app.LatestBackup(backups)
-			}
+			apptest.Eventually(t, 20*time.Second, "a backup taken", func() bool {
+				latest, _ := app.LatestBackup(backups)
+				return latest != ""
+			})
 			p.stop(t)
-			if latest == "" {
-				t.Fatal("no backup was taken")
-			}
-			latest, _ = app.LatestBackup(backups) // the schedule may have taken another before the stop
+			latest, _ := app.LatestBackup(backups) // the schedule may have taken another before the stop
 			data := filepath.Join(dir, "data", bboltstore.FileName)
 			if err := os.Truncate(data, size); err != nil {
 				t.Fatal(err)
@@ -176,11 +173,7 @@ to = ["hangs"]
 			if mode == "ConnectHangs" {
 				waitSynSent(t, port, 20*time.Second)
 			} else {
-				for deadline := time.Now().Add(20 * time.Second); sink.attempts.Load() == 0; time.Sleep(10 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						t.Fatal("no request reached the destination")
-					}
-				}
+				sink.waitAttempts(t, 1, 20*time.Second)
 			}
 
 			signalled := time.Now()
@@ -202,13 +195,7 @@ to = ["hangs"]
 				sink = newLedgerSinkOn(t, addr, 200, nil)
 			}
 			p = start(t, config)
-			deadline := time.Now().Add(60 * time.Second)
-			for len(sink.missing(acked)) > 0 && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
-			if m := sink.missing(acked); len(m) > 0 {
-				t.Fatalf("%d of %d acknowledged events not delivered after the restart, e.g. %v", len(m), len(acked), m[:min(5, len(m))])
-			}
+			sink.waitDelivered(t, acked, 60*time.Second)
 			p.stop(t)
 		})
 	}
@@ -254,23 +241,35 @@ func hangingListener(t *testing.T, port int) func() {
 // (SYN_SENT in /proc/net/tcp).
 func waitSynSent(t *testing.T, port int, within time.Duration) {
 	t.Helper()
-	want := fmt.Sprintf("0100007F:%04X", port)
-	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		table, err := os.ReadFile("/proc/net/tcp")
-		if err != nil {
-			t.Skipf("cannot see connections in progress: %v", err)
-		}
-		for _, line := range strings.Split(string(table), "\n") {
-			if f := strings.Fields(line); len(f) > 3 && f[2] == want && f[3] == "02" {
-				return
-			}
-		}
-	}
-	t.Fatalf("no connect to port %d in progress after %v", port, within)
+	apptest.Eventually(t, within, fmt.Sprintf("a connect to port %d in progress", port), func() bool {
+		return tcpStateTo(t, port, "02")
+	})
 }
 
-// A destination answers 503 for 5 s, with retry = ["5m", "30m"]: once it
-// answers 200 again, a probe finds out and every waiting event is
+// tcpEstablishedTo reports whether a TCP connection to 127.0.0.1:port is
+// established (/proc/net/tcp).
+func tcpEstablishedTo(t *testing.T, port int) bool { return tcpStateTo(t, port, "01") }
+
+// tcpStateTo reports whether a TCP connection to 127.0.0.1:port is in
+// state (as /proc/net/tcp writes it: 01 established, 02 SYN_SENT),
+// skipping the test where the table cannot be read.
+func tcpStateTo(t *testing.T, port int, state string) bool {
+	t.Helper()
+	want := fmt.Sprintf("0100007F:%04X", port)
+	table, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Skipf("cannot see TCP connections: %v", err)
+	}
+	for _, line := range strings.Split(string(table), "\n") {
+		if f := strings.Fields(line); len(f) > 3 && f[2] == want && f[3] == state {
+			return true
+		}
+	}
+	return false
+}
+
+// A destination answers 503 while events arrive, with retry = ["5m",
+// "30m"], until hookbox says it is failing: once it answers 200 again, a probe finds out and every waiting event is
 // delivered within 60 s, not at its 5-minute step; on either store.
 func TestFault_RecoveryAfterOutage(t *testing.T) {
 	t.Parallel() // mostly waiting for retries: overlaps the other waiting tests
@@ -283,37 +282,31 @@ func testRecoveryAfterOutage(t *testing.T, st storeCase) {
 	config := writeConfig(t, dir, destinationConfig(sink.url, `["5m", "30m"]`), st.config(2*time.Second))
 	p := start(t, config)
 	stop := make(chan struct{})
-	wait := loadGH(t, p.addr, "outage", 8, stop)
-	for deadline := time.Now().Add(20 * time.Second); sink.attempts.Load() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("nothing reached the destination")
-		}
-	}
+	load := loadGH(t, p.addr, "outage", 8, stop)
+	sink.waitAttempts(t, 1, 20*time.Second)
 	failingFrom := time.Now()
-	time.Sleep(2 * time.Second)
+	load.waitAcked(t, failingFrom, 100, 20*time.Second) // events keep coming while it fails
 	close(stop)
 	var acked []string
-	for _, a := range wait() {
+	for _, a := range load.wait() {
 		acked = append(acked, a.id)
 	}
-	time.Sleep(time.Until(failingFrom.Add(5 * time.Second)))
+	apptest.Eventually(t, 20*time.Second, "the destination failing in the API", func() bool { return sinkState(t, p.addr).FailingSince != nil })
 	sink.code.Store(200)
 	opened := time.Now()
 	failedAttempts := sink.attempts.Load()
 	var first time.Time // the first delivery: the probe that found it back
-	for deadline := opened.Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	apptest.Eventually(t, 90*time.Second, "every waiting event delivered", func() bool {
 		n := len(sink.missing(acked))
 		if first.IsZero() && n < len(acked) {
 			first = time.Now()
 		}
-		if n == 0 {
-			break
-		}
-	}
+		return n == 0
+	})
 	took := time.Since(opened)
 	missing := len(sink.missing(acked))
-	t.Logf("%d events waiting after %d failed attempts in a 5 s outage; all delivered %v after the destination answered 200 again (%v after the first one)",
-		len(acked), failedAttempts, took.Round(100*time.Millisecond), time.Since(first).Round(10*time.Millisecond))
+	t.Logf("%d events waiting after %d failed attempts in a %v outage; all delivered %v after the destination answered 200 again (%v after the first one)",
+		len(acked), failedAttempts, opened.Sub(failingFrom).Round(100*time.Millisecond), took.Round(100*time.Millisecond), time.Since(first).Round(10*time.Millisecond))
 	if missing > 0 || took > 60*time.Second {
 		t.Fatalf("%d of %d events not delivered %v after the destination answered again:\n%s", missing, len(acked), took, p.logText())
 	}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 )
 
@@ -79,10 +80,7 @@ func TestPasswordHandoff_FIFOSwap(t *testing.T) {
 		}
 		return false
 	}
-	deadline := time.Now().Add(45 * time.Second)
-	for !refusedFIFO() && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	apptest.Within(45*time.Second, refusedFIFO)
 	close(stop)
 	wg.Wait()
 	if !refusedFIFO() {

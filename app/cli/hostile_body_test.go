@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"hookbox/app/apptest"
 )
 
 // The hostile suite, continued: bodies that are declared and never sent.
@@ -202,11 +204,9 @@ func declaredLengths(t *testing.T, sent int) *hostile {
 		}()
 	}
 	// All connected: every dial of the ramp done, as the counters say.
-	for deadline := time.Now().Add(30 * time.Second); dials.Load()+dialFailed.Load() < int64(addrs*perAddr); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d connections dialled after 30 s", dials.Load()+dialFailed.Load(), addrs*perAddr)
-		}
-	}
+	apptest.Eventually(t, 30*time.Second, fmt.Sprintf("%d connections dialled", addrs*perAddr), func() bool {
+		return dials.Load()+dialFailed.Load() >= int64(addrs*perAddr)
+	})
 	t.Logf("after the ramp: %d slow connections open, peak RSS %.1f MiB", open.Load(), float64(h.peakRSS(t))/(1<<20))
 	done := webhooks(t, h.addr, "127.0.0.17", 2, 20*time.Millisecond, stop)
 	select {
@@ -215,7 +215,7 @@ func declaredLengths(t *testing.T, sent int) *hostile {
 	}
 	end()
 	wg.Wait()
-	lat := done()
+	lat := done.wait()
 	t.Logf("declared 1 MiB bodies, %d bytes sent at once: %d connections open at most, %d dials (%d failed), %d closed by hookbox; genuine webhooks meanwhile: %v",
 		sent, peak.Load(), dials.Load(), dialFailed.Load(), cut.Load(), lat)
 	if r := aborted.Load(); r > 0 {
@@ -257,14 +257,11 @@ func answered(c net.Conn) bool {
 func waitServing(t *testing.T, h *hostile) {
 	t.Helper()
 	c := clientFrom("127.0.0.1", 1)
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	apptest.Until(t, 10*time.Second, func() error {
 		resp, _, err := exchange(c, "GET", "http://"+h.addr+"/healthz", nil, nil)
-		if err == nil && resp.StatusCode == 200 {
-			return
+		if err != nil || resp.StatusCode != 200 {
+			return fmt.Errorf("hookbox does not answer /healthz after the attack: %v %v", err, resp)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hookbox does not answer /healthz after the attack: %v %v", err, resp)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }

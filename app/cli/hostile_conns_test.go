@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"hookbox/app/apptest"
 )
 
 // The hostile suite, continued (hostile_test.go): attacks on connections and
@@ -36,15 +38,28 @@ func (l latencies) String() string {
 		l.pct(0.9).Round(time.Microsecond), l.pct(0.99).Round(time.Microsecond), l.pct(1).Round(time.Microsecond))
 }
 
+// genuineLoad is the genuine webhooks sent during an attack.
+type genuineLoad struct {
+	wait     func() latencies // waits for the senders to end; their latencies
+	accepted atomic.Int64
+}
+
+// waitAccepted waits until n genuine webhooks were accepted.
+func (g *genuineLoad) waitAccepted(t *testing.T, n int64, within time.Duration) {
+	t.Helper()
+	apptest.Eventually(t, within, fmt.Sprintf("%d genuine webhooks accepted", n), func() bool { return g.accepted.Load() >= n })
+}
+
 // webhooks sends genuine webhooks from ip on senders connections, each
 // pausing pause between requests, until stop is closed; every one must be
 // accepted.
-func webhooks(t *testing.T, addr, ip string, senders int, pause time.Duration, stop <-chan struct{}) func() latencies {
+func webhooks(t *testing.T, addr, ip string, senders int, pause time.Duration, stop <-chan struct{}) *genuineLoad {
 	var (
 		mu   sync.Mutex
 		all  latencies
 		errs []string
 		wg   sync.WaitGroup
+		g    = &genuineLoad{}
 	)
 	for s := range senders {
 		wg.Add(1)
@@ -69,18 +84,20 @@ func webhooks(t *testing.T, addr, ip string, senders int, pause time.Duration, s
 					errs = append(errs, fmt.Sprintf("%d %s", resp.StatusCode, raw))
 				default:
 					all = append(all, took)
+					g.accepted.Add(1)
 				}
 				mu.Unlock()
 			}
 		}()
 	}
-	return func() latencies {
+	g.wait = func() latencies {
 		wg.Wait()
 		if len(errs) > 0 {
 			t.Errorf("%d genuine webhooks failed, e.g. %s", len(errs), errs[0])
 		}
 		return all
 	}
+	return g
 }
 
 // 3,000 slow connections (from a dozen addresses, each under the
@@ -126,16 +143,17 @@ func TestHostile_SlowConnections(t *testing.T) {
 		}()
 	}
 	// All connected: every goroutine's first dial done, as the counters say.
-	for deadline := time.Now().Add(30 * time.Second); dials.Load()+dialFailed.Load() < conns; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d connections dialled after 30 s", dials.Load()+dialFailed.Load(), conns)
-		}
-	}
+	apptest.Eventually(t, 30*time.Second, fmt.Sprintf("%d connections dialled", conns), func() bool { return dials.Load()+dialFailed.Load() >= conns })
 	done := webhooks(t, h.addr, "127.0.0.2", 2, 20*time.Millisecond, stop)
-	time.Sleep(12 * time.Second) // past the read timeout: hookbox cuts them and they come back
+	// Past the read timeout, hookbox cuts them and they come back: most
+	// have dialled twice, and genuine webhooks went on meanwhile.
+	apptest.Eventually(t, 60*time.Second, "the slow connections cut by hookbox and dialled again", func() bool {
+		return dials.Load() >= conns+conns*9/10
+	})
+	done.waitAccepted(t, 100, 30*time.Second)
 	close(stop)
 	wg.Wait()
-	lat := done()
+	lat := done.wait()
 	t.Logf("slow connections: %d open at most (%d dials failed); genuine webhooks meanwhile: %v", peak.Load(), dialFailed.Load(), lat)
 	if peak.Load() < conns*9/10 {
 		t.Errorf("only %d slow connections were open at once", peak.Load())
@@ -197,9 +215,9 @@ func TestHostile_ConnectionsPerAddress(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	done := webhooks(t, h.addr, "127.0.0.2", 1, 10*time.Millisecond, stop)
-	time.Sleep(time.Second)
+	done.waitAccepted(t, 1, 10*time.Second)
 	close(stop)
-	if lat := done(); len(lat) == 0 {
+	if lat := done.wait(); len(lat) == 0 {
 		t.Error("no genuine webhook from another address got through")
 	}
 	if !strings.Contains(h.logText(), "client=127.0.1.30") {
@@ -227,9 +245,9 @@ func TestHostile_AuthFlood(t *testing.T) {
 	// when nobody attacks, to read a failure by.
 	calm := make(chan struct{})
 	baseline := webhooks(t, h.addr, "127.0.0.2", 4, 20*time.Millisecond, calm)
-	time.Sleep(3 * time.Second)
+	baseline.waitAccepted(t, 500, 30*time.Second) // enough for a p99
 	close(calm)
-	t.Logf("genuine webhooks before the flood: %v", baseline())
+	t.Logf("genuine webhooks before the flood: %v", baseline.wait())
 
 	const flood = 10 * time.Second
 	stop := make(chan struct{})
@@ -317,10 +335,10 @@ func TestHostile_AuthFlood(t *testing.T) {
 			scriptLat = append(scriptLat, time.Since(start))
 		}
 	}()
-	time.Sleep(flood)
+	time.Sleep(flood) // the flood lasts 10 s: how the service holds over time is the test
 	close(stop)
 	wg.Wait()
-	lat := done()
+	lat := done.wait()
 	<-scriptDone
 	t.Logf("wrong Basic auth from 400 connections for %v: answers %v, %d connection errors", flood, codes, errs)
 	t.Logf("genuine webhooks meanwhile: %v", lat)

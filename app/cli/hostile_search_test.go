@@ -161,7 +161,7 @@ func TestHostile_BodySearch(t *testing.T) {
 		t.Errorf("hookbox used %v of CPU in the 3 s after the searches' clients left; want them stopped", cpu2-cpu1)
 	}
 	close(stop)
-	lat := genuine()
+	lat := genuine.wait()
 	t.Logf("genuine webhooks meanwhile: %v", lat)
 	if len(lat) < 20 {
 		t.Errorf("only %d genuine webhooks accepted meanwhile", len(lat))

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 	"hookbox/app/provider"
 )
@@ -257,7 +258,7 @@ func startNodeDest(t *testing.T, name, answer string, keepAlive time.Duration) *
 		waitIdle: func(t *testing.T, last destRecord) {
 			t.Helper()
 			// The server logs the close of the connection it drops.
-			waitUntil(t, ka+10*time.Second, fmt.Sprintf("%s to close idle connection %d", name, last.Conn), func() bool {
+			apptest.Eventually(t, ka+10*time.Second, fmt.Sprintf("%s to close idle connection %d", name, last.Conn), func() bool {
 				for _, r := range log.read(t) {
 					if r.Kind == "close" && r.Conn == last.Conn {
 						return true
@@ -294,8 +295,8 @@ func startPythonDest(t *testing.T, name, mode string) *realDest {
 		name: name, url: fmt.Sprintf("http://127.0.0.1:%d/hook", port),
 		release: releaser(stdin), records: log.read,
 		// The server closes every connection after its answer: there is no
-		// idle one to outlast; the pause only keeps the sequence alike.
-		waitIdle: func(*testing.T, destRecord) { time.Sleep(500 * time.Millisecond) },
+		// idle one to outlast.
+		waitIdle: func(*testing.T, destRecord) {},
 	}
 }
 
@@ -363,9 +364,15 @@ func startNginx(t *testing.T, name string, keepAlive time.Duration, maxBody stri
 			}
 			return out
 		},
-		// nginx does not log the close of an idle connection: outwait its
-		// keepalive_timeout.
-		waitIdle:  func(*testing.T, destRecord) { time.Sleep(keepAlive + 500*time.Millisecond) },
+		// nginx does not log the close of an idle connection: wait until
+		// no connection to it is established (hookbox's side of the one
+		// nginx closed is then in CLOSE_WAIT or gone).
+		waitIdle: func(t *testing.T, _ destRecord) {
+			t.Helper()
+			apptest.Eventually(t, keepAlive+10*time.Second, name+" to close the idle connection", func() bool {
+				return !tcpEstablishedTo(t, port)
+			})
+		},
 		idleClose: func(*testing.T, destRecord) float64 { return float64(keepAlive.Milliseconds()) },
 		check: func(t *testing.T, r destRecord) {
 			t.Helper()
@@ -374,18 +381,6 @@ func startNginx(t *testing.T, name string, keepAlive time.Duration, maxBody stri
 					name, r.Event, r.Encoding, r.Transfer)
 			}
 		},
-	}
-}
-
-// waitUntil polls cond until it holds, failing the test after limit.
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -482,18 +477,11 @@ func postStdBody(t *testing.T, addr, id string, body []byte, svixToo bool) {
 // error then: the caller still reports what it got).
 func waitAnswered(t *testing.T, d *realDest, want int, limit time.Duration) []destRecord {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		got := d.answered(t)
-		if len(got) >= want {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("%s answered %d of %d requests within %v", d.name, len(got), want, limit)
-			return got
-		}
-		time.Sleep(10 * time.Millisecond)
+	var got []destRecord
+	if !apptest.Within(limit, func() bool { got = d.answered(t); return len(got) >= want }) {
+		t.Errorf("%s answered %d of %d requests within %v", d.name, len(got), want, limit)
 	}
+	return got
 }
 
 // gapsAfterAnswer are the times from the end of each answer to the arrival
@@ -560,14 +548,13 @@ func firstAttempt(t *testing.T, addr, name, id string) (ms float64, first bool) 
 // they are.
 func settled(t *testing.T, addr, id string, limit time.Duration) (string, []opsAttempt) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		state, attempts := opsDelivery(t, addr, id, limit)
-		if state != "pending" || time.Now().After(deadline) {
-			return state, attempts
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var state string
+	var attempts []opsAttempt
+	apptest.Within(limit, func() bool {
+		state, attempts = opsDelivery(t, addr, id, limit)
+		return state != "pending"
+	})
+	return state, attempts
 }
 
 // TestInterop_Destinations delivers to each real destination: a burst
@@ -608,7 +595,7 @@ func testRealDestination(t *testing.T, d *realDest, svixNames bool) {
 	p := start(t, idestConfig(t, t.TempDir(), d))
 	ids := []string{"gate-" + d.name}
 	postStd(t, p.addr, ids[0], 200, false)
-	waitUntil(t, 10*time.Second, d.name+" to hold the first request", func() bool {
+	apptest.Eventually(t, 10*time.Second, d.name+" to hold the first request", func() bool {
 		for _, r := range d.records(t) {
 			if r.Kind == "held" {
 				return true
@@ -663,7 +650,7 @@ func testRealDestination(t *testing.T, d *realDest, svixNames bool) {
 		id := fmt.Sprintf("%s-idle-%dk", d.name, size>>10)
 		postStd(t, p.addr, id, size, false)
 		var got *destRecord
-		waitUntil(t, 15*time.Second, d.name+" to answer "+id, func() bool {
+		apptest.Eventually(t, 15*time.Second, d.name+" to answer "+id, func() bool {
 			for _, r := range d.answered(t) {
 				if r.Event == id {
 					got = &r
@@ -734,7 +721,7 @@ func TestInterop_DrainChunkedAndLength(t *testing.T) {
 		for _, d := range order {
 			gate := fmt.Sprintf("gate-%s-%d", d.name, round)
 			postStdBody(t, p.addr, gate, idestBodyTopic(gate, "to."+d.name, 200), false)
-			waitUntil(t, 10*time.Second, d.name+" to hold "+gate, func() bool {
+			apptest.Eventually(t, 10*time.Second, d.name+" to hold "+gate, func() bool {
 				for _, r := range d.records(t) {
 					if r.Kind == "held" && r.Event == gate {
 						return true
@@ -750,16 +737,15 @@ func TestInterop_DrainChunkedAndLength(t *testing.T) {
 			}
 			d.release()
 			var recs []destRecord
-			deadline := time.Now().Add(20 * time.Second)
-			for len(recs) < len(ids) && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
+			apptest.Within(20*time.Second, func() bool {
 				recs = recs[:0]
 				for _, r := range d.answered(t) {
 					if ids[r.Event] {
 						recs = append(recs, r)
 					}
 				}
-			}
+				return len(recs) >= len(ids)
+			})
 			var rate float64
 			if len(recs) > 1 {
 				rate = float64(len(recs)-1) / (recs[len(recs)-1].End - recs[0].End) * 1000
@@ -815,7 +801,7 @@ func testKeepAliveRace(t *testing.T, d *realDest, probes int) {
 	answer := func(id string) destRecord {
 		t.Helper()
 		var got destRecord
-		waitUntil(t, 15*time.Second, d.name+" to answer "+id, func() bool {
+		apptest.Eventually(t, 15*time.Second, d.name+" to answer "+id, func() bool {
 			for _, r := range d.answered(t) {
 				if r.Event == id {
 					got = r
@@ -841,6 +827,7 @@ func testKeepAliveRace(t *testing.T, d *realDest, probes int) {
 			size = 1 << 20
 		}
 		aim := -spread + float64(i)*2*spread/float64(probes-1)
+		// The moment of the send, near the server's close, is what this tests.
 		time.Sleep(time.Until(time.UnixMicro(int64((prev.End + idle + aim - latency[size]) * 1000))))
 		sent := float64(time.Now().UnixMicro()) / 1000
 		id := fmt.Sprintf("%s-%02d", d.name, i)

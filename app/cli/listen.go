@@ -12,8 +12,12 @@ import (
 	"hookbox/app/listen"
 )
 
+// streamRole is the weakest role that may stream events (app's table of
+// roles), which is all listen needs.
+var streamRole = app.ActStream.Role().String()
+
 // listenHelp is hookbox listen -h.
-const listenHelp = "Connects to the hookbox at URL (its base, e.g. https://hooks.example.com) and POSTs every\n" +
+var listenHelp = "Connects to the hookbox at URL (its base, e.g. https://hooks.example.com) and POSTs every\n" +
 	"event it accepts from now on (of -source, with a topic that matches -topic) to the -forward\n" +
 	"URL, one at a time in order, with the body and headers as received. The remote never sends a\n" +
 	"provider's signature (whoever reads the stream could post the event back as genuine): listen\n" +
@@ -27,7 +31,7 @@ const listenHelp = "Connects to the hookbox at URL (its base, e.g. https://hooks
 	"forward is printed, not tried again. It changes nothing on the remote: its deliveries go on.\n" +
 	"A broken connection is made again (1 s, doubling to 10 s) and resumes after the last event\n" +
 	"received: the remote sends what it accepted meanwhile, up to 10 minutes or 10,000 events.\n" +
-	"Identity: $HOOKBOX_TOKEN (a token of hookbox token create; viewer is enough), else\n" +
+	"Identity: $HOOKBOX_TOKEN (a token of hookbox token create; " + streamRole + " is enough), else\n" +
 	"$HOOKBOX_USER (default admin) and $HOOKBOX_PASSWORD. Ctrl-C ends it.\n" +
 	"A remote that listens on 127.0.0.1 only is reached through SSH:\n" +
 	"  ssh -N -L 8080:127.0.0.1:8080 vps &\n" +
@@ -60,7 +64,7 @@ func runListen(ctx context.Context, c *command, args []string, stdout, stderr io
 		}
 		l.Password, l.CredentialFrom = pw, fmt.Sprintf("user %q with the password in HOOKBOX_PASSWORD", l.User)
 	} else {
-		fmt.Fprintln(stderr, "hookbox listen: no credential: set HOOKBOX_TOKEN (a viewer token is enough: hookbox token create -name laptop -role viewer, on the remote), or HOOKBOX_USER and HOOKBOX_PASSWORD")
+		fmt.Fprintf(stderr, "hookbox listen: no credential: set HOOKBOX_TOKEN (a %[1]s token is enough: hookbox token create -name laptop -role %[1]s, on the remote), or HOOKBOX_USER and HOOKBOX_PASSWORD\n", streamRole)
 		return 2
 	}
 	l.Secret = *secret

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 	"hookbox/app/listen"
 )
@@ -389,10 +390,7 @@ to = ["erp"]
 		t.Errorf("the local hookbox rejected %d events", got)
 	}
 	// The VPS delivers as configured, listen or not.
-	deadline := time.Now().Add(30 * time.Second)
-	for delivered.Load() < total && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	apptest.Within(30*time.Second, func() bool { return delivered.Load() >= total })
 	if got := delivered.Load(); got != total {
 		t.Errorf("the VPS delivered %d events to its destination, want %d", got, total)
 	}

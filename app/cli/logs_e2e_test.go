@@ -2,9 +2,12 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"hookbox/app/apptest"
 )
 
 // [log] sets the format and the level; -log-level, when given, wins over
@@ -27,13 +30,12 @@ func TestServe_LogConfig(t *testing.T) {
 		// The scheduler's own lines are debug: at level debug its start
 		// shows, at the default level it does not.
 		p := startWith(t, writeConfig(t, t.TempDir(), "[log]\nlevel = \"debug\"\n"), env)
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(p.logText(), `level=DEBUG msg="cron start" component=cron`) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no debug line at level debug:\n%s", p.logText())
+		apptest.Until(t, 30*time.Second, func() error {
+			if !strings.Contains(p.logText(), `level=DEBUG msg="cron start" component=cron`) {
+				return fmt.Errorf("no debug line at level debug:\n%s", p.logText())
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 		p.stop(t)
 		q := startWith(t, writeConfig(t, t.TempDir()), env)
 		q.stop(t)

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 	"hookbox/storage/bboltstore"
 )
@@ -99,31 +100,32 @@ type opsAttempt struct {
 // returns its state and attempts.
 func opsDelivery(t *testing.T, addr, id string, limit time.Duration) (string, []opsAttempt) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
+	var state string
+	var history []opsAttempt
+	apptest.Eventually(t, limit, "an attempt recorded for "+id, func() bool {
 		var list struct {
 			Items []struct {
 				Seq uint64 `json:"seq"`
 			} `json:"items"`
 		}
 		opsAPI(t, addr, "/events?id="+id, &list)
-		if len(list.Items) == 1 {
-			var ev struct {
-				Deliveries []struct {
-					State   string       `json:"state"`
-					History []opsAttempt `json:"attempts_detail"`
-				} `json:"deliveries"`
-			}
-			opsAPI(t, addr, fmt.Sprintf("/events/%d", list.Items[0].Seq), &ev)
-			if len(ev.Deliveries) == 1 && len(ev.Deliveries[0].History) > 0 {
-				return ev.Deliveries[0].State, ev.Deliveries[0].History
-			}
+		if len(list.Items) != 1 {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no attempt recorded for %s within %v", id, limit)
+		var ev struct {
+			Deliveries []struct {
+				State   string       `json:"state"`
+				History []opsAttempt `json:"attempts_detail"`
+			} `json:"deliveries"`
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		opsAPI(t, addr, fmt.Sprintf("/events/%d", list.Items[0].Seq), &ev)
+		if len(ev.Deliveries) != 1 || len(ev.Deliveries[0].History) == 0 {
+			return false
+		}
+		state, history = ev.Deliveries[0].State, ev.Deliveries[0].History
+		return true
+	})
+	return state, history
 }
 
 // hostileDestination serves one raw HTTP answer per connection: it reads
@@ -177,7 +179,7 @@ func (d *hostileDestination) stream(w io.Writer, limit int64, pause time.Duratio
 			return
 		}
 		if pause > 0 {
-			time.Sleep(pause)
+			time.Sleep(pause) // a destination that trickles: the time is what it tests
 		}
 	}
 }
@@ -313,25 +315,29 @@ func TestOps_RestoreRacesServe(t *testing.T) {
 		restore.Stdout, restore.Stderr = &restoreOut, &restoreOut
 		var srv *proc
 		var refused string
-		if tr.restoreFirst {
+		ready := make(chan struct{})
+		startRestore := func() {
 			if err := restore.Start(); err != nil {
 				t.Fatal(err)
 			}
-			opsWaitFile(t, filepath.Dir(dataFile), ".hookbox.db.restore-")
-			time.Sleep(tr.delay)
-			srv, refused = launch(t, config, []string{"E2E_GH_SECRET=" + e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e"})
-		} else {
-			ready := make(chan struct{})
+		}
+		startServe := func() {
 			go func() {
 				srv, refused = launch(t, config, []string{"E2E_GH_SECRET=" + e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e"})
 				close(ready)
 			}()
-			time.Sleep(tr.delay)
-			if err := restore.Start(); err != nil {
-				t.Fatal(err)
-			}
-			<-ready
 		}
+		first, second := startServe, startRestore
+		if tr.restoreFirst {
+			first, second = startRestore, startServe
+		}
+		first()
+		if tr.restoreFirst {
+			opsWaitFile(t, filepath.Dir(dataFile), ".hookbox.db.restore-")
+		}
+		time.Sleep(tr.delay) // the offset between the two: the race this test is about
+		second()
+		<-ready
 		restoreErr := restore.Wait()
 		// Events acknowledged after the restore ended: the server must be
 		// running on the file that is in place.
@@ -375,17 +381,16 @@ func TestOps_RestoreRacesServe(t *testing.T) {
 // opsWaitFile waits until a file whose name starts with prefix is in dir.
 func opsWaitFile(t *testing.T, dir, prefix string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	// Checked often: the restore's temporary file lasts only while it writes.
+	apptest.UntilEvery(t, 30*time.Second, 200*time.Microsecond, func() error {
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
 			if strings.HasPrefix(e.Name(), prefix) {
-				return
+				return nil
 			}
 		}
-		time.Sleep(200 * time.Microsecond)
-	}
-	t.Fatalf("no %s* in %s", prefix, dir)
+		return fmt.Errorf("no %s* in %s", prefix, dir)
+	})
 }
 
 // opsFillData writes n events of size bytes each into a new data file in
@@ -451,7 +456,7 @@ func TestOps_SlowBackupReader(t *testing.T) {
 			t.Fatalf("after %d of %d bytes and %v: %v", got, resp.ContentLength, time.Since(began).Round(time.Millisecond), err)
 		}
 		if wait := time.Until(began.Add(time.Duration(i+1) * pace)); wait > 0 {
-			time.Sleep(wait)
+			time.Sleep(wait) // a slow reader: the time is what this test is about
 		}
 	}
 	took := time.Since(began)
@@ -595,22 +600,19 @@ func startAlertSink(t *testing.T) *opsAlertSink {
 // wait waits until an alert containing want arrived.
 func (s *opsAlertSink) wait(t *testing.T, want string, limit time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
+	var found string
+	apptest.Until(t, limit, func() error {
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		for _, text := range s.texts {
 			if strings.Contains(text, want) {
-				s.mu.Unlock()
-				return text
+				found = text
+				return nil
 			}
 		}
-		got := strings.Join(s.texts, "\n")
-		s.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatalf("no alert with %q after %v; got:\n%s", want, limit, got)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("no alert with %q; got:\n%s", want, strings.Join(s.texts, "\n"))
+	})
+	return found
 }
 
 // ACME with certificates that live 45 seconds, then the CA taken off the

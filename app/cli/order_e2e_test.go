@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/storage/postgres/pgtest"
 )
 
@@ -137,15 +138,12 @@ func testOrderPerKey(t *testing.T, st storeCase, nodes int) {
 			}
 		}
 	}
-	deadline := time.Now().Add(60 * time.Second)
 	done := func() bool {
 		sink.mu.Lock()
 		defer sink.mu.Unlock()
 		return len(sink.order["A"]) >= 5 && len(sink.order["B"]) >= 5 && len(sink.order["C"]) >= 5
 	}
-	for !done() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	apptest.Within(60*time.Second, done)
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
 	want := []int{1, 2, 3, 4, 5}

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/term"
 
-	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/config"
 )
 
@@ -42,22 +42,22 @@ func runPasswd(ctx context.Context, c *command, args []string, stdout, stderr io
 		name = ops[0]
 	}
 	if cfg.Status.Password != "" && name == cfg.Status.User {
-		fmt.Fprintf(stderr, "hookbox passwd: %s: %v\n", *path, app.ErrPasswordInConfig)
+		fmt.Fprintf(stderr, "hookbox passwd: %s: %v\n", *path, access.ErrPasswordInConfig)
 		return 1
 	}
 	var pw string
 	if *generate {
-		pw = app.GeneratePassword()
+		pw = access.GeneratePassword()
 	} else if pw, err = readNewPassword(stdin, stderr); err != nil {
 		fmt.Fprintf(stderr, "hookbox passwd: %v\n", err)
 		return 1
 	}
-	hash, err := app.HashPassword(pw)
+	hash, err := access.HashPassword(pw)
 	if err != nil {
 		fmt.Fprintf(stderr, "hookbox passwd: %v\n", err)
 		return 1
 	}
-	ans, where, err := doAccess(ctx, cfg, app.AccessRequest{Op: app.AccessOpUserPasswd, Name: name, Hash: string(hash)})
+	ans, where, err := doAccess(ctx, cfg, access.Request{Op: access.OpUserPasswd, Name: name, Hash: string(hash)})
 	if err == nil && !ans.OK {
 		err = errors.New(ans.Error)
 	}

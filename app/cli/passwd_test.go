@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/storage/postgres/pgtest"
 )
 
@@ -79,18 +80,17 @@ func startServe(t *testing.T, config, addr string) *running {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{addr: addr, out: &buffer{}, cancel: cancel, code: make(chan int, 1)}
 	go func() { r.code <- Run(ctx, []string{"serve", "-config", config, "-listen", addr}, r.out, r.out) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(r.out.String(), "hookbox started") {
+	apptest.Until(t, 30*time.Second, func() error {
 		select {
 		case code := <-r.code:
 			t.Fatalf("serve ended with %d:\n%s", code, r.out)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start:\n%s", r.out)
+		if !strings.Contains(r.out.String(), "hookbox started") {
+			return fmt.Errorf("serve did not start:\n%s", r.out)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	t.Cleanup(r.stop)
 	return r
 }
@@ -259,11 +259,10 @@ func TestPassword_Postgres(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "running nodes take it up") {
 		t.Fatalf("passwd: %d\n%s", code, out)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for apiStatus(t, addr, "shared by every node") != http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatalf("the running node never took the new password up:\n%s", srv.out)
+	apptest.Until(t, 15*time.Second, func() error {
+		if apiStatus(t, addr, "shared by every node") != http.StatusOK {
+			return fmt.Errorf("the running node never took the new password up:\n%s", srv.out)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/powercut"
@@ -242,7 +243,7 @@ func TestPowerLoss_Acknowledged(t *testing.T) {
 				before := len(ledger.ackedList)
 				stop := make(chan struct{})
 				wg := ledger.load(p.addr, 6, fmt.Sprintf("%s%d", mode.name, cut), stop)
-				time.Sleep(time.Duration(150+rand.IntN(500)) * time.Millisecond)
+				ledger.waitSent(t, 10+rand.IntN(200))
 				how := "at a random moment"
 				if cut%2 == 1 {
 					armed.Store(true)
@@ -254,6 +255,8 @@ func TestPowerLoss_Acknowledged(t *testing.T) {
 				}
 				disk.fs.Freeze() // the power goes out: nothing hookbox does from now on is durable
 				// Answers already sent reach their senders; then hookbox dies.
+				// (The kill would reset connections with bytes unread: the
+				// time lets the senders read what was sent.)
 				time.Sleep(20 * time.Millisecond)
 				p.kill(t)
 				close(stop)
@@ -280,12 +283,7 @@ func TestPowerLoss_Acknowledged(t *testing.T) {
 			verified = append(verified, fresh...)
 			ledger.resendUnanswered(t, p.addr)
 			var missing []string
-			for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				delivered, missing, _ = sink.counts(ledger.acked)
-				if len(missing) == 0 || time.Now().After(deadline) {
-					break
-				}
-			}
+			apptest.Within(60*time.Second, func() bool { delivered, missing, _ = sink.counts(ledger.acked); return len(missing) == 0 })
 			all := make([]string, 0, len(ledger.acked))
 			for id := range ledger.acked {
 				all = append(all, id)

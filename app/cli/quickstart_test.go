@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 )
 
@@ -73,16 +74,6 @@ type output struct {
 
 func (o *output) Write(p []byte) (int, error) { o.mu.Lock(); defer o.mu.Unlock(); return o.b.Write(p) }
 func (o *output) String() string              { o.mu.Lock(); defer o.mu.Unlock(); return o.b.String() }
-
-// waitFor waits until cond holds, or fails with what.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %s", what)
-		}
-	}
-}
 
 // TestQuickStart walks README's quick start as written: build, start the
 // sink and the server, send, then a real browser logs in with the
@@ -147,7 +138,7 @@ func TestQuickStart(t *testing.T) {
 	}
 	// 2. The sink, 3. the server.
 	sinkOut := run(strings.ReplaceAll(sinkCmd, readmeSink, sinkAddr))
-	waitFor(t, "the sink listening", func() bool { return strings.Contains(sinkOut.String(), "listening") })
+	apptest.Eventually(t, time.Minute, "the sink listening", func() bool { return strings.Contains(sinkOut.String(), "listening") })
 	if !strings.Contains(sinkOut.String(), "checking webhook-signature") {
 		t.Fatalf("the sink does not check signatures:\n%s", sinkOut)
 	}
@@ -155,7 +146,7 @@ func TestQuickStart(t *testing.T) {
 		serveCmd = "./hookbox"
 	}
 	serverOut := run(serveCmd)
-	waitFor(t, "the server started", func() bool { return strings.Contains(serverOut.String(), "hookbox started") })
+	apptest.Eventually(t, time.Minute, "the server started", func() bool { return strings.Contains(serverOut.String(), "hookbox started") })
 	m := regexp.MustCompile(`generated a status page password.* user=(\S+) password=(\S+)`).FindStringSubmatch(serverOut.String())
 	if m == nil {
 		t.Fatalf("the server printed no password:\n%s", serverOut)
@@ -174,7 +165,7 @@ func TestQuickStart(t *testing.T) {
 		t.Fatalf("send answered %q", answer)
 	}
 	id := string(am[1])
-	waitFor(t, "the sink printing the delivery", func() bool { return strings.Contains(sinkOut.String(), "event="+id) })
+	apptest.Eventually(t, time.Minute, "the sink printing the delivery", func() bool { return strings.Contains(sinkOut.String(), "event="+id) })
 	var line string
 	for sc := bufio.NewScanner(strings.NewReader(sinkOut.String())); sc.Scan(); {
 		if strings.Contains(sc.Text(), "event="+id) {

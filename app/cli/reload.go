@@ -12,11 +12,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"hookbox/app"
-	"hookbox/app/alert"
-	"hookbox/app/cmdsend"
-	"hookbox/app/httpsend"
-	"hookbox/app/receive"
-	"hookbox/app/sweep"
+	"hookbox/app/access"
 )
 
 // reloader reads the config file again on SIGHUP and puts it in force
@@ -28,16 +24,11 @@ type reloader struct {
 	logger  *slog.Logger
 	now     func() time.Time
 	// access records reloads by signal in the audit log (nil: none).
-	access *app.Access
+	access *access.Service
 
-	receiver   *receive.Receiver
-	dispatcher *app.Dispatcher
-	sender     *httpsend.Sender
-	commands   *cmdsend.Sender
-	stats      *app.Stats
-	pauser     *app.Pauser
-	alerter    *alert.Alerter
-	sweeper    *sweep.Sweeper
+	// appliers put a new config in force, in order (serve's wire lists
+	// them).
+	appliers app.Appliers
 
 	// The cron jobs whose specs are config: each is scheduled again when
 	// its spec changes.
@@ -104,6 +95,9 @@ func (r *reloader) reload() string {
 	if err == nil {
 		diff, err = app.Settle(old, next)
 	}
+	if err == nil {
+		err = r.appliers.Check(old, next) // a refusal changes nothing
+	}
 	if err != nil {
 		f := r.running.Refuse(path, r.now(), err)
 		for _, reason := range f.Reasons {
@@ -115,17 +109,7 @@ func (r *reloader) reload() string {
 		first, _, _ := strings.Cut(f.Reasons[0], "\n")
 		return first
 	}
-	// The receiver last: once it routes to a new destination, the
-	// dispatcher has been handed its lane.
-	r.sender.Apply(next)
-	r.commands.Apply(next) // a changed command comes with each attempt's destination
-	r.stats.Apply(next)
-	r.pauser.Apply(next)
-	r.alerter.Apply(next)
-	r.sweeper.Apply(next)
-	r.reschedule(old, next)
-	r.dispatcher.Apply(next)
-	r.receiver.Apply(next)
+	r.appliers.Apply(next)
 	r.running.Store(&app.Loaded{Config: next, Path: path, At: r.now(), Restart: diff.Restart})
 	r.logger.Info("config reloaded", append([]any{"file", path}, diff.LogAttrs()...)...)
 	return ""

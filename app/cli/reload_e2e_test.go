@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/storage/postgres/pgtest"
 )
 
@@ -158,7 +159,7 @@ func TestEndToEnd_Reload(t *testing.T) {
 		stop := make(chan struct{})
 		load := startReloadLoad(p.addr, 500, stop)
 		// A second of load on the old config, then the new one.
-		waitUntil(t, 30*time.Second, "500 events sent", func() bool { return load.next.Load() >= 500 })
+		apptest.Eventually(t, 30*time.Second, "500 events sent", func() bool { return load.next.Load() >= 500 })
 		// The same file, with a destination and a route more, and a
 		// larger max_body_bytes (which waits for a restart).
 		reloadConfig(t, dir, st, oldSink.url, fmt.Sprintf(`
@@ -188,7 +189,7 @@ to = ["new"]
 		}
 		// A second of load on the new config.
 		sentAtReload := int(load.next.Load())
-		waitUntil(t, 30*time.Second, "500 more events sent", func() bool { return int(load.next.Load()) >= sentAtReload+500 })
+		apptest.Eventually(t, 30*time.Second, "500 more events sent", func() bool { return int(load.next.Load()) >= sentAtReload+500 })
 		close(stop)
 		load.wg.Wait()
 		total := int(load.next.Load())
@@ -214,7 +215,7 @@ to = ["new"]
 		}
 		load.mu.Unlock()
 		oldSink.waitFor(t, total, 60*time.Second)
-		waitUntil(t, 60*time.Second, "every event sent after the reload at the new destination", func() bool {
+		apptest.Eventually(t, 60*time.Second, "every event sent after the reload at the new destination", func() bool {
 			set, _ := uniqueNs(newSink)
 			for _, n := range afterReload {
 				if !set[n] {
@@ -270,7 +271,7 @@ to = ["new"]
 			t.Fatalf("after the refused config: %d %v", r.code, r.body)
 		}
 		oldSink.waitFor(t, total+1, 30*time.Second)
-		waitUntil(t, 30*time.Second, "the event after the refusal at the new destination", func() bool {
+		apptest.Eventually(t, 30*time.Second, "the event after the refusal at the new destination", func() bool {
 			set, _ := uniqueNs(newSink)
 			return set[1000000]
 		})
@@ -378,7 +379,7 @@ func TestCluster_ReloadDisagree(t *testing.T) {
 		ids = append(ids, id)
 	}
 	// Every delivery to x failed once (503), and waits for its retry.
-	waitUntil(t, 20*time.Second, "a first attempt of each delivery to x", func() bool { return x.attempts.Load() >= 10 })
+	apptest.Eventually(t, 20*time.Second, "a first attempt of each delivery to x", func() bool { return x.attempts.Load() >= 10 })
 	a.stop(t)
 	stopped := time.Now()
 	before := x.attempts.Load()
@@ -390,7 +391,7 @@ func TestCluster_ReloadDisagree(t *testing.T) {
 		if code, st, err := crashSend(client, b.addr, id); err != nil || code != 200 || st != "accepted" {
 			t.Fatalf("%s to node B: %d %q %v", id, code, st, err)
 		}
-		waitUntil(t, 10*time.Second, id+" at y", func() bool { m, _ := y.missing(map[string]bool{id: true}); return len(m) == 0 })
+		apptest.Eventually(t, 10*time.Second, id+" at y", func() bool { m, _ := y.missing(map[string]bool{id: true}); return len(m) == 0 })
 	}
 	if n := x.attempts.Load(); n != before {
 		t.Fatalf("x had %d attempts from node B, which has no destination x; want none", n-before)
@@ -416,7 +417,7 @@ func TestCluster_ReloadDisagree(t *testing.T) {
 	x.ok.Store(true)
 	nodeConfig(t, dirB, dbURL, x.url, y.url, true)
 	b.cmd.Process.Signal(syscall.SIGHUP)
-	waitUntil(t, 30*time.Second, "x's waiting deliveries sent by node B", func() bool {
+	apptest.Eventually(t, 30*time.Second, "x's waiting deliveries sent by node B", func() bool {
 		for _, id := range ids {
 			if x.count(id) == 0 {
 				return false

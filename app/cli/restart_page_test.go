@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hookbox/app/apptest"
 )
 
 // relativeRE matches what the overview says relative to now ("2s ago",
@@ -59,16 +61,14 @@ to = ["down"]
 		t.Fatalf("forged: %d %v", r.code, r.body)
 	}
 	// Every event at the sink and tried once at the refusing destination.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	apptest.Until(t, 20*time.Second, func() error {
 		stats := statsOf(t, adminGet(t, p.addr, "/api/v1/stats"))
 		if len(sink.missing(ids)) == 0 && destCount(stats, "down", "failed_attempts") == 5 && destCount(stats, "sink", "delivered") == 5 &&
 			destField(stats, "down", "failing_since") != nil && destField(stats, "down", "next_try") != nil {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not all delivered and tried: missing %v, stats %v", sink.missing(ids), stats["destinations"])
-		}
-	}
+		return fmt.Errorf("not all delivered and tried: missing %v, stats %v", sink.missing(ids), stats["destinations"])
+	})
 	hour := time.Now().UTC().Hour()
 	pageBefore, apiBefore := adminGet(t, p.addr, "/?partial=1"), adminGet(t, p.addr, "/api/v1/stats")
 	p.stop(t)

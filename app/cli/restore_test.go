@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/storage/bboltstore"
 )
 
@@ -24,12 +25,35 @@ type ackedEvent struct {
 	at time.Time
 }
 
+// ghLoad is a load of signed events on the gh source.
+type ghLoad struct {
+	mu    sync.Mutex
+	acked []ackedEvent
+	wg    sync.WaitGroup
+}
+
+// wait waits for the workers to end and returns what was accepted.
+func (l *ghLoad) wait() []ackedEvent { l.wg.Wait(); return l.acked }
+
+// waitAcked waits until n events were accepted at or after from.
+func (l *ghLoad) waitAcked(t *testing.T, from time.Time, n int, within time.Duration) {
+	t.Helper()
+	apptest.Eventually(t, within, fmt.Sprintf("%d events accepted after %v", n, from), func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		k := 0
+		for i := len(l.acked) - 1; i >= 0 && !l.acked[i].at.Before(from) && k < n; i-- {
+			k++
+		}
+		return k >= n
+	})
+}
+
 // loadGH posts signed events to the gh source from workers until stop is
-// closed, and returns what was accepted. Every answer must be 200 accepted.
-func loadGH(t *testing.T, addr, prefix string, workers int, stop <-chan struct{}) func() []ackedEvent {
-	var mu sync.Mutex
-	var acked []ackedEvent
-	var wg sync.WaitGroup
+// closed. Every answer must be 200 accepted.
+func loadGH(t *testing.T, addr, prefix string, workers int, stop <-chan struct{}) *ghLoad {
+	l := &ghLoad{}
+	mu, wg := &l.mu, &l.wg
 	client := &http.Client{Timeout: 10 * time.Second}
 	for w := range workers {
 		wg.Add(1)
@@ -59,13 +83,12 @@ func loadGH(t *testing.T, addr, prefix string, workers int, stop <-chan struct{}
 					return
 				}
 				mu.Lock()
-				acked = append(acked, ackedEvent{id, time.Now()})
+				l.acked = append(l.acked, ackedEvent{id, time.Now()})
 				mu.Unlock()
-				time.Sleep(2 * time.Millisecond)
 			}
 		}()
 	}
-	return func() []ackedEvent { wg.Wait(); return acked }
+	return l
 }
 
 var backupNameRE = regexp.MustCompile(`^hookbox-\d{6,}-(\d{8}-\d{6})\.db$`)
@@ -83,18 +106,19 @@ func TestBackupRestore_EndToEnd(t *testing.T) {
 
 	stop := make(chan struct{})
 	loadStart := time.Now()
-	wait := loadGH(t, p.addr, "b", 4, stop)
+	load := loadGH(t, p.addr, "b", 4, stop)
 	// Take the first backup started at least a second into the load.
 	var chosen string
 	var taken time.Time
-	deadline := time.Now().Add(30 * time.Second)
-	for chosen == "" {
-		if time.Now().After(deadline) {
-			close(stop)
-			wait()
-			t.Fatalf("no backup in %s after 30 s:\n%s", backups, p.logText())
+	t.Cleanup(func() {
+		select {
+		case <-stop:
+		default:
+			close(stop) // the load ends before the test does, whatever failed
+			load.wait()
 		}
-		time.Sleep(100 * time.Millisecond)
+	})
+	apptest.Eventually(t, 30*time.Second, "a backup in "+backups, func() bool {
 		ents, _ := os.ReadDir(backups)
 		for _, e := range ents {
 			m := backupNameRE.FindStringSubmatch(e.Name())
@@ -112,13 +136,15 @@ func TestBackupRestore_EndToEnd(t *testing.T) {
 				if err := os.WriteFile(chosen, data, 0o600); err != nil {
 					t.Fatal(err)
 				}
-				break
+				return true
 			}
 		}
-	}
-	time.Sleep(500 * time.Millisecond) // the load goes on after the backup
+		return false
+	})
+	// The load goes on after the backup.
+	load.waitAcked(t, taken.Add(time.Second), 20, 30*time.Second)
 	close(stop)
-	acked := wait()
+	acked := load.wait()
 	var before []string
 	for _, a := range acked {
 		if a.at.Before(taken) { // answered before the backup's transaction began
@@ -130,8 +156,10 @@ func TestBackupRestore_EndToEnd(t *testing.T) {
 	}
 	t.Logf("%d events accepted, %d before the backup %s", len(acked), len(before), filepath.Base(chosen))
 
-	// keep = 3: older backups were pruned while the schedule ran.
-	time.Sleep(1500 * time.Millisecond)
+	// keep = 3: older backups were pruned while the schedule ran; two more
+	// done after the chosen one were each a chance to prune.
+	done := strings.Count(p.logText(), "backup done")
+	apptest.Eventually(t, 30*time.Second, "two more backups", func() bool { return strings.Count(p.logText(), "backup done") >= done+2 })
 	// Only finished backups count: the schedule may be writing the next
 	// one's temporary file at this moment.
 	ents, _ := os.ReadDir(backups)
@@ -187,17 +215,7 @@ func TestBackupRestore_EndToEnd(t *testing.T) {
 			t.Fatalf("after restore, %s: %d %v; want duplicate", id, r.code, r.body)
 		}
 	}
-	deadline = time.Now().Add(60 * time.Second)
-	for {
-		missing := sink.missing(before)
-		if len(missing) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d events in the backup never reached the sink, e.g. %v", len(missing), len(before), missing[:min(5, len(missing))])
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	sink.waitDelivered(t, before, 60*time.Second)
 	p.stop(t)
 }
 
@@ -232,21 +250,19 @@ func TestBackup_FailureAlertsIngestGoesOn(t *testing.T) {
 	p := start(t, config)
 
 	stop := make(chan struct{})
-	wait := loadGH(t, p.addr, "f", 2, stop)
+	load := loadGH(t, p.addr, "f", 2, stop)
 	// Three failed runs at least, as the log says them, and the alert in.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	apptest.Until(t, 30*time.Second, func() error {
 		mu.Lock()
 		n := len(alerts)
 		mu.Unlock()
-		if n >= 1 && strings.Count(p.logText(), "backup failed") >= 3 {
-			break
+		if n < 1 || strings.Count(p.logText(), "backup failed") < 3 {
+			return fmt.Errorf("no three failed backups and an alert (%d alerts):\n%s", n, p.logText())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no three failed backups and an alert within 30 s (%d alerts):\n%s", n, p.logText())
-		}
-	}
+		return nil
+	})
 	close(stop)
-	acked := wait()
+	acked := load.wait()
 	if len(acked) == 0 {
 		t.Fatal("nothing was accepted while backups failed")
 	}

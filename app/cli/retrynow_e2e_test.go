@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 	"hookbox/storage/postgres/pgtest"
 )
@@ -87,8 +88,8 @@ func runCLI(t *testing.T, args ...string) (string, string, int) {
 // waits for its 30 m step, and returns its id.
 func waitingDelivery(t *testing.T, addr string, seq uint64) uint64 {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var id uint64
+	apptest.Until(t, 10*time.Second, func() error { // its record is written after the answer
 		var ev struct {
 			Deliveries []struct {
 				ID       uint64    `json:"id"`
@@ -100,14 +101,13 @@ func waitingDelivery(t *testing.T, addr string, seq uint64) uint64 {
 		apiJSON(t, addr, fmt.Sprintf("/api/v1/events/%d", seq), &ev)
 		if len(ev.Deliveries) == 1 {
 			if d := ev.Deliveries[0]; d.State == "pending" && d.Attempts == 1 && time.Until(d.Due) > 20*time.Minute {
-				return d.ID
+				id = d.ID
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("event %d's delivery does not wait for its 30 m step: %+v", seq, ev.Deliveries)
-		}
-		time.Sleep(20 * time.Millisecond) // a condition with a deadline: its record is written after the answer
-	}
+		return fmt.Errorf("event %d's delivery does not wait for its 30 m step: %+v", seq, ev.Deliveries)
+	})
+	return id
 }
 
 // Retry now, through the binary: a delivery that failed once and waits for

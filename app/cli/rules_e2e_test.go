@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hookbox/app/apptest"
 )
 
 // shopTopicHeaders are the headers Shopify sends with an event of topic
@@ -133,13 +135,10 @@ func testRoutingRules(t *testing.T, st storeCase) {
 			LastError string `json:"last_error"`
 		} `json:"items"`
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for len(dead.Items) == 0 && time.Now().Before(deadline) {
+	apptest.Within(15*time.Second, func() bool {
 		apiJSON(t, p.addr, "/api/v1/dead-letters", &dead)
-		if len(dead.Items) == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+		return len(dead.Items) > 0
+	})
 	if len(dead.Items) != 1 || !strings.Contains(dead.Items[0].LastError, "transform") || !strings.Contains(dead.Items[0].LastError, "amount") {
 		t.Fatalf("dead letters: %+v, want the refund without an amount, dead by its transform", dead.Items)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/app/provider"
 	"hookbox/storage/bboltstore"
 )
@@ -206,13 +207,12 @@ format = %q
 	}
 
 	// Wait for the deliveries to die and for the alert to fail.
-	deadline := time.Now().Add(20 * time.Second)
-	for !(strings.Contains(p.logText(), "delivery dead") && strings.Contains(p.logText(), "send alert")) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no dead delivery or alert in the log:\n%s", p.logText())
+	apptest.Until(t, 20*time.Second, func() error {
+		if !(strings.Contains(p.logText(), "delivery dead") && strings.Contains(p.logText(), "send alert")) {
+			return fmt.Errorf("no dead delivery or alert in the log:\n%s", p.logText())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	do("GET", "/api/v1/dead-letters", nil, basic("ops", "status-pw-Secret-1a2b"))
 	p.stop(t)
 

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/app/sink"
 )
 
@@ -24,11 +26,12 @@ func TestSign_DefaultTopic(t *testing.T) {
 		sinkDone <- Run(ctx, []string{"sink", "-config", config, "-listen", sinkAddr}, &sinkOut, &sinkOut)
 	}()
 	defer func() { cancel(); <-sinkDone }()
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(sinkOut.String(), "listening"); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("sink: %s", sinkOut.String())
+	apptest.Until(t, 10*time.Second, func() error {
+		if !strings.Contains(sinkOut.String(), "listening") {
+			return fmt.Errorf("sink: %s", sinkOut.String())
 		}
-	}
+		return nil
+	})
 	if !strings.Contains(sinkOut.String(), `the secret from destination "sink"`) {
 		t.Fatalf("the sink did not take the destination's secret: %s", sinkOut.String())
 	}
@@ -40,11 +43,12 @@ func TestSign_DefaultTopic(t *testing.T) {
 	if code != 0 || m == nil {
 		t.Fatalf("sign -send: %d %q", code, out)
 	}
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(sinkOut.String(), "event="+m[1]); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the topic-filtered route did not deliver the test event: %s", sinkOut.String())
+	apptest.Until(t, 20*time.Second, func() error {
+		if !strings.Contains(sinkOut.String(), "event="+m[1]) {
+			return fmt.Errorf("the topic-filtered route did not deliver the test event: %s", sinkOut.String())
 		}
-	}
+		return nil
+	})
 	if !strings.Contains(sinkOut.String(), "event="+m[1]+" topic=push attempt=1 bytes=17 signature ok") {
 		t.Fatalf("sink printed %q", sinkOut.String())
 	}
@@ -81,11 +85,12 @@ func TestSink_Command(t *testing.T) {
 		go func() {
 			done <- Run(ctx, []string{"sink", "-config", "/nonexistent", "-listen", addr}, &out, &out)
 		}()
-		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "listening"); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("sink: %s", out.String())
+		apptest.Until(t, 10*time.Second, func() error {
+			if !strings.Contains(out.String(), "listening") {
+				return fmt.Errorf("sink: %s", out.String())
 			}
-		}
+			return nil
+		})
 		cancel()
 		if code := <-done; code != 0 || !strings.Contains(out.String(), "signatures not checked") {
 			t.Fatalf("%d %q", code, out.String())

@@ -12,14 +12,13 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
-	"hookbox/storage"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
 )
 
 // node is the store serve runs on, with what differs between the backends.
 type node struct {
-	store storage.Store
+	store app.Store
 	// where says where the state is, for the start-up log: the data
 	// file, or the database URL with its password masked.
 	where string
@@ -30,6 +29,10 @@ type node struct {
 	// only; nil on PostgreSQL, whose backups are the database's).
 	backup      func() (*os.File, int64, error)
 	writeBackup app.BackupStore
+	// rates reserves the starts of rate-limited destinations for the
+	// whole cluster (PostgreSQL only; nil on bbolt, whose one node paces
+	// alone).
+	rates app.RateStore
 	// describe gives h the words of this store for the pages and alerts
 	// (bbolt's are h's defaults).
 	describe func(h *app.StorageHealth)
@@ -59,7 +62,7 @@ func openStore(ctx context.Context, path string, cfg *app.Config, logger *slog.L
 	if err != nil {
 		return nil, fmt.Errorf("%s: storage: %w", path, err)
 	}
-	return &node{store: db, where: db.Where(), leader: db.Leader, describe: describePostgres}, nil
+	return &node{store: db, where: db.Where(), leader: db.Leader, rates: db, describe: describePostgres}, nil
 }
 
 // describePostgres gives h what to say of a PostgreSQL store.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 )
 
@@ -150,9 +151,9 @@ func walk(t *testing.T, platform, source, topic, dest string) {
 	}
 	start := func(line string) *output { return startInTerminal(t, terminal("exec "+line)) }
 	sinkOut := start(strings.ReplaceAll(sinkCmd, readmeApp, appAddr))
-	waitFor(t, "the sink listening", func() bool { return strings.Contains(sinkOut.String(), "listening") })
+	apptest.Eventually(t, time.Minute, "the sink listening", func() bool { return strings.Contains(sinkOut.String(), "listening") })
 	serverOut := start(serveCmd)
-	waitFor(t, "the server started", func() bool { return strings.Contains(serverOut.String(), "hookbox started") })
+	apptest.Eventually(t, time.Minute, "the server started", func() bool { return strings.Contains(serverOut.String(), "hookbox started") })
 	pm := regexp.MustCompile(`generated a status page password.* user=(\S+) password=(\S+)`).FindStringSubmatch(serverOut.String())
 	if pm == nil {
 		t.Fatalf("the server printed no password:\n%s", serverOut)
@@ -176,7 +177,7 @@ func walk(t *testing.T, platform, source, topic, dest string) {
 		t.Fatalf("send answered %q", answer)
 	}
 	id := string(am[1])
-	waitFor(t, "the sink printing the delivery", func() bool { return strings.Contains(sinkOut.String(), "event="+id) })
+	apptest.Eventually(t, time.Minute, "the sink printing the delivery", func() bool { return strings.Contains(sinkOut.String(), "event="+id) })
 	if line := sinkOut.String(); !strings.Contains(line, "source="+source+" event="+id+" topic="+topic+" attempt=1") {
 		t.Fatalf("the sink printed %q", line)
 	}
@@ -200,7 +201,7 @@ func walk(t *testing.T, platform, source, topic, dest string) {
 		return resp.StatusCode, string(body)
 	}
 	var seq int64
-	waitFor(t, "the API listing the event delivered", func() bool {
+	apptest.Eventually(t, time.Minute, "the API listing the event delivered", func() bool {
 		code, body := get("/api/v1/events?source=" + source + "&status=delivered")
 		var list struct {
 			Items []struct {

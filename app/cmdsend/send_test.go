@@ -3,6 +3,7 @@ package cmdsend_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/cmdsend"
 )
 
@@ -45,35 +47,26 @@ func newSender(t *testing.T) *cmdsend.Sender {
 // waitFile waits for the file at path to exist and returns its content.
 func waitFile(t *testing.T, path string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			return string(b)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not appear", path)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var b []byte
+	apptest.Eventually(t, 10*time.Second, path+" to appear", func() bool {
+		var err error
+		b, err = os.ReadFile(path)
+		return err == nil && len(b) > 0
+	})
+	return string(b)
 }
 
-// groupGone reports whether no live process is left in the group pgid
-// within a few seconds (SIGKILL takes effect after kill returns). A
-// zombie, dead and waiting for init to reap it, is not alive.
-func groupGone(t *testing.T, pgid int) bool {
+// waitGroupGone waits until no live process is left in the group pgid
+// (SIGKILL takes effect after kill returns), failing the test after a few
+// seconds. A zombie, dead and waiting for init to reap it, is not alive.
+func waitGroupGone(t *testing.T, pgid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		live := liveInGroup(t, pgid)
-		if len(live) == 0 {
-			return true
+	apptest.Until(t, 10*time.Second, func() error {
+		if live := liveInGroup(t, pgid); len(live) > 0 {
+			return fmt.Errorf("process group %d still has processes: %v", pgid, live)
 		}
-		if time.Now().After(deadline) {
-			t.Logf("alive in group %d: %v", pgid, live)
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // liveInGroup lists the processes of group pgid that are not zombies,
@@ -226,9 +219,7 @@ func TestSend_TimeoutKillsGroup(t *testing.T) {
 	fields := strings.Fields(waitFile(t, pidFile))
 	pgid, _ := strconv.Atoi(fields[0])
 	child, _ := strconv.Atoi(fields[1])
-	if !groupGone(t, pgid) {
-		t.Fatalf("process group %d still has processes", pgid)
-	}
+	waitGroupGone(t, pgid)
 	if b, err := os.ReadFile("/proc/" + strconv.Itoa(child) + "/stat"); err == nil && !bytes.Contains(b, []byte(") Z ")) {
 		t.Fatalf("child %d is still alive: %s", child, b)
 	}
@@ -244,9 +235,7 @@ func TestSend_ChildHoldingPipe(t *testing.T) {
 		t.Fatalf("answer = %+v", res)
 	}
 	pgid, _ := strconv.Atoi(strings.TrimSpace(waitFile(t, pidFile)))
-	if !groupGone(t, pgid) {
-		t.Fatalf("process group %d still has processes", pgid)
-	}
+	waitGroupGone(t, pgid)
 }
 
 // A command that does not read its input, with a body larger than a pipe
@@ -286,9 +275,7 @@ func TestSend_StopAndClose(t *testing.T) {
 		if res.Answered || res.Delivered {
 			t.Fatalf("answer = %+v, want one that is not recorded", res)
 		}
-		if !groupGone(t, pgid) {
-			t.Fatalf("process group %d still has processes", pgid)
-		}
+		waitGroupGone(t, pgid)
 	})
 }
 

@@ -34,21 +34,9 @@ type Prometheus struct {
 
 var _ app.Metrics = (*Prometheus)(nil)
 
-// Store is what the gauges read of the store when scraped.
-type Store interface {
-	CountDead(ctx context.Context) (int, error)
-	CountPending(ctx context.Context) (int, error)
-	Poisoned(ctx context.Context, limit int) ([]app.Poison, int, error)
-}
-
-// commitCounter is a store that counts its group commits (bboltstore.DB).
-type commitCounter interface {
-	CommitCounts() (commits, writes, pages uint64)
-}
-
 // New builds the metrics of stats, with gauges read from store and from
 // stats.Storage, and makes stats report to them (stats.Metrics).
-func New(stats *app.Stats, store Store) *Prometheus {
+func New(stats *app.Stats, store app.GaugeStore) *Prometheus {
 	p := &Prometheus{Registry: prometheus.NewRegistry()}
 	p.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_requests_total",
 		Help: "Webhook requests by source and outcome (accepted, duplicate, ping, rejected, invalid, failed); requests to unknown sources under source \"_unknown\", outcome \"not_found\"."}, []string{"source", "outcome"})
@@ -90,20 +78,19 @@ func New(stats *app.Stats, store Store) *Prometheus {
 			func() (int, error) { _, n, err := store.Poisoned(context.Background(), 0); return n, err }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		failing, p.failedCommits, p.filtered, p.filterErrors)
-	if cc, ok := store.(commitCounter); ok {
-		counter := func(name, help string, pick func(commits, writes, pages uint64) uint64) prometheus.Collector {
-			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
-				return float64(pick(cc.CommitCounts()))
-			})
-		}
-		p.Registry.MustRegister(
-			counter("hookbox_commits_total", "Group commits (each one bbolt transaction and its fsyncs).",
-				func(c, _, _ uint64) uint64 { return c }),
-			counter("hookbox_commit_writes_total", "Writes (accepts, attempts, ...) carried by group commits; divided by hookbox_commits_total, the group size.",
-				func(_, w, _ uint64) uint64 { return w }),
-			counter("hookbox_pages_written_total", "bbolt pages written by write transactions.",
-				func(_, _, p uint64) uint64 { return p }))
+	counter := func(name, help string, pick func(commits, writes, pages uint64) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
+			return float64(pick(store.CommitCounts()))
+		})
 	}
+	p.Registry.MustRegister(
+		counter("hookbox_commits_total", "Group commits (each one bbolt transaction and its fsyncs).",
+			func(c, _, _ uint64) uint64 { return c }),
+		counter("hookbox_commit_writes_total", "Writes (accepts, attempts, ...) carried by group commits; divided by hookbox_commits_total, the group size.",
+			func(_, w, _ uint64) uint64 { return w }),
+		counter("hookbox_pages_written_total", "bbolt pages written by write transactions.",
+			func(_, _, p uint64) uint64 { return p }))
+
 	stats.Metrics = p
 	return p
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/request"
 )
 
@@ -19,10 +20,12 @@ import (
 // mid-request, and does not while the client waits for the answer.
 func TestWatch(t *testing.T) {
 	ended := make(chan error, 2)
+	watching := make(chan struct{}, 2)
 	f := fiber.New()
 	f.Get("/search", func(c *fiber.Ctx) error {
 		ctx, stop := request.Watch(c)
 		defer stop()
+		watching <- struct{}{}
 		select {
 		case <-ctx.Done():
 			ended <- ctx.Err()
@@ -48,7 +51,7 @@ func TestWatch(t *testing.T) {
 
 	// The client leaves: the context ends long before the handler's 30 s.
 	conn := send(30000)
-	time.Sleep(100 * time.Millisecond) // the request reaches the handler: real time this test is about
+	apptest.Recv(t, watching, 10*time.Second, "the request at the handler")
 	conn.Close()
 	select {
 	case err := <-ended:

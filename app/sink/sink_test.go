@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/config"
+	"hookbox/app/dispatch"
 	"hookbox/app/httpsend"
 	"hookbox/app/provider"
 	"hookbox/app/receive"
@@ -89,7 +91,7 @@ to = ["good", "wrong"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv, disp := receive.New(cfg, db), app.NewDispatcher(cfg, db, httpsend.New(cfg, "dev"))
+	recv, disp := receive.New(cfg, db), dispatch.New(cfg, db, httpsend.New(cfg, "dev"))
 	db.OnOpened(disp.Wake)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -114,8 +116,7 @@ to = ["good", "wrong"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	apptest.Until(t, 20*time.Second, func() error {
 		ds, err := db.EventDeliveries(context.Background(), seq)
 		if err != nil {
 			t.Fatal(err)
@@ -125,17 +126,14 @@ to = ["good", "wrong"]
 		for _, d := range ds {
 			states[d.Destination], attempts[d.Destination] = d.State, d.Attempts
 		}
-		if states["good"] == app.Delivered && attempts["wrong"] > 0 {
-			if states["wrong"] != app.Pending {
-				t.Fatalf("the delivery the sink refused is %v, want pending (retrying)", states["wrong"])
-			}
-			break
+		if states["good"] != app.Delivered || attempts["wrong"] == 0 {
+			return fmt.Errorf("deliveries %+v; want good delivered and wrong tried", ds)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("deliveries %+v", ds)
+		if states["wrong"] != app.Pending {
+			t.Fatalf("the delivery the sink refused is %v, want pending (retrying)", states["wrong"])
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	line := regexp.MustCompile(`^\d\d:\d\d:\d\d msg_\S+ source=gh event=evt-1 topic=push attempt=1 bytes=12 signature ok\n$`)
 	if !line.MatchString(good.String()) {
 		t.Errorf("good sink printed %q", good.String())

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/config"
 	"hookbox/app/receive"
 	"hookbox/app/web"
@@ -182,7 +183,7 @@ func TestAPI_Backup(t *testing.T) {
 	_, db, _ := newAPIServer(t, apiConfig)
 	dir := t.TempDir()
 	s := web.New(mustConfig(t, apiConfig), web.Deps{Store: db, Health: db.Ping,
-		Access: app.FixedAccess("ops", "pw-1234"),
+		Access: access.Fixed("ops", "pw-1234"),
 		Backup: func() (*os.File, int64, error) { return db.Backup(dir) }})
 	addr := serve(t, s.App())
 	req, _ := http.NewRequest("GET", "http://"+addr+"/api/v1/backup", nil)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
+	"hookbox/app/apptest"
 	"hookbox/app/web"
 )
 
@@ -33,7 +35,7 @@ func TestAPI_BackupStalledReader(t *testing.T) {
 	}
 	dir := t.TempDir()
 	s := web.New(mustConfig(t, apiConfig), web.Deps{Store: db, Health: db.Ping,
-		Access: app.FixedAccess("ops", "pw-1234"),
+		Access: access.Fixed("ops", "pw-1234"),
 		Backup: func() (*os.File, int64, error) { return db.Backup(dir) }})
 	addr := serve(t, s.App())
 
@@ -57,13 +59,7 @@ func TestAPI_BackupStalledReader(t *testing.T) {
 	}
 	// The reader stalls; the server gives up after the idle time and
 	// closes the copy, though the reader has not had it all.
-	deadline := time.Now().Add(5 * time.Second)
-	for openCopies(t, dir) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the copy is still open after the download was cut")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	apptest.Eventually(t, 5*time.Second, "the copy closed after the download was cut", func() bool { return openCopies(t, dir) == 0 })
 }
 
 // openCopies counts the backup copies in dir this process holds open.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
@@ -320,12 +321,12 @@ func TestServer_BodyBudget(t *testing.T) {
 
 	// Once hookbox has read those bytes (a probe before then could take
 	// the budget a holder needs), a probe that needs more is refused.
-	for deadline := time.Now().Add(5 * time.Second); e.srv.BodyBudgetLeft() != 16<<10; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d bytes of the budget left; want 16 KiB once the holders' bytes are read", e.srv.BodyBudgetLeft())
+	apptest.Until(t, 5*time.Second, func() error {
+		if left := e.srv.BodyBudgetLeft(); left != 16<<10 {
+			return fmt.Errorf("%d bytes of the budget left; want 16 KiB once the holders' bytes are read", left)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	resp, answer := post(big, "probe")
 	if resp.StatusCode != 503 {
 		t.Fatalf("probe: %d %s; want 503", resp.StatusCode, answer)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"hookbox/app/apptest"
 	"hookbox/app/config"
 	"hookbox/app/metrics"
 	"hookbox/app/web"
@@ -51,22 +52,19 @@ func (a *alerts) has(topic, want string) bool {
 // wait waits until an alert of topic containing want was told.
 func (a *alerts) wait(t *testing.T, topic, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var found string
+	apptest.Until(t, 10*time.Second, func() error {
 		a.mu.Lock()
+		defer a.mu.Unlock()
 		for _, g := range a.got {
 			if strings.HasPrefix(g, topic+": ") && strings.Contains(g, want) {
-				a.mu.Unlock()
-				return g
+				found = g
+				return nil
 			}
 		}
-		got := strings.Join(a.got, "\n")
-		a.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s alert with %q; got:\n%s", topic, want, got)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("no %s alert with %q; got:\n%s", topic, want, strings.Join(a.got, "\n"))
+	})
+	return found
 }
 
 // filesTLS is TLS in files mode over certFile and keyFile, reloading and
@@ -120,14 +118,12 @@ func TestTLS_CertFilesRetryFailedLoad(t *testing.T) {
 	// The pair is tried again at a handshake once ReloadEvery has passed:
 	// handshake until the alert says it was tried (the signal), checking
 	// that the previous pair is served all along.
-	for deadline := time.Now().Add(5 * time.Second); !al.has(web.AlertCertFiles, "do not load"); time.Sleep(5 * time.Millisecond) {
+	apptest.Eventually(t, 5*time.Second, "the pair that does not load tried", func() bool {
 		if got := serial(t, tl); got != 1 {
 			t.Fatalf("serial %d after a pair that does not load, want the previous 1", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the pair that does not load was never tried")
-		}
-	}
+		return al.has(web.AlertCertFiles, "do not load")
+	})
 	if got := serial(t, tl); got != 1 {
 		t.Fatalf("serial %d after a pair that does not load, want the previous 1", got)
 	}
@@ -135,13 +131,7 @@ func TestTLS_CertFilesRetryFailedLoad(t *testing.T) {
 
 	// The fix: the right key, same size, same time, same file.
 	writeInPlace(t, keyFile, goodKey, good.ModTime())
-	deadline := time.Now().Add(5 * time.Second)
-	for serial(t, tl) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the fixed pair was never loaded")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	apptest.Eventually(t, 5*time.Second, "the fixed pair loaded", func() bool { return serial(t, tl) == 2 })
 }
 
 // writeInPlace rewrites path's content without replacing the file, and

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"hookbox/app"
@@ -158,27 +159,35 @@ func TestGuard_IPv6Prefix(t *testing.T) {
 // At most ChecksAtOnce password checks run at a time, however many
 // requests arrive together.
 func TestGuard_ChecksAtOnce(t *testing.T) {
-	var running, most atomic.Int64
-	g := newGuard(func(u, p string) (app.Identity, bool) {
-		n := running.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+	synctest.Test(t, func(t *testing.T) {
+		var running, most atomic.Int64
+		gate := make(chan struct{})
+		g := newGuard(func(u, p string) (app.Identity, bool) {
+			n := running.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			<-gate // a check in progress until every request has come
+			running.Add(-1)
+			return app.Identity{Name: u}, p == "right"
+		}, func(app.Identity) bool { return true }, time.Now)
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				g.try(netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}), "admin", "right", false)
+			}()
 		}
-		time.Sleep(5 * time.Millisecond)
-		running.Add(-1)
-		return app.Identity{Name: u}, p == "right"
-	}, func(app.Identity) bool { return true }, time.Now)
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g.try(netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}), "admin", "right", false)
-		}()
-	}
-	wg.Wait()
-	if got := most.Load(); got != ChecksAtOnce {
-		t.Fatalf("%d checks ran at once; want %d", got, ChecksAtOnce)
-	}
+		synctest.Wait() // every request is in a check or waiting for a slot
+		if got := running.Load(); got != ChecksAtOnce {
+			t.Fatalf("%d checks running with 20 requests waiting; want %d", got, ChecksAtOnce)
+		}
+		close(gate)
+		wg.Wait()
+		if got := most.Load(); got != ChecksAtOnce {
+			t.Fatalf("%d checks ran at once; want %d", got, ChecksAtOnce)
+		}
+	})
 }
 
 // The addresses remembered are bounded: when full, those whose buckets

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
@@ -53,14 +54,14 @@ func lastAdminRace(t *testing.T, stores []matrixStore) {
 	ctx := context.Background()
 	cfg := mustConfig(t, strings.Replace(apiConfig, `password = "pw-1234"`, "", 1))
 	const pw = "race-password-1"
-	hash, err := app.HashPassword(pw)
+	hash, err := access.HashPassword(pw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var accesses []*app.Access
+	var accesses []*access.Service
 	var bases []string
 	for i, db := range stores {
-		a, err := app.NewAccess(ctx, cfg.Status, db, db, slog.New(slog.DiscardHandler))
+		a, err := access.New(ctx, cfg.Status, db, db, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}

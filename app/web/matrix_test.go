@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
@@ -131,24 +132,24 @@ func roleMatrix(t *testing.T, db matrixStore) {
 	var clockMu sync.Mutex
 	cur := time.Now()
 	clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return cur }
-	access, err := app.NewAccess(ctx, cfg.Status, db, db, slog.New(slog.DiscardHandler))
+	acc, err := access.New(ctx, cfg.Status, db, db, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	access.Now = clock
+	acc.Now = clock
 	who := app.Who{Actor: "test", Via: "cli", From: "local"}
 	const pw = "matrix-password-1"
-	hash, err := app.HashPassword(pw)
+	hash, err := access.HashPassword(pw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, role := range map[string]app.Role{"vw": app.RoleViewer, "op": app.RoleOperator, "adm": app.RoleAdmin, "gone": app.RoleAdmin} {
-		if err := access.AddUser(ctx, who, name, role, hash); err != nil {
+		if err := acc.AddUser(ctx, who, name, role, hash); err != nil {
 			t.Fatal(err)
 		}
 	}
 	secret := func(name string, role app.Role, ttl time.Duration) string {
-		s, err := access.CreateToken(ctx, who, name, role, ttl)
+		s, err := acc.CreateToken(ctx, who, name, role, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +158,7 @@ func roleMatrix(t *testing.T, db matrixStore) {
 	viewerTok, operatorTok := secret("ci-view", app.RoleViewer, 0), secret("ci-op", app.RoleOperator, 0)
 	revokedTok, expiredTok := secret("ci-revoked", app.RoleAdmin, 0), secret("ci-expired", app.RoleAdmin, time.Hour)
 
-	srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping, Access: access, Now: clock,
+	srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping, Access: acc, Now: clock,
 		Pauser: app.NewPauser(cfg, db, nil, clock)})
 	base := "http://" + serve(t, srv.App())
 	t.Cleanup(func() { srv.Shutdown(context.Background()) }) // ends the streams opened below first
@@ -192,7 +193,7 @@ func roleMatrix(t *testing.T, db matrixStore) {
 		}
 		// The page says who is logged in, and shows admins only the
 		// Team and Audit pages.
-		u := access.Users()
+		u := acc.Users()
 		for _, x := range u {
 			if x.Name != user {
 				continue
@@ -219,7 +220,7 @@ func roleMatrix(t *testing.T, db matrixStore) {
 	gone.name = "removed user's old session"
 	// A changed role ends the sessions taken under the old one.
 	demoted := login("gone")
-	if err := access.SetRole(ctx, who, "gone", app.RoleViewer); err != nil {
+	if err := acc.SetRole(ctx, who, "gone", app.RoleViewer); err != nil {
 		t.Fatal(err)
 	}
 	req, _ := http.NewRequest("GET", base+"/", nil)
@@ -227,10 +228,10 @@ func roleMatrix(t *testing.T, db matrixStore) {
 	if res, err := client.Do(req); err != nil || res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("a session after its user's role changed: %v %v; want 303 to the login", res, err)
 	}
-	if err := access.RemoveUser(ctx, who, "gone"); err != nil {
+	if err := acc.RemoveUser(ctx, who, "gone"); err != nil {
 		t.Fatal(err)
 	}
-	if err := access.RevokeToken(ctx, who, "ci-revoked"); err != nil {
+	if err := acc.RevokeToken(ctx, who, "ci-revoked"); err != nil {
 		t.Fatal(err)
 	}
 	clockMu.Lock()

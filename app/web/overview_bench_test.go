@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
@@ -53,7 +54,7 @@ func BenchmarkPages(b *testing.B) {
 		}()
 	}
 	wg.Wait()
-	login := app.FixedAccess("ops", "pw-status-77")
+	login := access.Fixed("ops", "pw-status-77")
 	srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping, Access: login})
 	addr := serve(b, srv.App())
 	for _, page := range []string{"/", "/events", "/events?source=shop&topic=orders/*", "/api/v1/stats"} {

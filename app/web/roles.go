@@ -1,6 +1,7 @@
-// Roles per route, written once: every route the server registers behind
-// a login has an entry here, with the weakest role that may use it and
-// whether a token may. Registering a route without one panics.
+// The action of each route: every route the server registers behind a
+// login has an entry here, naming the action of app's table of roles
+// (app/roles.go), which alone says who may. Registering a route without
+// one panics.
 
 package web
 
@@ -14,93 +15,84 @@ import (
 	"hookbox/ui"
 )
 
-// rule is what a route needs.
+// rule is what a route does: the action of app's table of roles (which
+// says who may), and what the audit log records of it.
 type rule struct {
-	// role is the weakest role that may use the route.
-	role app.Role
-	// noToken refuses tokens (a token cannot create tokens or users).
-	noToken bool
-	// doing names the action in a refusal: "your role (viewer) may not
-	// <doing>".
-	doing string
-	// action, when set, is the audit action the route records (once per
-	// request, refusals included).
-	action string
+	// action is what the route does; app's table says who may.
+	action app.Action
+	// audited records the action (its name is its audit action) once per
+	// request, refusals included.
+	audited bool
 	// deniedOnly records only refusals: what the handler does, Access
 	// records itself (the changes of users and tokens).
 	deniedOnly bool
 }
 
-// audit returns r recording action.
-func (r rule) audit(action string) rule { r.action = action; return r }
+// audit returns r recording its action.
+func (r rule) audit() rule { r.audited = true; return r }
 
-// denied returns r recording its refusals as action.
-func (r rule) denied(action string) rule { r.action, r.deniedOnly = action, true; return r }
+// denied returns r recording only its refusals.
+func (r rule) denied() rule { r.audited, r.deniedOnly = true, true; return r }
 
-var (
-	viewer   = func(doing string) rule { return rule{role: app.RoleViewer, doing: doing} }
-	operator = func(doing string) rule { return rule{role: app.RoleOperator, doing: doing} }
-	admin    = func(doing string) rule { return rule{role: app.RoleAdmin, doing: doing} }
-	// adminUser is an admin user, never a token.
-	adminUser = func(doing string) rule { return rule{role: app.RoleAdmin, noToken: true, doing: doing} }
-)
+// does is the rule of a route that does a, not audited.
+func does(a app.Action) rule { return rule{action: a} }
 
-// routeRules maps "METHOD /path" (as registered in Fiber) to its rule.
+// routeRules maps "METHOD /path" (as registered in Fiber) to the action it
+// does. Who may do it is app's table (app/roles.go), never written here.
 var routeRules = map[string]rule{
 	// The read API and /metrics.
-	"GET /api/v1/dead-letters":               viewer("read dead letters"),
-	"GET /api/v1/deliveries/:id":             viewer("read deliveries"),
-	"GET /api/v1/stats":                      viewer("read the stats"),
-	"GET /api/v1/config":                     viewer("read the config"),
-	"GET /api/v1/events":                     viewer("read events"),
-	"GET /api/v1/events/:seq":                viewer("read events"),
-	"GET /api/v1/events/:seq/body":           viewer("read events"),
-	"GET /api/v1/destinations":               viewer("read destinations"),
-	"GET /api/v1/stream":                     viewer("stream events"),
-	"GET /metrics":                           viewer("read the metrics"),
-	"POST /api/v1/dead-letters/replay":       operator("replay dead letters").audit(app.AuditReplayDead),
-	"POST /api/v1/dead-letters/:id/replay":   operator("replay deliveries").audit(app.AuditReplay),
-	"POST /api/v1/deliveries/:id/replay":     operator("replay deliveries").audit(app.AuditReplay),
-	"POST /api/v1/replay":                    operator("replay deliveries").audit(app.AuditReplayQuery),
-	"POST /api/v1/deliveries/:id/retry":      operator("retry deliveries").audit(app.AuditRetry),
-	"POST /api/v1/destinations/:name/retry":  operator("retry deliveries").audit(app.AuditRetryDest),
-	"POST /api/v1/destinations/:name/pause":  operator("pause destinations").audit(app.AuditPause),
-	"POST /api/v1/destinations/:name/resume": operator("resume destinations").audit(app.AuditResume),
-	"GET /api/v1/backup":                     admin("download backups").audit(app.AuditBackup),
+	"GET /api/v1/dead-letters":               does(app.ActReadDeadLetters),
+	"GET /api/v1/deliveries/:id":             does(app.ActReadDeliveries),
+	"GET /api/v1/stats":                      does(app.ActReadStats),
+	"GET /api/v1/config":                     does(app.ActReadConfig),
+	"GET /api/v1/events":                     does(app.ActReadEvents),
+	"GET /api/v1/events/:seq":                does(app.ActReadEvents),
+	"GET /api/v1/events/:seq/body":           does(app.ActReadEvents),
+	"GET /api/v1/destinations":               does(app.ActReadDestinations),
+	"GET /api/v1/stream":                     does(app.ActStream),
+	"GET /metrics":                           does(app.ActReadMetrics),
+	"POST /api/v1/dead-letters/replay":       does(app.ActReplayDead).audit(),
+	"POST /api/v1/dead-letters/:id/replay":   does(app.ActReplay).audit(),
+	"POST /api/v1/deliveries/:id/replay":     does(app.ActReplay).audit(),
+	"POST /api/v1/replay":                    does(app.ActReplayQuery).audit(),
+	"POST /api/v1/deliveries/:id/retry":      does(app.ActRetry).audit(),
+	"POST /api/v1/destinations/:name/retry":  does(app.ActRetryDestination).audit(),
+	"POST /api/v1/destinations/:name/pause":  does(app.ActPause).audit(),
+	"POST /api/v1/destinations/:name/resume": does(app.ActResume).audit(),
+	"GET /api/v1/backup":                     does(app.ActDownloadBackup).audit(),
 
-	// Team access: admins read; only admin users change (a token cannot
-	// create tokens or users). Access records the changes itself; the
-	// table, their refusals.
-	"GET /api/v1/audit":                 admin("read the audit log"),
-	"GET /api/v1/users":                 admin("list users"),
-	"GET /api/v1/tokens":                admin("list tokens"),
-	"POST /api/v1/users":                adminUser("add users").denied(app.AuditUserAdd),
-	"DELETE /api/v1/users/:name":        adminUser("remove users").denied(app.AuditUserRemove),
-	"POST /api/v1/users/:name/role":     adminUser("change roles").denied(app.AuditUserRole),
-	"POST /api/v1/users/:name/password": adminUser("change passwords").denied(app.AuditUserPassword),
-	"POST /api/v1/tokens":               adminUser("create tokens").denied(app.AuditTokenCreate),
-	"DELETE /api/v1/tokens/:name":       adminUser("revoke tokens").denied(app.AuditTokenRevoke),
+	// Team access. Access records the changes itself; the routes, their
+	// refusals.
+	"GET /api/v1/audit":                 does(app.ActReadAudit),
+	"GET /api/v1/users":                 does(app.ActListUsers),
+	"GET /api/v1/tokens":                does(app.ActListTokens),
+	"POST /api/v1/users":                does(app.ActAddUser).denied(),
+	"DELETE /api/v1/users/:name":        does(app.ActRemoveUser).denied(),
+	"POST /api/v1/users/:name/role":     does(app.ActChangeRole).denied(),
+	"POST /api/v1/users/:name/password": does(app.ActChangePassword).denied(),
+	"POST /api/v1/tokens":               does(app.ActCreateToken).denied(),
+	"DELETE /api/v1/tokens/:name":       does(app.ActRevokeToken).denied(),
 
-	// The pages.
-	"GET /":                           viewer("see the status page"),
-	"GET /events":                     viewer("see events"),
-	"GET /events/:seq":                viewer("see events"),
-	"GET /dead-letters":               viewer("see dead letters"),
-	"GET /config":                     viewer("see the config"),
-	"POST /dead-letters/replay":       operator("replay dead letters").audit(app.AuditReplayDead),
-	"POST /deliveries/:id/replay":     operator("replay deliveries").audit(app.AuditReplay),
-	"POST /deliveries/:id/retry":      operator("retry deliveries").audit(app.AuditRetry),
-	"POST /destinations/:name/retry":  operator("retry deliveries").audit(app.AuditRetryDest),
-	"POST /replay":                    operator("replay deliveries").audit(app.AuditReplayQuery),
-	"POST /destinations/:name/pause":  operator("pause destinations").audit(app.AuditPause),
-	"GET /audit":                      adminUser("read the audit log"),
-	"GET /team":                       adminUser("manage users and tokens"),
-	"POST /team/users":                adminUser("add users").denied(app.AuditUserAdd),
-	"POST /team/users/:name/role":     adminUser("change roles").denied(app.AuditUserRole),
-	"POST /team/users/:name/remove":   adminUser("remove users").denied(app.AuditUserRemove),
-	"POST /team/tokens":               adminUser("create tokens").denied(app.AuditTokenCreate),
-	"POST /team/tokens/:name/revoke":  adminUser("revoke tokens").denied(app.AuditTokenRevoke),
-	"POST /destinations/:name/resume": operator("resume destinations").audit(app.AuditResume),
+	// The pages (tokens are never taken there).
+	"GET /":                           does(app.ActSeeOverview),
+	"GET /events":                     does(app.ActReadEvents),
+	"GET /events/:seq":                does(app.ActReadEvents),
+	"GET /dead-letters":               does(app.ActReadDeadLetters),
+	"GET /config":                     does(app.ActReadConfig),
+	"POST /dead-letters/replay":       does(app.ActReplayDead).audit(),
+	"POST /deliveries/:id/replay":     does(app.ActReplay).audit(),
+	"POST /deliveries/:id/retry":      does(app.ActRetry).audit(),
+	"POST /destinations/:name/retry":  does(app.ActRetryDestination).audit(),
+	"POST /replay":                    does(app.ActReplayQuery).audit(),
+	"POST /destinations/:name/pause":  does(app.ActPause).audit(),
+	"POST /destinations/:name/resume": does(app.ActResume).audit(),
+	"GET /audit":                      does(app.ActReadAudit),
+	"GET /team":                       does(app.ActManageTeam),
+	"POST /team/users":                does(app.ActAddUser).denied(),
+	"POST /team/users/:name/role":     does(app.ActChangeRole).denied(),
+	"POST /team/users/:name/remove":   does(app.ActRemoveUser).denied(),
+	"POST /team/tokens":               does(app.ActCreateToken).denied(),
+	"POST /team/tokens/:name/revoke":  does(app.ActRevokeToken).denied(),
 }
 
 // publicRoutes are the routes anyone may use, or anyone logged in
@@ -130,14 +122,14 @@ func (s *Server) authorize(r rule) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		id, _ := c.Locals("identity").(app.Identity)
 		if err := allowed(id, r); err != nil {
-			if r.action != "" {
-				e := s.who(c).Entry(r.action, s.auditTarget(c), "", nil)
+			if r.audited {
+				e := s.who(c).Entry(string(r.action), s.auditTarget(c), "", nil)
 				e.Result, e.Detail = app.AuditDenied, app.ErrorMessage(err)
 				s.deps.Access.Record(c.UserContext(), e)
 			}
 			return s.sendError(c, err)
 		}
-		if r.action == "" || r.deniedOnly {
+		if !r.audited || r.deniedOnly {
 			return c.Next()
 		}
 		err := c.Next()
@@ -145,7 +137,7 @@ func (s *Server) authorize(r rule) fiber.Handler {
 			return err
 		}
 		detail, _ := c.Locals(ui.AuditDetail).(string)
-		s.deps.Access.Record(c.UserContext(), s.who(c).Entry(r.action, s.auditTarget(c), detail, handlerError(c, err)))
+		s.deps.Access.Record(c.UserContext(), s.who(c).Entry(string(r.action), s.auditTarget(c), detail, handlerError(c, err)))
 		return err
 	}
 }
@@ -195,30 +187,5 @@ func (s *Server) who(c *fiber.Ctx) app.Who {
 }
 
 // allowed reports, as an Error EFORBIDDEN with a sentence, why id may not
-// do what r guards; nil when it may.
-func allowed(id app.Identity, r rule) error {
-	if id.Token && r.noToken {
-		return app.Errorf(app.EFORBIDDEN, "a token cannot create tokens or users, nor change them: an admin user may %s", r.doing)
-	}
-	if id.Role.Allows(r.role) {
-		return nil
-	}
-	who := "an admin may"
-	if r.role == app.RoleOperator {
-		who = "an operator or admin may"
-	} else if r.role == app.RoleViewer {
-		who = "a viewer, operator or admin may"
-	}
-	name := id.Role.String()
-	if name == "" {
-		name = "none"
-	}
-	return app.Errorf(app.EFORBIDDEN, "your role (%s) may not %s: %s", name, r.doing, who)
-}
-
-// may reports whether the request's identity may use the route method
-// path (for the pages' buttons).
-func may(c *fiber.Ctx, method, path string) bool {
-	id, _ := c.Locals("identity").(app.Identity)
-	return allowed(id, ruleOf(method, path)) == nil
-}
+// do what r guards; nil when it may (app.Permit, on app's table).
+func allowed(id app.Identity, r rule) error { return app.Permit(id.Role, id.Token, r.action) }

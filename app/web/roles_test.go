@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/config"
 )
 
@@ -18,7 +19,7 @@ func TestRoutes_EveryRouteHasARole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(cfg, Deps{Access: app.FixedAccess("ops", "pw-1234")})
+	s := New(cfg, Deps{Access: access.Fixed("ops", "pw-1234")})
 	seen := map[string]bool{}
 	for _, r := range s.App().GetRoutes(true) {
 		if r.Method == fiber.MethodHead || strings.HasPrefix(r.Path, "/static") {
@@ -44,12 +45,12 @@ func TestRoutes_Refusal(t *testing.T) {
 		rule rule
 		want string
 	}{
-		{app.Identity{Name: "v", Role: app.RoleViewer}, operator("replay deliveries"), "your role (viewer) may not replay deliveries: an operator or admin may"},
-		{app.Identity{Name: "o", Role: app.RoleOperator}, admin("download backups"), "your role (operator) may not download backups: an admin may"},
-		{app.Identity{Name: "ci", Role: app.RoleAdmin, Token: true}, adminUser("create tokens"), "a token cannot create tokens or users, nor change them: an admin user may create tokens"},
-		{app.Identity{}, viewer("read events"), "your role (none) may not read events: a viewer, operator or admin may"},
-		{app.Identity{Name: "a", Role: app.RoleAdmin}, adminUser("create tokens"), ""},
-		{app.Identity{Name: "o", Role: app.RoleOperator, Token: true}, operator("replay deliveries"), ""},
+		{app.Identity{Name: "v", Role: app.RoleViewer}, does(app.ActReplay), "your role (viewer) may not replay deliveries: an operator or admin may"},
+		{app.Identity{Name: "o", Role: app.RoleOperator}, does(app.ActDownloadBackup), "your role (operator) may not download backups: an admin may"},
+		{app.Identity{Name: "ci", Role: app.RoleAdmin, Token: true}, does(app.ActCreateToken), "a token cannot create tokens or users, nor change them: an admin user may create tokens"},
+		{app.Identity{}, does(app.ActReadEvents), "your role (none) may not read events: a viewer, operator or admin may"},
+		{app.Identity{Name: "a", Role: app.RoleAdmin}, does(app.ActCreateToken), ""},
+		{app.Identity{Name: "o", Role: app.RoleOperator, Token: true}, does(app.ActReplay), ""},
 	} {
 		err := allowed(tt.id, tt.rule)
 		got := ""
@@ -60,7 +61,26 @@ func TestRoutes_Refusal(t *testing.T) {
 			}
 		}
 		if got != tt.want {
-			t.Errorf("%+v on %q: %q; want %q", tt.id, tt.rule.doing, got, tt.want)
+			t.Errorf("%+v on %q: %q; want %q", tt.id, tt.rule.action, got, tt.want)
+		}
+	}
+}
+
+// Every route's role comes from app's table: each route names an action
+// of it, and an audited route records its action under the action's name.
+func TestRoutes_ActionsFromTheTable(t *testing.T) {
+	for key, r := range routeRules {
+		if _, ok := r.action.Rule(); !ok {
+			t.Errorf("route %s does %q, which app's table of roles does not know", key, r.action)
+		}
+	}
+	used := map[app.Action]bool{}
+	for _, r := range routeRules {
+		used[r.action] = true
+	}
+	for _, a := range app.Actions() {
+		if !used[a] {
+			t.Errorf("app's table names %q, which no route does", a)
 		}
 	}
 }

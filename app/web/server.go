@@ -21,6 +21,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/recover"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/metrics"
 	"hookbox/app/receive"
 	"hookbox/app/replay"
@@ -42,10 +43,11 @@ type Health func(ctx context.Context) error
 
 // Store is what the server uses of a store: what the admin API and the
 // status pages read and replay (ui.Store), what Stats counts into and
-// reads, and the events the stream hub follows.
+// reads, what /metrics reads, and the events the stream hub follows.
 type Store interface {
 	ui.Store
 	app.StatsStore
+	app.GaugeStore
 	app.StreamHubStore
 }
 
@@ -66,7 +68,7 @@ type Deps struct {
 	// Access checks passwords (under the limits of guard.go) and tokens,
 	// and says whether a session or cached credential still holds (nil:
 	// nobody gets in).
-	Access *app.Access
+	Access *access.Service
 	// LimitedDelay holds a 429 to a login over the limits (0: the
 	// LimitedDelay constant); tests shorten it.
 	LimitedDelay time.Duration
@@ -78,6 +80,9 @@ type Deps struct {
 	// ReadTimeout bounds reading one request, headers and body (0: the
 	// ReadTimeout constant); tests shorten it.
 	ReadTimeout time.Duration
+	// WriteTimeout bounds writing one answer (0: the WriteTimeout
+	// constant); tests shorten it.
+	WriteTimeout time.Duration
 	// LastBackup, when set, puts the newest scheduled backup on the overview.
 	LastBackup func() (time.Time, int64, error)
 	// Pauser pauses and resumes destinations (nil: the routes answer 404).
@@ -134,11 +139,14 @@ func New(cfg *app.Config, deps Deps) *Server {
 	if deps.ReadTimeout <= 0 {
 		deps.ReadTimeout = ReadTimeout
 	}
+	if deps.WriteTimeout <= 0 {
+		deps.WriteTimeout = WriteTimeout
+	}
 	if deps.LimitedDelay <= 0 {
 		deps.LimitedDelay = LimitedDelay
 	}
 	if deps.Access == nil {
-		deps.Access = app.FixedAccess("", "")
+		deps.Access = access.Fixed("", "")
 	}
 	if deps.Stats == nil {
 		deps.Stats = app.NewStats(cfg, deps.Store, deps.Now)
@@ -166,12 +174,12 @@ func New(cfg *app.Config, deps Deps) *Server {
 		replays:  &replay.Service{Store: deps.Store, Searches: deps.Searches, Now: deps.Now, Wake: deps.Wake},
 	}
 	s.ui = ui.New(ui.Deps{Running: deps.Running, Store: deps.Store, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
-		LastBackup: deps.LastBackup, Pauser: deps.Pauser, May: may, Access: deps.Access, Searches: deps.Searches})
+		LastBackup: deps.LastBackup, Pauser: deps.Pauser, Access: deps.Access, Searches: deps.Searches})
 	s.ui.SetWho(s.who)
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:      cfg.Server.MaxBodyBytes,
 		ReadTimeout:    deps.ReadTimeout,
-		WriteTimeout:   WriteTimeout,
+		WriteTimeout:   deps.WriteTimeout,
 		IdleTimeout:    IdleTimeout,
 		ReadBufferSize: ReadBufferSize,
 		// Bodies are read as they arrive, by readBodies (bodies.go),
@@ -282,7 +290,7 @@ func (s *Server) closeConns() {
 }
 
 // Access is who may log in, for tests.
-func (s *Server) Access() *app.Access { return s.deps.Access }
+func (s *Server) Access() *access.Service { return s.deps.Access }
 
 // App exposes the Fiber app to tests (app.Test).
 func (s *Server) App() *fiber.App { return s.fiber }

@@ -95,7 +95,7 @@ func (s *Server) handleStream(c *fiber.Ctx) error {
 // revoked or expired token, a removed user, a changed role or password):
 // the latter ends the stream at once, with a revoked notice that says why
 // (Access.Hold signals it, here or from another node within
-// app.AccessPoll).
+// access.Poll).
 func (s *Server) writeStream(conn net.Conn, w *bufio.Writer, l *stream.Listener, id app.Identity) {
 	defer l.Close()
 	held, release := s.deps.Access.Hold(context.Background(), id)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/web"
 )
 
@@ -25,10 +26,10 @@ func TestStream_StuckListenerDropped(t *testing.T) {
 	heapBefore := heapInUse()
 
 	conn := stuckClient(t, strings.TrimPrefix(n.base, "http://"))
-	waitFor(t, "two listeners", func() bool { return n.hub.Listeners() == 2 })
+	apptest.Eventually(t, time.Minute, "two listeners", func() bool { return n.hub.Listeners() == 2 })
 	const events = 1500 // 3 MiB of bodies, 4 MiB on the wire: past the socket buffers and StreamQueue
 	flood(t, n, live, events)
-	waitFor(t, "the stuck listener dropped", func() bool { return n.hub.Listeners() == 1 })
+	apptest.Eventually(t, time.Minute, "the stuck listener dropped", func() bool { return n.hub.Listeners() == 1 })
 	heapAfter := heapInUse()
 	t.Logf("heap in use: %.1f MiB with one listener, %.1f MiB after %d events of 2 KiB not read by another (dropped)",
 		float64(heapBefore)/(1<<20), float64(heapAfter)/(1<<20), events)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/cli/clitest"
 	"hookbox/app/web"
 )
@@ -64,7 +65,8 @@ func startNginxInFront(t *testing.T, backend string) string {
 // from soaking the stream into its buffers and temp files (up to 1 GiB by
 // default) for it.
 func TestStream_ThroughNginx(t *testing.T) {
-	n := startStreamNode(t, openBolt(t))
+	const writeTimeout = time.Second // the server's, shortened: the stream must outlive it
+	n := startStreamNode(t, openBolt(t), func(d *web.Deps) { d.WriteTimeout = writeTimeout })
 	front := "http://" + startNginxInFront(t, strings.TrimPrefix(n.base, "http://"))
 	s := openStream(t, front, "", "")
 	if got := s.res.Header.Get("Content-Type"); got != "text/event-stream" {
@@ -77,7 +79,7 @@ func TestStream_ThroughNginx(t *testing.T) {
 			t.Fatalf("through nginx, event %d is %+v", i, e)
 		}
 	}
-	time.Sleep(web.WriteTimeout + time.Second) // the time this is about: fasthttp's deadline of the answer has passed
+	time.Sleep(writeTimeout + 500*time.Millisecond) // the time this is about: fasthttp's deadline of the answer has passed
 	sendTo(t, n.base, "late", "orders/create", []byte(`{"late":true}`))
 	if e := s.event(t); e.ID != "late" {
 		t.Fatalf("after WriteTimeout, got %+v", e)
@@ -85,7 +87,7 @@ func TestStream_ThroughNginx(t *testing.T) {
 
 	defer web.SetStreamTimes(app.StreamPing, 2*time.Second)()
 	stuckClient(t, strings.TrimPrefix(front, "http://"))
-	waitFor(t, "two listeners", func() bool { return n.hub.Listeners() == 2 })
+	apptest.Eventually(t, time.Minute, "two listeners", func() bool { return n.hub.Listeners() == 2 })
 	flood(t, n, s, 6000) // 16 MiB on the wire: past the buffers of three sockets and nginx
-	waitFor(t, "the stuck listener behind nginx dropped", func() bool { return n.hub.Listeners() == 1 })
+	apptest.Eventually(t, time.Minute, "the stuck listener behind nginx dropped", func() bool { return n.hub.Listeners() == 1 })
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/storage/postgres/pgtest"
 )
 
@@ -70,7 +71,7 @@ func TestStream_RevokedCallerEnds(t *testing.T) {
 	n := startStreamNode(t, openBolt(t))
 	who := app.Who{Actor: "test", Via: "cli", From: "local"}
 	const pw = "stream-password-1"
-	hash, err := app.HashPassword(pw)
+	hash, err := access.HashPassword(pw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,5 +143,5 @@ func TestStream_RevokedOnOtherNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	took := waitRevoked(t, s, start, "the token laptop was revoked")
-	t.Logf("a token revoked on node A ended its stream on node B %s later (AccessPoll %s)", took.Round(time.Millisecond), app.AccessPoll)
+	t.Logf("a token revoked on node A ended its stream on node B %s later (AccessPoll %s)", took.Round(time.Millisecond), access.Poll)
 }

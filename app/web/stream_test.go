@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
 	"hookbox/app/provider"
 	"hookbox/app/receive"
 	"hookbox/app/stream"
@@ -33,7 +34,7 @@ type streamNode struct {
 	srv  *web.Server
 	hub  *stream.Hub
 	db   storage.Store
-	acc  *app.Access
+	acc  *access.Service
 }
 
 func openBolt(t *testing.T) storage.Store {
@@ -60,12 +61,16 @@ func onBothStores(t *testing.T, f func(t *testing.T, db storage.Store)) {
 	t.Run("Postgres", func(t *testing.T) { f(t, openPostgres(t, pgtest.URL(t))) })
 }
 
-func startStreamNode(t *testing.T, db storage.Store) *streamNode {
+func startStreamNode(t *testing.T, db storage.Store, opts ...func(*web.Deps)) *streamNode {
 	t.Helper()
 	cfg := mustConfig(t, apiConfig)
 	hub := stream.NewHub(db)
 	acc := testAccess(t, cfg, db)
-	srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping, Access: acc, Stream: hub})
+	deps := web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping, Access: acc, Stream: hub}
+	for _, o := range opts {
+		o(&deps)
+	}
+	srv := web.New(cfg, deps)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -326,17 +331,6 @@ func TestStream_PingAndShutdown(t *testing.T) {
 		t.Fatalf("Shutdown took %s with a stream open; want it well under StreamPing (%s)", took, app.StreamPing)
 	}
 	t.Logf("graceful stop with a stream open: %s", took)
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited a minute for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // Two PostgreSQL nodes: an event accepted by node A arrives on a stream of

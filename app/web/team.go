@@ -1,5 +1,5 @@
 // The admin API of team access: the audit log, users and tokens. Changes
-// go through app.Access, which records them in the audit log itself.
+// go through access.Service, which records them in the audit log itself.
 
 package web
 
@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/access"
 )
 
 func (s *Server) routeTeam(r fiber.Router) {
@@ -165,9 +166,9 @@ func (s *Server) AddUser(c *fiber.Ctx, name, roleName, pw string) (string, bool,
 	}
 	generated := pw == ""
 	if generated {
-		pw = app.GeneratePassword()
+		pw = access.GeneratePassword()
 	}
-	hash, err := app.HashPassword(pw)
+	hash, err := access.HashPassword(pw)
 	if err != nil {
 		return "", false, app.Errorf(app.EINVALID, "%v", err)
 	}
@@ -210,7 +211,7 @@ func (s *Server) handleSetPassword(c *fiber.Ctx) error {
 	if err := decodeBody(c, &in); err != nil {
 		return s.sendError(c, err)
 	}
-	hash, err := app.HashPassword(in.Password)
+	hash, err := access.HashPassword(in.Password)
 	if err != nil {
 		return s.sendError(c, app.Errorf(app.EINVALID, "%v", err))
 	}

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/access"
+	"hookbox/app/apptest"
 	"hookbox/app/config"
 	"hookbox/app/receive"
 	"hookbox/app/web"
@@ -115,7 +117,7 @@ secret = "s3cret-shop"
 	}
 	t.Cleanup(func() { db.Close() })
 	srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping,
-		Access: app.FixedAccess("admin", "pw")})
+		Access: access.Fixed("admin", "pw")})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -176,13 +178,9 @@ secret = "s3cret-shop"
 
 	// The renewer writes pair B: the next handshakes get it, no restart.
 	certB := writePair(t, certFile, keyFile, "hooks.example.com", 2002)
-	deadline := time.Now().Add(5 * time.Second)
-	for servedSerial(t, addr) != certB.SerialNumber.Int64() {
-		if time.Now().After(deadline) {
-			t.Fatal("the served certificate did not switch to pair B")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	apptest.Eventually(t, 5*time.Second, "the served certificate switched to pair B", func() bool {
+		return servedSerial(t, addr) == certB.SerialNumber.Int64()
+	})
 
 	// A broken pair (a key that does not match) keeps B in service, once
 	// the watcher has tried it and said it does not load (earlier reports,
@@ -193,14 +191,12 @@ secret = "s3cret-shop"
 	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: certA.Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); !al.has(web.AlertCertFiles, "do not load"); time.Sleep(5 * time.Millisecond) {
+	apptest.Eventually(t, 5*time.Second, "the mismatched pair tried", func() bool {
 		if got := servedSerial(t, addr); got != certB.SerialNumber.Int64() {
 			t.Fatalf("after a mismatched pair: serial %d, want B's %d", got, certB.SerialNumber.Int64())
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the mismatched pair was never tried")
-		}
-	}
+		return al.has(web.AlertCertFiles, "do not load")
+	})
 	if got := servedSerial(t, addr); got != certB.SerialNumber.Int64() {
 		t.Fatalf("after a mismatched pair: serial %d, want B's %d", got, certB.SerialNumber.Int64())
 	}

@@ -117,7 +117,7 @@ func TestScale_MillionIDs(t *testing.T) {
 		if k < app.DefaultSweepChunk {
 			break
 		}
-		time.Sleep(app.DefaultChunkPause)
+		time.Sleep(app.DefaultChunkPause) // the sweeper's pause between chunks: real time the ingest is measured over
 	}
 	swept := time.Since(sweepStart)
 	sweepEnd := time.Now()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/storage/postgres"
 	"hookbox/storage/postgres/pgtest"
 	"hookbox/storage/storetest"
@@ -222,21 +223,22 @@ func TestLeader_OneAtATime(t *testing.T) {
 	}
 	waitOne := func() int {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			if l := leaders(); len(l) == 1 {
-				return l[0]
-			} else if len(l) > 1 {
+		one := -1
+		apptest.Eventually(t, 10*time.Second, "a node taking the cluster's jobs", func() bool {
+			l := leaders()
+			if len(l) > 1 {
 				t.Fatalf("nodes %v all run the cluster's jobs", l)
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		t.Fatal("no node took the cluster's jobs")
-		return -1
+			if len(l) == 1 {
+				one = l[0]
+			}
+			return one >= 0
+		})
+		return one
 	}
 	first := waitOne()
 	for range 5 { // it stays one
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(opt.Poll / 2) // the time is what is checked: still one leader over two and a half polls
 		if l := leaders(); !slices.Equal(l, []int{first}) {
 			t.Fatalf("leaders %v, want only %d", l, first)
 		}

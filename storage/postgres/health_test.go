@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/storage/postgres"
 	"hookbox/storage/postgres/pgtest"
 	"hookbox/storage/storetest"
@@ -97,10 +98,9 @@ func TestOnCommit_DatabaseFails(t *testing.T) {
 			restored = true
 			from = o.count()
 			// The pool connects again at the next write.
-			deadline := time.Now().Add(10 * time.Second)
-			for db.SetMeta(context.Background(), "health_probe", []byte("y")) != nil && time.Now().Before(deadline) {
-				time.Sleep(50 * time.Millisecond)
-			}
+			apptest.Until(t, 10*time.Second, func() error {
+				return db.SetMeta(context.Background(), "health_probe", []byte("y"))
+			})
 			if got := o.since(from); len(got) == 0 || got[len(got)-1] != nil {
 				t.Fatalf("after the database took writes again, OnCommit heard %v; want a success last", got)
 			}

@@ -471,6 +471,10 @@ func copyBolt(db *bolt.DB, path string, stop <-chan struct{}) error {
 		if err != nil {
 			return err
 		}
-		time.Sleep(5 * time.Millisecond)
+		select { // a backup every few milliseconds, not back to back
+		case <-stop:
+			return nil
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
