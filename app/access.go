@@ -41,6 +41,9 @@ func (r Role) String() string {
 	return roleNames[r]
 }
 
+// Roles returns the roles a user or token may have, weakest first.
+func Roles() []Role { return []Role{RoleViewer, RoleOperator, RoleAdmin} }
+
 // Allows reports whether r may do what needs need.
 func (r Role) Allows(need Role) bool { return r != RoleNone && r >= need }
 

@@ -82,3 +82,11 @@ func DestinationAlert(h DestinationHealth, now time.Time, failingFor time.Durati
 	}
 	return ""
 }
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

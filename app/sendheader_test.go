@@ -12,6 +12,9 @@ import (
 	"hookbox/app/config"
 )
 
+// destSecret is a destination's Standard Webhooks secret.
+const destSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
 // The header of a delivery, as received and transformed, to a destination
 // that forwards signatures and one that does not: with a transformed body
 // the provider's signatures (in every spelling) and the headers that

@@ -258,7 +258,7 @@ type CountStore interface {
 	Lasts(ctx context.Context) (map[Named]Last, error)
 }
 
-// StatsStore is what Stats needs of the store: the counts it keeps and
+// StatsStore is what Stats (NewStats) needs of the store: the counts it keeps and
 // shows, and the destinations' stored health.
 type StatsStore interface {
 	CountStore
@@ -268,7 +268,7 @@ type StatsStore interface {
 	DestinationHealths(ctx context.Context) (map[string]DestinationHealth, error)
 }
 
-// AlertStore is what the Alerter reads of the store: the dead deliveries
+// AlertStore is what the Alerter (app/alert) reads of the store: the dead deliveries
 // it alerts on, the records set aside it reports, and how many deliveries
 // wait for a destination.
 type AlertStore interface {
@@ -284,8 +284,9 @@ type AlertStore interface {
 
 // Destinations: the Pauser, the dispatcher's lanes and the health notes.
 
-// ControlStore keeps destinations' controls. Every node of a cluster
-// reads the same ones.
+// ControlStore keeps destinations' controls: the Pauser writes pauses,
+// the dispatcher (its Controls) reads them and writes Retry-After holds.
+// Every node of a cluster reads the same ones.
 type ControlStore interface {
 	// PauseDestination pauses dest from at, by by for reason, durably; a
 	// pause of a paused destination keeps the first one's time and who.
@@ -302,7 +303,8 @@ type ControlStore interface {
 }
 
 // RateStore is a store that keeps a destination's rate for a cluster
-// (PostgreSQL): the nodes reserve their starts from one shared slot.
+// (PostgreSQL only): the nodes reserve their starts from one shared slot.
+// serve sets it as the dispatcher's Rates.
 type RateStore interface {
 	// ReserveStarts reserves n starts to dest spaced by spacing and
 	// returns when the first may start and the store's clock now: the
@@ -310,8 +312,9 @@ type RateStore interface {
 	ReserveStarts(ctx context.Context, dest string, n int, spacing time.Duration) (first, now time.Time, err error)
 }
 
-// HealthStore keeps destinations' health. Every node of a cluster reads
-// and merges into the same records.
+// HealthStore keeps destinations' health: the dispatcher (its Health)
+// reads and writes it, the Alerter (its Health) marks what it alerted on.
+// Every node of a cluster reads and merges into the same records.
 type HealthStore interface {
 	// SaveDestinationHealth merges a node's view of dest into its stored
 	// health (MergeHealth), in one write; Alerted is the store's, kept.
@@ -325,7 +328,8 @@ type HealthStore interface {
 	MarkDestinationAlerted(ctx context.Context, dest string, from, to time.Time) (bool, error)
 }
 
-// Access: Access (the server's users and tokens), hookbox user and token.
+// Access: the access service (app/access: the server's users, tokens and
+// audit log), and hookbox user and token on a stopped server or PostgreSQL.
 
 // AccessStore keeps users and tokens; on PostgreSQL every node shares
 // them. Names are unique among users and among tokens.
@@ -369,7 +373,8 @@ type AccessStore interface {
 	EnsureFirstUser(ctx context.Context, name string, at time.Time, first func() ([]byte, error)) (created bool, err error)
 }
 
-// AuditStore keeps the audit log.
+// AuditStore keeps the audit log: the access service appends to it and
+// reads it (the Audit page and API).
 type AuditStore interface {
 	// AppendAudit adds e durably, setting its Seq.
 	AppendAudit(ctx context.Context, e AuditEntry) error
@@ -382,7 +387,7 @@ type AuditStore interface {
 
 // MetaStore keeps small settings by name, such as the status password's
 // hash of an older hookbox (which EnsureFirstUser turns into the admin
-// user).
+// user); serve's storage health probe writes one.
 type MetaStore interface {
 	// Meta returns the value kept under name, nil when there is none.
 	Meta(ctx context.Context, name string) ([]byte, error)
@@ -392,7 +397,7 @@ type MetaStore interface {
 
 // Maintenance: the Sweeper, the backups, and what serve wires.
 
-// SweepStore is what the Sweeper needs of the store: each method forgets
+// SweepStore is what the Sweeper (app/sweep) needs of the store: each method forgets
 // or deletes what retention no longer keeps, a bounded chunk at a time.
 type SweepStore interface {
 	// ForgetExpiredIDs forgets at most limit ids that expired at or before
@@ -412,7 +417,8 @@ type SweepStore interface {
 	PruneCounts(ctx context.Context, before time.Time) (int, error)
 }
 
-// BackupStore writes consistent copies of the data file (bboltstore.DB).
+// BackupStore writes consistent copies of the data file (bboltstore.DB
+// only): the Backuper (app/backup) takes it.
 type BackupStore interface {
 	// WriteBackup writes a complete copy to path atomically and returns its size.
 	WriteBackup(ctx context.Context, path string) (int64, error)

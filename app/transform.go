@@ -110,41 +110,6 @@ func MaskSecretValues(text string, h []HeaderField) string {
 	return text
 }
 
-// sendTransforms are the routes' transforms for the dispatcher, by route
-// name, and the bound of the bodies they make; built once.
-type sendTransforms struct {
-	byRoute map[string]Transform // nil when no route has one
-	max     int
-}
-
-func newSendTransforms(cfg *Config) sendTransforms {
-	s := sendTransforms{max: cfg.Server.MaxBodyBytes}
-	for _, r := range cfg.Routes {
-		if r.Transform != nil {
-			if s.byRoute == nil {
-				s.byRoute = map[string]Transform{}
-			}
-			s.byRoute[r.Name] = r.Transform
-		}
-	}
-	return s
-}
-
-// of returns the body w goes out with: nil (the event's, with the
-// sender's headers) unless its route has a transform. The event's body
-// is parsed again for each delivery: the transforms of one event run in
-// different senders, at different times.
-func (s *sendTransforms) of(w Work) (*Transformed, error) {
-	if s.byRoute == nil {
-		return nil, nil
-	}
-	t := s.byRoute[w.Delivery.Route]
-	if t == nil {
-		return nil, nil
-	}
-	return ApplyTransform(t, w.Event.RuleInput(), s.max)
-}
-
 // bodyHeader reports whether a sender's header named name (canonical)
 // describes the body it sent: not forwarded with a body a transform made
 // instead (its Content-Type, Content-Encoding, Content-Length, digests).

@@ -84,13 +84,14 @@ func (u *UI) replayOne(c *fiber.Ctx) error {
 		return u.render(c, 200, "confirm", "Replay?", map[string]any{"Action": "/deliveries/" + strconv.FormatUint(id, 10) + "/replay",
 			"Question": question, "Back": request.SafeNext(request.PostValue(c, "back"))})
 	}
-	if err := u.d.Store.Replay(ctx, id, u.d.Now()); err != nil {
+	// Confirmed: the page named a delivered one as delivered, so the
+	// replay is forced, by the API's rule (replay.Service.One).
+	if _, _, err := u.replays().One(ctx, id, true); err != nil {
 		if errors.Is(err, app.ErrNotFound) {
 			return fiber.ErrNotFound
 		}
 		return err
 	}
-	u.d.Wake()
 	back := request.SafeNext(request.PostValue(c, "back"))
 	if back == "/" {
 		back = "/dead-letters?replayed=1"

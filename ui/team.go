@@ -22,7 +22,11 @@ type teamToken struct {
 func (u *UI) team(c *fiber.Ctx) error { return u.renderTeam(c, fiber.StatusOK, "", "", "") }
 
 func (u *UI) renderTeam(c *fiber.Ctx, status int, msg, bad, secret string) error {
-	data := map[string]any{"Msg": msg, "Bad": bad, "Secret": secret, "Roles": []string{"viewer", "operator", "admin"}}
+	var roles []string
+	for _, r := range app.Roles() {
+		roles = append(roles, r.String())
+	}
+	data := map[string]any{"Msg": msg, "Bad": bad, "Secret": secret, "Roles": roles}
 	if a := u.d.Access; a != nil {
 		data["Users"] = a.Users()
 		var toks []teamToken

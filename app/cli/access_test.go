@@ -296,6 +296,15 @@ func TestAccess_HelpSaysRolesFromTable(t *testing.T) {
 			}
 		}
 	}
+	// The commands that call the admin API say the role they need.
+	for cmd, role := range map[string]app.Role{"replay": app.ActReplayQuery.Role(), "retry": app.ActRetry.Role(),
+		"pause": app.ActPause.Role(), "resume": app.ActResume.Role(), "backup": app.ActDownloadBackup.Role()} {
+		var out, errOut strings.Builder
+		Run(context.Background(), []string{cmd, "-h"}, &out, &errOut)
+		if want := "It needs the " + role.String() + " role"; !strings.Contains(out.String(), want) {
+			t.Errorf("%s -h does not say %q:\n%s", cmd, want, out.String())
+		}
+	}
 	var out, errOut strings.Builder
 	Run(context.Background(), []string{"listen", "-h"}, &out, &errOut)
 	if want := app.ActStream.Role().String() + " is enough"; !strings.Contains(out.String(), want) {

@@ -92,18 +92,18 @@ var commands = []*command{
 			"shopify-* (-shopify-headers new) or both.", run: runSign},
 	{name: "replay", synopsis: "[-config FILE] -all | [-force] ID... | [-force] -event SOURCE/ID | -since T [-until T] [-source S] [-topic T] [-destination D] [-status dead|delivered|any] [-q TEXT] [-dry-run] [-force] [-json]",
 		summary: "replay deliveries (dead, by id, by event, or by query) through the running server",
-		help:    replayHelp, run: runReplay},
+		help:    replayHelp + needs(app.ActReplay, app.ActReplayDead, app.ActReplayQuery), run: runReplay},
 	{name: "retry", synopsis: "[-config FILE] [-json] ID... | -destination NAME", summary: "send waiting deliveries now, not at their next retry",
-		help: retryHelp, run: runRetry},
+		help: retryHelp + needs(app.ActRetry, app.ActRetryDestination), run: runRetry},
 	// Pause, resume (pause.go).
 	{name: "pause", synopsis: "[-config FILE] [-reason TEXT] NAME", summary: "pause a destination: nothing is sent to it, deliveries wait",
-		help: pauseHelp, run: runPause},
+		help: pauseHelp + needs(app.ActPause), run: runPause},
 	{name: "resume", synopsis: "[-config FILE] NAME", summary: "resume a paused destination: its waiting deliveries go out in accept order",
-		help: resumeHelp, run: runResume},
+		help: resumeHelp + needs(app.ActResume), run: runResume},
 	{name: "backup", synopsis: "[-config FILE] -o FILE", summary: "save a hot copy of the data file from the running server",
 		help: "Downloads a consistent copy of the data file through the running server's admin\n" +
 			"API ([status] user and password), writes it to FILE atomically and checks it.\n" +
-			"To restore: stop hookbox, then hookbox restore FILE.", run: runBackup},
+			"To restore: stop hookbox, then hookbox restore FILE." + needs(app.ActDownloadBackup), run: runBackup},
 	{name: "restore", synopsis: "[-config FILE] [-check] FILE", summary: "put a backup in place of the data file (hookbox stopped)",
 		help: restoreHelp, run: runRestore},
 	{name: "bench", synopsis: "[-config FILE] -source NAME [-url URL] [-c N] [-rate R] [-d DUR] [-size B] [-dup F] [-json FILE] | -compare [-provider P]",
@@ -168,6 +168,20 @@ const replayHelp = "Sends deliveries again through the running server's admin AP
 	"  hookbox replay -since 2026-11-29T13:00:00Z -until 2026-11-29T17:00:00Z -topic 'orders/*' -force\n" +
 	"  hookbox replay -q '#1004' -destination pos -dry-run\n" +
 	"  hookbox replay -event shop/wh-1004 -force"
+
+// needs is the sentence that ends the help of a command that calls the
+// admin API: the weakest role that may do all of its actions, from app's
+// table of roles.
+func needs(actions ...app.Action) string {
+	role := app.RoleViewer
+	for _, a := range actions {
+		role = max(role, a.Role())
+	}
+	if role == app.RoleAdmin {
+		return "\nIt needs the admin role (hookbox user -h says what each role may)."
+	}
+	return "\nIt needs the " + role.String() + " role or above (hookbox user -h says what each role may)."
+}
 
 // findCommand returns the subcommand called name, or nil.
 func findCommand(name string) *command {

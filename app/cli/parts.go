@@ -19,6 +19,7 @@ import (
 	backups "hookbox/app/backup"
 	"hookbox/app/cmdsend"
 	"hookbox/app/config"
+	"hookbox/app/dispatch"
 	"hookbox/app/httpsend"
 	"hookbox/app/mail"
 	"hookbox/app/metrics"
@@ -38,7 +39,7 @@ type parts struct {
 	n      *node
 
 	stats      *app.Stats
-	dispatcher *app.Dispatcher
+	dispatcher *dispatch.Dispatcher
 	hub        *stream.Hub
 	alerter    *alert.Alerter
 	mailer     *mail.Mailer // nil: no email
@@ -68,7 +69,7 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, lo
 	prom := metrics.New(stats, db) // stats reports to it; /metrics serves it
 	sender := httpsend.New(cfg, Version)
 	commands := cmdsend.New(cfg, Version)
-	dispatcher := app.NewDispatcher(cfg, db, app.Senders{HTTP: sender, Command: commands})
+	dispatcher := dispatch.New(cfg, db, app.Senders{HTTP: sender, Command: commands})
 	dispatcher.Stats = stats
 	dispatcher.Controls = db   // pauses and Retry-After holds
 	dispatcher.Rates = n.rates // on PostgreSQL, the rate's slots for every node

@@ -16,6 +16,7 @@ import (
 	"hookbox/app"
 	"hookbox/app/apptest"
 	"hookbox/app/config"
+	"hookbox/app/dispatch"
 	"hookbox/app/httpsend"
 	"hookbox/app/provider"
 	"hookbox/app/receive"
@@ -90,7 +91,7 @@ to = ["good", "wrong"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv, disp := receive.New(cfg, db), app.NewDispatcher(cfg, db, httpsend.New(cfg, "dev"))
+	recv, disp := receive.New(cfg, db), dispatch.New(cfg, db, httpsend.New(cfg, "dev"))
 	db.OnOpened(disp.Wake)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -56,22 +56,19 @@ func decodeCounts(b []byte) (app.Counts, error) {
 func hourKey(h int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(h)) }
 
 // counter holds the counts that are not written yet and that no write
-// carries: those AddCounts took (pending) and, while a commit carries
-// them, those (flight, written by the write transaction flightTx). The
-// same goes for the counts by name (named.go). A write's own counts are
-// its transaction's (txState.counts).
+// carries: those AddCounts and AddNamed took (pending) and, while a
+// commit carries them, those (flight, written by the write transaction
+// flightTx). The tallies' rules are the domain's (app.CountTally). A
+// write's own counts are its transaction's (txState.counts).
 type counter struct {
-	mu           sync.Mutex
-	pending      map[int64]*app.Counts
-	pendingNamed map[hourName]uint64
-	flight       map[int64]*app.Counts
-	flightNamed  map[hourName]uint64
-	flightTx     int
+	mu       sync.Mutex
+	pending  app.CountTally
+	flight   app.CountTally
+	flying   bool // a commit carries flight
+	flightTx int
 }
 
-func newCounter() *counter {
-	return &counter{pending: map[int64]*app.Counts{}, pendingNamed: map[hourName]uint64{}}
-}
+func newCounter() *counter { return &counter{} }
 
 // add adds c to hour h of m.
 func add(m map[int64]*app.Counts, h int64, c app.Counts) {
@@ -85,7 +82,7 @@ func add(m map[int64]*app.Counts, h int64, c app.Counts) {
 // AddCounts adds c to the hour of at; the next commit writes it.
 func (d *DB) AddCounts(at time.Time, c app.Counts) {
 	d.counts.mu.Lock()
-	add(d.counts.pending, app.Hour(at), c)
+	d.counts.pending.Add(app.Hour(at), c)
 	d.counts.mu.Unlock()
 }
 
@@ -99,14 +96,12 @@ func (d *DB) writeCounts(tx *bolt.Tx, delta *app.CountDelta, fold *countFold) er
 	fold.fold(delta)
 	all, named, lasts := fold.all, fold.named, fold.lasts
 	d.counts.mu.Lock()
-	if len(d.counts.pending) > 0 || len(d.counts.pendingNamed) > 0 {
-		d.counts.flight, d.counts.pending = d.counts.pending, map[int64]*app.Counts{}
-		d.counts.flightNamed, d.counts.pendingNamed = d.counts.pendingNamed, map[hourName]uint64{}
-		d.counts.flightTx = tx.ID()
-		for h, c := range d.counts.flight {
+	if !d.counts.pending.Empty() {
+		d.counts.flight, d.counts.flying, d.counts.flightTx = d.counts.pending.Take(), true, tx.ID()
+		for h, c := range d.counts.flight.Hours {
 			add(all, h, *c)
 		}
-		for hn, n := range d.counts.flightNamed {
+		for hn, n := range d.counts.flight.Named {
 			named[hn] += n
 		}
 	}
@@ -133,13 +128,13 @@ func (d *DB) writeCounts(tx *bolt.Tx, delta *app.CountDelta, fold *countFold) er
 // does not build three maps.
 type countFold struct {
 	all   map[int64]*app.Counts
-	named map[hourName]uint64
+	named map[app.HourName]uint64
 	lasts map[app.Named]app.Last
 	spare []*app.Counts // the hours' counts of the last commit, for reuse
 }
 
 func newCountFold() *countFold {
-	return &countFold{all: map[int64]*app.Counts{}, named: map[hourName]uint64{}, lasts: map[app.Named]app.Last{}}
+	return &countFold{all: map[int64]*app.Counts{}, named: map[app.HourName]uint64{}, lasts: map[app.Named]app.Last{}}
 }
 
 // fold empties f, then sums delta into it and keeps the latest of each
@@ -166,7 +161,7 @@ func (f *countFold) fold(delta *app.CountDelta) {
 		c[k.Kind] += k.N
 	}
 	for _, n := range delta.Named {
-		f.named[hourName{app.Hour(n.At), app.Named{Kind: n.Kind, Name: n.Name}}] += n.N
+		f.named[app.HourName{Hour: app.Hour(n.At), Named: app.Named{Kind: n.Kind, Name: n.Name}}] += n.N
 	}
 	for _, l := range delta.Lasts {
 		key := app.Named{Kind: l.Kind, Name: l.Name}
@@ -200,14 +195,9 @@ func putCounts(tx *bolt.Tx, m map[int64]*app.Counts) error {
 func (d *DB) settleCounts(committed bool) {
 	d.counts.mu.Lock()
 	if !committed {
-		for h, c := range d.counts.flight {
-			add(d.counts.pending, h, *c)
-		}
-		for hn, n := range d.counts.flightNamed {
-			d.counts.pendingNamed[hn] += n
-		}
+		d.counts.pending.AddTally(d.counts.flight)
 	}
-	d.counts.flight, d.counts.flightNamed = nil, nil
+	d.counts.flight, d.counts.flying = app.CountTally{}, false
 	d.counts.mu.Unlock()
 }
 
@@ -233,30 +223,16 @@ func (d *DB) HourlyCounts(ctx context.Context, from, to time.Time) ([]app.HourCo
 		// flight of a commit newer than the snapshot.
 		d.counts.mu.Lock()
 		defer d.counts.mu.Unlock()
-		for h, c := range d.counts.pending {
-			if h >= first && h <= last {
-				add(byHour, h, *c)
-			}
-		}
-		if d.counts.flight != nil && tx.ID() < d.counts.flightTx {
-			for h, c := range d.counts.flight {
-				if h >= first && h <= last {
-					add(byHour, h, *c)
-				}
-			}
+		d.counts.pending.HoursInto(byHour, first, last)
+		if d.counts.flying && tx.ID() < d.counts.flightTx {
+			d.counts.flight.HoursInto(byHour, first, last)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("hourly counts: %w", err)
 	}
-	out := make([]app.HourCounts, 0, len(byHour))
-	for h := first; h <= last; h++ {
-		if c := byHour[h]; c != nil {
-			out = append(out, app.HourCounts{Hour: app.HourStart(h), Counts: *c})
-		}
-	}
-	return out, nil
+	return app.HourlyOf(byHour, first, last), nil
 }
 
 // PruneCounts forgets the hours that end at or before t, written or
@@ -286,16 +262,7 @@ func (d *DB) PruneCounts(ctx context.Context, t time.Time) (int, error) {
 		}
 		// Before writeCounts, at the transaction's end, takes them.
 		d.counts.mu.Lock()
-		for h := range d.counts.pending {
-			if h < end {
-				delete(d.counts.pending, h)
-			}
-		}
-		for hn := range d.counts.pendingNamed {
-			if hn.h < end {
-				delete(d.counts.pendingNamed, hn)
-			}
-		}
+		d.counts.pending.Prune(end)
 		d.counts.mu.Unlock()
 		return nil
 	})
@@ -309,16 +276,15 @@ func (d *DB) PruneCounts(ctx context.Context, t time.Time) (int, error) {
 // stopped.
 func (d *DB) flushCounts() error {
 	d.counts.mu.Lock()
-	pending, named := d.counts.pending, d.counts.pendingNamed
-	d.counts.pending, d.counts.pendingNamed = map[int64]*app.Counts{}, map[hourName]uint64{}
+	taken := d.counts.pending.Take()
 	d.counts.mu.Unlock()
-	if len(pending) == 0 && len(named) == 0 {
+	if taken.Empty() {
 		return nil
 	}
 	return d.db.Update(func(tx *bolt.Tx) error {
-		if err := putCounts(tx, pending); err != nil {
+		if err := putCounts(tx, taken.Hours); err != nil {
 			return err
 		}
-		return putNamed(tx, named)
+		return putNamed(tx, taken.Named)
 	})
 }

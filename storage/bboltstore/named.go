@@ -27,12 +27,6 @@ var bucketLast = []byte("last")
 // namedVersion is the first byte of a named count and of a last record.
 const namedVersion = 1
 
-// hourName is one count by name in one unix hour.
-type hourName struct {
-	h int64
-	n app.Named
-}
-
 func namedKey(h int64, n app.Named) []byte {
 	k := make([]byte, 9, 9+len(n.Name))
 	binary.BigEndian.PutUint64(k, uint64(h))
@@ -72,15 +66,15 @@ func decodeLast(v []byte) (app.Last, error) {
 // AddNamed adds n to (k, name) in the hour of at; the next commit writes it.
 func (d *DB) AddNamed(at time.Time, k app.NameKind, name string, n uint64) {
 	d.counts.mu.Lock()
-	d.counts.pendingNamed[hourName{app.Hour(at), app.Named{Kind: k, Name: name}}] += n
+	d.counts.pending.AddNamed(app.Hour(at), app.Named{Kind: k, Name: name}, n)
 	d.counts.mu.Unlock()
 }
 
 // putNamed adds m's counts to the bucket.
-func putNamed(tx *bolt.Tx, m map[hourName]uint64) error {
+func putNamed(tx *bolt.Tx, m map[app.HourName]uint64) error {
 	b := tx.Bucket(bucketNamed)
 	for hn, n := range m {
-		k := namedKey(hn.h, hn.n)
+		k := namedKey(hn.Hour, hn.Named)
 		if v := b.Get(k); v != nil {
 			if old, err := decodeNamed(v); err == nil {
 				n += old
@@ -130,17 +124,9 @@ func (d *DB) NamedCounts(ctx context.Context, from, to time.Time) (map[app.Named
 		// What this view's snapshot does not hold yet (see HourlyCounts).
 		d.counts.mu.Lock()
 		defer d.counts.mu.Unlock()
-		for hn, n := range d.counts.pendingNamed {
-			if hn.h >= first && hn.h <= last {
-				out[hn.n] += n
-			}
-		}
-		if d.counts.flightNamed != nil && tx.ID() < d.counts.flightTx {
-			for hn, n := range d.counts.flightNamed {
-				if hn.h >= first && hn.h <= last {
-					out[hn.n] += n
-				}
-			}
+		d.counts.pending.NamedInto(out, first, last)
+		if d.counts.flying && tx.ID() < d.counts.flightTx {
+			d.counts.flight.NamedInto(out, first, last)
 		}
 		return nil
 	})

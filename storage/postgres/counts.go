@@ -43,17 +43,10 @@ const nameUpsert = `
 const lastUpsert = `
 	ON CONFLICT (kind, name, node, shard) DO UPDATE SET at = EXCLUDED.at, text = EXCLUDED.text WHERE l.at <= EXCLUDED.at`
 
-// hourName is one count by name in one unix hour.
-type hourName struct {
-	h int64
-	n app.Named
-}
-
 // counts holds what AddCounts and AddNamed took until the flusher writes it.
 type counts struct {
 	mu      sync.Mutex
-	pending map[int64]*app.Counts
-	named   map[hourName]uint64
+	pending app.CountTally // the domain's rules: sum, take, give back, prune
 	// flushing is held while pending is written, and by readers, so that
 	// no reader sees a flush half done (neither in pending nor committed).
 	flushing sync.Mutex
@@ -87,12 +80,7 @@ func (d *DB) giveShard(s int32) {
 // countFlushEvery, and at Close.
 func (d *DB) AddCounts(at time.Time, c app.Counts) {
 	d.counts.mu.Lock()
-	h := app.Hour(at)
-	if cur := d.counts.pending[h]; cur != nil {
-		cur.Add(c)
-	} else {
-		d.counts.pending[h] = &c
-	}
+	d.counts.pending.Add(app.Hour(at), c)
 	d.counts.mu.Unlock()
 }
 
@@ -102,37 +90,17 @@ func (d *DB) flushCounts(ctx context.Context) error {
 	d.counts.flushing.Lock()
 	defer d.counts.flushing.Unlock()
 	d.counts.mu.Lock()
-	taken, named := d.counts.pending, d.counts.named
-	d.counts.pending, d.counts.named = map[int64]*app.Counts{}, map[hourName]uint64{}
+	taken := d.counts.pending.Take()
 	d.counts.mu.Unlock()
-	if len(taken) == 0 && len(named) == 0 {
+	if taken.Empty() {
 		return nil
 	}
 	giveBack := func() {
 		d.counts.mu.Lock()
-		for h, c := range taken {
-			if cur := d.counts.pending[h]; cur != nil {
-				cur.Add(*c)
-			} else {
-				d.counts.pending[h] = c
-			}
-		}
-		for hn, n := range named {
-			d.counts.named[hn] += n
-		}
+		d.counts.pending.AddTally(taken)
 		d.counts.mu.Unlock()
 	}
-	var delta app.CountDelta
-	for h, c := range taken {
-		for k, n := range c {
-			if n > 0 {
-				delta.Kinds = append(delta.Kinds, app.KindDelta{At: app.HourStart(h), Kind: app.Kind(k), N: n})
-			}
-		}
-	}
-	for hn, n := range named {
-		delta.Named = append(delta.Named, app.NamedDelta{At: app.HourStart(hn.h), Kind: hn.n.Kind, Name: hn.n.Name, N: n})
-	}
+	delta := taken.Delta()
 	shard := d.takeShard()
 	defer d.giveShard(shard)
 	err := addDelta(ctx, d.pool, &delta, d.node, shard)
@@ -147,7 +115,7 @@ func (d *DB) flushCounts(ctx context.Context) error {
 // countFlushEvery, and at Close.
 func (d *DB) AddNamed(at time.Time, k app.NameKind, name string, n uint64) {
 	d.counts.mu.Lock()
-	d.counts.named[hourName{app.Hour(at), app.Named{Kind: k, Name: name}}] += n
+	d.counts.pending.AddNamed(app.Hour(at), app.Named{Kind: k, Name: name}, n)
 	d.counts.mu.Unlock()
 }
 
@@ -174,11 +142,7 @@ func (d *DB) NamedCounts(ctx context.Context, from, to time.Time) (map[app.Named
 		return nil, fmt.Errorf("counts by name: %w", err)
 	}
 	d.counts.mu.Lock()
-	for hn, n := range d.counts.named {
-		if hn.h >= first && hn.h <= last {
-			out[hn.n] += n
-		}
-	}
+	d.counts.pending.NamedInto(out, first, last)
 	d.counts.mu.Unlock()
 	return out, nil
 }
@@ -256,25 +220,9 @@ func (d *DB) HourlyCounts(ctx context.Context, from, to time.Time) ([]app.HourCo
 		return nil, fmt.Errorf("hourly counts: %w", err)
 	}
 	d.counts.mu.Lock()
-	for h, c := range d.counts.pending {
-		if h < first || h > last {
-			continue
-		}
-		if cur := byHour[h]; cur != nil {
-			cur.Add(*c)
-		} else {
-			cc := *c
-			byHour[h] = &cc
-		}
-	}
+	d.counts.pending.HoursInto(byHour, first, last)
 	d.counts.mu.Unlock()
-	out := make([]app.HourCounts, 0, len(byHour))
-	for h := first; h <= last; h++ {
-		if c := byHour[h]; c != nil {
-			out = append(out, app.HourCounts{Hour: app.HourStart(h), Counts: *c})
-		}
-	}
-	return out, nil
+	return app.HourlyOf(byHour, first, last), nil
 }
 
 // PruneCounts forgets the hours that end at or before t, on every node.
@@ -290,16 +238,7 @@ func (d *DB) PruneCounts(ctx context.Context, t time.Time) (int, error) {
 		return 0, fmt.Errorf("prune counts by name: %w", err)
 	}
 	d.counts.mu.Lock()
-	for h := range d.counts.pending {
-		if h < end {
-			delete(d.counts.pending, h)
-		}
-	}
-	for hn := range d.counts.named {
-		if hn.h < end {
-			delete(d.counts.named, hn)
-		}
-	}
+	d.counts.pending.Prune(end)
 	d.counts.mu.Unlock()
 	return int(tag.RowsAffected()), nil
 }

@@ -164,8 +164,6 @@ func Open(ctx context.Context, rawURL string, opt Options) (*DB, error) {
 		stop:    make(chan struct{}),
 		indexed: make(chan struct{}),
 	}
-	d.counts.pending = map[int64]*app.Counts{}
-	d.counts.named = map[hourName]uint64{}
 	d.counts.shards = make(chan int32, 64)
 	if err := d.init(ctx); err != nil {
 		pool.Close()

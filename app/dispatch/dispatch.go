@@ -1,4 +1,4 @@
-package app
+package dispatch
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"hookbox/app"
 )
 
 // Dispatcher takes pending deliveries out of the outbox and hands them to
@@ -17,42 +19,71 @@ import (
 // on a timer for the next due time (at most every readWait while work
 // waits for slots); it never polls an idle outbox.
 //
-// Read top to bottom: Run wakes and calls dispatch, which makes a pass
-// over each lane (pass); start hands a delivery to one of the lane's
-// senders, send makes the attempt, and record (record.go) writes finished
-// attempts in batches (recorded ends their leases). What a lane learns of its
-// destination's answers, and the probes and early retries that follow,
-// are in recovery.go; the retry schedule in retry.go; a lane's pause,
-// Retry-After hold and rate in control.go.
+// Read top to bottom, in this file: Run wakes and calls dispatch, which
+// makes a pass over each lane (passLane); start hands a delivery to one
+// of the lane's senders, send makes the attempt and decides its outcome
+// by the attempt rule (app.DecideAttempt), and record (record.go) writes
+// finished attempts in batches (recorded ends their leases). The lanes
+// of a config are in lanes.go; what a lane learns of its destination's
+// answers, and the probes and early retries that follow, in recovery.go;
+// the health it notes in healthnote.go; a lane's pause, Retry-After hold
+// and rate in control.go.
 type Dispatcher struct {
-	store  Outbox
-	sender Sender
+	Options
+	store  app.Outbox
+	sender app.Sender
 	// lanes are the destinations' lanes in the config's order; only the
 	// Run goroutine reads or changes the list (lanes.go).
 	lanes []*lane
 	// next is the config Apply handed over, for the next pass to put in force.
-	next atomic.Pointer[Config]
+	next atomic.Pointer[app.Config]
+	// transforms make the bodies of the routes that have a transform;
+	// swapped whole when a config is put in force.
+	transforms atomic.Pointer[sendTransforms]
+	wake       chan struct{}
+	mu         sync.Mutex
+	leases     leases // d.mu guards them
+	sends      sync.WaitGroup
+	run        runState
+	ctl        controlState
+	notes      healthNotes
+	signals    signals
+}
+
+// Options are what the caller may set before Run; New sets the defaults.
+type Options struct {
 	// Now is the clock; tests replace it.
 	Now    func() time.Time
 	Logger *slog.Logger
 	// Stats, when set, counts attempts for the status page and metrics.
-	Stats *Stats
+	Stats *app.Stats
 	// StoreRetry is how long a delivery whose attempt could not be recorded
 	// (a full disk) waits before it goes out again, so the destination is
-	// not hammered meanwhile; it doubles each time in a row.
-	StoreRetry time.Duration
-	// StoreRetryMax caps how long StoreRetry grows (doubling) for a
-	// delivery whose attempts keep failing to be recorded.
-	StoreRetryMax time.Duration
+	// not hammered meanwhile; it doubles each time in a row, up to
+	// StoreRetryMax.
+	StoreRetry, StoreRetryMax time.Duration
 	// ProbeEvery is the least time between two probes of a failing
 	// destination; it doubles after each failed probe up to ProbeMax.
 	ProbeEvery, ProbeMax time.Duration
+	// Controls, when set, holds the destinations' pauses and Retry-After
+	// holds (control.go); the dispatcher reads them at most every
+	// ControlEvery, and at once after ControlsChanged.
+	Controls app.ControlStore
+	// Rates, when set, reserves the starts of a destination with a rate
+	// for every node that shares the store (PostgreSQL); nil: this node
+	// paces alone (bbolt, one node).
+	Rates app.RateStore
+	// ControlEvery is the longest a node goes without reading Controls
+	// while it sends, or while a destination is paused (so that a resume
+	// through another node is seen).
+	ControlEvery time.Duration
+	// Health, when set, keeps the destinations' health (healthnote.go):
+	// read at start, written when it changes.
+	Health app.HealthStore
+}
 
-	wake chan struct{}
-	// stopping is set once Run's context is done: no send starts then.
-	stopping atomic.Bool
-	mu       sync.Mutex
-	// What follows is per delivery, whatever its lane; d.mu guards it.
+// leases are the dispatcher's per delivery state, whatever its lane.
+type leases struct {
 	inflight map[uint64]bool // deliveries being sent: the in-memory lease
 	// A pass reads the outbox in a read transaction: one that began before
 	// a send's attempt was recorded still shows that delivery due after its
@@ -64,93 +95,44 @@ type Dispatcher struct {
 	// unrecorded counts, per delivery, the attempts in a row whose outcome
 	// could not be recorded: each waits twice as long as the one before.
 	unrecorded map[uint64]int
-	sends      sync.WaitGroup
-	senders    *sync.WaitGroup // the senders of the current Run
+}
+
+// runState is what one Run sets up for its senders.
+type runState struct {
+	// stopping is set once Run's context is done: no send starts then.
+	stopping atomic.Bool
+	// stop is closed when Run's ctx is done: a send waiting for its slot
+	// of the rate gives up then.
+	stop    chan struct{}
+	senders *sync.WaitGroup // the senders of the current Run
 	// Senders hand finished attempts to the recorder and take the next
 	// delivery at once: a destination's concurrency counts requests in
 	// flight, not requests waiting for their attempt's fsync. The lease
 	// stays until the attempt is recorded.
 	records chan finishedAttempt
+}
+
+// signals are what tests wait on.
+type signals struct {
 	// onRecorded, when set before Run, is called after each batch of
-	// attempts was written (or failed to be): a signal tests wait on.
+	// attempts was written (or failed to be).
 	onRecorded func()
 	// onPass, when set, is told each finished pass with the clock's time
-	// just before it began: a signal tests wait on.
+	// just before it began.
 	onPass atomic.Pointer[func(began time.Time)]
-	// transforms make the bodies of the routes that have a transform;
-	// swapped whole when a config is put in force.
-	transforms atomic.Pointer[sendTransforms]
-
-	// Controls, when set before Run, holds the destinations' pauses and
-	// Retry-After holds (control.go); the dispatcher reads them at most
-	// every ControlEvery, and at once after ControlsChanged.
-	Controls ControlStore
-	// Rates, when set, reserves the starts of a destination with a rate
-	// for every node that shares the store (PostgreSQL); nil: this node
-	// paces alone (bbolt, one node).
-	Rates RateStore
-	// ControlEvery is the longest a node goes without reading Controls
-	// while it sends, or while a destination is paused (so that a resume
-	// through another node is seen).
-	ControlEvery time.Duration
-	controlsRead time.Time   // the Run goroutine's
-	controlsOld  atomic.Bool // ControlsChanged was called since the last read
-	controlLog   Throttle
-	// holds are the Retry-After holds heard since the last batch was
-	// recorded, for Controls; d.mu guards them.
-	holds []laneHold
-	// stop is closed when Run's ctx is done: a send waiting for its slot
-	// of the rate gives up then.
-	stop chan struct{}
-
-	// Health, when set before Run, keeps the destinations' health
-	// (healthnote.go): read at start, written when it changes.
-	Health HealthStore
-	// healthNotes are the changes of health not stored yet; d.mu guards
-	// them. healthWrite keeps their writes in order.
-	healthNotes []healthNote
-	healthWrite sync.Mutex
 }
 
-// lane is one destination's part of the dispatcher. d.mu guards its
-// fields but queue, which only the Run goroutine touches; dest changes
-// only in the Run goroutine, under d.mu (lanes.go), and a send takes the
-// one its job was started with.
-type lane struct {
-	name string
-	dest *Destination
-	// paused says an operator paused it: no send starts. held is the end
-	// of its last Retry-After (its own, or one another node stored): no
-	// send starts before.
-	paused bool
-	held   time.Time
-	// pace spaces its starts by its rate.
-	pace pacer
-	// queue feeds the lane's Concurrency long-lived senders, started on
-	// its first delivery: a goroutine per send cost its start and the
-	// growth of its stack every time. nil until then, and after Run.
-	queue chan job
-	busy  int // sends in progress
-	// backlogged says its last read left due work behind, at backlog:
-	// a finishing send then wakes the dispatcher (see pass).
-	backlogged bool
-	backlog    time.Time
-	// health is what is known of its destination's answers (recovery.go),
-	// nil until its first attempt ended. stored is its health as the
-	// store had it at the last read of the controls (healthnote.go).
-	health *destHealth
-	stored DestinationHealth
-}
+// storageWait is how long the dispatcher waits while commits fail before
+// it looks again (StorageHealth wakes it sooner when they work again).
+const storageWait = time.Second
 
-// finishedAttempt is an attempt waiting to be recorded.
-type finishedAttempt struct {
-	lane         *lane
-	w            Work
-	rec          AttemptRecord
-	early, probe bool
-	// unsent says nothing was sent (the route's transform failed): the
-	// destination's health learns nothing from it.
-	unsent bool
+// storage is where d reports a read or write the store refused: nil
+// without Stats (tests), whose methods then log every failure.
+func (d *Dispatcher) storage() *app.StorageHealth {
+	if d.Stats == nil {
+		return nil
+	}
+	return d.Stats.Storage
 }
 
 // readWait is the longest a destination with work waiting goes without a
@@ -160,23 +142,23 @@ const readWait = time.Millisecond
 // maxRecordBatch bounds how many attempts share one write.
 const maxRecordBatch = 1024
 
-// NewDispatcher builds the dispatcher for cfg's destinations over store,
-// sending with sender.
-func NewDispatcher(cfg *Config, store Outbox, sender Sender) *Dispatcher {
+// New builds the dispatcher for cfg's destinations over store, sending
+// with sender.
+func New(cfg *app.Config, store app.Outbox, sender app.Sender) *Dispatcher {
 	d := &Dispatcher{
-		store:         store,
-		sender:        sender,
-		Now:           time.Now,
-		StoreRetry:    5 * time.Second,
-		StoreRetryMax: 5 * time.Minute,
-		ProbeEvery:    DefaultProbeEvery,
-		ProbeMax:      DefaultProbeMax,
-		Logger:        slog.With("component", "dispatch"),
-		wake:          make(chan struct{}, 1),
-		inflight:      map[uint64]bool{},
-		finished:      map[uint64]uint64{},
-		unrecorded:    map[uint64]int{},
-		ControlEvery:  DefaultControlEvery,
+		Options: Options{
+			Now:           time.Now,
+			Logger:        slog.With("component", "dispatch"),
+			StoreRetry:    5 * time.Second,
+			StoreRetryMax: 5 * time.Minute,
+			ProbeEvery:    DefaultProbeEvery,
+			ProbeMax:      DefaultProbeMax,
+			ControlEvery:  DefaultControlEvery,
+		},
+		store:  store,
+		sender: sender,
+		wake:   make(chan struct{}, 1),
+		leases: leases{inflight: map[uint64]bool{}, finished: map[uint64]uint64{}, unrecorded: map[uint64]int{}},
 	}
 	d.putInForce(cfg)
 	return d
@@ -201,16 +183,16 @@ func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
 	// flight are cut, and their connections closed (after Run has
 	// returned, as sends go on under sendCtx).
 	stop := make(chan struct{})
-	d.stop = stop
+	d.run.stop = stop
 	context.AfterFunc(ctx, func() {
 		close(stop)
-		d.stopping.Store(true)
+		d.run.stopping.Store(true)
 		d.sender.Stop()
 	})
 	context.AfterFunc(sendCtx, d.sender.Close)
 	records := make(chan finishedAttempt, maxRecordBatch)
 	senders := &sync.WaitGroup{}
-	d.records, d.senders = records, senders
+	d.run.records, d.run.senders = records, senders
 	go d.record(records)
 	d.loadHealth(ctx, d.Now())
 	// What the last passes noted is stored once the senders are released.
@@ -230,7 +212,7 @@ func (d *Dispatcher) Run(ctx, sendCtx context.Context) {
 	for {
 		began := d.Now()
 		next := d.dispatch(sendCtx)
-		if f := d.onPass.Load(); f != nil {
+		if f := d.signals.onPass.Load(); f != nil {
 			(*f)(began)
 		}
 		wait := time.Hour
@@ -255,11 +237,11 @@ func (d *Dispatcher) Wait() { d.sends.Wait() }
 // free slots, and returns the earliest due time it did not start.
 func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 	d.mu.Lock()
-	d.pass++
-	pass := d.pass
-	for id, p := range d.finished {
+	d.leases.pass++
+	pass := d.leases.pass
+	for id, p := range d.leases.finished {
 		if p < pass { // ended before this pass began: its reads see the record
-			delete(d.finished, id)
+			delete(d.leases.finished, id)
 		}
 	}
 	d.mu.Unlock()
@@ -269,19 +251,19 @@ func (d *Dispatcher) dispatch(ctx context.Context) time.Time {
 	skip := func(id uint64) bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		p, ended := d.finished[id]
-		return d.inflight[id] || ended && p >= pass
+		p, ended := d.leases.finished[id]
+		return d.leases.inflight[id] || ended && p >= pass
 	}
 	now := d.Now()
-	if d.Stats.storage().Failing() {
+	if d.storage().Failing() {
 		// Nothing goes out while commits fail: an outcome that cannot be
 		// recorded means the same send again later. The deliveries wait in
 		// the outbox; StorageHealth wakes us when commits work again.
-		return now.Add(probeEvery)
+		return now.Add(storageWait)
 	}
 	_, earliest, err := d.store.FirePending(ctx, now)
 	if err != nil {
-		d.Stats.storage().Failure(d.Logger, "fire pending deliveries", err)
+		d.storage().Failure(d.Logger, "fire pending deliveries", err)
 		earliest = now.Add(5 * time.Second)
 	}
 	earliest = earlier(earliest, d.readControls(ctx, now))
@@ -334,7 +316,7 @@ func (d *Dispatcher) passLane(ctx context.Context, l *lane, now time.Time, skip 
 	}
 	work, next, err := d.store.DueDeliveries(ctx, dest.Name, now, free, skip)
 	if err != nil {
-		d.Stats.storage().Failure(d.Logger, "read outbox", err, "destination", dest.Name)
+		d.storage().Failure(d.Logger, "read outbox", err, "destination", dest.Name)
 		next = now.Add(5 * time.Second) // try again soon, not in a loop
 	}
 	d.mu.Lock()
@@ -374,7 +356,7 @@ func later(a, b time.Time) time.Time {
 // start leases j's delivery and hands it to one of l's senders.
 func (d *Dispatcher) start(ctx context.Context, l *lane, j job) {
 	d.mu.Lock()
-	d.inflight[j.w.Delivery.ID] = true
+	d.leases.inflight[j.w.Delivery.ID] = true
 	l.busy++
 	j.dest = l.dest
 	d.mu.Unlock()
@@ -398,7 +380,7 @@ func (d *Dispatcher) queue(ctx context.Context, l *lane) chan job {
 		n := l.dest.Concurrency
 		q = make(chan job, n)
 		l.queue = q
-		records, senders := d.records, d.senders
+		records, senders := d.run.records, d.run.senders
 		senders.Add(n)
 		for range n {
 			go func() {
@@ -414,8 +396,8 @@ func (d *Dispatcher) queue(ctx context.Context, l *lane) chan job {
 
 // release ends the lease of delivery id; d.mu is held.
 func (d *Dispatcher) release(id uint64) {
-	delete(d.inflight, id)
-	d.finished[id] = d.pass
+	delete(d.leases.inflight, id)
+	d.leases.finished[id] = d.leases.pass
 }
 
 // send makes one attempt and hands it to the recorder, which ends the
@@ -438,11 +420,11 @@ func (d *Dispatcher) send(ctx context.Context, l *lane, j job, records chan<- fi
 		d.unsent(l, j)
 		return
 	}
-	a := &Attempt{Start: d.Now(), Probe: j.probe}
-	var res Answer
+	a := &app.Attempt{Start: d.Now(), Probe: j.probe}
+	var res app.Answer
 	var failed error // the transform's
-	if !d.stopping.Load() {
-		req := SendRequest{Dest: dest, Work: w, Attempt: AttemptNumber(w.Delivery), Now: d.Now()}
+	if !d.run.stopping.Load() {
+		req := app.SendRequest{Dest: dest, Work: w, Attempt: app.AttemptNumber(w.Delivery), Now: d.Now()}
 		if req.Transformed, failed = d.transforms.Load().of(w); failed == nil {
 			res = d.sender.Send(ctx, req)
 		} else {
@@ -450,7 +432,7 @@ func (d *Dispatcher) send(ctx context.Context, l *lane, j job, records chan<- fi
 		}
 	}
 	a.Duration = d.Now().Sub(a.Start)
-	if failed == nil && (ctx.Err() != nil || d.stopping.Load() && !res.Answered) {
+	if failed == nil && (ctx.Err() != nil || d.run.stopping.Load() && !res.Answered) {
 		d.unsent(l, j)
 		return
 	}
@@ -458,11 +440,11 @@ func (d *Dispatcher) send(ctx context.Context, l *lane, j job, records chan<- fi
 	if res.Err != nil {
 		a.Error = res.Err.Error()
 	}
-	o := DecideAttempt(dest, w.Delivery, res, a.Start.Add(a.Duration), j.early)
+	o := app.DecideAttempt(dest, w.Delivery, res, a.Start.Add(a.Duration), j.early)
 	if failed != nil {
-		o.State, o.Due = Dead, time.Time{}
+		o.State, o.Due = app.Dead, time.Time{}
 	}
-	if o.State != Delivered && a.Error == "" {
+	if o.State != app.Delivered && a.Error == "" {
 		a.Error = fmt.Sprintf("HTTP %d", res.Status)
 	}
 	if res.Note != "" { // the status stands; the record says the answer was cut
@@ -474,13 +456,13 @@ func (d *Dispatcher) send(ctx context.Context, l *lane, j job, records chan<- fi
 		d.mu.Lock()
 		if o.HeldUntil.After(l.held) {
 			l.held = o.HeldUntil // the whole destination waits, not only this delivery
-			d.holds = append(d.holds, laneHold{l, o.HeldUntil})
+			d.ctl.holds = append(d.ctl.holds, laneHold{l, o.HeldUntil})
 		}
 		d.mu.Unlock()
 	}
 	// Waits only when the recorder is a whole batch behind, which holds
 	// the senders back while the disk is slower than the destinations.
-	records <- finishedAttempt{lane: l, w: w, rec: AttemptRecord{ID: w.Delivery.ID, Attempt: a, State: o.State, Due: o.Due, Early: j.early},
+	records <- finishedAttempt{lane: l, w: w, rec: app.AttemptRecord{ID: w.Delivery.ID, Attempt: a, State: o.State, Due: o.Due, Early: j.early},
 		early: j.early, probe: j.probe, unsent: failed != nil}
 	d.mu.Lock()
 	l.busy--

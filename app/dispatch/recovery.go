@@ -1,9 +1,11 @@
-package app
+package dispatch
 
 import (
 	"context"
 	"math"
 	"time"
+
+	"hookbox/app"
 )
 
 // Recovery. A destination that fails is probed, and once it answers again
@@ -66,10 +68,10 @@ func (h *destHealth) down(now time.Time, every time.Duration) bool {
 // schedule (a probe, or a retry taken early while its destination
 // recovers).
 type job struct {
-	w Work
+	w app.Work
 	// dest is its lane's destination when it started: a reload that
 	// changes the destination changes the sends that start later.
-	dest         *Destination
+	dest         *app.Destination
 	early, probe bool
 	// at, when set, is its slot of the destination's rate shared by a
 	// cluster: the sender waits for it before it sends.
@@ -101,9 +103,9 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 	if end.After(h.lastAttempt) {
 		h.lastAttempt = end
 	}
-	if f.rec.State == Delivered {
+	if f.rec.State == app.Delivered {
 		if !h.failingSince.IsZero() { // the episode ends: stored, and logged once (flushHealth)
-			d.noteHealth(f.lane, h, healthNote{view: DestinationHealth{RecoveredAt: end}, failedFor: end.Sub(h.failingSince)})
+			d.noteHealth(f.lane, h, healthNote{view: app.DestinationHealth{RecoveredAt: end}, failedFor: end.Sub(h.failingSince)})
 			f.lane.stored.FailingSince, h.recoveredAt = time.Time{}, end
 		} else {
 			d.endStored(f.lane, h, end)
@@ -125,7 +127,7 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 		// The first failure after a success: one line per episode, not one
 		// per attempt (the next ones are Debug, in recorded).
 		next, nextTry := any("none: the delivery is dead"), time.Time{}
-		if f.rec.State == Pending {
+		if f.rec.State == app.Pending {
 			next, nextTry = f.rec.Due, f.rec.Due
 		}
 		attrs := []any{"destination", f.lane.dest.Name}
@@ -133,7 +135,7 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 			attrs = append(attrs, "status", a.Status)
 		}
 		d.Logger.Warn("destination failing", append(attrs, "error", a.Error, "event", f.w.Event.ID, "delivery", f.rec.ID, "next_try", next)...)
-		d.noteHealth(f.lane, h, healthNote{view: DestinationHealth{FailingSince: h.failingSince, LastError: a.Error, NextTry: nextTry}})
+		d.noteHealth(f.lane, h, healthNote{view: app.DestinationHealth{FailingSince: h.failingSince, LastError: a.Error, NextTry: nextTry}})
 	} else if f.rec.ID != h.firstFailed {
 		h.others = true
 	}
@@ -150,8 +152,8 @@ func (d *Dispatcher) heard(f finishedAttempt, recorded bool) (walk bool) {
 
 // probeBackoff is the wait between probes of a destination that looks
 // down: ProbeEvery, doubling after each failed probe up to ProbeMax.
-func (d *Dispatcher) probeBackoff() Backoff {
-	return Backoff{First: d.ProbeEvery, Max: d.ProbeMax}
+func (d *Dispatcher) probeBackoff() app.Backoff {
+	return app.Backoff{First: d.ProbeEvery, Max: d.ProbeMax}
 }
 
 // beyondDue returns the sends on l beyond what is due, for room free
@@ -245,5 +247,5 @@ func (d *Dispatcher) show(l *lane, h *destHealth, now, next, probe time.Time) {
 		h.shownSince, h.shownNext = time.Time{}, time.Time{} // the recovery was noted when heard
 		return
 	}
-	d.noteHealth(l, h, healthNote{view: DestinationHealth{FailingSince: h.failingSince, LastError: h.lastError, NextTry: nextTry}})
+	d.noteHealth(l, h, healthNote{view: app.DestinationHealth{FailingSince: h.failingSince, LastError: h.lastError, NextTry: nextTry}})
 }

@@ -1,4 +1,4 @@
-package app
+package dispatch
 
 // The dispatcher's view of each destination's health, stored when it
 // changes (the first failure of an episode, its next try after an
@@ -10,13 +10,23 @@ package app
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
+
+	"hookbox/app"
 )
+
+// healthNotes are the changes of health not stored yet (d.mu guards
+// queue); write keeps their writes in order.
+type healthNotes struct {
+	queue []healthNote
+	write sync.Mutex
+}
 
 // healthNote is a change of a destination's health, to be stored.
 type healthNote struct {
 	dest string
-	view DestinationHealth
+	view app.DestinationHealth
 	// failedFor, on a recovery, is how long the episode lasted.
 	failedFor time.Duration
 }
@@ -30,11 +40,11 @@ const maxLoggedWaiting = 100000
 func (d *Dispatcher) noteHealth(l *lane, h *destHealth, n healthNote) {
 	n.dest, n.view = l.dest.Name, n.view.AsStored()
 	h.shownSince, h.shownNext = n.view.FailingSince, n.view.NextTry
-	if k := len(d.healthNotes) - 1; k >= 0 && d.healthNotes[k].dest == n.dest &&
-		!n.view.FailingSince.IsZero() && d.healthNotes[k].view.FailingSince.Equal(n.view.FailingSince) {
-		d.healthNotes[k] = n // a newer next try of the same episode
+	if k := len(d.notes.queue) - 1; k >= 0 && d.notes.queue[k].dest == n.dest &&
+		!n.view.FailingSince.IsZero() && d.notes.queue[k].view.FailingSince.Equal(n.view.FailingSince) {
+		d.notes.queue[k] = n // a newer next try of the same episode
 	} else {
-		d.healthNotes = append(d.healthNotes, n)
+		d.notes.queue = append(d.notes.queue, n)
 	}
 	d.Stats.DestState(n.dest, n.view)
 }
@@ -45,16 +55,16 @@ func (d *Dispatcher) noteHealth(l *lane, h *destHealth, n healthNote) {
 // (the store's own trouble is reported by StorageHealth).
 func (d *Dispatcher) flushHealth() {
 	d.mu.Lock()
-	none := len(d.healthNotes) == 0
+	none := len(d.notes.queue) == 0
 	d.mu.Unlock()
 	if none { // nearly always: health changes once per episode and attempt
 		return
 	}
-	d.healthWrite.Lock()
-	defer d.healthWrite.Unlock()
+	d.notes.write.Lock()
+	defer d.notes.write.Unlock()
 	d.mu.Lock()
-	notes := d.healthNotes
-	d.healthNotes = nil
+	notes := d.notes.queue
+	d.notes.queue = nil
 	d.mu.Unlock()
 	ctx := context.Background()
 	for _, n := range notes {
@@ -112,7 +122,7 @@ func (d *Dispatcher) loadHealth(ctx context.Context, now time.Time) {
 // nodes of a cluster merge their views into; d.mu is held. A success
 // stored after l's failures began ends l's episode too (the node that saw
 // it logged and stored it), or moves it to the episode stored since.
-func (d *Dispatcher) adoptHealth(l *lane, s DestinationHealth) {
+func (d *Dispatcher) adoptHealth(l *lane, s app.DestinationHealth) {
 	l.stored = s
 	h := l.health
 	if h == nil || h.failingSince.IsZero() || !s.RecoveredAt.After(h.failingSince) {
@@ -138,5 +148,5 @@ func (d *Dispatcher) endStored(l *lane, h *destHealth, end time.Time) {
 		return
 	}
 	l.stored.FailingSince, h.recoveredAt = time.Time{}, end
-	d.noteHealth(l, h, healthNote{view: DestinationHealth{RecoveredAt: end}, failedFor: end.Sub(s)})
+	d.noteHealth(l, h, healthNote{view: app.DestinationHealth{RecoveredAt: end}, failedFor: end.Sub(s)})
 }

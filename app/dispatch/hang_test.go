@@ -1,4 +1,4 @@
-package app_test
+package dispatch_test
 
 import (
 	"bufio"
@@ -56,6 +56,8 @@ func waitConnecting(t testing.TB, addr string, within time.Duration) {
 	var p int
 	fmt.Sscan(port, &p)
 	want := fmt.Sprintf("0100007F:%04X", p)
+	// The kernel says nothing when a connect starts waiting: /proc is read
+	// again until it shows the SYN.
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		f, err := os.Open("/proc/net/tcp")
 		if err != nil {

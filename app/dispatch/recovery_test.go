@@ -1,4 +1,4 @@
-package app_test
+package dispatch_test
 
 import (
 	"fmt"
@@ -158,6 +158,9 @@ func TestDispatcher_ProbesWhileFailing(t *testing.T) {
 		before[id] = h.deliveries(t, id)[0]
 	}
 	first := g.requests()
+	// The spacing of probes in real time is what this test is about (the
+	// schedule itself is checked on a fake clock by
+	// TestDispatcher_ProbeKeepsScheduleAndNumber).
 	time.Sleep(4 * time.Second)
 	g.mu.Lock()
 	probes := append([]time.Time(nil), g.at[first:]...)

@@ -1,4 +1,4 @@
-package app_test
+package dispatch_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/dispatch"
 	"hookbox/app/httpsend"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
@@ -175,9 +176,9 @@ func runOrdered(t *testing.T, stores []orderStore, keys []string, updates int) *
 		}
 	}
 	for _, s := range stores {
-		disp := app.NewDispatcher(cfg, s, httpsend.New(cfg, "dev"))
+		disp := dispatch.New(cfg, s, httpsend.New(cfg, "dev"))
 		disp.Logger = slog.New(slog.DiscardHandler)
-		app.OnRecorded(disp, signal)
+		dispatch.OnRecorded(disp, signal)
 		s.OnOpened(disp.Wake)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})

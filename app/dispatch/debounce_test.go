@@ -1,4 +1,4 @@
-package app_test
+package dispatch_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/dispatch"
 )
 
 // fakeClock is a clock the test moves by hand.
@@ -35,12 +36,12 @@ func passAt(t *testing.T, h *harness, now time.Time) {
 	t.Helper()
 	passed := make(chan struct{})
 	var once sync.Once
-	app.OnPass(h.disp, func(began time.Time) {
+	dispatch.OnPass(h.disp, func(began time.Time) {
 		if !began.Before(now) {
 			once.Do(func() { close(passed) })
 		}
 	})
-	defer app.OnPass(h.disp, nil)
+	defer dispatch.OnPass(h.disp, nil)
 	h.disp.Wake()
 	select {
 	case <-passed:
@@ -80,9 +81,15 @@ func update(customer string, n int) string {
 // waitRequests waits until the sink got n requests, then checks no more come.
 func (s *sink) waitRequests(t *testing.T, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for s.requests() < n && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond)
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+wait:
+	for s.requests() < n {
+		select {
+		case <-s.hits: // each answer the sink gave
+		case <-deadline.C:
+			break wait
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -291,11 +298,12 @@ func TestDebounce_BurstTraceReduction(t *testing.T) {
 		h.send(t, fmt.Sprint("t-", i), update(ev.customer, i))
 	}
 	clk.Add(time.Minute)
-	h.disp.Wake()
-	deadline := time.Now().Add(10 * time.Second)
-	for n, _ := h.db.PendingCount(context.Background()); n > 0 && time.Now().Before(deadline); n, _ = h.db.PendingCount(context.Background()) {
-		h.disp.Wake()
-		time.Sleep(5 * time.Millisecond)
+	// Every window has ended by the clock: the passes at it fire them all.
+	for range 100 {
+		if n, _ := h.db.PendingCount(context.Background()); n == 0 {
+			break
+		}
+		passAt(t, h, clk.Now())
 	}
 	fired := int(routeCount(t, h, app.RouteSent))
 	if fired == 0 || fired >= len(trace) {

@@ -1,4 +1,4 @@
-package app
+package dispatch
 
 // The recorder: the dispatcher's finished attempts written in batches,
 // and what each written batch ends (leases, waits after a failed write,
@@ -8,13 +8,15 @@ import (
 	"cmp"
 	"context"
 	"time"
+
+	"hookbox/app"
 )
 
 // record stores finished attempts, as many per write as queued while the
 // last write committed, until records is closed.
 func (d *Dispatcher) record(records <-chan finishedAttempt) {
 	batch := make([]finishedAttempt, 0, maxRecordBatch)
-	recs := make([]AttemptRecord, 0, maxRecordBatch)
+	recs := make([]app.AttemptRecord, 0, maxRecordBatch)
 	for f := range records {
 		batch = append(batch[:0], f)
 	more:
@@ -54,9 +56,9 @@ func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
 			retry = true // wake: the walk begins
 		}
 		if errs[i] != nil {
-			n := min(d.unrecorded[id]+1, 30)
-			d.unrecorded[id] = n
-			wait := Backoff{First: d.StoreRetry, Max: d.StoreRetryMax}.Wait(n)
+			n := min(d.leases.unrecorded[id]+1, 30)
+			d.leases.unrecorded[id] = n
+			wait := app.Backoff{First: d.StoreRetry, Max: d.StoreRetryMax}.Wait(n)
 			if held == nil {
 				held = map[time.Duration][]uint64{}
 			}
@@ -65,16 +67,16 @@ func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
 			firstErr = cmp.Or(firstErr, errs[i])
 			continue
 		}
-		delete(d.unrecorded, id)
+		delete(d.leases.unrecorded, id)
 		d.release(id)
 		// A retry's due time sets the timer; and the record of a delivery
 		// with an order key, whatever its outcome, may have made the next
 		// of its group the head (the stores hold that one back until now):
 		// a pass looks for it at once rather than at the next commit.
-		retry = retry || f.rec.State == Pending || f.w.Delivery.OrderKey != ""
+		retry = retry || f.rec.State == app.Pending || f.w.Delivery.OrderKey != ""
 	}
-	holds := d.holds
-	d.holds = nil
+	holds := d.ctl.holds
+	d.ctl.holds = nil
 	d.mu.Unlock()
 	d.storeHolds(holds)
 	for wait, ids := range held {
@@ -88,7 +90,7 @@ func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
 		})
 	}
 	if failed > 0 {
-		d.Stats.storage().Unrecorded(d.Logger, failed, firstErr)
+		d.storage().Unrecorded(d.Logger, failed, firstErr)
 	}
 	// The first failures and recoveries heard are stored before the sends
 	// count as done (Wait).
@@ -104,15 +106,15 @@ func (d *Dispatcher) recorded(batch []finishedAttempt, errs []error) {
 		a := f.rec.Attempt
 		d.Stats.Attempt(f.lane.name, f.rec.State, a.Duration)
 		switch f.rec.State {
-		case Dead:
+		case app.Dead:
 			d.Logger.Warn("delivery dead", "delivery", f.rec.ID, "destination", f.lane.name,
 				"event", f.w.Event.ID, "attempts", a.N, "last_error", a.Error)
-		case Pending:
+		case app.Pending:
 			d.Logger.Debug("delivery will retry", "delivery", f.rec.ID, "destination", f.lane.name, "due", f.rec.Due, "error", a.Error)
 		}
 		d.sends.Done()
 	}
-	if d.onRecorded != nil {
-		d.onRecorded()
+	if d.signals.onRecorded != nil {
+		d.signals.onRecorded()
 	}
 }

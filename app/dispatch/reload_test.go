@@ -1,4 +1,4 @@
-package app_test
+package dispatch_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/dispatch"
 )
 
 // gatedSink answers 200 to every request, each only once the test opens
@@ -37,17 +38,17 @@ func newGatedSink(t *testing.T) *gatedSink {
 }
 
 // afterPass waits until the dispatcher began a pass after this call.
-func afterPass(t *testing.T, d *app.Dispatcher) {
+func afterPass(t *testing.T, d *dispatch.Dispatcher) {
 	t.Helper()
 	called := time.Now()
 	done := make(chan struct{})
 	var once sync.Once
-	app.OnPass(d, func(began time.Time) {
+	dispatch.OnPass(d, func(began time.Time) {
 		if began.After(called) {
 			once.Do(func() { close(done) })
 		}
 	})
-	defer app.OnPass(d, nil)
+	defer dispatch.OnPass(d, nil)
 	d.Wake()
 	select {
 	case <-done:
