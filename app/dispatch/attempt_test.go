@@ -24,9 +24,9 @@ type fakeOutbox struct {
 	dls      map[uint64]*app.Delivery
 	records  []app.AttemptRecord
 	recorded chan app.AttemptRecord
-	// recordDelay, when set, is how long each write takes (on the
-	// bubble's clock).
-	recordDelay time.Duration
+	// recordGate, when set, holds every write until it is closed (a
+	// slow disk, for as long as the test wants).
+	recordGate chan struct{}
 	// failing, while set, makes every write fail (a full disk); the
 	// attempts it could not record are told on unrecorded.
 	failing    atomic.Bool
@@ -103,8 +103,8 @@ func (o *fakeOutbox) Backlog(_ context.Context, dest string, limit int) (int, er
 }
 
 func (o *fakeOutbox) RecordAttempts(_ context.Context, recs []app.AttemptRecord) []error {
-	if o.recordDelay > 0 {
-		time.Sleep(o.recordDelay) // the bubble's clock: a write that takes time
+	if o.recordGate != nil {
+		<-o.recordGate
 	}
 	if o.failing.Load() {
 		errs := make([]error, len(recs))
@@ -181,14 +181,19 @@ var bad = app.Answer{Status: 500, Err: fmt.Errorf("HTTP 500")}
 // next send for 3 s. The hold used to be learnt when the attempt was
 // recorded, after the sender had freed its slot: the next pass took the
 // next delivery and sent it at once (1–11 ms later in real runs; here,
-// with a record that takes 10 ms, at once).
+// with the 429's record held back, at once).
 func TestDispatcher_RetryAfterHoldsNextSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		now := time.Now()
 		o := newFakeOutbox(&app.Delivery{ID: 1, Due: now}, &app.Delivery{ID: 2, Due: now})
-		o.recordDelay = 10 * time.Millisecond
+		o.recordGate = make(chan struct{})
 		s := &fakeSender{plan: []app.Answer{{Status: 429, RetryAfter: 3 * time.Second}, {Status: 200, Delivered: true}}}
 		runFake(t, `["1m"]`, 1, o, s, nil)
+		synctest.Wait() // the 429 came, its record waits: all the dispatcher does meanwhile is done
+		if reqs, _ := s.sent(); len(reqs) != 1 {
+			t.Fatalf("%d sends while the 429's record was being written; want the destination held", len(reqs))
+		}
+		close(o.recordGate)
 		for range 3 { // 1: 429; 2 after the hold; 1 again at its Retry-After
 			<-o.recorded
 		}
