@@ -176,15 +176,6 @@ func (s *Stats) metrics() Metrics {
 	return s.Metrics
 }
 
-// storage is s's StorageHealth, nil without Stats (tests): its methods
-// then log every failure.
-func (s *Stats) storage() *StorageHealth {
-	if s == nil {
-		return nil
-	}
-	return s.Storage
-}
-
 // Inbound records the outcome of one request to a source, and how long it
 // took to answer. An accepted event is counted by the store in its commit;
 // every other outcome is handed to the store's AddCounts.

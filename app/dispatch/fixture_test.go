@@ -9,43 +9,10 @@ import (
 	"hookbox/app/provider"
 )
 
-// What the domain's tests share with the receiver's (app/receive keeps
-// its own copy): the clock's start, a config of one source per provider,
-// and signed requests.
+// What the dispatcher's tests share with the receiver's (app/receive
+// keeps its own copy): the clock's start and signed requests.
 
 var now0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-
-const testConfig = `
-[server]
-public_url = "https://hooks.example.com"
-[retention]
-event_ids = "24h"
-[[source]]
-name = "shop"
-provider = "shopify"
-secrets = ["old-secret", "new-secret"]
-[[source]]
-name = "stripe"
-provider = "stripe"
-secret = "whsec_test"
-[[source]]
-name = "woo"
-provider = "woocommerce"
-secret = "woo-secret"
-[[source]]
-name = "erp"
-provider = "hmac"
-secret = "erp-secret"
-signature_header = "X-Signature"
-signature_prefix = "sha256="
-id = "{header.X-Shop}:{body.event.id}"
-topic = "{body.event.kind}"
-[[source]]
-name = "gh"
-provider = "github"
-secret = "gh-secret"
-id = "{body.id}"
-`
 
 // signed builds an inbound request for a source, signed with secret.
 func signed(t testing.TB, prov, secret string, body []byte, url, id, topic string, at time.Time) *app.Inbound {
