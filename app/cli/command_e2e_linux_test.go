@@ -92,6 +92,7 @@ type attemptOut struct {
 	Status   int    `json:"status"`
 	Error    string `json:"error"`
 	Response string `json:"response"`
+	Probe    bool   `json:"probe"`
 }
 
 // deliveryOut is GET /api/v1/deliveries/{id}.
@@ -99,6 +100,7 @@ type deliveryOut struct {
 	ID       uint64       `json:"id"`
 	State    string       `json:"state"`
 	Attempts int          `json:"attempts"`
+	Due      *time.Time   `json:"due"`
 	History  []attemptOut `json:"attempts_detail"`
 	Seq      uint64       `json:"event_seq"`
 }
