@@ -162,11 +162,18 @@ func hookboxCLI(t *testing.T, config, addr string, args ...string) string {
 // logs it when it reads it (within its ControlEvery, 250 ms).
 func waitPausedRead(t *testing.T, procs []*proc) {
 	t.Helper()
+	waitPauseRead(t, procs, "sink")
+}
+
+// waitPauseRead waits until every node of procs said it read that dest is
+// paused.
+func waitPauseRead(t *testing.T, procs []*proc, dest string) {
+	t.Helper()
 	for _, p := range procs {
 		apptest.Until(t, 10*time.Second, func() error {
 			log := p.logText()
 			for _, l := range strings.Split(log, "\n") {
-				if strings.Contains(l, "destination paused") && strings.Contains(l, "destination=sink") && strings.Contains(l, "paused=true") {
+				if strings.Contains(l, "destination paused") && strings.Contains(l, "destination="+dest) && strings.Contains(l, "paused=true") {
 					return nil
 				}
 			}
@@ -362,7 +369,14 @@ func testRetryAfterHolds(t *testing.T, st storeCase, nodes int) {
 		}
 		w.WriteHeader(200)
 	})
-	config := writeConfig(t, t.TempDir(), controlConfig(sink.url, "concurrency = 4\nretry = [\"5s\", \"5s\"]"), st.config(5*time.Second))
+	cfg := controlConfig(sink.url, "concurrency = 4\nretry = [\"5s\", \"5s\"]")
+	if nodes > 1 {
+		// flag is a destination that is only ever paused: the nodes say
+		// when they read a pause, not when they read a hold.
+		cfg = strings.Replace(cfg, `to = ["sink"]`, "topics = [\"push\"]\nto = [\"sink\"]", 1) +
+			"\n[[destination]]\nname = \"flag\"\nurl = \"http://127.0.0.1:1/\"\ntimeout = \"5s\"\n\n[[route]]\nsource = \"gh\"\ntopics = [\"flag\"]\nto = [\"flag\"]\n"
+	}
+	config := writeConfig(t, t.TempDir(), cfg, st.config(5*time.Second))
 	var procs []*proc
 	for range nodes {
 		procs = append(procs, start(t, config))
@@ -379,9 +393,14 @@ func testRetryAfterHolds(t *testing.T, st storeCase, nodes int) {
 		return nil
 	})
 	if nodes > 1 {
-		// The other nodes read the stored hold within their ControlEvery
-		// (250 ms) and say nothing when they do: the time is the signal.
-		time.Sleep(300 * time.Millisecond)
+		// The other nodes read the stored controls every ControlEvery
+		// (250 ms) and say nothing of a hold they read, but they say when
+		// they read a pause: flag paused after the hold was stored is read
+		// with it, in one read of the controls.
+		if code, raw := apiDo(t, p.addr, "POST", "/destinations/flag/pause", []byte(`{"reason": "a read of the controls shows"}`)); code != 200 {
+			t.Fatalf("pause flag: %d %s", code, raw)
+		}
+		waitPauseRead(t, procs[1:], "flag")
 	}
 	postN(t, procs, 2, 6) // due now, but the destination is held (on every node)
 	sink.waitFor(t, 6, 20*time.Second)
