@@ -25,12 +25,6 @@ type Event struct {
 	Unrouted string
 }
 
-// HeaderField is one request header kept with an event.
-type HeaderField struct {
-	Name  string
-	Value string
-}
-
 // Poison is a stored record that could not be decoded (a bit flip, a
 // layout a newer build wrote), set aside by the store so that everything
 // else flows on: reads skip it, and what it held back is dead-lettered
@@ -73,4 +67,10 @@ type EventSummary struct {
 	// WaitingUntil is when the debounced delivery that will send the event
 	// is due (status "waiting": no delivery yet, a debounce window open).
 	WaitingUntil time.Time
+}
+
+// Work is a due delivery with its event, ready to send.
+type Work struct {
+	Delivery *Delivery
+	Event    *Event
 }
