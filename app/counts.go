@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"time"
 	"unicode/utf8"
 )
@@ -108,13 +107,4 @@ func LastText(err string) string {
 		n--
 	}
 	return err[:n]
-}
-
-// AttemptError is what a failed attempt keeps as its destination's last
-// error: its error, else its HTTP status, cut to MaxLastText.
-func AttemptError(a *Attempt) string {
-	if a.Error == "" && a.Status != 0 {
-		return fmt.Sprintf("HTTP %d", a.Status)
-	}
-	return LastText(a.Error)
 }
