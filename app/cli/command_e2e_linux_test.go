@@ -92,6 +92,7 @@ type attemptOut struct {
 	Status   int    `json:"status"`
 	Error    string `json:"error"`
 	Response string `json:"response"`
+	Probe    bool   `json:"probe"`
 }
 
 // deliveryOut is GET /api/v1/deliveries/{id}.
@@ -99,6 +100,7 @@ type deliveryOut struct {
 	ID       uint64       `json:"id"`
 	State    string       `json:"state"`
 	Attempts int          `json:"attempts"`
+	Due      *time.Time   `json:"due"`
 	History  []attemptOut `json:"attempts_detail"`
 	Seq      uint64       `json:"event_seq"`
 }
@@ -267,9 +269,11 @@ func testCommandDestination(t *testing.T, st storeCase) {
 			t.Fatalf("pause: %d %s", code, raw)
 		}
 		postTopic(t, p.addr, "retrying", "p-1", `{"paused": 1}`)
-		// What it would have run by now it would have run within ms: a
-		// command that does not run has no signal, the time is the test.
-		time.Sleep(500 * time.Millisecond)
+		// A command that does not run has no signal of its own: an event
+		// for another destination, posted after, is run (for 0.2 s at
+		// least) and recorded; the paused one's would have run within ms.
+		postTopic(t, p.addr, "limited", "p-mark", `{"mark": 1}`)
+		waitDelivery(t, p.addr, "p-mark", "delivered", 1)
 		if _, err := os.Stat(filepath.Join(dir, "count-p-1")); err == nil {
 			t.Fatal("the command ran while its destination was paused")
 		}

@@ -131,10 +131,16 @@ func sinkState(t *testing.T, addr string) destJSON {
 	var out struct {
 		Destinations []destJSON `json:"destinations"`
 	}
-	if err := json.Unmarshal(raw, &out); code != 200 || err != nil || len(out.Destinations) != 1 {
+	if err := json.Unmarshal(raw, &out); code != 200 || err != nil {
 		t.Fatalf("GET /api/v1/destinations: %d %s %v", code, raw, err)
 	}
-	return out.Destinations[0]
+	for _, d := range out.Destinations {
+		if d.Name == "sink" {
+			return d
+		}
+	}
+	t.Fatalf("GET /api/v1/destinations: no sink in %s", raw)
+	return destJSON{}
 }
 
 // hookboxCLI runs a hookbox command against the server at addr.
@@ -193,7 +199,11 @@ func TestEndToEnd_PauseResume(t *testing.T) {
 
 func testPauseResume(t *testing.T, st storeCase, nodes int) {
 	sink := newStartSink(t, nil)
-	cfg := controlConfig(sink.url, "concurrency = 1")
+	// The sink takes the pushes; marks, events for another destination,
+	// show that a node went on working while the sink was paused.
+	marks := newLedgerSink(t, 200)
+	cfg := strings.Replace(controlConfig(sink.url, "concurrency = 1"), `to = ["sink"]`, "topics = [\"push\"]\nto = [\"sink\"]", 1) +
+		fmt.Sprintf("\n[[destination]]\nname = \"marks\"\nurl = %q\ntimeout = \"5s\"\n\n[[route]]\nsource = \"gh\"\ntopics = [\"mark\"]\nto = [\"marks\"]\n", marks.url)
 	if nodes > 1 {
 		// Each node has its own sends in flight: across nodes, accept
 		// order is an order group's (every event here is in one).
@@ -218,10 +228,21 @@ func testPauseResume(t *testing.T, st storeCase, nodes int) {
 	}
 	waitPausedRead(t, procs)
 	postN(t, procs, 101, 200)
-	// What it would have sent by now it would have sent within ms; half a
-	// second is many of its passes and two of its reads of the pause: a
-	// send that does not come has no signal, the time is the test.
-	time.Sleep(500 * time.Millisecond)
+	// A send that does not come has no signal of its own: a mark posted to
+	// each node after the 200 is delivered once that node went on past
+	// them; what it would have sent the sink it would have sent by then.
+	var ids []string
+	for i, p := range procs {
+		id := fmt.Sprintf("mark-%d", i)
+		body := []byte(`{"mark": true}`)
+		h := githubHeaders(body, e2eSecret, id)
+		h["X-GitHub-Event"] = "mark"
+		if r := post(t, p.addr, "gh", body, h); r.code != 200 {
+			t.Fatalf("post %s: %d %v", id, r.code, r.body)
+		}
+		ids = append(ids, id)
+	}
+	marks.waitDelivered(t, ids, 15*time.Second)
 	if n := sink.count(); n != 0 {
 		t.Fatalf("the sink had %d requests while the destination was paused; want 0", n)
 	}

@@ -54,11 +54,18 @@ to = ["sink"]
 		t.Fatalf("post c2: %d %v", r.code, r.body)
 	}
 	sink.waitDelivered(t, []string{last, other}, 15*time.Second)
-	// Nothing more comes: a send that does not happen has no signal, the
-	// time (past the 1 s window) is the test.
-	time.Sleep(1500 * time.Millisecond)
-	if n := sink.attempts.Load(); n != 2 {
-		t.Fatalf("the sink got %d requests for 21 updates of 2 customers, want 2", n)
+	// Nothing more comes of those windows. A send that does not happen has
+	// no signal of its own: a third customer's update, posted now, is
+	// delivered at the end of its own window, a whole window (3 s) after
+	// the others were.
+	late := "deb-" + st.name + "-c3"
+	body = []byte(`{"customer": "c3", "n": 0}`)
+	if r := post(t, p.addr, "gh", body, githubHeaders(body, e2eSecret, late)); r.code != 200 {
+		t.Fatalf("post c3: %d %v", r.code, r.body)
+	}
+	sink.waitDelivered(t, []string{late}, 15*time.Second)
+	if n := sink.attempts.Load(); n != 3 {
+		t.Fatalf("the sink got %d requests for 22 updates of 3 customers, want 3", n)
 	}
 	p.stop(t)
 }

@@ -2,9 +2,11 @@ package dispatch_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -22,13 +24,18 @@ type fakeOutbox struct {
 	dls      map[uint64]*app.Delivery
 	records  []app.AttemptRecord
 	recorded chan app.AttemptRecord
-	// recordDelay, when set, is how long each write takes (on the
-	// bubble's clock).
-	recordDelay time.Duration
+	// recordGate, when set, holds every write until it is closed (a
+	// slow disk, for as long as the test wants).
+	recordGate chan struct{}
+	// failing, while set, makes every write fail (a full disk); the
+	// attempts it could not record are told on unrecorded.
+	failing    atomic.Bool
+	unrecorded chan app.AttemptRecord
 }
 
 func newFakeOutbox(dls ...*app.Delivery) *fakeOutbox {
-	o := &fakeOutbox{dls: map[uint64]*app.Delivery{}, recorded: make(chan app.AttemptRecord, 100)}
+	o := &fakeOutbox{dls: map[uint64]*app.Delivery{}, recorded: make(chan app.AttemptRecord, 100),
+		unrecorded: make(chan app.AttemptRecord, 100)}
 	for _, d := range dls {
 		d.State, d.Destination = app.Pending, "pos"
 		o.dls[d.ID] = d
@@ -96,8 +103,16 @@ func (o *fakeOutbox) Backlog(_ context.Context, dest string, limit int) (int, er
 }
 
 func (o *fakeOutbox) RecordAttempts(_ context.Context, recs []app.AttemptRecord) []error {
-	if o.recordDelay > 0 {
-		time.Sleep(o.recordDelay) // the bubble's clock: a write that takes time
+	if o.recordGate != nil {
+		<-o.recordGate
+	}
+	if o.failing.Load() {
+		errs := make([]error, len(recs))
+		for i, r := range recs {
+			errs[i] = errors.New("write hookbox.db: no space left on device")
+			o.unrecorded <- r
+		}
+		return errs
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -166,14 +181,19 @@ var bad = app.Answer{Status: 500, Err: fmt.Errorf("HTTP 500")}
 // next send for 3 s. The hold used to be learnt when the attempt was
 // recorded, after the sender had freed its slot: the next pass took the
 // next delivery and sent it at once (1–11 ms later in real runs; here,
-// with a record that takes 10 ms, at once).
+// with the 429's record held back, at once).
 func TestDispatcher_RetryAfterHoldsNextSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		now := time.Now()
 		o := newFakeOutbox(&app.Delivery{ID: 1, Due: now}, &app.Delivery{ID: 2, Due: now})
-		o.recordDelay = 10 * time.Millisecond
+		o.recordGate = make(chan struct{})
 		s := &fakeSender{plan: []app.Answer{{Status: 429, RetryAfter: 3 * time.Second}, {Status: 200, Delivered: true}}}
 		runFake(t, `["1m"]`, 1, o, s, nil)
+		synctest.Wait() // the 429 came, its record waits: all the dispatcher does meanwhile is done
+		if reqs, _ := s.sent(); len(reqs) != 1 {
+			t.Fatalf("%d sends while the 429's record was being written; want the destination held", len(reqs))
+		}
+		close(o.recordGate)
 		for range 3 { // 1: 429; 2 after the hold; 1 again at its Retry-After
 			<-o.recorded
 		}
@@ -246,6 +266,41 @@ func TestDispatcher_AttemptNumberNeverPassesSteps(t *testing.T) {
 		}
 		if reqs, _ := s.sent(); reqs[0].Attempt != 3 {
 			t.Fatalf("the destination was told attempt %d, want 3 (2 retries + 1)", reqs[0].Attempt)
+		}
+	})
+}
+
+// An attempt that cannot be recorded (a full disk) leaves its delivery
+// due, but it goes out again only StoreRetry later, then twice as long
+// after each failed record, up to StoreRetryMax: not in a tight loop
+// against the destination. Once the store records again the next send is
+// recorded as delivered.
+func TestDispatcher_UnrecordedWaitsStoreRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := newFakeOutbox(&app.Delivery{ID: 1, Due: time.Now()})
+		o.failing.Store(true)
+		s := &fakeSender{plan: []app.Answer{{Status: 200, Delivered: true}}}
+		runFake(t, `["1h"]`, 1, o, s, func(d *dispatch.Dispatcher) {
+			d.StoreRetry, d.StoreRetryMax = 300*time.Millisecond, time.Second
+		})
+		want := []time.Duration{300 * time.Millisecond, 600 * time.Millisecond, time.Second, time.Second}
+		for range len(want) + 1 {
+			if r := <-o.unrecorded; r.ID != 1 {
+				t.Fatalf("unrecorded attempt of delivery %d, want 1", r.ID)
+			}
+		}
+		_, at := s.sent()
+		if len(at) != len(want)+1 {
+			t.Fatalf("%d sends for %d failed records", len(at), len(want)+1)
+		}
+		for i, w := range want {
+			if gap := at[i+1].Sub(at[i]); gap != w {
+				t.Fatalf("send %d came %v after send %d, whose attempt could not be recorded; want %v (sends at %v)", i+2, gap, i+1, w, at)
+			}
+		}
+		o.failing.Store(false)
+		if r := <-o.recorded; r.ID != 1 || r.State != app.Delivered {
+			t.Fatalf("once the store records again: %+v; want delivery 1 delivered", r)
 		}
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"hookbox/app/apptest"
 )
 
 // hangingAddr returns the address of a listener on 127.0.0.1 at port
@@ -58,20 +60,19 @@ func waitConnecting(t testing.TB, addr string, within time.Duration) {
 	want := fmt.Sprintf("0100007F:%04X", p)
 	// The kernel says nothing when a connect starts waiting: /proc is read
 	// again until it shows the SYN.
-	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	apptest.Until(t, within, func() error {
 		f, err := os.Open("/proc/net/tcp")
 		if err != nil {
 			t.Skipf("cannot see connections in progress: %v", err)
 		}
+		defer f.Close()
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
 			fields := strings.Fields(sc.Text())
 			if len(fields) > 3 && fields[2] == want && fields[3] == "02" { // SYN_SENT
-				f.Close()
-				return
+				return nil
 			}
 		}
-		f.Close()
-	}
-	t.Fatalf("no connect to %s in progress after %v", addr, within)
+		return fmt.Errorf("no connect to %s in progress", addr)
+	})
 }

@@ -133,20 +133,29 @@ func TestReceiver_ApplyWhileReceiving(t *testing.T) {
 	h := newHarness(t, one)
 	cfgs := []*app.Config{mustParse(t, one), mustParse(t, two)}
 	stop := make(chan struct{})
+	// A reload follows each webhook taken, while the other workers' are
+	// in flight.
+	accepted := make(chan struct{}, 1)
 	var applied sync.WaitGroup
 	applied.Go(func() {
 		for i := 0; ; i++ {
+			h.recv.Apply(cfgs[i%2])
+			h.disp.Apply(cfgs[i%2])
 			select {
 			case <-stop:
 				return
-			default:
+			case <-accepted:
 			}
-			h.recv.Apply(cfgs[i%2])
-			h.disp.Apply(cfgs[i%2])
-			time.Sleep(time.Millisecond) // real time between reloads is what this test is about
 		}
 	})
-	inParallel(t, 8, 400, func(i int) error { return h.accept(t, "x-"+strconv.Itoa(i), `{"n": 0}`) })
+	inParallel(t, 8, 400, func(i int) error {
+		err := h.accept(t, "x-"+strconv.Itoa(i), `{"n": 0}`)
+		select {
+		case accepted <- struct{}{}:
+		default: // a reload is due already
+		}
+		return err
+	})
 	close(stop)
 	applied.Wait()
 	if st := h.recv.SourceStats("gh"); st == nil {
