@@ -4,7 +4,10 @@
 
 package app
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Applier puts a new config in force in one part of the server.
 type Applier struct {
@@ -41,4 +44,12 @@ func (as Appliers) Apply(next *Config) {
 	for _, a := range as {
 		a.Apply(next)
 	}
+}
+
+// Refusal is a config a reload refused: the old one kept running.
+type Refusal struct {
+	Path string
+	At   time.Time
+	// Reasons are its mistakes, each "file: key: reason".
+	Reasons []string
 }

@@ -1,18 +1,51 @@
 // The attempt rule, written once: what one attempt of a delivery comes to
 // (delivered, retried at a time, dead, refused for good, its destination
-// held by a Retry-After), the number a destination is told, and the one
-// capped doubling Backoff every wait that grows after a failure uses.
+// held by a Retry-After) from the Answer a sender gave, the number a
+// destination is told, the one capped doubling Backoff every wait that
+// grows after a failure uses, and how long a destination's retry schedule
+// can last.
 
 package app
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
+
+// Answer is what one attempt produced.
+type Answer struct {
+	// Delivered says the destination took the delivery (over HTTP: a 2xx
+	// and no error).
+	Delivered bool
+	// Answered says something of an answer came: an attempt that had not
+	// reached the destination when the stop began is not recorded.
+	Answered bool
+	// Status is the destination's HTTP status, 0 when none came (and for
+	// a command).
+	Status int
+	// Refused says the destination refused the delivery for good, so it is
+	// dead at once whatever retries are left: HTTP 410, or a command's exit
+	// status 65 (EX_DATAERR).
+	Refused bool
+	// Snippet is the start of the answer, at most MaxResponseSnippet bytes.
+	Snippet []byte
+	// RetryAfter is how long the destination asked to be left alone (0:
+	// nothing): the HTTP sender sets it from the Retry-After of a 429 or a
+	// 503 only. DecideAttempt holds the whole destination for it.
+	RetryAfter time.Duration
+	// Err says why the attempt failed, without the URL (it may carry a
+	// credential).
+	Err error
+	// Note says why the answer was not read to its end, when it was not;
+	// the status stands.
+	Note string
+}
 
 // AttemptOutcome is what one attempt comes to (DecideAttempt).
 type AttemptOutcome struct {
@@ -135,4 +168,35 @@ func RetryAfter(v string, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// DefaultRetry is the retry schedule of a destination that sets none.
+var DefaultRetry = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 8 * time.Hour}
+
+// retryJitter is the most jitter stretches a retry step (see jitter).
+const retryJitter = 0.2
+
+// RetryHorizon is the longest a delivery to d can keep retrying: every
+// step of its schedule stretched by the jitter, and every attempt taking
+// its whole timeout.
+func (d *Destination) RetryHorizon() time.Duration {
+	var steps time.Duration
+	for _, r := range d.Retry {
+		steps += r
+	}
+	return time.Duration(float64(steps)*(1+retryJitter)) + time.Duration(len(d.Retry)+1)*d.Timeout
+}
+
+// ScheduleText says what RetryHorizon adds up, for the errors of a
+// config whose retention is shorter.
+func (d *Destination) ScheduleText() string {
+	attempts := fmt.Sprintf("%d attempts of up to %s", len(d.Retry)+1, ShortDuration(d.Timeout))
+	if len(d.Retry) == 0 {
+		return "no retry, one attempt of up to " + ShortDuration(d.Timeout)
+	}
+	steps := make([]string, len(d.Retry))
+	for i, r := range d.Retry {
+		steps[i] = ShortDuration(r)
+	}
+	return fmt.Sprintf("retry %s with %d%% jitter, and %s", strings.Join(steps, ", "), int(retryJitter*100), attempts)
 }

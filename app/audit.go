@@ -40,28 +40,6 @@ const (
 	AuditDenied = "denied"
 )
 
-// Audited actions.
-const (
-	AuditLogin        = "login"
-	AuditLogout       = "logout"
-	AuditReplay       = "replay"       // one delivery
-	AuditReplayDead   = "replay.dead"  // every dead letter
-	AuditReplayQuery  = "replay.query" // by query, with its query and count
-	AuditRetry        = "retry"        // one delivery now
-	AuditRetryDest    = "retry.destination"
-	AuditPause        = "pause"
-	AuditResume       = "resume"
-	AuditUserAdd      = "user.add"
-	AuditUserRemove   = "user.remove"
-	AuditUserRole     = "user.role"
-	AuditUserPassword = "user.password"
-	AuditTokenCreate  = "token.create"
-	AuditTokenRevoke  = "token.revoke"
-	AuditConfigReload = "config.reload"
-	AuditRestore      = "restore"
-	AuditBackup       = "backup.download"
-)
-
 // AuditQuery selects audit entries, newest first.
 type AuditQuery struct {
 	// Actor and Action, when set, must match exactly; an Action ending in

@@ -10,6 +10,9 @@ import (
 	"unicode/utf8"
 )
 
+// MaxAccessName bounds the names of users and tokens.
+const MaxAccessName = 64
+
 // MaxShownName is how many bytes of a name from a request are stored and
 // shown: the longest valid user or token name (ValidAccessName).
 const MaxShownName = MaxAccessName

@@ -1,6 +1,9 @@
 package app
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // The counting rules, written once for both stores: what each write a
 // store makes (an accepted event, a recorded attempt, fired pending
@@ -137,4 +140,13 @@ func (c *CountDelta) Fired(now time.Time, fired map[string]int) {
 	for route, n := range fired {
 		c.named(now, RouteSent, route, uint64(n))
 	}
+}
+
+// AttemptError is what a failed attempt keeps as its destination's last
+// error: its error, else its HTTP status, cut to MaxLastText.
+func AttemptError(a *Attempt) string {
+	if a.Error == "" && a.Status != 0 {
+		return fmt.Sprintf("HTTP %d", a.Status)
+	}
+	return LastText(a.Error)
 }

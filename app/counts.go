@@ -1,10 +1,32 @@
 package app
 
 import (
-	"fmt"
 	"time"
 	"unicode/utf8"
 )
+
+// Kind is one thing the status page counts per hour.
+type Kind int
+
+// The kinds counted per hour.
+const (
+	KindReceived  Kind = iota // every request to /in/ for a known source
+	KindAccepted              // new events stored
+	KindDuplicate             // ids already remembered
+	KindRejected              // bad or missing signatures
+	KindDebounced             // events merged into a pending delivery
+	KindDelivered             // deliveries that reached their destination
+	KindRetrying              // failed attempts that will be retried (attempts, not deliveries)
+	KindDead                  // deliveries that ended dead
+	NumKinds                  // the number of kinds
+)
+
+// KindNames are the kinds as the API names them (the keys of
+// /api/v1/stats "counts"; KindRetrying keeps its first name).
+var KindNames = [NumKinds]string{"received", "accepted", "duplicate", "rejected", "debounced", "delivered", "retrying", "dead"}
+
+// KindLabels are the kinds as the status page names them.
+var KindLabels = [NumKinds]string{"received", "accepted", "duplicate", "rejected", "merged", "delivered", "failed attempts", "dead"}
 
 // Counts is how many of each Kind happened in one hour.
 type Counts [NumKinds]uint64
@@ -85,13 +107,4 @@ func LastText(err string) string {
 		n--
 	}
 	return err[:n]
-}
-
-// AttemptError is what a failed attempt keeps as its destination's last
-// error: its error, else its HTTP status, cut to MaxLastText.
-func AttemptError(a *Attempt) string {
-	if a.Error == "" && a.Status != 0 {
-		return fmt.Sprintf("HTTP %d", a.Status)
-	}
-	return LastText(a.Error)
 }

@@ -1,11 +1,6 @@
 package app
 
-import (
-	"fmt"
-	"strconv"
-	"strings"
-	"time"
-)
+import "time"
 
 // Plan says where an accepted event goes: deliveries opened at once, and
 // per-entity pending deliveries of debounced routes.
@@ -55,29 +50,6 @@ const (
 	// Opened: a pending delivery opened, due after the debounce window.
 	Opened
 )
-
-// RateLimit is a parsed "N/duration" rate limit.
-type RateLimit struct {
-	N      int
-	Window time.Duration
-}
-
-// ParseRateLimit parses "5/1m": at most 5 sends per sliding minute.
-func ParseRateLimit(s string) (RateLimit, error) {
-	n, d, ok := strings.Cut(s, "/")
-	if !ok {
-		return RateLimit{}, fmt.Errorf("%q: use N/duration, e.g. \"5/1m\"", s)
-	}
-	count, err := strconv.Atoi(strings.TrimSpace(n))
-	if err != nil || count < 1 || count > 1_000_000 {
-		return RateLimit{}, fmt.Errorf("%q: N must be a whole number from 1", s)
-	}
-	window, err := time.ParseDuration(strings.TrimSpace(d))
-	if err != nil || window <= 0 {
-		return RateLimit{}, fmt.Errorf("%q: %q is not a positive duration", s, d)
-	}
-	return RateLimit{N: count, Window: window}, nil
-}
 
 // MaxMergedKept bounds the merged event seqs a pending delivery records:
 // both stores keep at most this many.

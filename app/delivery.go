@@ -81,8 +81,30 @@ type AttemptRecord struct {
 // MaxResponseSnippet bounds the response body kept per attempt.
 const MaxResponseSnippet = 1024
 
-// Work is a due delivery with its event, ready to send.
-type Work struct {
-	Delivery *Delivery
-	Event    *Event
+// DeliveryWord is the word for d's state: its stored state, except that a
+// pending delivery that has had an attempt is "failing" (every attempt that
+// leaves a delivery pending failed). The stores filter by this same rule
+// (storetest's EventStateWords holds them to it).
+func DeliveryWord(d *Delivery) string {
+	if d.State == Pending && d.Attempts > 0 {
+		return StateFailing
+	}
+	return d.State.String()
+}
+
+// deliveryRank orders the words of deliveries from best to worst: an
+// event's status is the worst of its deliveries'.
+var deliveryRank = map[string]int{StateDelivered: 1, StatePending: 2, StateFailing: 3, StateDead: 4}
+
+// EventWord is an event's status from its deliveries: the worst of their
+// words, dead before failing before pending before delivered; "" when it
+// has none (the store then says waiting, merged or unrouted).
+func EventWord(ds []*Delivery) string {
+	worst := ""
+	for _, d := range ds {
+		if w := DeliveryWord(d); deliveryRank[w] > deliveryRank[worst] {
+			worst = w
+		}
+	}
+	return worst
 }

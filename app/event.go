@@ -25,12 +25,6 @@ type Event struct {
 	Unrouted string
 }
 
-// HeaderField is one request header kept with an event.
-type HeaderField struct {
-	Name  string
-	Value string
-}
-
 // Poison is a stored record that could not be decoded (a bit flip, a
 // layout a newer build wrote), set aside by the store so that everything
 // else flows on: reads skip it, and what it held back is dead-lettered
@@ -73,4 +67,32 @@ type EventSummary struct {
 	// WaitingUntil is when the debounced delivery that will send the event
 	// is due (status "waiting": no delivery yet, a debounce window open).
 	WaitingUntil time.Time
+}
+
+// Work is a due delivery with its event, ready to send.
+type Work struct {
+	Delivery *Delivery
+	Event    *Event
+}
+
+// EventSearch is a page of a body search.
+type EventSearch struct {
+	Rows []EventSummary
+	// Next is the cursor of the next page (EventQuery.Before), 0 when the
+	// search has looked at every event its query can select.
+	Next uint64
+	// SearchedUntil, when not zero, says the search stopped at its budget:
+	// it looked at the events received from the start of the page back to
+	// this time (the oldest it examined), and no further; Next goes on.
+	SearchedUntil time.Time
+	// Searched counts the events the page examined (0 for a store that
+	// searches by an index).
+	Searched int
+	// Stopped says the search stopped at its time budget before it had
+	// looked at everything its query selects: with SearchedUntil when the
+	// store knows how far it looked (bbolt), without it when the whole
+	// statement was cancelled (PostgreSQL's statement_timeout): then the
+	// page has no rows, and a narrower query (source, since, until) is
+	// the way on.
+	Stopped bool
 }

@@ -28,3 +28,9 @@ func (in *Inbound) Get(name string) string {
 	}
 	return ""
 }
+
+// HeaderField is one request header kept with an event.
+type HeaderField struct {
+	Name  string
+	Value string
+}

@@ -171,6 +171,10 @@ func TestLayers(t *testing.T) {
 		forbid(t, pkgs, "hookbox/ui", true, "hookbox/app/web", "the status page renders the domain's read model; app/web serves the page, not the other way round")
 	})
 
+	t.Run("BenchDoesNotImportWeb", func(t *testing.T) {
+		forbid(t, pkgs, "hookbox/app/bench", true, "hookbox/app/web", "the load tool measures the edge, it does not stand on it: app/cli hands it serve and the server's connection limits")
+	})
+
 	t.Run("OnlyMainImportsCLI", func(t *testing.T) {
 		find(t, pkgs, "hookbox/app/cli", false)
 		var bad []string

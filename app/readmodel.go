@@ -134,30 +134,6 @@ type ReplayItem struct {
 // Name is the delivery as CLI output and pages show it (see DeliveryName).
 func (it ReplayItem) Name() string { return DeliveryName(it.Delivery, it.Destination, it.Event) }
 
-// ReplayResult is what a replay by query found and did.
-type ReplayResult struct {
-	// Matched counts the deliveries selected (at most the query's limit);
-	// Delivered is how many of them were delivered (the others dead).
-	Matched   int
-	Delivered int
-	// Selected counts those the run makes pending (a dry run: would):
-	// every one matched when forced, else the dead ones, and none when
-	// the run is refused (Refused). See SelectReplay.
-	Selected int
-	// Refused counts the delivered ones an unforced replay refuses; when
-	// not 0 the run refuses as a whole, and Refusal says why and what to
-	// do.
-	Refused int
-	Refusal string
-	// Replayed counts those made pending (0 for a dry run; fewer than
-	// Selected when some changed state meanwhile).
-	Replayed int
-	// More says that more deliveries matched than the limit allowed.
-	More bool
-	// First names the first ReplayFirstShown matched, in accept order.
-	First []ReplayItem
-}
-
 // DeliveryName names delivery id to dest of event n the way a merchant
 // reads it: "#7 pos ← shop/wh-1004 orders/create". An event that is gone
 // (n zero) leaves "#7 pos".

@@ -47,6 +47,28 @@ const (
 	ActRevokeToken    Action = AuditTokenRevoke
 )
 
+// Audited actions, as the audit log names them (AuditEntry.Action).
+const (
+	AuditLogin        = "login"
+	AuditLogout       = "logout"
+	AuditReplay       = "replay"       // one delivery
+	AuditReplayDead   = "replay.dead"  // every dead letter
+	AuditReplayQuery  = "replay.query" // by query, with its query and count
+	AuditRetry        = "retry"        // one delivery now
+	AuditRetryDest    = "retry.destination"
+	AuditPause        = "pause"
+	AuditResume       = "resume"
+	AuditUserAdd      = "user.add"
+	AuditUserRemove   = "user.remove"
+	AuditUserRole     = "user.role"
+	AuditUserPassword = "user.password"
+	AuditTokenCreate  = "token.create"
+	AuditTokenRevoke  = "token.revoke"
+	AuditConfigReload = "config.reload"
+	AuditRestore      = "restore"
+	AuditBackup       = "backup.download"
+)
+
 // ActionRule is who may do an action.
 type ActionRule struct {
 	// Role is the weakest role that may do it.

@@ -33,14 +33,6 @@ type Loaded struct {
 	Restart []string
 }
 
-// Refusal is a config a reload refused: the old one kept running.
-type Refusal struct {
-	Path string
-	At   time.Time
-	// Reasons are its mistakes, each "file: key: reason".
-	Reasons []string
-}
-
 // NewRunning returns the Running of cfg, loaded at at.
 func NewRunning(cfg *Config, at time.Time) *Running {
 	r := &Running{}

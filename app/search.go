@@ -42,28 +42,6 @@ const (
 	SearchCheckEvents = 256
 )
 
-// EventSearch is a page of a body search.
-type EventSearch struct {
-	Rows []EventSummary
-	// Next is the cursor of the next page (EventQuery.Before), 0 when the
-	// search has looked at every event its query can select.
-	Next uint64
-	// SearchedUntil, when not zero, says the search stopped at its budget:
-	// it looked at the events received from the start of the page back to
-	// this time (the oldest it examined), and no further; Next goes on.
-	SearchedUntil time.Time
-	// Searched counts the events the page examined (0 for a store that
-	// searches by an index).
-	Searched int
-	// Stopped says the search stopped at its time budget before it had
-	// looked at everything its query selects: with SearchedUntil when the
-	// store knows how far it looked (bbolt), without it when the whole
-	// statement was cancelled (PostgreSQL's statement_timeout): then the
-	// page has no rows, and a narrower query (source, since, until) is
-	// the way on.
-	Stopped bool
-}
-
 // CheckSearch refuses a body search text that is too short to search
 // for, or longer than MaxSearch.
 func CheckSearch(q string) error {

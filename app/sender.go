@@ -1,5 +1,6 @@
-// What the dispatcher asks of a sender: one attempt of a delivery, and
-// what came of it. The HTTP sender is in app/httpsend.
+// What the dispatcher asks of a sender: one attempt of a delivery (what
+// came of it, the Answer, is in attempt.go with the rule that reads it).
+// The HTTP sender is in app/httpsend.
 
 package app
 
@@ -65,35 +66,6 @@ type SendRequest struct {
 	// this attempt, sent and signed in place of the event's (nil: the
 	// event's body and the sender's headers, as received).
 	Transformed *Transformed
-}
-
-// Answer is what one attempt produced.
-type Answer struct {
-	// Delivered says the destination took the delivery (over HTTP: a 2xx
-	// and no error).
-	Delivered bool
-	// Answered says something of an answer came: an attempt that had not
-	// reached the destination when the stop began is not recorded.
-	Answered bool
-	// Status is the destination's HTTP status, 0 when none came (and for
-	// a command).
-	Status int
-	// Refused says the destination refused the delivery for good, so it is
-	// dead at once whatever retries are left: HTTP 410, or a command's exit
-	// status 65 (EX_DATAERR).
-	Refused bool
-	// Snippet is the start of the answer, at most MaxResponseSnippet bytes.
-	Snippet []byte
-	// RetryAfter is how long the destination asked to be left alone (0:
-	// nothing): the HTTP sender sets it from the Retry-After of a 429 or a
-	// 503 only. DecideAttempt holds the whole destination for it.
-	RetryAfter time.Duration
-	// Err says why the attempt failed, without the URL (it may carry a
-	// credential).
-	Err error
-	// Note says why the answer was not read to its end, when it was not;
-	// the status stands.
-	Note string
 }
 
 // SendError turns a transport error into a short text without the URL,

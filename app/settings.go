@@ -171,6 +171,64 @@ func AddDirect(ds []Direct, d Direct) []Direct {
 	return append(ds, d)
 }
 
+// The routing rules a route may carry besides its source and topics: a
+// filter that decides whether the route takes an event, and a transform
+// that makes the body its destinations receive. The domain only calls
+// them; app/rules compiles them from CEL at config load.
+
+// RuleInput is what a route's rules see of one event, as received.
+type RuleInput struct {
+	Source string
+	Topic  string
+	ID     string
+	Header []HeaderField
+	Body   []byte
+	// Parsed is the rules engine's own form of Body and Header, made by
+	// the first rule that reads them and kept for the event's other
+	// routes, so the body is parsed once however many routes. Only the
+	// engine reads or sets it.
+	Parsed any
+}
+
+// Filter decides whether a route takes an event.
+type Filter interface {
+	// Match reports whether the route takes in. An error (a missing
+	// field, a wrong type, the cost limit) means it does not; the caller
+	// counts it.
+	Match(in *RuleInput) (bool, error)
+	// String is the expression as configured.
+	String() string
+}
+
+// Transform makes the body a route's destinations receive.
+type Transform interface {
+	// Apply returns the body for in and its Content-Type, at most max
+	// bytes long; an error says why none can be made.
+	Apply(in *RuleInput, max int) (body []byte, contentType string, err error)
+	// String is the expression as configured.
+	String() string
+}
+
+// Direct is a delivery an accept opens at once: to Dest, for the route
+// Route (the first in the config that takes the event and names Dest),
+// in the order group OrderKey of that route ("" when the route has no
+// order_key).
+type Direct struct {
+	Dest     string
+	Route    string
+	OrderKey string
+}
+
+// DirectTo returns deliveries to dests with no route or order key: what a
+// plan held before routes had rules, for tests and tools.
+func DirectTo(dests ...string) []Direct {
+	out := make([]Direct, len(dests))
+	for i, d := range dests {
+		out[i] = Direct{Dest: d}
+	}
+	return out
+}
+
 // DestinationByName returns the destination called name, or nil.
 func (c *Config) DestinationByName(name string) *Destination {
 	for _, d := range c.Destinations {
@@ -357,37 +415,6 @@ func (e *ConfigError) Error() string {
 		return fmt.Sprintf("%s: %s", file, e.Reason)
 	}
 	return fmt.Sprintf("%s: %s: %s", file, e.Key, e.Reason)
-}
-
-// DefaultRetry is the retry schedule of a destination that sets none.
-var DefaultRetry = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 8 * time.Hour}
-
-// retryJitter is the most jitter stretches a retry step (see jitter).
-const retryJitter = 0.2
-
-// RetryHorizon is the longest a delivery to d can keep retrying: every
-// step of its schedule stretched by the jitter, and every attempt taking
-// its whole timeout.
-func (d *Destination) RetryHorizon() time.Duration {
-	var steps time.Duration
-	for _, r := range d.Retry {
-		steps += r
-	}
-	return time.Duration(float64(steps)*(1+retryJitter)) + time.Duration(len(d.Retry)+1)*d.Timeout
-}
-
-// ScheduleText says what RetryHorizon adds up, for the errors of a
-// config whose retention is shorter.
-func (d *Destination) ScheduleText() string {
-	attempts := fmt.Sprintf("%d attempts of up to %s", len(d.Retry)+1, ShortDuration(d.Timeout))
-	if len(d.Retry) == 0 {
-		return "no retry, one attempt of up to " + ShortDuration(d.Timeout)
-	}
-	steps := make([]string, len(d.Retry))
-	for i, r := range d.Retry {
-		steps[i] = ShortDuration(r)
-	}
-	return fmt.Sprintf("retry %s with %d%% jitter, and %s", strings.Join(steps, ", "), int(retryJitter*100), attempts)
 }
 
 // SourceByName returns the source called name, or nil.

@@ -39,34 +39,6 @@ var EventStates = []string{StateDelivered, StatePending, StateFailing, StateWait
 // DeliveryStates are the words a delivery's state can be.
 var DeliveryStates = []string{StatePending, StateFailing, StateDelivered, StateDead}
 
-// DeliveryWord is the word for d's state: its stored state, except that a
-// pending delivery that has had an attempt is "failing" (every attempt that
-// leaves a delivery pending failed). The stores filter by this same rule
-// (storetest's EventStateWords holds them to it).
-func DeliveryWord(d *Delivery) string {
-	if d.State == Pending && d.Attempts > 0 {
-		return StateFailing
-	}
-	return d.State.String()
-}
-
-// deliveryRank orders the words of deliveries from best to worst: an
-// event's status is the worst of its deliveries'.
-var deliveryRank = map[string]int{StateDelivered: 1, StatePending: 2, StateFailing: 3, StateDead: 4}
-
-// EventWord is an event's status from its deliveries: the worst of their
-// words, dead before failing before pending before delivered; "" when it
-// has none (the store then says waiting, merged or unrouted).
-func EventWord(ds []*Delivery) string {
-	worst := ""
-	for _, d := range ds {
-		if w := DeliveryWord(d); deliveryRank[w] > deliveryRank[worst] {
-			worst = w
-		}
-	}
-	return worst
-}
-
 // CheckEventStatus returns nil when s is "" (all) or one of EventStates,
 // else an EINVALID error that names the valid words.
 func CheckEventStatus(s string) error {

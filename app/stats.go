@@ -7,29 +7,6 @@ import (
 	"time"
 )
 
-// Kind is one thing the status page counts per hour.
-type Kind int
-
-// The kinds counted per hour.
-const (
-	KindReceived  Kind = iota // every request to /in/ for a known source
-	KindAccepted              // new events stored
-	KindDuplicate             // ids already remembered
-	KindRejected              // bad or missing signatures
-	KindDebounced             // events merged into a pending delivery
-	KindDelivered             // deliveries that reached their destination
-	KindRetrying              // failed attempts that will be retried (attempts, not deliveries)
-	KindDead                  // deliveries that ended dead
-	NumKinds                  // the number of kinds
-)
-
-// KindNames are the kinds as the API names them (the keys of
-// /api/v1/stats "counts"; KindRetrying keeps its first name).
-var KindNames = [NumKinds]string{"received", "accepted", "duplicate", "rejected", "debounced", "delivered", "retrying", "dead"}
-
-// KindLabels are the kinds as the status page names them.
-var KindLabels = [NumKinds]string{"received", "accepted", "duplicate", "rejected", "merged", "delivered", "failed attempts", "dead"}
-
 // CountHours is how many hours of counts the status page shows: the
 // current one and the 23 before it. The sweep forgets older ones.
 const CountHours = 24

@@ -102,9 +102,6 @@ type AccessData struct {
 	Version uint64
 }
 
-// MaxAccessName bounds the names of users and tokens.
-const MaxAccessName = 64
-
 // ValidAccessName checks a user's or token's name: 1 to 64 letters,
 // digits, '.', '_', '@' or '-', starting with a letter or digit.
 func ValidAccessName(kind, name string) error {

@@ -50,6 +50,19 @@ type Options struct {
 	// TuneRuntime applies the runtime settings serve uses (Compare runs
 	// it first, for both servers alike); nil: none.
 	TuneRuntime func()
+	// Conn bounds each connection the way hookbox's own server does:
+	// Compare's verify-only server, relay and sink take it, so that they
+	// differ from hookbox only in the work they do. The command line
+	// passes app/web's.
+	Conn ConnLimits
+}
+
+// ConnLimits are what an HTTP server allows one connection: how long it
+// may take to send a request, to read the answer and to sit idle, and
+// how large its request line and headers may be.
+type ConnLimits struct {
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	ReadBufferSize                         int
 }
 
 // Result is what one load run measured.

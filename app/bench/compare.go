@@ -23,7 +23,6 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
-	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/postgres"
 )
@@ -60,7 +59,7 @@ func benchCompare(ctx context.Context, o Options, stdout io.Writer) ([]Result, e
 	if err != nil {
 		return nil, err
 	}
-	sinkSrv := &fasthttp.Server{Handler: sink.handle, ReadTimeout: web.ReadTimeout, WriteTimeout: web.WriteTimeout}
+	sinkSrv := &fasthttp.Server{Handler: sink.handle, ReadTimeout: o.Conn.ReadTimeout, WriteTimeout: o.Conn.WriteTimeout}
 	go sinkSrv.Serve(sinkLn)
 	defer func() { // without waiting for hookbox's idle keep-alive connections to time out
 		sctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -116,9 +115,7 @@ to = ["sink"]
 	if err != nil {
 		return nil, err
 	}
-	verifyOnly := fiber.New(fiber.Config{BodyLimit: cfg.Server.MaxBodyBytes, ReadTimeout: web.ReadTimeout,
-		WriteTimeout: web.WriteTimeout, IdleTimeout: web.IdleTimeout, ReadBufferSize: web.ReadBufferSize,
-		DisableStartupMessage: true})
+	verifyOnly := fiber.New(o.Conn.fiber(cfg.Server.MaxBodyBytes))
 	verifyOnly.Post("/in/:source", func(c *fiber.Ctx) error {
 		if !verified(c, src) {
 			return c.SendStatus(401)
@@ -137,7 +134,7 @@ to = ["sink"]
 	// (b) a stateless relay: verify, forward to the sink, answer; no store.
 	var relayed *Result
 	if o.Deliver && o.Backlog == 0 {
-		addr, stopRelay, err := startRelay(src, cfg.Server.MaxBodyBytes, "http://"+sinkLn.Addr().String()+"/sink", o.Conns)
+		addr, stopRelay, err := startRelay(src, cfg.Server.MaxBodyBytes, "http://"+sinkLn.Addr().String()+"/sink", o.Conns, o.Conn)
 		if err != nil {
 			return nil, fmt.Errorf("relay: %w", err)
 		}

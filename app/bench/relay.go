@@ -9,27 +9,24 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/provider"
-	"hookbox/app/web"
 )
 
 // startRelay starts the stateless relay -compare measures hookbox against:
-// a Fiber server with hookbox's server settings that verifies the
+// a Fiber server with hookbox's server settings (lim) that verifies the
 // signature, forwards the body to the sink and answers with the sink's
 // verdict, storing nothing. It is what a webhook forwarder without a
 // durable outbox does: the sender waits for the destination, and an event
 // is lost if the destination is down or the process dies. The difference
 // to hookbox is the price of durability (and of decoupling the sender from
 // the destination). It returns the relay's address and a stop function.
-func startRelay(src *app.Source, bodyLimit int, sinkURL string, conns int) (string, func(), error) {
+func startRelay(src *app.Source, bodyLimit int, sinkURL string, conns int, lim ConnLimits) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
 	client := &fasthttp.Client{MaxConnsPerHost: max(conns, 64), ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, MaxIdleConnDuration: time.Minute}
-	relay := fiber.New(fiber.Config{BodyLimit: bodyLimit, ReadTimeout: web.ReadTimeout,
-		WriteTimeout: web.WriteTimeout, IdleTimeout: web.IdleTimeout, ReadBufferSize: web.ReadBufferSize,
-		DisableStartupMessage: true})
+	relay := fiber.New(lim.fiber(bodyLimit))
 	relay.Post("/in/:source", func(c *fiber.Ctx) error {
 		if !verified(c, src) {
 			return c.SendStatus(fiber.StatusUnauthorized)
@@ -59,4 +56,11 @@ func verified(c *fiber.Ctx, src *app.Source) bool {
 	})
 	_, err := src.Verify(provider.Request{Body: in.Body, Header: in, URL: src.URL}, time.Now())
 	return err == nil
+}
+
+// fiber is the Fiber config of a server bounded by l that reads bodies of
+// up to bodyLimit bytes.
+func (l ConnLimits) fiber(bodyLimit int) fiber.Config {
+	return fiber.Config{BodyLimit: bodyLimit, ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout,
+		IdleTimeout: l.IdleTimeout, ReadBufferSize: l.ReadBufferSize, DisableStartupMessage: true}
 }

@@ -20,7 +20,7 @@ func TestBench_Relay(t *testing.T) {
 	sinkSrv := &fasthttp.Server{Handler: sink.handle}
 	go sinkSrv.Serve(ln)
 	src := benchSource(t)
-	addr, stop, err := startRelay(src, 1<<20, "http://"+ln.Addr().String()+"/sink", 4)
+	addr, stop, err := startRelay(src, 1<<20, "http://"+ln.Addr().String()+"/sink", 4, ConnLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}

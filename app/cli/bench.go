@@ -9,12 +9,14 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/bench"
+	"hookbox/app/web"
 )
 
 // runBench reads bench's flags; the load tool is hookbox/app/bench.
 func runBench(ctx context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	o := bench.Options{Serve: servePath, TuneRuntime: tuneRuntime}
+	o := bench.Options{Serve: servePath, TuneRuntime: tuneRuntime, Conn: bench.ConnLimits{ReadTimeout: web.ReadTimeout,
+		WriteTimeout: web.WriteTimeout, IdleTimeout: web.IdleTimeout, ReadBufferSize: web.ReadBufferSize}}
 	fs.StringVar(&o.Config, "config", "config.toml", "path of the config file (its source signs the load)")
 	fs.StringVar(&o.Source, "source", "", "the source whose provider and secret sign the requests")
 	fs.StringVar(&o.URL, "url", "", "target URL (default: the source's URL on server.listen)")
