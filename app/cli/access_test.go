@@ -26,6 +26,7 @@ var tokenLine = regexp.MustCompile(`(?m)^(hbx_\S+)$`)
 // answers), each change audited once as local:USER via cli, kept over a
 // restart.
 func TestUserToken(t *testing.T) {
+	t.Parallel() // command after command: it waits on them, measures nothing
 	t.Run("bbolt", func(t *testing.T) { testUserToken(t, "") })
 	t.Run("postgres", func(t *testing.T) { testUserToken(t, pgtest.URL(t)) })
 }

@@ -94,6 +94,7 @@ func TestAccess_Upgrade(t *testing.T) {
 // empty schema, 20 times: exactly one generated password across both, and
 // it logs in on both.
 func TestAccess_TwoNodesOneAdmin(t *testing.T) {
+	t.Parallel() // 40 starts of the binary: it mostly waits on them, measures nothing
 	start := time.Now()
 	for i := range 20 {
 		url := pgtest.URL(t)

@@ -200,6 +200,7 @@ func postN(t *testing.T, procs []*proc, from, to int) {
 // nothing either; there the events share an order key, as accept order
 // across nodes, each with its own sends in flight, needs.
 func TestEndToEnd_PauseResume(t *testing.T) {
+	t.Parallel() // it waits on pauses and the paused
 	eachStore(t, func(t *testing.T, st storeCase) { testPauseResume(t, st, 1) })
 	t.Run("postgres-two-nodes", func(t *testing.T) { testPauseResume(t, storeCase{name: "postgres", url: pgtest.URL(t)}, 2) })
 }
@@ -356,6 +357,7 @@ func testRate(t *testing.T, st storeCase, nodes int) {
 // On two PostgreSQL nodes the hold is stored: the node that did not hear
 // the 429 holds too.
 func TestEndToEnd_RetryAfterHoldsDestination(t *testing.T) {
+	t.Parallel() // it waits out Retry-After holds
 	eachStore(t, func(t *testing.T, st storeCase) { testRetryAfterHolds(t, st, 1) })
 	t.Run("postgres-two-nodes", func(t *testing.T) { testRetryAfterHolds(t, storeCase{name: "postgres", url: pgtest.URL(t)}, 2) })
 }

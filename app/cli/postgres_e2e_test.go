@@ -18,7 +18,10 @@ import (
 
 // A burst of updates of one entity becomes one delivery of the latest,
 // on either store, through the real binary.
-func TestEndToEnd_Debounce(t *testing.T) { eachStore(t, testDebounce) }
+func TestEndToEnd_Debounce(t *testing.T) {
+	t.Parallel() // it waits out debounce windows
+	eachStore(t, testDebounce)
+}
 
 func testDebounce(t *testing.T, st storeCase) {
 	sink := newLedgerSink(t, 200)
