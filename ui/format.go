@@ -81,10 +81,14 @@ func attemptStatus(status int, errText string) string {
 	switch {
 	case status != 0:
 		return strconv.Itoa(status)
-	case strings.HasPrefix(errText, "exit status "):
+	case strings.Contains(errText, "(exit "): // "the command failed (exit 1)"
+		_, code, _ := strings.Cut(errText, "(exit ")
+		code, _, _ = strings.Cut(code, ")")
+		return "exit " + code
+	case strings.HasPrefix(errText, "exit status "): // attempts recorded before the words
 		code, _, _ := strings.Cut(strings.TrimPrefix(errText, "exit status "), ";")
 		return "exit " + code
-	case strings.HasPrefix(errText, "killed "):
+	case strings.HasPrefix(errText, "the command was killed "), strings.HasPrefix(errText, "killed "):
 		return "killed"
 	}
 	return "—"

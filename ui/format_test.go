@@ -56,6 +56,9 @@ func TestAttemptStatus(t *testing.T) {
 		{200, "", "200"}, {503, "HTTP 503", "503"}, {0, "connection refused", "—"}, {0, "", "—"},
 		{0, "exit status 75", "exit 75"}, {0, "exit status 65", "exit 65"},
 		{0, "killed after the 30s timeout", "killed"}, {0, "killed by signal SIGSEGV", "killed"},
+		{0, "the command failed (exit 1)", "exit 1"}, {0, "the command asked for a retry (exit 75)", "exit 75"},
+		{0, "dead: the command refused the event (exit 65), not retried", "exit 65"},
+		{0, "the command was killed at its 30s timeout", "killed"}, {0, "the command was killed by signal SIGSEGV", "killed"},
 	} {
 		if got := attemptStatus(tc.status, tc.err); got != tc.want {
 			t.Errorf("attemptStatus(%d, %q) = %q; want %q", tc.status, tc.err, got, tc.want)

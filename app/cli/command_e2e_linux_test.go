@@ -189,7 +189,7 @@ func testCommandDestination(t *testing.T, st storeCase) {
 				if a.Response != want || a.Status != 0 {
 					t.Errorf("%s attempt %d: response %q status %d; want %q and no status", id, j+1, a.Response, a.Status, want)
 				}
-				if wantErr := map[bool]string{true: "exit status 75", false: ""}[j < 2]; a.Error != wantErr {
+				if wantErr := map[bool]string{true: "the command asked for a retry (exit 75)", false: ""}[j < 2]; a.Error != wantErr {
 					t.Errorf("%s attempt %d: error %q; want %q", id, j+1, a.Error, wantErr)
 				}
 			}
@@ -213,7 +213,7 @@ func testCommandDestination(t *testing.T, st storeCase) {
 	t.Run("Exit65DeadAtOnceThenReplayed", func(t *testing.T) {
 		postTopic(t, p.addr, "refusing", "x-1", `{"bad": true}`)
 		d := waitDelivery(t, p.addr, "x-1", "dead", 1)
-		if a := d.History[0]; a.Error != "exit status 65" || a.Response != "bad data in x-1\n" {
+		if a := d.History[0]; a.Error != "dead: the command refused the event (exit 65), not retried" || a.Response != "bad data in x-1\n" {
 			t.Fatalf("attempt = %+v", a)
 		}
 		if err := os.WriteFile(filepath.Join(dir, "accept"), nil, 0o644); err != nil {
@@ -232,8 +232,8 @@ func testCommandDestination(t *testing.T, st storeCase) {
 		postTopic(t, p.addr, "slow", "s-1", `{}`)
 		d := waitDelivery(t, p.addr, "s-1", "dead", 3)
 		for _, a := range d.History {
-			if a.Error != "killed after the 1s timeout" || !strings.HasPrefix(a.Response, "started ") {
-				t.Errorf("attempt = %+v; want killed after the 1s timeout, with its output", a)
+			if a.Error != "the command was killed at its 1s timeout" || !strings.HasPrefix(a.Response, "started ") {
+				t.Errorf("attempt = %+v; want the command was killed at its 1s timeout, with its output", a)
 			}
 		}
 		groups := waitLines(t, filepath.Join(dir, "groups"), 3)

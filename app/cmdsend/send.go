@@ -195,7 +195,7 @@ func (s *Sender) run(ctx context.Context, dest *app.Destination, body []byte, en
 	var ee *exec.ExitError
 	switch {
 	case timedOut:
-		res.Err = fmt.Errorf("killed after the %s timeout", app.ShortDuration(dest.Timeout))
+		res.Err = fmt.Errorf("the command was killed at its %s timeout", app.ShortDuration(dest.Timeout))
 	case waitErr == nil:
 		res.Delivered = true
 	case errors.As(waitErr, &ee):
@@ -207,13 +207,23 @@ func (s *Sender) run(ctx context.Context, dest *app.Destination, body []byte, en
 	return res
 }
 
-// exitError says how a command that failed ended: "exit status 75", or
-// "killed by signal SIGSEGV" (Go's own text is "signal: …").
+// exitError says, in words, how a command that failed ended: "the command
+// failed (exit 1)", "the command asked for a retry (exit 75)", "dead: the
+// command refused the event (exit 65), not retried", or "the command was
+// killed by signal SIGSEGV" (Go's own texts are "exit status 1" and
+// "signal: …"). The page reads the code from "(exit N)".
 func exitError(ps *os.ProcessState) error {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return fmt.Errorf("killed by signal %s", signalName(ws.Signal()))
+		return fmt.Errorf("the command was killed by signal %s", signalName(ws.Signal()))
 	}
-	return fmt.Errorf("exit status %d", ps.ExitCode())
+	switch code := ps.ExitCode(); code {
+	case app.ExitDataErr:
+		return fmt.Errorf("dead: the command refused the event (exit %d), not retried", code)
+	case app.ExitTempFail:
+		return fmt.Errorf("the command asked for a retry (exit %d)", code)
+	default:
+		return fmt.Errorf("the command failed (exit %d)", code)
+	}
 }
 
 // startError is the error of a command that could not be started (the

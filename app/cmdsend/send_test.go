@@ -186,10 +186,10 @@ func TestSend_ExitStatus(t *testing.T) {
 		name, script, err string
 		refused           bool
 	}{
-		{"TempFail", "echo busy; exit 75\n", "exit status 75", false},
-		{"Other", "exit 1\n", "exit status 1", false},
-		{"DataErr", "echo bad order >&2; exit 65\n", "exit status 65", true},
-		{"Signal", "kill -SEGV $$\n", "killed by signal SIGSEGV", false},
+		{"TempFail", "echo busy; exit 75\n", "the command asked for a retry (exit 75)", false},
+		{"Other", "exit 1\n", "the command failed (exit 1)", false},
+		{"DataErr", "echo bad order >&2; exit 65\n", "dead: the command refused the event (exit 65), not retried", true},
+		{"Signal", "kill -SEGV $$\n", "the command was killed by signal SIGSEGV", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res := newSender(t).Send(context.Background(), request([]string{writeScript(t, tt.script)}, "{}", 10*time.Second))
@@ -213,7 +213,7 @@ func TestSend_TimeoutKillsGroup(t *testing.T) {
 	pidFile := filepath.Join(dir, "pids")
 	prog := writeScript(t, "sleep 1000 & echo $$ $! > \""+pidFile+"\"\nsleep 1000\n")
 	res := newSender(t).Send(context.Background(), request([]string{prog}, "", 300*time.Millisecond))
-	if res.Delivered || !res.Answered || res.Err == nil || res.Err.Error() != "killed after the 300ms timeout" {
+	if res.Delivered || !res.Answered || res.Err == nil || res.Err.Error() != "the command was killed at its 300ms timeout" {
 		t.Fatalf("answer = %+v (err %v)", res, res.Err)
 	}
 	fields := strings.Fields(waitFile(t, pidFile))
