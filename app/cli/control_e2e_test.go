@@ -173,7 +173,7 @@ func waitPauseRead(t *testing.T, procs []*proc, dest string) {
 		apptest.Until(t, 10*time.Second, func() error {
 			log := p.logText()
 			for _, l := range strings.Split(log, "\n") {
-				if strings.Contains(l, "destination paused") && strings.Contains(l, "destination="+dest) && strings.Contains(l, "paused=true") {
+				if strings.Contains(l, "destination paused: its deliveries wait") && strings.Contains(l, "destination="+dest) {
 					return nil
 				}
 			}

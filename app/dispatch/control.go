@@ -91,8 +91,11 @@ func (d *Dispatcher) readControls(ctx context.Context, now time.Time) (poll time
 			d.mu.Lock()
 			for _, l := range d.lanes {
 				c := cs[l.dest.Name]
-				if c.Paused != l.paused {
-					d.Logger.Info("destination paused", "destination", l.dest.Name, "paused", c.Paused, "by", c.PausedBy)
+				switch {
+				case c.Paused && !l.paused:
+					d.Logger.Info("destination paused: its deliveries wait", "destination", l.dest.Name, "by", c.PausedBy)
+				case !c.Paused && l.paused:
+					d.Logger.Info("destination resumed: its deliveries go out", "destination", l.dest.Name)
 				}
 				l.paused = c.Paused
 				if c.HeldUntil.After(l.held) {
