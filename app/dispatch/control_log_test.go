@@ -19,7 +19,10 @@ func (cs controls) PauseDestination(_ context.Context, dest string, at time.Time
 	cs[dest] = app.DestinationControl{Paused: true, PausedAt: at, PausedBy: by, Reason: reason}
 	return nil
 }
-func (cs controls) ResumeDestination(_ context.Context, dest string) error { delete(cs, dest); return nil }
+func (cs controls) ResumeDestination(_ context.Context, dest string) error {
+	delete(cs, dest)
+	return nil
+}
 func (cs controls) HoldDestination(context.Context, string, time.Time) error {
 	return nil
 }
