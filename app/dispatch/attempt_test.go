@@ -159,7 +159,7 @@ func (s *fakeSender) sent() ([]app.SendRequest, []time.Time) {
 // runFake runs a dispatcher of one destination "pos" (with retry and
 // concurrency) over o and s until the test's bubble ends; setup (may be
 // nil) sets it up before it runs.
-func runFake(t *testing.T, retry string, concurrency int, o *fakeOutbox, s *fakeSender, setup func(*dispatch.Dispatcher)) {
+func runFake(t *testing.T, retry string, concurrency int, o *fakeOutbox, s app.Sender, setup func(*dispatch.Dispatcher)) {
 	t.Helper()
 	cfg, err := config.Parse("test.toml", fmt.Sprintf("[[destination]]\nname = \"pos\"\nurl = \"http://127.0.0.1:1/\"\nretry = %s\nconcurrency = %d\n", retry, concurrency), nil)
 	if err != nil {
@@ -301,6 +301,63 @@ func TestDispatcher_UnrecordedWaitsStoreRetry(t *testing.T) {
 		o.failing.Store(false)
 		if r := <-o.recorded; r.ID != 1 || r.State != app.Delivered {
 			t.Fatalf("once the store records again: %+v; want delivery 1 delivered", r)
+		}
+	})
+}
+
+// outage answers 500 until up, then 200, and keeps when it was asked.
+type outage struct {
+	mu sync.Mutex
+	up time.Time
+	at []time.Time
+}
+
+func (s *outage) Send(context.Context, app.SendRequest) app.Answer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	s.at = append(s.at, now)
+	if now.Before(s.up) {
+		return app.Answer{Status: 500, Err: fmt.Errorf("HTTP 500"), Answered: true}
+	}
+	return app.Answer{Status: 200, Delivered: true, Answered: true}
+}
+func (s *outage) Stop()  {}
+func (s *outage) Close() {}
+
+// A destination down for 10 minutes is probed at least once a minute
+// with the default settings, so that once it is back every delivery
+// waiting for it is sent within a minute and the walk's few seconds. The
+// probes used to space out to 5 minutes: one back after a 10-minute
+// outage waited up to 5 minutes more for its backlog.
+func TestDispatcher_ProbesAtLeastEveryMinute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var dls []*app.Delivery
+		for i := range 10 {
+			dls = append(dls, &app.Delivery{ID: uint64(i + 1), Due: start})
+		}
+		o := newFakeOutbox(dls...)
+		s := &outage{up: start.Add(10 * time.Minute)}
+		runFake(t, `["1h", "2h"]`, 2, o, s, nil)
+		time.Sleep(10*time.Minute + time.Minute + 5*time.Second)
+		synctest.Wait()
+		s.mu.Lock()
+		at := slices.Clone(s.at)
+		s.mu.Unlock()
+		last := start
+		for _, a := range at {
+			if !a.After(s.up) && a.Sub(last) > time.Minute {
+				t.Fatalf("no send from %v to %v after the destination failed; want a probe at least every minute (sends at %v)", last.Sub(start), a.Sub(start), at)
+			}
+			last = a
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for _, d := range o.dls {
+			if d.State != app.Delivered {
+				t.Fatalf("delivery %d is %v %v after the destination came back; want every waiting one delivered within 65 s (sends at %v)", d.ID, d.State, time.Since(s.up), at)
+			}
 		}
 	})
 }
