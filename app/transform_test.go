@@ -1,42 +1,17 @@
 package app_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 )
 
-// transformFunc is a Transform made of a Go function: what these tests
-// use in place of a CEL expression (app/rules compiles those; the
-// end-to-end tests run them).
-type transformFunc func(in *app.RuleInput, max int) ([]byte, string, error)
-
-func (f transformFunc) Apply(in *app.RuleInput, max int) ([]byte, string, error) { return f(in, max) }
-func (f transformFunc) String() string                                           { return "test transform" }
-
-// slackRefund stands for the issue's example,
-// {"text": "Refund " + string(body.id) + ": " + body.amount + " " + body.currency},
-// failing as CEL does on a missing field.
-var slackRefund = transformFunc(func(in *app.RuleInput, _ int) ([]byte, string, error) {
-	var b map[string]any
-	if err := json.Unmarshal(in.Body, &b); err != nil {
-		return nil, "", err
-	}
-	for _, k := range []string{"id", "amount", "currency"} {
-		if _, ok := b[k]; !ok {
-			return nil, "", fmt.Errorf("no such key: %s", k)
-		}
-	}
-	out, err := json.Marshal(map[string]string{"text": fmt.Sprintf("Refund %v: %v %v", b["id"], b["amount"], b["currency"])})
-	return out, "application/json", err
-})
-
 func TestConfig_RouteTransform(t *testing.T) {
-	cfg := &app.Config{Routes: []*app.Route{{Name: "plain"}, {Name: "slack", Transform: slackRefund}}}
+	cfg := &app.Config{Routes: []*app.Route{{Name: "plain"}, {Name: "slack", Transform: apptest.SlackRefund}}}
 	for _, tt := range []struct {
 		route string
 		want  bool
@@ -56,7 +31,7 @@ func TestApplyTransform(t *testing.T) {
 	in := &app.RuleInput{Source: "shop", ID: "e1", Body: []byte(`{"a":1}`),
 		Header: []app.HeaderField{{Name: "X-Api-Token", Value: token}, {Name: "X-Plain", Value: "visible-value"}}}
 	fixed := func(body, ctype string, err error) app.Transform {
-		return transformFunc(func(*app.RuleInput, int) ([]byte, string, error) { return []byte(body), ctype, err })
+		return apptest.TransformFunc(func(*app.RuleInput, int) ([]byte, string, error) { return []byte(body), ctype, err })
 	}
 	for _, tt := range []struct {
 		name    string
@@ -76,7 +51,7 @@ func TestApplyTransform(t *testing.T) {
 		{"DefaultMax", fixed(strings.Repeat("x", app.DefaultMaxBodyBytes+1), "text/plain", nil), 0, "",
 			fmt.Sprintf("transform: the body made is %d bytes, over max_body_bytes (%d)", app.DefaultMaxBodyBytes+1, app.DefaultMaxBodyBytes)},
 		{"BadContentType", fixed("x", "text/plain\r\nX-Injected: 1", nil), 5, "", "transform: the Content-Type made is not a valid header value"},
-		{"Panic", transformFunc(func(*app.RuleInput, int) ([]byte, string, error) { panic("engine bug") }), 5, "", "transform: panic: engine bug"},
+		{"Panic", apptest.TransformFunc(func(*app.RuleInput, int) ([]byte, string, error) { panic("engine bug") }), 5, "", "transform: panic: engine bug"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := app.ApplyTransform(tt.t, in, tt.max)

@@ -2,52 +2,21 @@ package backup_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"hookbox/app"
 	"hookbox/app/alert"
+	"hookbox/app/apptest"
 	"hookbox/app/backup"
 	"hookbox/app/config"
 	"hookbox/storage/bboltstore"
 )
-
-// alertSink records the text of every Slack-compatible message posted to it.
-type alertSink struct {
-	*httptest.Server
-	mu    sync.Mutex
-	texts []string
-}
-
-func newAlertSink(t *testing.T) *alertSink {
-	s := &alertSink{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m struct{ Text string }
-		b, _ := io.ReadAll(r.Body)
-		json.Unmarshal(b, &m)
-		s.mu.Lock()
-		s.texts = append(s.texts, m.Text)
-		s.mu.Unlock()
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *alertSink) messages() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.texts)
-}
 
 func backupConfig(t *testing.T, dataDir, extra string) *app.Config {
 	t.Helper()
@@ -189,7 +158,7 @@ func TestBackuper_PrunesInCreationOrder(t *testing.T) {
 // A backup that cannot be written alerts once per failure streak, says
 // when backups work again, and keeps the last good one on the status page.
 func TestBackuper_FailureAlerts(t *testing.T) {
-	sink := newAlertSink(t)
+	sink := apptest.NewAlertSink(t)
 	dataDir := t.TempDir()
 	// A directory under a regular file cannot be created, even by root.
 	blocker := filepath.Join(dataDir, "not-a-dir")
@@ -209,7 +178,7 @@ func TestBackuper_FailureAlerts(t *testing.T) {
 
 	b.Run(ctx)
 	b.Run(ctx)
-	msgs := sink.messages()
+	msgs := sink.Messages()
 	if len(msgs) != 1 || !strings.Contains(msgs[0], "backup failed") {
 		t.Fatalf("alerts after two failures: %q", msgs)
 	}
@@ -225,7 +194,7 @@ func TestBackuper_FailureAlerts(t *testing.T) {
 	b.Dir = filepath.Join(dataDir, "backups")
 	b.Run(ctx)
 	b.Run(ctx)
-	msgs = sink.messages()
+	msgs = sink.Messages()
 	if len(msgs) != 2 || !strings.Contains(msgs[1], "work again") {
 		t.Fatalf("alerts after recovery: %q", msgs)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/dispatch"
 )
 
@@ -201,7 +202,7 @@ func TestDebounce_ConcurrentSameKey(t *testing.T) {
 	h := newHarness(t, debounceConfig(s.URL, "1h", ""))
 	var wg sync.WaitGroup
 	for i := range 50 {
-		in := signed(t, "github", "gh-secret", []byte(update("c9", i)), "", fmt.Sprint("cc-", i), "push", time.Now())
+		in := apptest.Signed(t, "github", "gh-secret", []byte(update("c9", i)), "", fmt.Sprint("cc-", i), "push", time.Now())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -18,6 +18,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/alert"
+	"hookbox/app/apptest"
 	"hookbox/app/config"
 	"hookbox/app/dispatch"
 	"hookbox/app/httpsend"
@@ -190,7 +191,7 @@ func TestDispatcher_FanOut(t *testing.T) {
 func TestDispatcher_Unrouted(t *testing.T) {
 	s := newSink(t, 200)
 	h := newHarness(t, destsConfig(`["1ms"]`, s.URL))
-	in := signed(t, "github", "gh-secret", []byte(`{}`), "", "other-topic", "issues", time.Now())
+	in := apptest.Signed(t, "github", "gh-secret", []byte(`{}`), "", "other-topic", "issues", time.Now())
 	if res, err := h.recv.Receive(context.Background(), "gh", in); err != nil || res.Outcome != app.Accepted {
 		t.Fatalf("Receive = %+v, %v", res, err)
 	}
@@ -257,7 +258,7 @@ func benchmarkDispatch(b *testing.B, framing string) {
 	recv := receive.New(cfg, db)
 	body := []byte(fmt.Sprintf(`{"pad": %q}`, strings.Repeat("x", 2000)))
 	inParallel(b, 64, b.N, func(i int) error {
-		_, err := recv.Receive(context.Background(), "gh", signed(b, "github", "gh-secret", body, "", fmt.Sprint("b-", i), "push", time.Now()))
+		_, err := recv.Receive(context.Background(), "gh", apptest.Signed(b, "github", "gh-secret", body, "", fmt.Sprint("b-", i), "push", time.Now()))
 		return err
 	})
 	disp := dispatch.New(cfg, db, httpsend.New(cfg, "dev"))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/config"
 	"hookbox/app/dispatch"
 	"hookbox/app/httpsend"
@@ -170,7 +171,7 @@ func (h *harness) send(t testing.TB, id string, body string) {
 // accept is send for other goroutines than the test's: it returns what
 // went wrong.
 func (h *harness) accept(t testing.TB, id string, body string) error {
-	in := signed(t, "github", "gh-secret", []byte(body), "", id, "push", h.recv.Now())
+	in := apptest.Signed(t, "github", "gh-secret", []byte(body), "", id, "push", h.recv.Now())
 	res, err := h.recv.Receive(context.Background(), "gh", in)
 	if err != nil || res.Outcome != app.Accepted {
 		return fmt.Errorf("Receive(%s) = %+v, %v", id, res, err)

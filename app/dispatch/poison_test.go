@@ -2,14 +2,8 @@ package dispatch_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +11,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/alert"
+	"hookbox/app/apptest"
 	"hookbox/app/config"
 	"hookbox/app/metrics"
 	"hookbox/app/receive"
@@ -28,7 +23,7 @@ import (
 // set aside with its key and reason, counted in a metric and alerted.
 func TestDispatcher_PoisonIsolated(t *testing.T) {
 	s := newSink(t, 200)
-	alerts := newAlertSink(t)
+	alerts := apptest.NewAlertSink(t)
 	toml := destsConfig(`["1h"]`, s.URL) + fmt.Sprintf("[alerts]\nurl = %q\n", alerts.URL)
 	dir := t.TempDir()
 
@@ -43,7 +38,7 @@ func TestDispatcher_PoisonIsolated(t *testing.T) {
 	}
 	recv := receive.New(cfg, db)
 	for i := range 20 {
-		in := signed(t, "github", "gh-secret", []byte(fmt.Sprintf(`{"n": %d}`, i)), "", fmt.Sprint("bl-", i), "push", time.Now())
+		in := apptest.Signed(t, "github", "gh-secret", []byte(fmt.Sprintf(`{"n": %d}`, i)), "", fmt.Sprint("bl-", i), "push", time.Now())
 		if _, err := recv.Receive(context.Background(), "gh", in); err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +81,7 @@ func TestDispatcher_PoisonIsolated(t *testing.T) {
 	alerter := alert.New(h.cfg, h.db)
 	alerter.Check(context.Background())
 	alerter.Check(context.Background()) // once per new record, not once per check
-	msgs := alerts.messages()
+	msgs := alerts.Messages()
 	var poisonMsgs []string
 	for _, m := range msgs {
 		if strings.Contains(m, "cannot be read") {
@@ -112,31 +107,4 @@ func gaugeValue(t *testing.T, prom *metrics.Prometheus, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
-}
-
-// alertSink records the text of every Slack-compatible message posted to it.
-type alertSink struct {
-	*httptest.Server
-	mu    sync.Mutex
-	texts []string
-}
-
-func newAlertSink(t *testing.T) *alertSink {
-	s := &alertSink{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m struct{ Text string }
-		b, _ := io.ReadAll(r.Body)
-		json.Unmarshal(b, &m)
-		s.mu.Lock()
-		s.texts = append(s.texts, m.Text)
-		s.mu.Unlock()
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *alertSink) messages() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.texts)
 }

@@ -18,13 +18,14 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 )
 
 // receiveWith receives a GitHub-signed event id for source gh with extra
 // headers besides the signature's, each name with the values given.
 func (h *harness) receiveWith(t *testing.T, id, body string, extra [][2]string) {
 	t.Helper()
-	in := signed(t, "github", "gh-secret", []byte(body), "", id, "push", h.recv.Now())
+	in := apptest.Signed(t, "github", "gh-secret", []byte(body), "", id, "push", h.recv.Now())
 	for _, f := range extra {
 		in.Header = append(in.Header, app.HeaderField{Name: f[0], Value: f[1]})
 	}
@@ -149,7 +150,7 @@ to = ["app", "partner"]
 	}
 	h.receiveWith(t, "fwd-1", `{"a":1}`, extra)
 	body := []byte(`{"b":2}`)
-	in := signed(t, "hmac", "mine-secret", body, "", "", "", time.Now())
+	in := apptest.Signed(t, "hmac", "mine-secret", body, "", "", "", time.Now())
 	in.Header = append(in.Header, app.HeaderField{Name: "X-Id", Value: "mine-1"})
 	if res, err := h.recv.Receive(context.Background(), "mine", in); err != nil || res.Outcome != app.Accepted {
 		t.Fatalf("Receive(mine) = %+v, %v", res, err)

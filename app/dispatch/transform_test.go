@@ -13,6 +13,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/config"
 	"hookbox/app/dispatch"
 	"hookbox/app/httpsend"
@@ -20,31 +21,6 @@ import (
 	"hookbox/app/receive"
 	"hookbox/storage/bboltstore"
 )
-
-// transformFunc is a Transform made of a Go function: what these tests
-// use in place of a CEL expression (app/rules compiles those; the
-// end-to-end tests run them).
-type transformFunc func(in *app.RuleInput, max int) ([]byte, string, error)
-
-func (f transformFunc) Apply(in *app.RuleInput, max int) ([]byte, string, error) { return f(in, max) }
-func (f transformFunc) String() string                                           { return "test transform" }
-
-// slackRefund stands for the issue's example,
-// {"text": "Refund " + string(body.id) + ": " + body.amount + " " + body.currency},
-// failing as CEL does on a missing field.
-var slackRefund = transformFunc(func(in *app.RuleInput, _ int) ([]byte, string, error) {
-	var b map[string]any
-	if err := json.Unmarshal(in.Body, &b); err != nil {
-		return nil, "", err
-	}
-	for _, k := range []string{"id", "amount", "currency"} {
-		if _, ok := b[k]; !ok {
-			return nil, "", fmt.Errorf("no such key: %s", k)
-		}
-	}
-	out, err := json.Marshal(map[string]string{"text": fmt.Sprintf("Refund %v: %v %v", b["id"], b["amount"], b["currency"])})
-	return out, "application/json", err
-})
 
 // routed is the bbolt store with each delivery the dispatcher reads
 // naming its route, as the stores are about to record it (until then they
@@ -175,7 +151,7 @@ func (h *harness) receiveShopify(t *testing.T, id, topic, body string, extra ...
 			hd.Del("Content-Type")
 		}
 	}
-	in := inbound([]byte(body), hd)
+	in := apptest.Inbound([]byte(body), hd)
 	in.Header = append(in.Header, extra...)
 	if res, err := h.recv.Receive(context.Background(), "shop", in); err != nil || res.Outcome != app.Accepted {
 		t.Fatalf("Receive(%s) = %+v, %v", id, res, err)
@@ -221,7 +197,7 @@ func TestTransform_SlackBodySignedWithoutProviderSignature(t *testing.T) {
 		t.Run(names, func(t *testing.T) {
 			slack, appSink := newSink(t, 200), newSink(t, 200)
 			h := startRouted(t, transformConfig(slack.URL, appSink.URL, fmt.Sprintf("signature_headers = %q\nheaders = { Content-Type = \"text/plain\" }", names)),
-				t.TempDir(), withTransform("refunds-slack", slackRefund), nil)
+				t.TempDir(), withTransform("refunds-slack", apptest.SlackRefund), nil)
 			body := `{"id": 812, "amount": "12.50", "currency": "EUR", "note": "a/b & <c>"}`
 			h.receiveShopify(t, "refund-1", "refunds/create", body,
 				app.HeaderField{Name: "Content-Type", Value: "application/json; charset=utf-8"},
@@ -293,7 +269,7 @@ func TestTransform_FailureIsDeadAtOnceReplayAfterFix(t *testing.T) {
 	slack, appSink := newSink(t, 200), newSink(t, 200)
 	dir := t.TempDir()
 	toml := transformConfig(slack.URL, appSink.URL, "")
-	h := startRouted(t, toml, dir, withTransform("refunds-slack", slackRefund), nil)
+	h := startRouted(t, toml, dir, withTransform("refunds-slack", apptest.SlackRefund), nil)
 	h.receiveShopify(t, "refund-bad", "refunds/create", `{"id": 9, "currency": "EUR"}`)
 	d := h.waitDest(t, "refund-bad", "slack", app.Dead)
 	_, as, err := h.db.Delivery(context.Background(), d.ID)
@@ -313,7 +289,7 @@ func TestTransform_FailureIsDeadAtOnceReplayAfterFix(t *testing.T) {
 	}
 	h.stop()
 
-	fixed := transformFunc(func(in *app.RuleInput, max int) ([]byte, string, error) {
+	fixed := apptest.TransformFunc(func(in *app.RuleInput, max int) ([]byte, string, error) {
 		var b struct {
 			ID     int     `json:"id"`
 			Amount *string `json:"amount"`
@@ -347,7 +323,7 @@ func TestTransform_FailureIsDeadAtOnceReplayAfterFix(t *testing.T) {
 // it is once an attempt that reached it fails.
 func TestTransform_FailureLeavesDestinationHealthy(t *testing.T) {
 	slack, appSink := newSink(t, 500), newSink(t, 200)
-	h := startRouted(t, transformConfig(slack.URL, appSink.URL, ""), t.TempDir(), withTransform("refunds-slack", slackRefund), nil)
+	h := startRouted(t, transformConfig(slack.URL, appSink.URL, ""), t.TempDir(), withTransform("refunds-slack", apptest.SlackRefund), nil)
 	h.receiveShopify(t, "refund-bad-1", "refunds/create", `{"id": 1}`)
 	h.receiveShopify(t, "refund-bad-2", "refunds/create", `{"id": 2}`)
 	h.waitDest(t, "refund-bad-1", "slack", app.Dead)
@@ -371,7 +347,7 @@ func TestTransform_RouteUnknownSendsEventAsReceived(t *testing.T) {
 	for _, route := range []string{"", "renamed-since"} {
 		t.Run(fmt.Sprintf("route=%q", route), func(t *testing.T) {
 			slack, appSink := newSink(t, 200), newSink(t, 200)
-			h := startRouted(t, transformConfig(slack.URL, appSink.URL, ""), t.TempDir(), withTransform("refunds-slack", slackRefund),
+			h := startRouted(t, transformConfig(slack.URL, appSink.URL, ""), t.TempDir(), withTransform("refunds-slack", apptest.SlackRefund),
 				func(app.Work) string { return route })
 			body := `{"id": 3, "amount": "5.00", "currency": "EUR"}`
 			h.receiveShopify(t, "refund-3", "refunds/create", body)
@@ -400,7 +376,7 @@ func BenchmarkTransformSendPath(b *testing.B) {
 		b.Fatal(err)
 	}
 	hd.Set("Content-Type", "application/json")
-	in := inbound(order, hd)
+	in := apptest.Inbound(order, hd)
 	e := &app.Event{Source: "shop", ID: "e1", Topic: "orders/paid", Header: in.Header, Body: order}
 	cfg, err := config.Parse("b.toml", transformConfig("http://127.0.0.1:1/", "http://127.0.0.1:2/", ""), nil)
 	if err != nil {
@@ -408,7 +384,7 @@ func BenchmarkTransformSendPath(b *testing.B) {
 	}
 	out, dest := app.NewOutbound(cfg, "dev"), cfg.DestinationByName("slack")
 	slackBody := []byte(`{"text":"Order 820982911946154500: 403.00 USD, paid"}`)
-	made := transformFunc(func(*app.RuleInput, int) ([]byte, string, error) { return slackBody, "application/json", nil })
+	made := apptest.TransformFunc(func(*app.RuleInput, int) ([]byte, string, error) { return slackBody, "application/json", nil })
 	now := time.Now()
 	b.Logf("order body: %d bytes, %d headers", len(order), len(e.Header))
 	// CPU time per op beside ns/op: on a loaded machine the wall time of
@@ -457,7 +433,7 @@ func BenchmarkTransformSendPath(b *testing.B) {
 	b.Run("TransformedToSlack", transformed(made))
 	// The same size as the order: what a transform adds, the signature
 	// over its body aside.
-	b.Run("TransformedSameSize", transformed(transformFunc(func(*app.RuleInput, int) ([]byte, string, error) {
+	b.Run("TransformedSameSize", transformed(apptest.TransformFunc(func(*app.RuleInput, int) ([]byte, string, error) {
 		return order, "application/json", nil
 	})))
 }

@@ -70,7 +70,7 @@ id = "{header.X-Event-Id}"
 		{"erp", "hmac", "erp-secret", "", `{"id": 1}`, `no event id: source erp reads it with id = "{header.X-Event-Id}": {header.X-Event-Id}: field missing`},
 	} {
 		t.Run(tt.prov, func(t *testing.T) {
-			_, err := r.Receive(context.Background(), tt.source, signed(t, tt.prov, tt.secret, []byte(tt.body), tt.url, "", "", now))
+			_, err := r.Receive(context.Background(), tt.source, apptest.Signed(t, tt.prov, tt.secret, []byte(tt.body), tt.url, "", "", now))
 			if app.ErrorCode(err) != app.EINVALID {
 				t.Fatalf("err = %v, want EINVALID (400)", err)
 			}

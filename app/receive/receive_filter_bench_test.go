@@ -83,7 +83,7 @@ func BenchmarkReceive(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				ins[i] = inbound(body, h)
+				ins[i] = apptest.Inbound(body, h)
 			}
 			ctx := context.Background()
 			b.ReportAllocs()
@@ -111,7 +111,7 @@ func BenchmarkPlan(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in := inbound(body, h)
+	in := apptest.Inbound(body, h)
 	for _, filtered := range []bool{false, true} {
 		b.Run(map[bool]string{false: "NoFilters", true: "TenFilters"}[filtered], func(b *testing.B) {
 			cfg, err := config.Parse("bench.toml", benchRoutesConfig(), nil)

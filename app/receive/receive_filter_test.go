@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/config"
 	"hookbox/app/fields"
 	"hookbox/app/metrics"
@@ -130,7 +131,7 @@ func newFilterReceiver(t *testing.T, now *time.Time, log *strings.Builder) (*rec
 
 // shopEvent is a signed Shopify event of topic with body.
 func shopEvent(t testing.TB, id, topic, body string, at time.Time) *app.Inbound {
-	return signed(t, "shopify", "shop-secret", []byte(body), "", id, topic, at)
+	return apptest.Signed(t, "shopify", "shop-secret", []byte(body), "", id, topic, at)
 }
 
 func TestReceiver_PlanFilters(t *testing.T) {
@@ -232,7 +233,7 @@ func TestReceiver_PlanOneRuleInput(t *testing.T) {
 // A route with a filter costs an event nothing when it does not match
 // the event's source: the plan allocates as much as without any filter.
 func TestReceiver_PlanNoFilterNoCost(t *testing.T) {
-	in := signed(t, "github", "gh-secret", []byte(`{"id": 1}`), "", "d1", "push", now0)
+	in := apptest.Signed(t, "github", "gh-secret", []byte(`{"id": 1}`), "", "d1", "push", now0)
 	allocs := func(withFilters bool) float64 {
 		cfg, err := config.Parse("filter.toml", filterConfig, nil)
 		if err != nil {

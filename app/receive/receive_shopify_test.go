@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/config"
 	"hookbox/app/provider"
 	"hookbox/app/receive"
@@ -62,7 +63,7 @@ to = ["erp"]
 				h.Set(n, domain)
 			}
 		}
-		res, err := r.Receive(ctx, source, inbound(body, h))
+		res, err := r.Receive(ctx, source, apptest.Inbound(body, h))
 		if err != nil || res.Outcome != app.Accepted {
 			t.Fatalf("Receive = %+v, %v", res, err)
 		}

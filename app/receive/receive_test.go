@@ -17,7 +17,6 @@ import (
 	"hookbox/app/apptest"
 	"hookbox/app/config"
 	"hookbox/app/metrics"
-	"hookbox/app/provider"
 	"hookbox/app/receive"
 	"hookbox/app/sweep"
 	"hookbox/storage/bboltstore"
@@ -90,27 +89,6 @@ func newReceiverOver(t *testing.T, now *time.Time, store app.IngestStore) *recei
 	return r
 }
 
-// signed builds an inbound request for a source, signed with secret.
-func signed(t testing.TB, prov, secret string, body []byte, url, id, topic string, at time.Time) *app.Inbound {
-	t.Helper()
-	h, err := provider.Sign(prov, provider.Settings{Secrets: [][]byte{[]byte(secret)}, SignatureHeader: "X-Signature", SignaturePrefix: "sha256="},
-		body, url, id, topic, at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return inbound(body, h)
-}
-
-func inbound(body []byte, h http.Header) *app.Inbound {
-	in := &app.Inbound{Body: body}
-	for k, vs := range h {
-		for _, v := range vs {
-			in.Header = append(in.Header, app.HeaderField{Name: k, Value: v})
-		}
-	}
-	return in
-}
-
 func TestReceiver_Receive(t *testing.T) {
 	ctx := context.Background()
 	now := now0
@@ -118,7 +96,7 @@ func TestReceiver_Receive(t *testing.T) {
 	body := []byte(`{"id": 1, "title": "a/b & <c>"}`)
 
 	t.Run("Accepted", func(t *testing.T) {
-		res, err := r.Receive(ctx, "shop", signed(t, "shopify", "new-secret", body, "", "wh-1", "orders/create", now))
+		res, err := r.Receive(ctx, "shop", apptest.Signed(t, "shopify", "new-secret", body, "", "wh-1", "orders/create", now))
 		if err != nil || res.Outcome != app.Accepted || res.ID != "wh-1" {
 			t.Fatalf("Receive = %+v, %v", res, err)
 		}
@@ -129,19 +107,19 @@ func TestReceiver_Receive(t *testing.T) {
 		}
 	})
 	t.Run("Duplicate", func(t *testing.T) {
-		res, err := r.Receive(ctx, "shop", signed(t, "shopify", "new-secret", body, "", "wh-1", "orders/create", now))
+		res, err := r.Receive(ctx, "shop", apptest.Signed(t, "shopify", "new-secret", body, "", "wh-1", "orders/create", now))
 		if err != nil || res.Outcome != app.Duplicate {
 			t.Fatalf("Receive = %+v, %v", res, err)
 		}
 	})
 	t.Run("OldSecretDuringRotation", func(t *testing.T) {
-		res, err := r.Receive(ctx, "shop", signed(t, "shopify", "old-secret", body, "", "wh-2", "orders/create", now))
+		res, err := r.Receive(ctx, "shop", apptest.Signed(t, "shopify", "old-secret", body, "", "wh-2", "orders/create", now))
 		if err != nil || res.Outcome != app.Accepted {
 			t.Fatalf("Receive = %+v, %v", res, err)
 		}
 	})
 	t.Run("ErrUnauthorized", func(t *testing.T) {
-		_, err := r.Receive(ctx, "shop", signed(t, "shopify", "wrong", body, "", "wh-3", "x", now))
+		_, err := r.Receive(ctx, "shop", apptest.Signed(t, "shopify", "wrong", body, "", "wh-3", "x", now))
 		if app.ErrorCode(err) != app.EUNAUTHORIZED {
 			t.Fatalf("err = %v, want unauthorized", err)
 		}
@@ -158,25 +136,25 @@ func TestReceiver_Receive(t *testing.T) {
 		}
 	})
 	t.Run("ErrInvalidNoID", func(t *testing.T) {
-		_, err := r.Receive(ctx, "shop", signed(t, "shopify", "new-secret", body, "", "", "orders/create", now))
+		_, err := r.Receive(ctx, "shop", apptest.Signed(t, "shopify", "new-secret", body, "", "", "orders/create", now))
 		if app.ErrorCode(err) != app.EINVALID {
 			t.Fatalf("err = %v, want invalid", err)
 		}
 	})
 	t.Run("StripeStaleTimestamp", func(t *testing.T) {
 		sb := []byte(`{"id": "evt_1", "type": "charge.succeeded"}`)
-		_, err := r.Receive(ctx, "stripe", signed(t, "stripe", "whsec_test", sb, "", "", "", now.Add(-6*time.Minute)))
+		_, err := r.Receive(ctx, "stripe", apptest.Signed(t, "stripe", "whsec_test", sb, "", "", "", now.Add(-6*time.Minute)))
 		if app.ErrorCode(err) != app.EUNAUTHORIZED {
 			t.Fatalf("err = %v, want unauthorized", err)
 		}
-		res, err := r.Receive(ctx, "stripe", signed(t, "stripe", "whsec_test", sb, "", "", "", now.Add(-time.Minute)))
+		res, err := r.Receive(ctx, "stripe", apptest.Signed(t, "stripe", "whsec_test", sb, "", "", "", now.Add(-time.Minute)))
 		if err != nil || res.ID != "evt_1" {
 			t.Fatalf("Receive = %+v, %v", res, err)
 		}
 	})
 	t.Run("WooCommercePing", func(t *testing.T) {
 		h := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
-		res, err := r.Receive(ctx, "woo", inbound([]byte("webhook_id=17"), h))
+		res, err := r.Receive(ctx, "woo", apptest.Inbound([]byte("webhook_id=17"), h))
 		if err != nil || res.Outcome != app.Ping {
 			t.Fatalf("Receive = %+v, %v", res, err)
 		}
@@ -186,7 +164,7 @@ func TestReceiver_Receive(t *testing.T) {
 	})
 	t.Run("OverriddenIDAndTopic", func(t *testing.T) {
 		eb := []byte(`{"event": {"id": 42, "kind": "stock.changed"}}`)
-		in := signed(t, "hmac", "erp-secret", eb, "", "", "", now)
+		in := apptest.Signed(t, "hmac", "erp-secret", eb, "", "", "", now)
 		in.Header = append(in.Header, app.HeaderField{Name: "X-Shop", Value: "north"})
 		res, err := r.Receive(ctx, "erp", in)
 		if err != nil || res.ID != "north:42" {
@@ -197,13 +175,13 @@ func TestReceiver_Receive(t *testing.T) {
 			t.Fatalf("stored %+v", e)
 		}
 		// Without the header the id cannot be built: 400, nothing stored.
-		_, err = r.Receive(ctx, "erp", signed(t, "hmac", "erp-secret", eb, "", "", "", now))
+		_, err = r.Receive(ctx, "erp", apptest.Signed(t, "hmac", "erp-secret", eb, "", "", "", now))
 		if app.ErrorCode(err) != app.EINVALID {
 			t.Fatalf("err = %v, want invalid", err)
 		}
 	})
 	t.Run("SecretsNotStored", func(t *testing.T) {
-		in := signed(t, "github", "gh-secret", []byte(`{"id": "g1"}`), "", "del-1", "push", now)
+		in := apptest.Signed(t, "github", "gh-secret", []byte(`{"id": "g1"}`), "", "del-1", "push", now)
 		// Every dropped name, in the cases senders use, and names that only
 		// look like one.
 		drop := []string{"Authorization", "COOKIE", "proxy-authorization", "Connection", "Keep-Alive",
@@ -235,7 +213,7 @@ func TestReceiver_Receive(t *testing.T) {
 	t.Run("ErrUnavailable", func(t *testing.T) {
 		r2, db2 := newReceiver(t, &now)
 		db2.Close()
-		_, err := r2.Receive(ctx, "shop", signed(t, "shopify", "new-secret", body, "", "wh-9", "x", now))
+		_, err := r2.Receive(ctx, "shop", apptest.Signed(t, "shopify", "new-secret", body, "", "wh-9", "x", now))
 		if app.ErrorCode(err) != app.EUNAVAILABLE {
 			t.Fatalf("err = %v, want unavailable", err)
 		}
@@ -250,7 +228,7 @@ func TestReceiver_Receive_ConcurrentSameID(t *testing.T) {
 	var accepted, dups atomic.Int64
 	var wg sync.WaitGroup
 	for range 100 {
-		in := signed(t, "shopify", "new-secret", body, "", "same", "orders/paid", now)
+		in := apptest.Signed(t, "shopify", "new-secret", body, "", "same", "orders/paid", now)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -284,7 +262,7 @@ func TestSweeper_Sweep(t *testing.T) {
 	sw.Chunk = 7
 	ctx := context.Background()
 	for i := range 20 {
-		in := signed(t, "shopify", "new-secret", []byte(`{}`), "", fmt.Sprint("e", i), "x", now)
+		in := apptest.Signed(t, "shopify", "new-secret", []byte(`{}`), "", fmt.Sprint("e", i), "x", now)
 		if _, err := r.Receive(ctx, "shop", in); err != nil {
 			t.Fatal(err)
 		}
@@ -293,7 +271,7 @@ func TestSweeper_Sweep(t *testing.T) {
 	if res, err := sw.Sweep(ctx); err != nil || res.IDs != 0 {
 		t.Fatalf("early sweep = %+v, %v; want nothing forgotten", res, err)
 	}
-	in := signed(t, "shopify", "new-secret", []byte(`{}`), "", "e3", "x", now)
+	in := apptest.Signed(t, "shopify", "new-secret", []byte(`{}`), "", "e3", "x", now)
 	if res, _ := r.Receive(ctx, "shop", in); res.Outcome != app.Duplicate {
 		t.Fatalf("before expiry: %v, want duplicate", res.Outcome)
 	}
@@ -302,7 +280,7 @@ func TestSweeper_Sweep(t *testing.T) {
 	if err != nil || res.IDs != 20 || res.Chunks < 3 {
 		t.Fatalf("sweep = %+v, %v; want 20 ids in chunks of 7", res, err)
 	}
-	in = signed(t, "shopify", "new-secret", []byte(`{}`), "", "e3", "x", now)
+	in = apptest.Signed(t, "shopify", "new-secret", []byte(`{}`), "", "e3", "x", now)
 	if res, _ := r.Receive(ctx, "shop", in); res.Outcome != app.Accepted {
 		t.Fatalf("after sweep: %v, want accepted", res.Outcome)
 	}
@@ -325,7 +303,7 @@ func TestReceiver_LabelsAndUnknownSources(t *testing.T) {
 
 	name := []byte("shop") // the caller's buffer, as fasthttp's would be
 	body := []byte(`{"id": 1}`)
-	if _, err := r.Receive(ctx, unsafe.String(&name[0], len(name)), signed(t, "shopify", "new-secret", body, "", "lbl-1", "orders/create", now)); err != nil {
+	if _, err := r.Receive(ctx, unsafe.String(&name[0], len(name)), apptest.Signed(t, "shopify", "new-secret", body, "", "lbl-1", "orders/create", now)); err != nil {
 		t.Fatal(err)
 	}
 	copy(name, "\xff\xfe\xfd\xfc") // the next request on the connection
