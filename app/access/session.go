@@ -105,6 +105,39 @@ func (ss *Sessions) Find(ctx context.Context, token string) (app.Identity, bool,
 	return c.s.ID, true, nil
 }
 
+// Hold is Service.Hold for a caller that came with the session of token:
+// the context also ends, with a cause that says why, once the session no
+// longer holds: logged out (on any node) or expired. It looks every
+// SessionCache, so such a stream ends within twice SessionCache (a look,
+// and on another node the cache before it); a change of the identity ends
+// it at once, as Service.Hold does.
+func (ss *Sessions) Hold(parent context.Context, token string, id app.Identity) (context.Context, context.CancelFunc) {
+	held, release := ss.access.Hold(parent, id)
+	ctx, cancel := context.WithCancelCause(held)
+	go func() {
+		defer release()
+		t := time.NewTicker(SessionCache)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if _, ok, err := ss.Find(ctx, token); err == nil && !ok && ctx.Err() == nil {
+				// The identity's own end reads better when both came.
+				if why := ss.access.gone(ss.access.snap.Load(), id); why != "" {
+					cancel(app.Errorf(app.EUNAUTHORIZED, "%s", why))
+				} else {
+					cancel(app.Errorf(app.EUNAUTHORIZED, "the session was logged out or expired"))
+				}
+				return
+			}
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
+}
+
 // End ends the session of token (a logout), here at once and on the other
 // nodes within SessionCache.
 func (ss *Sessions) End(ctx context.Context, token string) error {

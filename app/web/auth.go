@@ -71,6 +71,7 @@ func (s *Server) authenticate(c *fiber.Ctx) (id app.Identity, via string, wait t
 		}
 		if ok {
 			c.Locals("csrf", csrfOf(tok))
+			c.Locals("session", tok)
 			return id, viaSession, 0
 		}
 	}
