@@ -2,12 +2,15 @@ package access_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"hookbox/app"
 	"hookbox/app/access"
 	"hookbox/storage/bboltstore"
+	"hookbox/storage/postgres"
+	"hookbox/storage/postgres/pgtest"
 )
 
 // The config's user keeps its sessions over a restart with the same
@@ -99,5 +102,52 @@ func TestSessions_Lifetime(t *testing.T) {
 	now = now.Add(access.SessionCache)
 	if find(nodes[1], tok) {
 		t.Errorf("a session logged out on node 0 holds on node 1 %s later", access.SessionCache)
+	}
+}
+
+// BenchmarkSessions_Find is what a request with a session cookie costs:
+// from the cache, or reading the store (each look a SessionCache later).
+func BenchmarkSessions_Find(b *testing.B) {
+	ctx := context.Background()
+	stores := map[string]func(b *testing.B) app.SessionStore{
+		"bbolt": func(b *testing.B) app.SessionStore {
+			db, err := bboltstore.Open(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { db.Close() })
+			return db
+		},
+		"postgres": func(b *testing.B) app.SessionStore {
+			db, err := postgres.Open(ctx, pgtest.URL(b), postgres.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { db.Close() })
+			return db
+		},
+	}
+	for _, name := range []string{"bbolt", "postgres"} {
+		for _, cached := range []bool{true, false} {
+			b.Run(fmt.Sprintf("%s/cached=%v", name, cached), func(b *testing.B) {
+				a := access.Fixed("ops", "pw-one")
+				ss := access.NewSessions(stores[name](b), a)
+				now := time.Now()
+				ss.Now = func() time.Time { return now }
+				id, _ := a.CheckPassword("ops", "pw-one")
+				tok, _, err := ss.Start(ctx, id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					if !cached {
+						now = now.Add(access.SessionCache)
+					}
+					if _, ok, err := ss.Find(ctx, tok); !ok || err != nil {
+						b.Fatalf("Find = %v, %v", ok, err)
+					}
+				}
+			})
+		}
 	}
 }
