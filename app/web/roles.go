@@ -54,6 +54,7 @@ var routeRules = map[string]rule{
 	"POST /api/v1/dead-letters/replay":       does(app.ActReplayDead).audit(),
 	"POST /api/v1/dead-letters/:id/replay":   does(app.ActReplay).audit(),
 	"POST /api/v1/deliveries/:id/replay":     does(app.ActReplay).audit(),
+	"POST /api/v1/deliveries/replay":         does(app.ActReplay).audit(),
 	"POST /api/v1/replay":                    does(app.ActReplayQuery).audit(),
 	"POST /api/v1/deliveries/:id/retry":      does(app.ActRetry).audit(),
 	"POST /api/v1/destinations/:name/retry":  does(app.ActRetryDestination).audit(),
