@@ -160,9 +160,13 @@ const replayHelp = "Sends deliveries again through the running server's admin AP
 	"at least one of -since, -until, -source, -destination, -status, -q, and replays at\n" +
 	"most 100,000, in the order they were accepted, paced by each destination's\n" +
 	"concurrency.\n" +
-	"A delivered delivery was taken once already: sending it again needs -force; a dead\n" +
-	"one does not. -dry-run counts and names what a query would replay. Each delivery is\n" +
-	"named as #ID DESTINATION ← SOURCE/EVENT-ID TOPIC; -json prints the server's answers.\n" +
+	"A delivered delivery was taken once already: without -force it is skipped, with it\n" +
+	"sent again; a dead one is sent; a pending one is left alone (on its way already).\n" +
+	"The server decides and says the split: \"6 match: 1 dead sent, 5 delivered skipped\n" +
+	"(-force sends them too)\". -dry-run prints the same split (\"will be sent\") and\n" +
+	"changes nothing. Each delivery is named as #ID DESTINATION ← SOURCE/EVENT-ID TOPIC;\n" +
+	"-json prints the server's answers. With ids or -event, a delivery not found or\n" +
+	"skipped exits 1.\n" +
 	"Examples:\n" +
 	"  hookbox replay -since 2h -destination erp -dry-run\n" +
 	"  hookbox replay -since 2026-11-29T13:00:00Z -until 2026-11-29T17:00:00Z -topic 'orders/*' -force\n" +
