@@ -299,10 +299,7 @@ func (r *replayer) query(f replayFlags) int {
 // cliWords puts the CLI's way to act on an API sentence in place of the
 // API's.
 func cliWords(msg string) string {
-	return strings.NewReplacer(`send {"force": true} to send it again`, "add -force to send it again",
-		`add "force": true to send them again`, "add -force to send them again",
-		`or "status": "dead" to`, "or -status dead to",
-		`(use "status": "any" to mean it)`, "(use -status any to mean it)").Replace(msg)
+	return strings.NewReplacer(`(use "status": "any" to mean it)`, "(use -status any to mean it)").Replace(msg)
 }
 
 // count is n with the singular or plural noun.
