@@ -73,3 +73,15 @@ func TestNiceScale(t *testing.T) {
 		}
 	}
 }
+
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{{"short", 10, "short"}, {"exactly", 7, "exactly"}, {"a bit longer", 5, "a bit…"}, {"ééééé", 3, "ééé…"}} {
+		if got := cut(tc.in, tc.n); got != tc.want {
+			t.Errorf("cut(%q, %d) = %q; want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
