@@ -368,7 +368,10 @@ else
 fi
 
 # 4. The config, only if absent: the repository's config.toml with data_dir set to the data
-# directory (listen stays as it is: 127.0.0.1:8080 in the shipped file).
+# directory (listen stays as it is: 127.0.0.1:8080 in the shipped file), without the quick start's
+# demo: every [[source]], [[destination]] and [[route]] that is not commented out (with the comment
+# right above it) is left out, since the demo's secrets are public and `hookbox check` would warn
+# about them. The commented examples stay: they show what to add. An existing config is kept.
 if [ -e "$CONFIG" ]; then
 	info "keeping the existing $CONFIG"
 else
@@ -376,21 +379,37 @@ else
 	tmp=$(mktemp "$ETC/.config.toml.XXXXXX")
 	CLEANUP+=("$tmp")
 	{
-		printf '# %s: installed by install.sh from the repository'\''s config.toml; install.sh never\n' "$REAL_CONFIG"
-		printf '# overwrites it. Keep secrets out of this file: write secret_env = "NAME" here and NAME=... in\n'
-		printf '# %s (install.sh lists there every variable this file names). After editing, run\n' "$REAL_ENV_FILE"
-		printf '# install.sh again: it lists the new variables, checks the config, then restarts.\n\n'
+		printf '# %s: installed by install.sh from the repository'\''s config.toml, without\n' "$REAL_CONFIG"
+		printf '# its demo (a source, a destination and a route whose secrets are public). install.sh never\n'
+		printf '# overwrites this file. Every key is listed in README.md, "Reference", "Configuration".\n#\n'
+		printf '# To receive webhooks, add a [[source]]: uncomment an example below (one per provider), with\n'
+		printf '# secret_env = "NAME" and never the secret itself, and set [server] public_url. Events go\n'
+		printf '# nowhere until a [[route]] sends them to a [[destination]] (examples further down). Then run\n'
+		printf '# install.sh again: it adds NAME= to %s (root-only) for you to fill in,\n' "$REAL_ENV_FILE"
+		printf '# checks the config as the service would, then restarts hookbox.\n\n'
 		awk -v dd="$DATA" '
 			function emit() { print "data_dir = \"" dd "\"          # set by install.sh"; done = 1 }
+			function flush() { if (held != "") printf "%s", held; held = "" }
+			# The opening comment is about `go run .`: the header above replaces it.
+			!started { if ($0 ~ /^[[:space:]]*$/) started = 1; next }
+			# Comment lines are held until the next line says whether they describe a left-out table.
+			/^[[:space:]]*#/ { if (!skipping) held = held $0 "\n"; next }
 			/^[[:space:]]*\[/ {
 				s = $0; sub(/#.*/, "", s); gsub(/[[:space:]]/, "", s)
 				if (in_server && !done) emit()
+				if (s == "[[source]]" || s == "[[destination]]" || s == "[[route]]") {
+					held = ""; skipping = 1; in_server = 0; next
+				}
+				skipping = 0; flush()
 				in_server = (s == "[server]"); if (in_server) seen = 1
 				print; next
 			}
+			skipping { if ($0 ~ /^[[:space:]]*$/) skipping = 0; next }
+			{ flush() }
 			in_server && /^[[:space:]]*data_dir[[:space:]]*=/ { if (!done) emit(); next }
 			{ print }
 			END {
+				flush()
 				if (in_server && !done) emit()
 				if (!seen) { print ""; print "[server]"; emit() }
 			}' "$SCRIPT_DIR/config.toml"
@@ -398,7 +417,7 @@ else
 	chmod 0640 -- "$tmp"
 	if $REAL; then chown root:"$SVC_USER" -- "$tmp"; fi
 	mv -f -- "$tmp" "$CONFIG"
-	info "created $CONFIG (data_dir = $DATA)"
+	info "created $CONFIG (data_dir = $DATA; no source yet: it shows an example per provider)"
 fi
 
 # 5. Stage the new binary next to its final name: it lists what the config names (step 6) and
@@ -727,9 +746,12 @@ sources=$("$BIN" check -sources -config "$CONFIG" 2>/dev/null || true)
 url_base=${public_url:-$base}
 url_base=${url_base%/}
 urls=$(printf '%s\n' "$sources" | awk -F '\t' -v b="$url_base" '$1 != "" { printf "    %-16s %s/in/%s\n", $1, b, $1 }')
-if [ -n "$urls" ] && [ -n "$public_url" ]; then
+if [ -z "$urls" ]; then
+	printf '  sources:  none yet: add a [[source]] with secret_env = "NAME" to %s\n' "$CONFIG"
+	printf '            (as installed, it has a commented example per provider), then run install.sh again\n'
+elif [ -n "$public_url" ]; then
 	printf '  Paste into each platform'\''s webhook settings:\n%s\n' "$urls"
-elif [ -n "$urls" ]; then
+else
 	printf '  The sources, on the listen address (%s), which senders on the internet do not reach:\n%s\n' "$listen" "$urls"
 	printf '  For the URLs to paste into each platform: set public_url = "https://hooks.example.com" (the\n'
 	printf '  address your reverse proxy serves, or domain = "..." for hookbox'\''s own HTTPS) under [server]\n'

@@ -22,13 +22,17 @@ func installShopConfig(t *testing.T, e *installEnv) string {
 		t.Fatalf("the installed config has no [server] line:\n%s", config)
 	}
 	config = strings.Replace(config, "[server]\n", "[server]\npublic_url = \"https://hooks.example.com\"\n", 1)
-	return config + `
+	return config + installShopSource
+}
+
+// installShopSource is a Shopify source whose secret comes from
+// SHOPIFY_SECRET.
+const installShopSource = `
 [[source]]
 name = "shop"
 provider = "shopify"
 secret_env = "SHOPIFY_SECRET"
 `
-}
 
 // installUnitEnv is the environment the unit gives the service: the
 // Environment= lines of the installed unit, then the env file's NAME=value
@@ -87,7 +91,6 @@ func TestInstallRoot_EnvFile(t *testing.T) {
 		"SHOPIFY_SECRET is empty: set it in " + e.path(installEnvF),
 		"Paste into each platform's webhook settings:\n",
 		"    shop             https://hooks.example.com/in/shop\n",
-		"    demo             https://hooks.example.com/in/demo\n",
 		"sudo journalctl -u hookbox | grep generated",
 		"ssh -N -L 8080:127.0.0.1:8080 ",
 	} {
