@@ -36,11 +36,12 @@ restarted, but only after `hookbox check` accepts the config.
   --purge        like --uninstall, and also remove /etc/hookbox, /var/lib/hookbox (every stored
                  event) and the hookbox user. Asks for confirmation on the terminal.
   --yes, -y      with --purge: do not ask.
-  --root DIR     install into DIR as a prefix (DIR/usr/local/bin, DIR/etc/hookbox,
+  --root DIR     stage into DIR as a prefix (DIR/usr/local/bin, DIR/etc/hookbox,
                  DIR/etc/systemd/system, DIR/var/lib/hookbox) for tests and packaging:
-                 no systemctl, no useradd, no ownership changes; the config's data_dir points to
-                 DIR/var/lib/hookbox so the installed binary can run against it; the unit is
-                 written exactly as for a real install. Does not need root.
+                 no systemctl, no useradd, no ownership changes, nothing started; the config's
+                 data_dir points to DIR/var/lib/hookbox so the staged binary can run against it;
+                 the unit is written exactly as for a real install and names the real paths.
+                 The summary says what to copy where. Does not need root.
   --help, -h     show this help.
 EOF
 }
@@ -722,19 +723,19 @@ if [ "$tls_mode" = acme ]; then
 fi
 status_user=$(toml_key status user "$CONFIG")
 password_env=$(toml_key status password_env "$CONFIG")
-if $waiting; then
+if ! $REAL; then
+	info "staged hookbox under $ROOT (--root): no user was created, no owner changed, systemctl was not run, nothing was started"
+elif $waiting; then
 	info "hookbox is installed and enabled, not started: the config names variables still empty in $ENV_FILE (below)"
-elif $REAL; then
-	info "hookbox is running (${version:-hookbox}) as the $SVC_USER user"
 else
-	info "hookbox is installed under $ROOT (--root: no user, no ownership changes, no systemctl)"
+	info "hookbox is running (${version:-hookbox}) as the $SVC_USER user"
 fi
-cat <<EOF
-  config:   $CONFIG   secrets: $ENV_FILE   data: $DATA
-  status:   $base/   health: $base/healthz${public_url:+   public: $public_url}
-  logs:     journalctl -u $SERVICE -f      state: systemctl status $SERVICE
-  hookbox check says:
-EOF
+printf '  config:   %s   secrets: %s   data: %s\n' "$CONFIG" "$ENV_FILE" "$DATA"
+printf '  status:   %s/   health: %s/healthz%s\n' "$base" "$base" "${public_url:+   public: $public_url}"
+if $REAL; then
+	printf '  logs:     journalctl -u %s -f      state: systemctl status %s\n' "$SERVICE" "$SERVICE"
+fi
+printf '  hookbox check says:\n'
 printf '%s\n' "$check_out" | sed 's/^/    /'
 case $tls_mode in
 acme) printf '  HTTPS: the certificate for %s comes from the ACME CA at the first start; ports 80 and\n  443 must be reachable (journalctl -u %s shows "certificate ready").\n' "$domain" "$SERVICE" ;;
@@ -772,7 +773,7 @@ else
 fi
 
 # The page from a laptop, through SSH (with hookbox's own certificate it is at its domain).
-if [ "$tls_mode" != acme ]; then
+if $REAL && [ "$tls_mode" != acme ]; then
 	ssh_user=${SUDO_USER:-$(id -un 2>/dev/null || echo USER)}
 	[ "$ssh_user" != root ] || ssh_user=USER
 	ssh_host=$(hostname -f 2>/dev/null || hostname 2>/dev/null || true)
@@ -784,9 +785,30 @@ if ! $waiting && [ ${#unfilled[@]} -gt 0 ]; then
 	printf '  still empty in %s (the check passes without them): %s\n' "$ENV_FILE" "${unfilled[*]}"
 fi
 if $waiting; then
-	printf '  Not started yet: fill in these variables in %s (NAME=value, one a line):\n' "$ENV_FILE"
+	if $REAL; then
+		printf '  Not started yet: fill in these variables in %s (NAME=value, one a line):\n' "$ENV_FILE"
+	else
+		printf '  Before it can start, fill in these variables in %s (NAME=value, one a line):\n' "$ENV_FILE"
+	fi
 	for i in "${!unfilled[@]}"; do
 		printf '    %-24s %s\n' "${unfilled[$i]}" "${unfilled_where[$i]}"
 	done
-	printf '  then: sudo systemctl restart %s   (journalctl -u %s -n 20 shows why if it stops)\n' "$SERVICE" "$SERVICE"
+	if $REAL; then
+		printf '  then: sudo systemctl restart %s   (journalctl -u %s -n 20 shows why if it stops)\n' "$SERVICE" "$SERVICE"
+	fi
+fi
+
+# A staged root is files to copy, not a service: what goes where, and what the copy still needs.
+if ! $REAL; then
+	cat <<EOF
+  This is a staged root for packaging or tests, not a running service. On the target machine the
+  files go to the same paths without the $ROOT prefix:
+    $BIN  to $REAL_BIN
+    $ETC/  to /etc/hookbox/ (root:$SVC_USER, 0750; config.toml 0640; hookbox.env root-only, 0600)
+    $UNIT  to /etc/systemd/system/$SERVICE.service
+  The unit names those real paths, never $ROOT. The config's data_dir is $DATA, so that
+  the staged binary can run here; in the copy set data_dir = "$REAL_DATA". There: create the $SVC_USER
+  system user, then sudo systemctl daemon-reload && sudo systemctl enable --now $SERVICE
+  (logs: journalctl -u $SERVICE -f). Or run sudo ./install.sh on that machine: it does all of this.
+EOF
 fi

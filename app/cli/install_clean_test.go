@@ -64,3 +64,34 @@ func TestInstallRoot_NoWarning(t *testing.T) {
 		t.Errorf("an upgrade did not keep the config:\n%s", out)
 	}
 }
+
+// install.sh --root says what a staged root is: files to copy to the
+// real paths, which the unit names; no user, no systemctl, nothing
+// started; none of a running service's commands.
+func TestInstallRoot_Staged(t *testing.T) {
+	t.Parallel()
+	e := newInstallEnv(t)
+	out := e.install()
+	for _, want := range []string{
+		"install.sh: staged hookbox under " + e.root + " (--root): no user was created, no owner changed, systemctl was not run, nothing was started\n",
+		"This is a staged root for packaging or tests, not a running service.",
+		e.path(installBin) + "  to /usr/local/bin/hookbox\n",
+		e.path("etc/hookbox") + "/  to /etc/hookbox/ ",
+		e.path(installUnit) + "  to /etc/systemd/system/hookbox.service\n",
+		"The unit names those real paths, never " + e.root + ".",
+		`in the copy set data_dir = "/var/lib/hookbox"`,
+		"Or run sudo ./install.sh on that machine",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("install.sh --root does not say %q:\n%s", want, out)
+		}
+	}
+	for _, not := range []string{"logs:     journalctl", "state: systemctl status", "ssh -N -L", "installed and enabled", "is running"} {
+		if strings.Contains(out, not) {
+			t.Errorf("install.sh --root says %q, which does not apply to a staged root:\n%s", not, out)
+		}
+	}
+	if help, _ := e.run(nil, "--help"); !strings.Contains(help, "names the real paths") {
+		t.Errorf("--help does not say that the unit names the real paths:\n%s", help)
+	}
+}

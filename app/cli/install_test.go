@@ -495,7 +495,7 @@ secret_env = "HOOKBOX_INSTALL_TEST_SECRET"
 		// install.sh lists the variable, empty, in the env file: the service
 		// is installed, not started, and the summary says what to fill in.
 		out, code := e.run([]string{"HOOKBOX_INSTALL_TEST_SECRET=from-the-caller"}, "--root", e.root)
-		if code != 0 || !strings.Contains(out, "HOOKBOX_INSTALL_TEST_SECRET is empty") || !strings.Contains(out, "Not started yet") {
+		if code != 0 || !strings.Contains(out, "HOOKBOX_INSTALL_TEST_SECRET is empty") || !strings.Contains(out, "Before it can start") {
 			t.Fatalf("exit %d, want the check to miss the variable empty in the env file:\n%s", code, out)
 		}
 		e.write(installEnvF, "# a comment\n\nHOOKBOX_INSTALL_TEST_SECRET=\"two words\"\n", 0o600)
