@@ -330,7 +330,8 @@ func (p *parts) reloads(hup <-chan os.Signal) app.Service {
 func (p *parts) server() app.Service {
 	return app.ServiceFuncs{
 		StartFunc: func(context.Context) error {
-			p.own.Info("hookbox started", append(p.attrs, "data", p.n.where, "sources", len(p.cfg.Sources))...)
+			attrs := append(p.attrs, "data", p.n.where, "sources", len(p.cfg.Sources))
+			p.own.Info("hookbox started", append(attrs, startHints()...)...)
 			p.serving = true
 			go func() { p.served <- p.srv.Serve(p.ln) }()
 			return nil

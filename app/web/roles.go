@@ -76,6 +76,7 @@ var routeRules = map[string]rule{
 
 	// The pages (tokens are never taken there).
 	"GET /":                           does(app.ActSeeOverview),
+	"GET /destinations":               does(app.ActReadDestinations),
 	"GET /events":                     does(app.ActReadEvents),
 	"GET /events/:seq":                does(app.ActReadEvents),
 	"GET /dead-letters":               does(app.ActReadDeadLetters),
