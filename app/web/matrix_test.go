@@ -60,6 +60,7 @@ var expectedRoles = map[string]struct {
 	"POST /api/v1/destinations/:name/pause":  {role: app.RoleOperator},
 	"POST /api/v1/destinations/:name/resume": {role: app.RoleOperator},
 	"GET /api/v1/backup":                     {role: app.RoleAdmin},
+	"POST /api/v1/reload":                    {role: app.RoleAdmin},
 	"GET /api/v1/audit":                      {role: app.RoleAdmin},
 	"GET /api/v1/users":                      {role: app.RoleAdmin},
 	"GET /api/v1/tokens":                     {role: app.RoleAdmin},
