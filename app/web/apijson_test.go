@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/web"
 )
 
 // snake is what every key of an API answer looks like.
@@ -66,7 +67,13 @@ func checkJSON(path string, v any, problems *[]string) {
 // RFC 3339 times and no zero time. The test covers each API route the
 // server has: a new route without a case here fails it.
 func TestAPI_JSONStyle(t *testing.T) {
-	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+	f := openFixtureDeps(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil, "", func(d *web.Deps) {
+		reloads := 0 // the first reload is put in force, the second refused
+		d.Reload = func() app.Reloaded {
+			reloads++
+			return fakeReload(reloads%2 == 0)
+		}
+	})
 	events := f.fill()
 	_, dead := f.get("/api/v1/dead-letters")
 	var dl struct {
@@ -85,6 +92,8 @@ func TestAPI_JSONStyle(t *testing.T) {
 	calls := []struct{ method, path, route string }{
 		{"GET", "/api/v1/stats", "/api/v1/stats"},
 		{"GET", "/api/v1/config", "/api/v1/config"},
+		{"POST", "/api/v1/reload", "/api/v1/reload"}, // put in force
+		{"POST", "/api/v1/reload", "/api/v1/reload"}, // refused
 		{"GET", "/api/v1/events", "/api/v1/events"},
 		{"GET", "/api/v1/events?limit=1", "/api/v1/events"},
 		{"GET", "/api/v1/events?q=a%2Fb&limit=1", "/api/v1/events"},       // a body search

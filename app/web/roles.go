@@ -61,6 +61,7 @@ var routeRules = map[string]rule{
 	"POST /api/v1/destinations/:name/pause":  does(app.ActPause).audit(),
 	"POST /api/v1/destinations/:name/resume": does(app.ActResume).audit(),
 	"GET /api/v1/backup":                     does(app.ActDownloadBackup).audit(),
+	"POST /api/v1/reload":                    does(app.ActReload).audit(),
 
 	// Team access. Access records the changes itself; the routes, their
 	// refusals.
@@ -76,6 +77,7 @@ var routeRules = map[string]rule{
 
 	// The pages (tokens are never taken there).
 	"GET /":                           does(app.ActSeeOverview),
+	"GET /destinations":               does(app.ActReadDestinations),
 	"GET /events":                     does(app.ActReadEvents),
 	"GET /events/:seq":                does(app.ActReadEvents),
 	"GET /dead-letters":               does(app.ActReadDeadLetters),

@@ -97,6 +97,9 @@ type Deps struct {
 	// Stream serves GET /api/v1/stream (nil: a hub over Store). Shutdown
 	// closes it.
 	Stream *stream.Hub
+	// Reload reads the server's config file again and puts it in force, or
+	// refuses it, for POST /api/v1/reload (nil: the route answers 404).
+	Reload func() app.Reloaded
 }
 
 // Server serves hookbox's HTTP endpoints.
