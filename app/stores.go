@@ -37,6 +37,8 @@ type Store interface {
 	SweepStore
 	Lifecycle
 	InspectStore
+	JobLockStore
+	UpstreamStore
 }
 
 // Accept: the receiver.
@@ -202,6 +204,10 @@ type ReplayQueryStore interface {
 	// reads it, and names it by its event.
 	Delivery(ctx context.Context, id uint64) (*Delivery, []*Attempt, error)
 	EventNames(ctx context.Context, seqs []uint64) (map[uint64]EventName, error)
+	// ListEvents and EventDeliveries are ReadModel's too: the replay of
+	// one event finds it by its name and reads its deliveries.
+	ListEvents(ctx context.Context, q EventQuery) ([]EventSummary, uint64, error)
+	EventDeliveries(ctx context.Context, seq uint64) ([]*Delivery, error)
 }
 
 // StreamStore is what the stream reads of a store: the events accepted

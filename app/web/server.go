@@ -102,6 +102,9 @@ type Deps struct {
 	// Sessions keeps the status page's sessions (nil: kept by Store, their
 	// identities checked by Access).
 	Sessions *access.Sessions
+	// Reload reads the server's config file again and puts it in force, or
+	// refuses it, for POST /api/v1/reload (nil: the route answers 404).
+	Reload func() app.Reloaded
 }
 
 // Server serves hookbox's HTTP endpoints.
