@@ -282,6 +282,9 @@ type configOptions struct {
 	path    *string
 	listen  *string
 	dataDir *string
+	// url is -url of the commands that call the admin API (adminFlags):
+	// a server elsewhere; nil or "" for this box's.
+	url *string
 	// lookupEnv reads the environment (os.LookupEnv when nil).
 	lookupEnv func(string) (string, bool)
 }

@@ -28,7 +28,7 @@ const resumeHelp = "Resumes the paused destination NAME through the running serv
 
 func runPause(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	opts := configFlags(fs)
+	opts := adminFlags(fs)
 	reason := fs.String("reason", "", "why it is paused, shown on the page")
 	names, code := c.parse(fs, args, stdout, stderr)
 	if code >= 0 {
@@ -40,7 +40,7 @@ func runPause(_ context.Context, c *command, args []string, stdout, stderr io.Wr
 
 func runResume(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	opts := configFlags(fs)
+	opts := adminFlags(fs)
 	names, code := c.parse(fs, args, stdout, stderr)
 	if code >= 0 {
 		return code

@@ -20,7 +20,7 @@ const retryHelp = "Makes waiting deliveries due now through the running server's
 
 func runRetry(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	opts := configFlags(fs)
+	opts := adminFlags(fs)
 	dest := fs.String("destination", "", "retry every waiting delivery to this destination")
 	asJSON := fs.Bool("json", false, "print the server's JSON answers")
 	ids, code := c.parse(fs, args, stdout, stderr)
