@@ -16,9 +16,9 @@ import (
 // The pause and resume commands: hold a destination's sends, and let them
 // go again, through the running server's admin API.
 
-const pauseHelp = "Pauses the destination NAME through the running server's admin API ([status]\n" +
-	"user and password): nothing is sent to it until hookbox resume NAME; deliveries\n" +
-	"keep arriving and wait, retries that fall due wait too, nothing goes dead. The\n" +
+const pauseHelp = "Pauses the destination NAME through the running server's admin API: nothing is\n" +
+	"sent to it until hookbox resume NAME; deliveries keep arriving and wait, retries\n" +
+	"that fall due wait too, nothing goes dead. The\n" +
 	"pause is stored: it survives a restart and holds on every node of a cluster.\n" +
 	"-reason says why, on the page and in GET /api/v1/destinations."
 
