@@ -27,7 +27,7 @@ var dummyHash = sync.OnceValue(func() []byte {
 func (a *Service) CheckPassword(user, password string) (app.Identity, bool) {
 	if a.fixed != "" && equalConst(user, a.user) {
 		if equalConst(password, a.fixed) {
-			return app.Identity{Name: a.user, Role: app.RoleAdmin, Fixed: true}, true
+			return app.Identity{Name: a.user, Role: app.RoleAdmin, Fixed: true, Stamp: a.fixedStamp()}, true
 		}
 		return app.Identity{}, false
 	}
@@ -143,10 +143,13 @@ func (a *Service) gone(s *accessSnap, id app.Identity) string {
 	case id.Local: // the kernel named it on a connection that is still open
 		return ""
 	case id.Fixed:
-		if a.fixed != "" && id.Name == a.user {
-			return ""
+		switch {
+		case a.fixed == "" || id.Name != a.user:
+			return "the config's user changed"
+		case id.Stamp != a.fixedStamp():
+			return "the config's password changed: log in again"
 		}
-		return "the config's user changed"
+		return ""
 	case id.Token:
 		t := s.byName[id.Name]
 		switch {

@@ -1,6 +1,7 @@
 // Package cli is hookbox's command line: the subcommands (serve, check,
-// sign, route, replay, backup, restore, bench, listen, version), one file each, and the
-// table that dispatches to them (this file). main hands it the arguments.
+// sign, route, replay, reload, backup, restore, bench, listen, version),
+// one file each, and the table that dispatches to them (this file). main
+// hands it the arguments.
 package cli
 
 import (
@@ -104,6 +105,8 @@ var commands = []*command{
 		help: "Downloads a consistent copy of the data file through the running server's admin\n" +
 			"API, writes it to FILE atomically and checks it.\n" +
 			"To restore: stop hookbox, then hookbox restore FILE." + needs(app.ActDownloadBackup), run: runBackup},
+	{name: "reload", synopsis: "[-config FILE | -url URL]", summary: "put the config file in force in the running server, and print what changed",
+		help: reloadHelp + needs(app.ActReload), run: runReload},
 	{name: "restore", synopsis: "[-config FILE] [-check] FILE", summary: "put a backup in place of the data file (hookbox stopped)",
 		help: restoreHelp, run: runRestore},
 	{name: "bench", synopsis: "[-config FILE] -source NAME [-url URL] [-c N] [-rate R] [-d DUR] [-size B] [-dup F] [-json FILE] | -compare [-provider P]",
@@ -160,9 +163,13 @@ const replayHelp = "Sends deliveries again through the running server's admin AP
 	"at least one of -since, -until, -source, -destination, -status, -q, and replays at\n" +
 	"most 100,000, in the order they were accepted, paced by each destination's\n" +
 	"concurrency.\n" +
-	"A delivered delivery was taken once already: sending it again needs -force; a dead\n" +
-	"one does not. -dry-run counts and names what a query would replay. Each delivery is\n" +
-	"named as #ID DESTINATION ← SOURCE/EVENT-ID TOPIC; -json prints the server's answers.\n" +
+	"A delivered delivery was taken once already: without -force it is skipped, with it\n" +
+	"sent again; a dead one is sent; a pending one is left alone (on its way already).\n" +
+	"The server decides and says the split: \"6 match: 1 dead sent, 5 delivered skipped\n" +
+	"(-force sends them too)\". -dry-run prints the same split (\"will be sent\") and\n" +
+	"changes nothing. Each delivery is named as #ID DESTINATION ← SOURCE/EVENT-ID TOPIC;\n" +
+	"-json prints the server's answers. With ids or -event, a delivery not found or\n" +
+	"skipped exits 1.\n" +
 	"Examples:\n" +
 	"  hookbox replay -since 2h -destination erp -dry-run\n" +
 	"  hookbox replay -since 2026-11-29T13:00:00Z -until 2026-11-29T17:00:00Z -topic 'orders/*' -force\n" +
@@ -295,6 +302,10 @@ type configOptions struct {
 	url *string
 	// lookupEnv reads the environment (os.LookupEnv when nil).
 	lookupEnv func(string) (string, bool)
+	// reach loads only what reaching the running server needs when the
+	// rest of the file has mistakes (config.LoadReach): hookbox reload
+	// sends such a file to the server, which names them.
+	reach bool
 }
 
 // configFlags adds -config, -listen and -data-dir to fs.
@@ -313,5 +324,8 @@ func (o *configOptions) overrides() config.Overrides {
 
 // load reads and validates the config with the overrides.
 func (o *configOptions) load() (*app.Config, error) {
+	if o.reach {
+		return config.LoadReach(*o.path, o.overrides().Lookup(o.lookupEnv))
+	}
 	return config.Load(*o.path, o.overrides().Lookup(o.lookupEnv))
 }

@@ -171,7 +171,7 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, lo
 	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
 	p.srv = web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
 		Backup: n.backup, Access: p.acc, Stats: stats, Metrics: prom, LastBackup: lastBackup,
-		Pauser: pauser, Running: running, Stream: p.hub})
+		Pauser: pauser, Running: running, Stream: p.hub, Reload: r.reload})
 	return p, nil
 }
 
@@ -335,7 +335,8 @@ func (p *parts) reloads(hup <-chan os.Signal) app.Service {
 func (p *parts) server() app.Service {
 	return app.ServiceFuncs{
 		StartFunc: func(context.Context) error {
-			p.own.Info("hookbox started", append(p.attrs, "data", p.n.where, "sources", len(p.cfg.Sources))...)
+			attrs := append(p.attrs, "data", p.n.where, "sources", len(p.cfg.Sources))
+			p.own.Info("hookbox started", append(attrs, startHints()...)...)
 			p.serving = true
 			go func() { p.served <- p.srv.Serve(p.ln) }()
 			if p.local != nil {

@@ -54,12 +54,14 @@ var routeRules = map[string]rule{
 	"POST /api/v1/dead-letters/replay":       does(app.ActReplayDead).audit(),
 	"POST /api/v1/dead-letters/:id/replay":   does(app.ActReplay).audit(),
 	"POST /api/v1/deliveries/:id/replay":     does(app.ActReplay).audit(),
+	"POST /api/v1/deliveries/replay":         does(app.ActReplay).audit(),
 	"POST /api/v1/replay":                    does(app.ActReplayQuery).audit(),
 	"POST /api/v1/deliveries/:id/retry":      does(app.ActRetry).audit(),
 	"POST /api/v1/destinations/:name/retry":  does(app.ActRetryDestination).audit(),
 	"POST /api/v1/destinations/:name/pause":  does(app.ActPause).audit(),
 	"POST /api/v1/destinations/:name/resume": does(app.ActResume).audit(),
 	"GET /api/v1/backup":                     does(app.ActDownloadBackup).audit(),
+	"POST /api/v1/reload":                    does(app.ActReload).audit(),
 
 	// Team access. Access records the changes itself; the routes, their
 	// refusals.
@@ -75,6 +77,7 @@ var routeRules = map[string]rule{
 
 	// The pages (tokens are never taken there).
 	"GET /":                           does(app.ActSeeOverview),
+	"GET /destinations":               does(app.ActReadDestinations),
 	"GET /events":                     does(app.ActReadEvents),
 	"GET /events/:seq":                does(app.ActReadEvents),
 	"GET /dead-letters":               does(app.ActReadDeadLetters),
