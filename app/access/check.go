@@ -140,6 +140,8 @@ func (a *Service) Hold(parent context.Context, id app.Identity) (context.Context
 // gone says why id no longer holds in s ("": it holds); Current in words.
 func (a *Service) gone(s *accessSnap, id app.Identity) string {
 	switch {
+	case id.Local: // the kernel named it on a connection that is still open
+		return ""
 	case id.Fixed:
 		switch {
 		case a.fixed == "" || id.Name != a.user:

@@ -24,7 +24,7 @@ type replayFlags struct {
 
 func runReplay(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	opts := configFlags(fs)
+	opts := adminFlags(fs)
 	var f replayFlags
 	fs.BoolVar(&f.all, "all", false, "replay every dead delivery")
 	fs.StringVar(&f.event, "event", "", "replay the deliveries of the event `SOURCE/ID` (as the platform named it)")

@@ -56,14 +56,18 @@ const (
 	viaForm    = "form" // the login form (only while logging in)
 )
 
-// authenticate finds who is calling: a session cookie (browser), a Bearer
-// token (scripts, on /api/v1 and /metrics only) or HTTP Basic auth (CLI,
-// scripts), the latter through the guard. A session or cached credential
-// whose identity no longer holds (Access.Current) is dropped; a session
-// the store cannot read is no login. It stores the session's CSRF token in
-// c.Locals. When the guard limited the attempt,
+// authenticate finds who is calling: the Unix user on the local socket
+// (localsock.go), a session cookie (browser), a Bearer token (scripts, on
+// /api/v1 and /metrics only) or HTTP Basic auth (CLI, scripts), the
+// latter through the guard. A session or cached credential whose identity
+// no longer holds (Access.Current) is dropped; a session the store cannot
+// read is no login. It stores the session's CSRF token in c.Locals. When
+// the guard limited the attempt,
 // wait says when to retry. via is "" when nobody is logged in.
 func (s *Server) authenticate(c *fiber.Ctx) (id app.Identity, via string, wait time.Duration) {
+	if p, ok := localPeer(c); ok { // the local socket: the kernel named the caller
+		return p.Identity(), viaSocket, 0
+	}
 	if tok := c.Cookies(sessionCookie); tok != "" {
 		id, ok, err := s.sessions.Find(c.UserContext(), tok)
 		if err != nil {
@@ -156,7 +160,8 @@ func (s *Server) holdLimited(c *fiber.Ctx, wait time.Duration) int {
 // page redirects to the login form and anything else answers 401 (429
 // when the guard limited the attempt). A state change through a session
 // must carry its CSRF token, from the form body or the X-CSRF-Token
-// header; one through Basic auth must not come from another site.
+// header; one through Basic auth or a token must not come from another
+// site. The local socket needs neither: no browser reaches it.
 func (s *Server) requireAuth(c *fiber.Ctx) error {
 	id, via, wait := s.authenticate(c)
 	if via == "" {
@@ -184,7 +189,7 @@ func (s *Server) requireAuth(c *fiber.Ctx) error {
 			if !equal(tok, want) {
 				return s.sendError(c, app.Errorf(app.EFORBIDDEN, "missing or wrong CSRF token: reload the page and try again"))
 			}
-		} else if o := c.Get(fiber.HeaderOrigin); o != "" && !s.sameOrigin(c, o) {
+		} else if o := c.Get(fiber.HeaderOrigin); via != viaSocket && o != "" && !s.sameOrigin(c, o) {
 			return s.sendError(c, app.Errorf(app.EFORBIDDEN, "cross-site request refused"))
 		}
 	}

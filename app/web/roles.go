@@ -186,7 +186,7 @@ func handlerError(c *fiber.Ctx, err error) error {
 func (s *Server) who(c *fiber.Ctx) app.Who {
 	id, _ := c.Locals("identity").(app.Identity)
 	via, _ := c.Locals("via").(string)
-	return app.Who{Actor: id.Actor(), Via: via, From: s.client(c).String()}
+	return app.Who{Actor: id.Actor(), Via: via, From: s.clientString(c)}
 }
 
 // allowed reports, as an Error EFORBIDDEN with a sentence, why id may not
