@@ -38,6 +38,7 @@ type Store interface {
 	InspectStore
 	JobLockStore
 	UpstreamStore
+	QuarantineStore
 }
 
 // Accept: the receiver.
