@@ -418,6 +418,9 @@ type SweepStore interface {
 	// PruneCounts forgets the hours that end at or before t (their counts
 	// by name too), and reports how many it forgot.
 	PruneCounts(ctx context.Context, before time.Time) (int, error)
+	// DeleteQuarantinedBefore deletes at most limit quarantined requests
+	// that arrived before t, and reports how many (as QuarantineStore).
+	DeleteQuarantinedBefore(ctx context.Context, t time.Time, limit int) (int, error)
 }
 
 // BackupStore writes consistent copies of the data file (bboltstore.DB

@@ -40,6 +40,7 @@ type parts struct {
 
 	stats      *app.Stats
 	dispatcher *dispatch.Dispatcher
+	receiver   *receive.Receiver
 	hub        *stream.Hub
 	alerter    *alert.Alerter
 	mailer     *mail.Mailer // nil: no email
@@ -81,6 +82,8 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, lo
 	db.OnCommit(stats.Storage.Committed)
 	receiver := receive.New(cfg, db)
 	receiver.Stats = stats
+	receiver.KeepQuarantine(db) // requests refused for their signature, until a fixed secret takes them in
+	p.receiver = receiver
 	// The stream's hub reads new events at once after such a commit too;
 	// an unrouted accept waits for its poll (app.StreamPoll).
 	p.hub = stream.NewHub(db)

@@ -30,6 +30,7 @@ type Prometheus struct {
 	failedCommits prometheus.Counter
 	filtered      *prometheus.CounterVec
 	filterErrors  *prometheus.CounterVec
+	quarantine    *prometheus.CounterVec
 }
 
 var _ app.Metrics = (*Prometheus)(nil)
@@ -55,6 +56,8 @@ func New(stats *app.Stats, store app.GaugeStore) *Prometheus {
 		Help: "Accepted events of a route's source and topics that its filter turned away (it said no), by route."}, []string{"route"})
 	p.filterErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_route_filter_errors_total",
 		Help: "Accepted events whose route filter failed (a missing field, a wrong type, the cost limit) and so did not take the route, by route."}, []string{"route"})
+	p.quarantine = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_quarantine_total",
+		Help: "Requests refused for their signature by what the source's quarantine did: kept, limited (past its rate, or the address's share: refused and only counted), full (the store refused it), failed (the store's write failed); and recovered, taken in once a fixed secret verified them."}, []string{"source", "outcome"})
 	gauge := func(name, help string, f func() (int, error)) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
 			n, err := f()
@@ -77,7 +80,7 @@ func New(stats *app.Stats, store app.GaugeStore) *Prometheus {
 		gauge("hookbox_poison_records", "Records in the data file that could not be decoded and were set aside (see the overview).",
 			func() (int, error) { _, n, err := store.Poisoned(context.Background(), 0); return n, err }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		failing, p.failedCommits, p.filtered, p.filterErrors)
+		failing, p.failedCommits, p.filtered, p.filterErrors, p.quarantine)
 	counter := func(name, help string, pick func(commits, writes, pages uint64) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
 			return float64(pick(store.CommitCounts()))
@@ -129,4 +132,10 @@ func (p *Prometheus) RouteFilter(route, outcome string) {
 		return
 	}
 	p.filtered.WithLabelValues(route).Inc()
+}
+
+// Quarantine counts one refused request of source by what the quarantine
+// did with it, or one recovered from it.
+func (p *Prometheus) Quarantine(source, outcome string) {
+	p.quarantine.WithLabelValues(source, outcome).Inc()
 }
