@@ -31,6 +31,9 @@ const (
 	ActRetryDestination Action = AuditRetryDest
 	ActPause            Action = AuditPause
 	ActResume           Action = AuditResume
+	ActReadQuarantine   Action = "quarantine.read"
+	ActRecheck          Action = AuditQuarantineRecheck
+	ActClearQuarantine  Action = AuditQuarantineClear
 
 	// What an admin may also (the changes of users and tokens: an admin
 	// user, never a token).
@@ -104,6 +107,9 @@ var table = []struct {
 	{ActRetryDestination, ActionRule{Role: RoleOperator, Doing: "retry deliveries"}},
 	{ActPause, ActionRule{Role: RoleOperator, Doing: "pause destinations"}},
 	{ActResume, ActionRule{Role: RoleOperator, Doing: "resume destinations"}},
+	{ActReadQuarantine, ActionRule{Role: RoleOperator, Doing: "read the quarantine"}},
+	{ActRecheck, ActionRule{Role: RoleOperator, Doing: "recheck the quarantine"}},
+	{ActClearQuarantine, ActionRule{Role: RoleOperator, Doing: "clear the quarantine"}},
 
 	{ActDownloadBackup, ActionRule{Role: RoleAdmin, Doing: "download backups"}},
 	{ActReadAudit, ActionRule{Role: RoleAdmin, Doing: "read the audit log"}},

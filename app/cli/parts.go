@@ -171,7 +171,7 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, lo
 	}
 	p.reload.access = p.acc
 	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
-	p.srv = web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
+	p.srv = web.New(cfg, web.Deps{Receiver: receiver, Quarantine: db, Store: db, Wake: dispatcher.Wake, Health: health,
 		Backup: n.backup, Access: p.acc, Stats: stats, Metrics: prom, LastBackup: lastBackup,
 		Pauser: pauser, Running: running, Stream: p.hub})
 	return p, nil

@@ -67,6 +67,7 @@ type fixture struct {
 	db    *bboltstore.DB
 	stats *app.Stats
 	srv   *web.Server
+	recv  *receive.Receiver
 	base  string
 	stop  func()
 	// advance moves the server's clock on (now stays where it started).
@@ -97,17 +98,21 @@ func openFixtureWith(t *testing.T, dir string, now time.Time, logger *slog.Logge
 	prom := metrics.New(stats, db)
 	recv := receive.New(cfg, db)
 	recv.Stats, recv.Now = stats, clock
+	recv.KeepQuarantine(db)
+	qctx, stopQuarantine := context.WithCancel(context.Background())
+	quarantined := make(chan struct{})
+	go func() { recv.RunQuarantine(qctx); close(quarantined) }()
 	if logger != nil {
 		recv.Logger = logger
 	}
 	searches := app.NewSearchGate(4, 0) // the per-caller bound, whatever the machine's CPUs
-	srv := web.New(cfg, web.Deps{Receiver: recv, Store: db, Health: db.Ping, Access: login, Stats: stats, Metrics: prom, Now: clock,
+	srv := web.New(cfg, web.Deps{Receiver: recv, Quarantine: db, Store: db, Health: db.Ping, Access: login, Stats: stats, Metrics: prom, Now: clock,
 		Pauser: app.NewPauser(cfg, db, nil, clock), Searches: searches})
 	if logger != nil {
 		srv.Logger = logger
 	}
 	addr := serve(t, srv.App())
-	f := &fixture{t: t, dir: dir, now: now, db: db, stats: stats, srv: srv, base: "http://" + addr, searches: searches,
+	f := &fixture{t: t, dir: dir, now: now, db: db, stats: stats, srv: srv, recv: recv, base: "http://" + addr, searches: searches,
 		advance: func(d time.Duration) { clockMu.Lock(); cur = cur.Add(d); clockMu.Unlock() }}
 	stopped := false
 	f.stop = func() {
@@ -116,6 +121,8 @@ func openFixtureWith(t *testing.T, dir string, now time.Time, logger *slog.Logge
 		}
 		stopped = true
 		srv.App().Shutdown()
+		stopQuarantine()
+		<-quarantined
 		if err := db.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
