@@ -100,6 +100,9 @@ var commands = []*command{
 		help: pauseHelp + needs(app.ActPause), run: runPause},
 	{name: "resume", synopsis: "[-config FILE] NAME", summary: "resume a paused destination: its waiting deliveries go out in accept order",
 		help: resumeHelp + needs(app.ActResume), run: runResume},
+	// The sources' quarantines (quarantine.go).
+	{name: "quarantine", synopsis: "list|recheck|clear [-config FILE] [-json] SOURCE", summary: "list, recheck or clear the requests a source refused for their signature",
+		help: quarantineHelp + needs(app.ActReadQuarantine, app.ActRecheck, app.ActClearQuarantine), run: runQuarantine},
 	{name: "backup", synopsis: "[-config FILE] -o FILE", summary: "save a hot copy of the data file from the running server",
 		help: "Downloads a consistent copy of the data file through the running server's admin\n" +
 			"API ([status] user and password), writes it to FILE atomically and checks it.\n" +
