@@ -193,6 +193,10 @@ type ReplayQueryStore interface {
 	// SearchEvents' budget (a dry run must select what its run replays),
 	// until q.Limit matched or ctx is done.
 	ReplayCandidates(ctx context.Context, q ReplayQuery) ([]ReplayItem, bool, error)
+	// ReplayPending counts the pending deliveries a replay by q (checked)
+	// leaves alone and says so (ReplayQuery.Leaves: 0 unless q's status
+	// is "any"), reading as ReplayCandidates reads.
+	ReplayPending(ctx context.Context, q ReplayQuery) (int, error)
 	// Requeue makes each delivery of ids that is still in one of the
 	// states from pending again, due at now, keeping its attempts, in one
 	// write, and reports how many it changed (one gone or in another

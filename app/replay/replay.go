@@ -79,6 +79,12 @@ func (s *Service) Replay(ctx context.Context, r Request) (app.ReplayResult, erro
 	}
 	plan := app.SelectReplay(q, r.Force, cands, more)
 	res := plan.Result
+	if q.Status == app.ReplayAny {
+		// The pending ones in the same window: left alone, and said.
+		if res.Counts.PendingLeft, err = s.Store.ReplayPending(ctx, q); err != nil {
+			return app.ReplayResult{}, err
+		}
+	}
 	if q.DryRun {
 		return res, nil
 	}
