@@ -38,7 +38,7 @@ type Request struct {
 	// Gated says the caller holds a place in the search gate already
 	// (the events page counts its offer within its own search).
 	Gated bool
-	// Uncounted leaves the pending ones out of the counts (no second
+	// WithoutPending leaves the pending ones out of the counts (no second
 	// read): for the events page's offer, which shows only how many
 	// finished ones match.
 	WithoutPending bool
