@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -137,16 +138,12 @@ func (s *Server) handleResume(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"destination": name, "paused": false})
 }
 
-// pausedBy is who pauses: "cli" when hookbox pause sent it (its
-// X-Hookbox-Client header), else the logged-in user.
+// pausedBy is who pauses: the request's identity as the audit log names
+// it (a user's name, "token:NAME"), however it came, by the page, the API
+// or hookbox pause.
 func pausedBy(c *fiber.Ctx) string {
-	if c.Get("X-Hookbox-Client") == app.PausedByCLI {
-		return app.PausedByCLI
-	}
-	if u, _ := c.Locals("user").(string); u != "" {
-		return u
-	}
-	return "admin"
+	id, _ := c.Locals("identity").(app.Identity)
+	return cmp.Or(id.Actor(), "admin")
 }
 
 func (s *Server) controlError(c *fiber.Ctx, err error) error {
