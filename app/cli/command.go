@@ -153,7 +153,8 @@ var commands = []*command{
 const replayHelp = "Sends deliveries again through the running server's admin API ([status] user and\n" +
 	"password): every dead one (-all), the ones with the given ids, those of one event\n" +
 	"(-event SOURCE/ID, the source and the id the platform gave it), or those a query\n" +
-	"selects: events received -since and -until (RFC 3339 or a duration ago: 2h, 3d),\n" +
+	"selects: events received -since and -until (a time, local unless it says its zone:\n" +
+	"2026-11-29 14:00 or 2026-11-29T13:00:00Z; or a duration ago: 2h, 3d),\n" +
 	"-source, -topic (a glob), -destination, -status (dead, delivered or any, the\n" +
 	"default; pending ones are on their way and never replayed), -q (events whose body\n" +
 	"contains TEXT, at least 3 characters, ASCII letters in either case). A query needs\n" +
@@ -165,7 +166,7 @@ const replayHelp = "Sends deliveries again through the running server's admin AP
 	"named as #ID DESTINATION ← SOURCE/EVENT-ID TOPIC; -json prints the server's answers.\n" +
 	"Examples:\n" +
 	"  hookbox replay -since 2h -destination erp -dry-run\n" +
-	"  hookbox replay -since 2026-11-29T13:00:00Z -until 2026-11-29T17:00:00Z -topic 'orders/*' -force\n" +
+	"  hookbox replay -since '2026-11-29 14:00' -until '2026-11-29 18:00' -topic 'orders/*' -force\n" +
 	"  hookbox replay -q '#1004' -destination pos -dry-run\n" +
 	"  hookbox replay -event shop/wh-1004 -force"
 
