@@ -47,3 +47,46 @@ func CheckEventStatus(s string) error {
 	}
 	return Errorf(EINVALID, "status %q: use one of %s", s, strings.Join(EventStates, ", "))
 }
+
+// The words for the state of a destination, in GET /api/v1/destinations
+// (its status, and the ?status= filter) as on the pages, which say
+// "paused since", "held until", "failing since" or "ok". StateFailing is
+// one of them: its attempts fail.
+const (
+	// StateOK is a destination whose last attempt worked (or that has had
+	// none).
+	StateOK = "ok"
+	// StateHeld is a destination a Retry-After holds: no attempt starts
+	// before it ends.
+	StateHeld = "held"
+	// StatePaused is a destination paused by hand: nothing is sent to it.
+	StatePaused = "paused"
+)
+
+// DestinationStates are the words a destination's status can be, worst
+// first.
+var DestinationStates = []string{StatePaused, StateHeld, StateFailing, StateOK}
+
+// DestinationWord is a destination's status: the first of paused, held
+// (by a Retry-After), failing (its last attempt failed) that holds, else
+// ok. The page shows each of them that holds; the status is the first.
+func DestinationWord(paused, held, failing bool) string {
+	switch {
+	case paused:
+		return StatePaused
+	case held:
+		return StateHeld
+	case failing:
+		return StateFailing
+	}
+	return StateOK
+}
+
+// CheckDestinationStatus returns nil when s is "" (all) or one of
+// DestinationStates, else an EINVALID error that names the valid words.
+func CheckDestinationStatus(s string) error {
+	if s == "" || slices.Contains(DestinationStates, s) {
+		return nil
+	}
+	return Errorf(EINVALID, "status %q: use one of %s", s, strings.Join(DestinationStates, ", "))
+}

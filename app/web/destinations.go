@@ -31,6 +31,9 @@ type destinationJSON struct {
 	PausedAt     *time.Time `json:"paused_at"`
 	PausedReason string     `json:"paused_reason,omitempty"`
 	PausedBy     string     `json:"paused_by,omitempty"`
+	// Status is the first of paused, held, failing that holds, else ok
+	// (app.DestinationWord); ?status= lists the destinations with it.
+	Status string `json:"status"`
 	// Waiting counts its pending deliveries, up to maxWaitingCount.
 	Waiting      int        `json:"waiting"`
 	FailingSince *time.Time `json:"failing_since"`
@@ -55,6 +58,10 @@ func timeOrNil(t time.Time) *time.Time {
 
 func (s *Server) handleDestinations(c *fiber.Ctx) error {
 	ctx := c.UserContext()
+	status := c.Query("status")
+	if err := app.CheckDestinationStatus(status); err != nil {
+		return s.sendError(c, err)
+	}
 	controls := map[string]app.DestinationControl{}
 	if s.deps.Pauser != nil {
 		var err error
@@ -63,6 +70,7 @@ func (s *Server) handleDestinations(c *fiber.Ctx) error {
 		}
 	}
 	failing := map[string]time.Time{}
+	lastFailed := map[string]bool{}
 	if s.deps.Stats != nil {
 		tables, err := s.deps.Stats.Tables(ctx)
 		if err != nil {
@@ -70,6 +78,7 @@ func (s *Server) handleDestinations(c *fiber.Ctx) error {
 		}
 		for _, d := range tables.Destinations {
 			failing[d.Name] = d.FailingSince
+			lastFailed[d.Name] = !d.FailingSince.IsZero() || d.LastAttemptFailed()
 		}
 	}
 	now := s.deps.Now()
@@ -84,6 +93,9 @@ func (s *Server) handleDestinations(c *fiber.Ctx) error {
 			PausedBy: ctl.PausedBy, Waiting: n, FailingSince: timeOrNil(failing[d.Name]), Rate: d.Rate.String()}
 		if ctl.HeldUntil.After(now) {
 			j.HeldUntil = timeOrNil(ctl.HeldUntil)
+		}
+		if j.Status = app.DestinationWord(ctl.Paused, j.HeldUntil != nil, lastFailed[d.Name]); status != "" && j.Status != status {
+			continue
 		}
 		j.Kind = "http"
 		if len(d.Command) > 0 {
