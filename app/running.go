@@ -233,7 +233,8 @@ func diffNamed[T any](old, next []T, name func(T) string, same func(a, b T) bool
 // verifiers are built from it).
 func sourceSame(a, b *Source) bool {
 	return a.Provider == b.Provider && a.URL == b.URL && reflect.DeepEqual(a.Settings, b.Settings) &&
-		templateText(a.ID) == templateText(b.ID) && templateText(a.Topic) == templateText(b.Topic)
+		templateText(a.ID) == templateText(b.ID) && templateText(a.Topic) == templateText(b.Topic) &&
+		reflect.DeepEqual(a.Upstream, b.Upstream)
 }
 
 // routeSame compares two routes by what their config says (their rules

@@ -354,6 +354,9 @@ type Source struct {
 	Topic *fields.Template
 	// URL is the public URL senders post to (public_url + /in/name).
 	URL string
+	// Upstream, when set, is what hookbox checks on the provider's side
+	// ([source.upstream], app/upstream).
+	Upstream *Upstream
 }
 
 // Defaults for keys a config may leave out.

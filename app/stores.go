@@ -36,6 +36,8 @@ type Store interface {
 	SweepStore
 	Lifecycle
 	InspectStore
+	JobLockStore
+	UpstreamStore
 }
 
 // Accept: the receiver.

@@ -24,7 +24,7 @@ var upperName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 
 // secretPrefixes start the secrets of the platforms hookbox takes
 // webhooks from (and a few API keys pasted by mistake).
-var secretPrefixes = []string{"whsec_", "shpss_", "shpat_", "shpca_", "shppa_", "sk_live_", "sk_test_", "rk_live_", "rk_test_", "ghp_", "xox"}
+var secretPrefixes = []string{"whsec_", "shpss_", "shpat_", "shpca_", "shppa_", "sk_live_", "sk_test_", "rk_live_", "rk_test_", "ghp_", "github_pat_", "xox"}
 
 // looksLikeSecret reports whether s, written where a variable's name goes,
 // is more likely a secret: a platform's secret prefix, or a long string

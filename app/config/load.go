@@ -119,6 +119,8 @@ type rawSource struct {
 	SignatureHeader   string   `toml:"signature_header"`
 	SignatureEncoding string   `toml:"signature_encoding"`
 	SignaturePrefix   string   `toml:"signature_prefix"`
+	// Upstream is [source.upstream]: upstream.go.
+	Upstream *rawUpstream `toml:"upstream"`
 }
 
 type rawRetention struct {

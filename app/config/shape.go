@@ -253,6 +253,6 @@ func mustBeNumber(name string, x any) string {
 // secretish reports whether key name may hold a secret or a credential:
 // its value is never quoted back.
 func secretish(name string) bool {
-	return strings.Contains(name, "secret") || strings.Contains(name, "password") || strings.HasSuffix(name, "url") ||
+	return strings.Contains(name, "secret") || strings.HasPrefix(name, "api_key") || strings.Contains(name, "password") || strings.HasSuffix(name, "url") ||
 		strings.HasSuffix(name, "_env") || name == "env" || name == "command" || name == "headers"
 }

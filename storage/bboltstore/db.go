@@ -64,6 +64,7 @@ type DB struct {
 	onCommit atomic.Pointer[func(error)]      // see OnCommit
 	counts   *counter                         // hourly counts not written yet (counts.go)
 	budget   atomic.Pointer[app.SearchBudget] // see SetSearchBudget; nil: the default
+	jobs     jobLocks                         // see TryJobLock (joblock.go)
 }
 
 var _ app.Store = (*DB)(nil)

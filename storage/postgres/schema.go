@@ -16,6 +16,7 @@ const (
 	lockLeader = 0x686b_0002 // held by the node that runs the once-per-cluster jobs
 	lockSearch = 0x686b_0003 // held while the body search index is built (search.go)
 	lockAccess = 0x686b_0004 // held while the first user is made (access.go)
+	lockJob    = 0x686b_0005 // a job's lock by name, with the schema in the second key (joblock.go)
 )
 
 // migrations are the schema's versions, in order: migrations[i] brings a

@@ -73,6 +73,7 @@ func Run(t *testing.T, open Opener, damage Damage) {
 	t.Run("SearchBounds", func(t *testing.T) { testSearchBounds(t, open) })
 	t.Run("DeadLetters", func(t *testing.T) { testDeadLetters(t, open) })
 	t.Run("Meta", func(t *testing.T) { testMeta(t, open) })
+	t.Run("JobLock", func(t *testing.T) { testJobLock(t, open) })
 	t.Run("Controls", func(t *testing.T) { testControls(t, open) })
 	t.Run("Health", func(t *testing.T) { testHealth(t, open) })
 	t.Run("Filtered", func(t *testing.T) { testFiltered(t, open) })
