@@ -279,6 +279,13 @@ CREATE INDEX IF NOT EXISTS hookbox_audit_actor ON hookbox_audit (actor, seq);
 	// 9: an attempt marks whether it was a recovery probe (issue 43): a
 	// probe uses no step of the retry schedule.
 	`ALTER TABLE hookbox_attempts ADD COLUMN IF NOT EXISTS probe boolean NOT NULL DEFAULT false;`,
+	// 10: how an event came when not as a webhook (app.Event.Origin:
+	// 'fetched' by an upstream check, issue 45) and when its provider
+	// says it happened (NULL: unknown). Catalog changes only.
+	`
+ALTER TABLE hookbox_events ADD COLUMN IF NOT EXISTS origin text NOT NULL DEFAULT '';
+ALTER TABLE hookbox_events ADD COLUMN IF NOT EXISTS provider_at timestamptz;
+`,
 }
 
 // SchemaVersion is the schema version this build creates and expects.
