@@ -37,6 +37,7 @@ const (
 	// What an admin may also (the changes of users and tokens: an admin
 	// user, never a token).
 	ActDownloadBackup Action = AuditBackup
+	ActReload         Action = AuditConfigReload
 	ActReadAudit      Action = "audit.read"
 	ActListUsers      Action = "users.list"
 	ActListTokens     Action = "tokens.list"
@@ -113,6 +114,7 @@ var table = []struct {
 	{ActCheckUpstream, ActionRule{Role: RoleOperator, Doing: "run the upstream checks"}},
 
 	{ActDownloadBackup, ActionRule{Role: RoleAdmin, Doing: "download backups"}},
+	{ActReload, ActionRule{Role: RoleAdmin, Doing: "reload the config"}},
 	{ActReadAudit, ActionRule{Role: RoleAdmin, Doing: "read the audit log"}},
 	{ActListUsers, ActionRule{Role: RoleAdmin, Doing: "list users"}},
 	{ActListTokens, ActionRule{Role: RoleAdmin, Doing: "list tokens"}},

@@ -103,7 +103,7 @@ const upstreamHelp = "Runs the upstream checks now through the running server's 
 
 func runUpstream(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	opts := configFlags(fs)
+	opts := adminFlags(fs)
 	asJSON := fs.Bool("json", false, "print the API's answer as JSON")
 	names, code := c.parse(fs, args, stdout, stderr)
 	if code >= 0 {
