@@ -36,11 +36,12 @@ restarted, but only after `hookbox check` accepts the config.
   --purge        like --uninstall, and also remove /etc/hookbox, /var/lib/hookbox (every stored
                  event) and the hookbox user. Asks for confirmation on the terminal.
   --yes, -y      with --purge: do not ask.
-  --root DIR     install into DIR as a prefix (DIR/usr/local/bin, DIR/etc/hookbox,
+  --root DIR     stage into DIR as a prefix (DIR/usr/local/bin, DIR/etc/hookbox,
                  DIR/etc/systemd/system, DIR/var/lib/hookbox) for tests and packaging:
-                 no systemctl, no useradd, no ownership changes; the config's data_dir points to
-                 DIR/var/lib/hookbox so the installed binary can run against it; the unit is
-                 written exactly as for a real install. Does not need root.
+                 no systemctl, no useradd, no ownership changes, nothing started; the config's
+                 data_dir points to DIR/var/lib/hookbox so the staged binary can run against it;
+                 the unit is written exactly as for a real install and names the real paths.
+                 The summary says what to copy where. Does not need root.
   --help, -h     show this help.
 EOF
 }
@@ -354,6 +355,17 @@ if $REAL; then
 			--gid "$SVC_USER" --comment "hookbox webhook receiver" "$SVC_USER"
 		info "created the $SVC_USER system user"
 	fi
+	# The service's group opens its local socket (/run/hookbox/hookbox.sock, 0660): its members run
+	# hookbox pause, resume, retry, replay and backup on this box with no password, as themselves.
+	if [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ] && id "$SUDO_USER" >/dev/null 2>&1; then
+		if id -nG "$SUDO_USER" | tr ' ' '\n' | grep -qx -- "$SVC_USER"; then
+			info "$SUDO_USER is in the $SVC_USER group: hookbox pause, replay, … on this box need no password"
+		elif usermod -a -G "$SVC_USER" -- "$SUDO_USER"; then
+			info "added $SUDO_USER to the $SVC_USER group: from your next login, hookbox pause, replay, … on this box need no password (sudo works now)"
+		else
+			warn "usermod -a -G $SVC_USER $SUDO_USER failed: add yourself to the $SVC_USER group to run hookbox's commands on this box without a password"
+		fi
+	fi
 fi
 
 # 3. Directories. /etc/hookbox is root:hookbox 0750 so the service can read its config but not
@@ -368,7 +380,10 @@ else
 fi
 
 # 4. The config, only if absent: the repository's config.toml with data_dir set to the data
-# directory (listen stays as it is: 127.0.0.1:8080 in the shipped file).
+# directory (listen stays as it is: 127.0.0.1:8080 in the shipped file), without the quick start's
+# demo: every [[source]], [[destination]] and [[route]] that is not commented out (with the comment
+# right above it) is left out, since the demo's secrets are public and `hookbox check` would warn
+# about them. The commented examples stay: they show what to add. An existing config is kept.
 if [ -e "$CONFIG" ]; then
 	info "keeping the existing $CONFIG"
 else
@@ -376,21 +391,37 @@ else
 	tmp=$(mktemp "$ETC/.config.toml.XXXXXX")
 	CLEANUP+=("$tmp")
 	{
-		printf '# %s: installed by install.sh from the repository'\''s config.toml; install.sh never\n' "$REAL_CONFIG"
-		printf '# overwrites it. Keep secrets out of this file: write secret_env = "NAME" here and NAME=... in\n'
-		printf '# %s (install.sh lists there every variable this file names). After editing, run\n' "$REAL_ENV_FILE"
-		printf '# install.sh again: it lists the new variables, checks the config, then restarts.\n\n'
+		printf '# %s: installed by install.sh from the repository'\''s config.toml, without\n' "$REAL_CONFIG"
+		printf '# its demo (a source, a destination and a route whose secrets are public). install.sh never\n'
+		printf '# overwrites this file. Every key is listed in README.md, "Reference", "Configuration".\n#\n'
+		printf '# To receive webhooks, add a [[source]]: uncomment an example below (one per provider), with\n'
+		printf '# secret_env = "NAME" and never the secret itself, and set [server] public_url. Events go\n'
+		printf '# nowhere until a [[route]] sends them to a [[destination]] (examples further down). Then run\n'
+		printf '# install.sh again: it adds NAME= to %s (root-only) for you to fill in,\n' "$REAL_ENV_FILE"
+		printf '# checks the config as the service would, then restarts hookbox.\n\n'
 		awk -v dd="$DATA" '
 			function emit() { print "data_dir = \"" dd "\"          # set by install.sh"; done = 1 }
+			function flush() { if (held != "") printf "%s", held; held = "" }
+			# The opening comment is about `go run .`: the header above replaces it.
+			!started { if ($0 ~ /^[[:space:]]*$/) started = 1; next }
+			# Comment lines are held until the next line says whether they describe a left-out table.
+			/^[[:space:]]*#/ { if (!skipping) held = held $0 "\n"; next }
 			/^[[:space:]]*\[/ {
 				s = $0; sub(/#.*/, "", s); gsub(/[[:space:]]/, "", s)
 				if (in_server && !done) emit()
+				if (s == "[[source]]" || s == "[[destination]]" || s == "[[route]]") {
+					held = ""; skipping = 1; in_server = 0; next
+				}
+				skipping = 0; flush()
 				in_server = (s == "[server]"); if (in_server) seen = 1
 				print; next
 			}
+			skipping { if ($0 ~ /^[[:space:]]*$/) skipping = 0; next }
+			{ flush() }
 			in_server && /^[[:space:]]*data_dir[[:space:]]*=/ { if (!done) emit(); next }
 			{ print }
 			END {
+				flush()
 				if (in_server && !done) emit()
 				if (!seen) { print ""; print "[server]"; emit() }
 			}' "$SCRIPT_DIR/config.toml"
@@ -398,7 +429,7 @@ else
 	chmod 0640 -- "$tmp"
 	if $REAL; then chown root:"$SVC_USER" -- "$tmp"; fi
 	mv -f -- "$tmp" "$CONFIG"
-	info "created $CONFIG (data_dir = $DATA)"
+	info "created $CONFIG (data_dir = $DATA; no source yet: it shows an example per provider)"
 fi
 
 # 5. Stage the new binary next to its final name: it lists what the config names (step 6) and
@@ -600,6 +631,10 @@ EnvironmentFile=-$REAL_ENV_FILE
 Environment=HOOKBOX_ENV_FILE=$REAL_ENV_FILE
 StateDirectory=hookbox
 StateDirectoryMode=0700
+# /run/hookbox holds the local socket the commands on this box use (hookbox pause, replay, …): only
+# root, the service user and the $SVC_USER group reach it.
+RuntimeDirectory=hookbox
+RuntimeDirectoryMode=0750
 Restart=on-failure
 RestartSec=2
 # hookbox drains in-flight requests for up to 10 s on SIGTERM.
@@ -703,19 +738,19 @@ if [ "$tls_mode" = acme ]; then
 fi
 status_user=$(toml_key status user "$CONFIG")
 password_env=$(toml_key status password_env "$CONFIG")
-if $waiting; then
+if ! $REAL; then
+	info "staged hookbox under $ROOT (--root): no user was created, no owner changed, systemctl was not run, nothing was started"
+elif $waiting; then
 	info "hookbox is installed and enabled, not started: the config names variables still empty in $ENV_FILE (below)"
-elif $REAL; then
-	info "hookbox is running (${version:-hookbox}) as the $SVC_USER user"
 else
-	info "hookbox is installed under $ROOT (--root: no user, no ownership changes, no systemctl)"
+	info "hookbox is running (${version:-hookbox}) as the $SVC_USER user"
 fi
-cat <<EOF
-  config:   $CONFIG   secrets: $ENV_FILE   data: $DATA
-  status:   $base/   health: $base/healthz${public_url:+   public: $public_url}
-  logs:     journalctl -u $SERVICE -f      state: systemctl status $SERVICE
-  hookbox check says:
-EOF
+printf '  config:   %s   secrets: %s   data: %s\n' "$CONFIG" "$ENV_FILE" "$DATA"
+printf '  status:   %s/   health: %s/healthz%s\n' "$base" "$base" "${public_url:+   public: $public_url}"
+if $REAL; then
+	printf '  logs:     journalctl -u %s -f      state: systemctl status %s\n' "$SERVICE" "$SERVICE"
+fi
+printf '  hookbox check says:\n'
 printf '%s\n' "$check_out" | sed 's/^/    /'
 case $tls_mode in
 acme) printf '  HTTPS: the certificate for %s comes from the ACME CA at the first start; ports 80 and\n  443 must be reachable (journalctl -u %s shows "certificate ready").\n' "$domain" "$SERVICE" ;;
@@ -727,9 +762,12 @@ sources=$("$BIN" check -sources -config "$CONFIG" 2>/dev/null || true)
 url_base=${public_url:-$base}
 url_base=${url_base%/}
 urls=$(printf '%s\n' "$sources" | awk -F '\t' -v b="$url_base" '$1 != "" { printf "    %-16s %s/in/%s\n", $1, b, $1 }')
-if [ -n "$urls" ] && [ -n "$public_url" ]; then
+if [ -z "$urls" ]; then
+	printf '  sources:  none yet: add a [[source]] with secret_env = "NAME" to %s\n' "$CONFIG"
+	printf '            (as installed, it has a commented example per provider), then run install.sh again\n'
+elif [ -n "$public_url" ]; then
 	printf '  Paste into each platform'\''s webhook settings:\n%s\n' "$urls"
-elif [ -n "$urls" ]; then
+else
 	printf '  The sources, on the listen address (%s), which senders on the internet do not reach:\n%s\n' "$listen" "$urls"
 	printf '  For the URLs to paste into each platform: set public_url = "https://hooks.example.com" (the\n'
 	printf '  address your reverse proxy serves, or domain = "..." for hookbox'\''s own HTTPS) under [server]\n'
@@ -750,7 +788,7 @@ else
 fi
 
 # The page from a laptop, through SSH (with hookbox's own certificate it is at its domain).
-if [ "$tls_mode" != acme ]; then
+if $REAL && [ "$tls_mode" != acme ]; then
 	ssh_user=${SUDO_USER:-$(id -un 2>/dev/null || echo USER)}
 	[ "$ssh_user" != root ] || ssh_user=USER
 	ssh_host=$(hostname -f 2>/dev/null || hostname 2>/dev/null || true)
@@ -762,9 +800,30 @@ if ! $waiting && [ ${#unfilled[@]} -gt 0 ]; then
 	printf '  still empty in %s (the check passes without them): %s\n' "$ENV_FILE" "${unfilled[*]}"
 fi
 if $waiting; then
-	printf '  Not started yet: fill in these variables in %s (NAME=value, one a line):\n' "$ENV_FILE"
+	if $REAL; then
+		printf '  Not started yet: fill in these variables in %s (NAME=value, one a line):\n' "$ENV_FILE"
+	else
+		printf '  Before it can start, fill in these variables in %s (NAME=value, one a line):\n' "$ENV_FILE"
+	fi
 	for i in "${!unfilled[@]}"; do
 		printf '    %-24s %s\n' "${unfilled[$i]}" "${unfilled_where[$i]}"
 	done
-	printf '  then: sudo systemctl restart %s   (journalctl -u %s -n 20 shows why if it stops)\n' "$SERVICE" "$SERVICE"
+	if $REAL; then
+		printf '  then: sudo systemctl restart %s   (journalctl -u %s -n 20 shows why if it stops)\n' "$SERVICE" "$SERVICE"
+	fi
+fi
+
+# A staged root is files to copy, not a service: what goes where, and what the copy still needs.
+if ! $REAL; then
+	cat <<EOF
+  This is a staged root for packaging or tests, not a running service. On the target machine the
+  files go to the same paths without the $ROOT prefix:
+    $BIN  to $REAL_BIN
+    $ETC/  to /etc/hookbox/ (root:$SVC_USER, 0750; config.toml 0640; hookbox.env root-only, 0600)
+    $UNIT  to /etc/systemd/system/$SERVICE.service
+  The unit names those real paths, never $ROOT. The config's data_dir is $DATA, so that
+  the staged binary can run here; in the copy set data_dir = "$REAL_DATA". There: create the $SVC_USER
+  system user, then sudo systemctl daemon-reload && sudo systemctl enable --now $SERVICE
+  (logs: journalctl -u $SERVICE -f). Or run sudo ./install.sh on that machine: it does all of this.
+EOF
 fi

@@ -18,6 +18,9 @@ import (
 // to w, and the warnings about them to warn. It returns whether some
 // source URL is the listen address rather than public_url.
 func printWhatGoesWhere(w, warn io.Writer, cfg *app.Config) (local bool) {
+	if len(cfg.Sources) == 0 { // a fresh install's config: not a mistake, the next step
+		fmt.Fprintln(w, "no source yet: every webhook gets 404 until a [[source]] names it (the config's comments show one per provider)")
+	}
 	for _, s := range cfg.Sources {
 		url, public := cfg.PasteURL(s)
 		local = local || !public

@@ -193,6 +193,8 @@ var installUnitLines = []string{
 	"ExecReload=/bin/kill -HUP $MAINPID",
 	"StateDirectory=hookbox",
 	"StateDirectoryMode=0700",
+	"RuntimeDirectory=hookbox", // the local socket's /run/hookbox
+	"RuntimeDirectoryMode=0750",
 	"EnvironmentFile=-/etc/hookbox/hookbox.env",
 	"Environment=HOOKBOX_ENV_FILE=/etc/hookbox/hookbox.env",
 	"Restart=on-failure",
@@ -310,12 +312,12 @@ func TestInstallRoot(t *testing.T) {
 	}
 	e.noLeftovers()
 
-	// The config: the repository's, with data_dir inside the root and listen untouched.
+	// The config: the repository's, with data_dir inside the root and listen untouched,
+	// without the demo (install_clean_test.go).
 	config := e.read(installConfig)
 	for _, want := range []string{
 		fmt.Sprintf("data_dir = %q", e.path(installData)),
 		`listen = "127.0.0.1:8080"`,
-		`name = "demo"`,
 	} {
 		if !strings.Contains(config, want) {
 			t.Errorf("installed config lacks %s:\n%s", want, config)
@@ -333,8 +335,8 @@ func TestInstallRoot(t *testing.T) {
 	}
 
 	// What the script tells: the status address, the sources' URLs (from hookbox check), the logs.
-	for _, want := range []string{"http://127.0.0.1:8080/", "POST http://127.0.0.1:8080/in/demo", "journalctl -u hookbox",
-		e.path(installConfig) + ": ok", "demo-secret-change-me"} {
+	for _, want := range []string{"http://127.0.0.1:8080/", "sources:  none yet", "journalctl -u hookbox",
+		e.path(installConfig) + ": ok"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -495,7 +497,7 @@ secret_env = "HOOKBOX_INSTALL_TEST_SECRET"
 		// install.sh lists the variable, empty, in the env file: the service
 		// is installed, not started, and the summary says what to fill in.
 		out, code := e.run([]string{"HOOKBOX_INSTALL_TEST_SECRET=from-the-caller"}, "--root", e.root)
-		if code != 0 || !strings.Contains(out, "HOOKBOX_INSTALL_TEST_SECRET is empty") || !strings.Contains(out, "Not started yet") {
+		if code != 0 || !strings.Contains(out, "HOOKBOX_INSTALL_TEST_SECRET is empty") || !strings.Contains(out, "Before it can start") {
 			t.Fatalf("exit %d, want the check to miss the variable empty in the env file:\n%s", code, out)
 		}
 		e.write(installEnvF, "# a comment\n\nHOOKBOX_INSTALL_TEST_SECRET=\"two words\"\n", 0o600)
@@ -615,13 +617,17 @@ func TestInstallACME(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(e.dir, "config.toml"), []byte(repo), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	e.install()
+	// A source, its secret in the env file: its URL is on the domain.
+	e.write(installConfig, e.read(installConfig)+installShopSource, 0o640)
+	e.write(installEnvF, "SHOPIFY_SECRET=x\n", 0o600)
 	out := e.install()
 	unit := e.read(installUnit)
 	installUnitHas(t, unit, installUnitLines...)
 	installUnitHas(t, unit, "CapabilityBoundingSet=CAP_NET_BIND_SERVICE", "AmbientCapabilities=CAP_NET_BIND_SERVICE",
 		"ReadWritePaths=-/srv/hookbox-backups")
-	for _, want := range []string{"status:   https://hooks.example.com/", "POST https://hooks.example.com/in/demo",
-		"Paste into each platform's webhook settings:", "demo             https://hooks.example.com/in/demo",
+	for _, want := range []string{"status:   https://hooks.example.com/", "POST https://hooks.example.com/in/shop",
+		"Paste into each platform's webhook settings:", "shop             https://hooks.example.com/in/shop",
 		"certificate for hooks.example.com"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -640,7 +646,7 @@ func TestInstallACME(t *testing.T) {
 	if unit := e.read(installUnit); strings.Contains(unit, "CAP_NET_BIND_SERVICE") {
 		t.Errorf("the unit grants CAP_NET_BIND_SERVICE for ports 8443 and 8080:\n%s", unit)
 	}
-	if !strings.Contains(out, "https://hooks.example.com:8443/in/demo") {
+	if !strings.Contains(out, "https://hooks.example.com:8443/in/shop") {
 		t.Errorf("output lacks the source URL on port 8443:\n%s", out)
 	}
 }

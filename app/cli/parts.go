@@ -53,6 +53,7 @@ type parts struct {
 	served chan error
 	// What the listeners part binds and the server part serves.
 	ln      net.Listener
+	local   net.Listener // the local socket (localsock.go); nil: none
 	httpSrv *http.Server
 	serving bool
 	attrs   []any
@@ -151,6 +152,11 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, lo
 	if err := p.reload.schedule(cfg, &cronJob{key: "alerts.check", spec: func(c *app.Config) string { return c.Alerts.Check }, run: checkAlerts}); err != nil {
 		return nil, err
 	}
+	checker, upApply, err := wireUpstream(ctx, cfg, n, receiver, alerter, prom, p.sched, logger) // upstream.go
+	if err != nil {
+		return nil, err
+	}
+	r.appliers = append(r.appliers, upApply)
 	var lastBackup func() (time.Time, int64, error)
 	if cfg.Backup.Schedule != "" {
 		if _, err := p.sched.AddFunc(cfg.Backup.Schedule, n.onLeader(func() { backuper.Run(ctx) })); err != nil {
@@ -167,10 +173,11 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, lo
 		return nil, err
 	}
 	p.reload.access = p.acc
+	checker.Audit = p.acc.Record
 	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
 	p.srv = web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
 		Backup: n.backup, Access: p.acc, Stats: stats, Metrics: prom, LastBackup: lastBackup,
-		Pauser: pauser, Running: running, Stream: p.hub})
+		Pauser: pauser, Running: running, Stream: p.hub, Reload: r.reload, Upstream: checker})
 	return p, nil
 }
 
@@ -250,9 +257,9 @@ func (p *parts) dispatch() app.Service {
 	}
 }
 
-// listeners binds server.listen (under TLS when set) and, for ACME's
-// challenges and the redirect, server.http_listen, which it serves at
-// once; first, so that a port in use stops the start before anything
+// listeners binds server.listen (under TLS when set), the local socket
+// and, for ACME's challenges and the redirect, server.http_listen, which
+// it serves at once; first, so that a port in use stops the start before anything
 // else runs. The server part serves them and closes them at its stop.
 func (p *parts) listeners() app.Service {
 	cfg := p.cfg
@@ -282,6 +289,7 @@ func (p *parts) listeners() app.Service {
 				}
 			}
 			p.ln = ln
+			p.bindLocal()
 			return nil
 		},
 		StopFunc: func(ctx context.Context) error {
@@ -289,6 +297,9 @@ func (p *parts) listeners() app.Service {
 				return nil // the server's stop closed them
 			}
 			p.ln.Close()
+			if p.local != nil {
+				p.local.Close() // and its file is removed
+			}
 			if p.httpSrv != nil {
 				p.httpSrv.Shutdown(ctx)
 			}
@@ -330,13 +341,20 @@ func (p *parts) reloads(hup <-chan os.Signal) app.Service {
 func (p *parts) server() app.Service {
 	return app.ServiceFuncs{
 		StartFunc: func(context.Context) error {
-			p.own.Info("hookbox started", append(p.attrs, "data", p.n.where, "sources", len(p.cfg.Sources))...)
+			attrs := append(p.attrs, "data", p.n.where, "sources", len(p.cfg.Sources))
+			p.own.Info("hookbox started", append(attrs, startHints()...)...)
 			p.serving = true
 			go func() { p.served <- p.srv.Serve(p.ln) }()
+			if p.local != nil {
+				go p.serveLocal()
+			}
 			return nil
 		},
 		StopFunc: func(ctx context.Context) error {
 			err := p.srv.Shutdown(ctx)
+			if p.local != nil {
+				p.local.Close() // closed already, unless the stop came first
+			}
 			if p.httpSrv != nil {
 				p.httpSrv.Shutdown(ctx) // serve's outcome is the main server's
 			}

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -182,4 +183,52 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	}
 	own.Info("hookbox stopped")
 	return nil
+}
+
+// runHints are the start line's last attributes: how to look after this
+// process where it runs. Under systemd (it sets INVOCATION_ID for every
+// unit it starts, NOTIFY_SOCKET for a Type=notify one) the unit's
+// commands, the unit named from cgroup (the text of /proc/self/cgroup, ""
+// when unknown: "hookbox"); elsewhere the foreground ones, for the
+// process pid, whose log is on stderr.
+func runHints(getenv func(string) string, cgroup string, pid int) []any {
+	if getenv("INVOCATION_ID") == "" && getenv("NOTIFY_SOCKET") == "" {
+		return []any{"stop", "Ctrl-C", "reload", fmt.Sprintf("kill -HUP %d", pid), "log", "stderr"}
+	}
+	unit, user := systemdUnit(cgroup)
+	ctl, journal := "systemctl", "journalctl"
+	if user {
+		ctl, journal = "systemctl --user", "journalctl --user"
+	}
+	return []any{"status", ctl + " status " + unit, "reload", ctl + " reload " + unit, "log", journal + " -u " + unit}
+}
+
+// systemdUnit finds the service a process runs in from its cgroup file
+// (0::/system.slice/hookbox.service): the last *.service in the path,
+// without the suffix ("hookbox" when there is none), and whether it is
+// under a user's service manager (user@1000.service).
+func systemdUnit(cgroup string) (unit string, user bool) {
+	unit = "hookbox"
+	for _, line := range strings.Split(cgroup, "\n") {
+		i := strings.LastIndexByte(line, ':')
+		if i < 0 {
+			continue
+		}
+		for _, part := range strings.Split(line[i+1:], "/") {
+			if name, ok := strings.CutSuffix(part, ".service"); ok && name != "" {
+				if strings.HasPrefix(name, "user@") {
+					user = true
+					continue
+				}
+				unit = name
+			}
+		}
+	}
+	return unit, user
+}
+
+// startHints is runHints for this process.
+func startHints() []any {
+	cgroup, _ := os.ReadFile("/proc/self/cgroup")
+	return runHints(os.Getenv, string(cgroup), os.Getpid())
 }

@@ -43,12 +43,14 @@ type Health func(ctx context.Context) error
 
 // Store is what the server uses of a store: what the admin API and the
 // status pages read and replay (ui.Store), what Stats counts into and
-// reads, what /metrics reads, and the events the stream hub follows.
+// reads, what /metrics reads, the events the stream hub follows, and the
+// status page's sessions.
 type Store interface {
 	ui.Store
 	app.StatsStore
 	app.GaugeStore
 	app.StreamHubStore
+	app.SessionStore
 }
 
 // Deps are what the server serves from.
@@ -87,6 +89,9 @@ type Deps struct {
 	LastBackup func() (time.Time, int64, error)
 	// Pauser pauses and resumes destinations (nil: the routes answer 404).
 	Pauser *app.Pauser
+	// Upstream runs and reports the upstream checks (nil: the routes
+	// answer 404).
+	Upstream app.Upstreams
 	// Running is the config in force, read per request, and the last one
 	// a reload refused (nil: New's cfg, always).
 	Running *app.Running
@@ -97,6 +102,12 @@ type Deps struct {
 	// Stream serves GET /api/v1/stream (nil: a hub over Store). Shutdown
 	// closes it.
 	Stream *stream.Hub
+	// Sessions keeps the status page's sessions (nil: kept by Store, their
+	// identities checked by Access).
+	Sessions *access.Sessions
+	// Reload reads the server's config file again and puts it in force, or
+	// refuses it, for POST /api/v1/reload (nil: the route answers 404).
+	Reload func() app.Reloaded
 }
 
 // Server serves hookbox's HTTP endpoints.
@@ -109,7 +120,7 @@ type Server struct {
 	server   app.ServerConfig
 	ui       *ui.UI
 	replays  *replay.Service
-	sessions sessions
+	sessions *access.Sessions
 	guard    *guard
 	Logger   *slog.Logger
 
@@ -163,11 +174,15 @@ func New(cfg *app.Config, deps Deps) *Server {
 	if deps.Stream == nil {
 		deps.Stream = stream.NewHub(deps.Store)
 	}
+	if deps.Sessions == nil {
+		deps.Sessions = access.NewSessions(deps.Store, deps.Access)
+		deps.Sessions.Now = deps.Now
+	}
 	s := &Server{
 		deps:     deps,
 		running:  deps.Running,
 		server:   cfg.Server,
-		sessions: sessions{m: map[string]*session{}},
+		sessions: deps.Sessions,
 		guard:    newGuard(deps.Access.CheckPassword, deps.Access.Current, deps.Now),
 		bodies:   newBodyBudget(cfg.Server.MaxBodyBytesTotal),
 		Logger:   slog.With("component", "http"),

@@ -124,7 +124,7 @@ func TestEvents_SinceInBrowserZone(t *testing.T) {
 		if _, err := b.ReadFrom(resp.Body); err != nil {
 			t.Fatal(err)
 		}
-		if want := fmt.Sprintf("Send %d deliveries again", late); resp.StatusCode != 200 || !strings.Contains(b.String(), want) {
+		if want := fmt.Sprintf("<strong>%d match:", late); resp.StatusCode != 200 || !strings.Contains(b.String(), want) {
 			t.Errorf("POST /replay since 11:00 in New York: %d, want %q in %s", resp.StatusCode, want, between(t, b.String(), "<form", "</p>"))
 		}
 	})
