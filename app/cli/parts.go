@@ -55,6 +55,7 @@ type parts struct {
 	served chan error
 	// What the listeners part binds and the server part serves.
 	ln      net.Listener
+	local   net.Listener // the local socket (localsock.go); nil: none
 	httpSrv *http.Server
 	serving bool
 	attrs   []any
@@ -258,14 +259,15 @@ func (p *parts) dispatch() app.Service {
 	}
 }
 
-// listeners binds server.listen (under TLS when set) and, for ACME's
-// challenges and the redirect, server.http_listen, which it serves at
-// once; first, so that a port in use stops the start before anything
-// else runs. Sockets the service manager passed (hookbox.socket) are
-// taken instead of binding: they win over the config, and a
-// disagreement is logged. The server part serves them and closes them
-// at its stop (a passed socket stays open in the manager, which queues
-// new connections on it until the next process takes it).
+// listeners binds server.listen (under TLS when set), the local socket
+// and, for ACME's challenges and the redirect, server.http_listen, which
+// it serves at once; first, so that a port in use stops the start before
+// anything else runs. Sockets the service manager passed (hookbox.socket)
+// are taken instead of binding server.listen and server.http_listen: they
+// win over the config, and a disagreement is logged. The server part
+// serves them and closes them at its stop (a passed socket stays open in
+// the manager, which queues new connections on it until the next process
+// takes it).
 func (p *parts) listeners() app.Service {
 	cfg := p.cfg
 	return app.ServiceFuncs{
@@ -309,6 +311,7 @@ func (p *parts) listeners() app.Service {
 				}
 			}
 			p.ln = ln
+			p.bindLocal()
 			return nil
 		},
 		StopFunc: func(ctx context.Context) error {
@@ -316,6 +319,9 @@ func (p *parts) listeners() app.Service {
 				return nil // the server's stop closed them
 			}
 			p.ln.Close()
+			if p.local != nil {
+				p.local.Close() // and its file is removed
+			}
 			if p.httpSrv != nil {
 				p.httpSrv.Shutdown(ctx)
 			}
@@ -361,10 +367,16 @@ func (p *parts) server() app.Service {
 			p.own.Info("hookbox started", append(attrs, startHints()...)...)
 			p.serving = true
 			go func() { p.served <- p.srv.Serve(p.ln) }()
+			if p.local != nil {
+				go p.serveLocal()
+			}
 			return nil
 		},
 		StopFunc: func(ctx context.Context) error {
 			err := p.srv.Shutdown(ctx)
+			if p.local != nil {
+				p.local.Close() // closed already, unless the stop came first
+			}
 			if p.httpSrv != nil {
 				p.httpSrv.Shutdown(ctx) // serve's outcome is the main server's
 			}

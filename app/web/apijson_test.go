@@ -121,11 +121,15 @@ func TestAPI_JSONStyle(t *testing.T) {
 		{"POST", "/api/v1/replay?conflict", "/api/v1/replay"},
 		{"POST", fmt.Sprintf("/api/v1/deliveries/%d/replay?conflict", delivered), "/api/v1/deliveries/:id/replay"},
 		{"POST", fmt.Sprintf("/api/v1/deliveries/%d/replay?force", delivered), "/api/v1/deliveries/:id/replay"},
+		{"POST", "/api/v1/deliveries/replay", "/api/v1/deliveries/replay"},
+		{"POST", "/api/v1/deliveries/replay?event", "/api/v1/deliveries/replay"},
 	}
 	bodies := map[string]string{
-		"/api/v1/replay":          `{"since": "1h", "dry_run": true}`,
-		"/api/v1/replay?bad":      `{}`,
-		"/api/v1/replay?conflict": `{"source": "shop"}`,
+		"/api/v1/replay":                  `{"since": "1h", "dry_run": true}`,
+		"/api/v1/replay?bad":              `{}`,
+		"/api/v1/deliveries/replay":       fmt.Sprintf(`{"ids": [%d, 987654], "dry_run": true}`, delivered),
+		"/api/v1/deliveries/replay?event": `{"source": "shop", "event_id": "order-1", "dry_run": true}`,
+		"/api/v1/replay?conflict":         `{"source": "shop"}`,
 		fmt.Sprintf("/api/v1/deliveries/%d/replay?force", delivered): `{"force": true}`,
 	}
 	for _, seq := range events {

@@ -31,8 +31,14 @@ func refusal(status, msg string) []byte {
 // answered 503 (all full) or 429 (its address), with Retry-After, and
 // closed; under TLS it is only closed, so wrap ln in TLS after Limit.
 func (s *Server) Limit(ln net.Listener) net.Listener {
-	l := &limitListener{Listener: ln, s: s, max: s.server.MaxConnections, perIP: s.server.MaxConnectionsPerIP,
-		answer: s.server.TLS == app.TLSNone, from: map[netip.Addr]int{}, conns: map[*limitedConn]struct{}{}}
+	return s.limit(ln, s.server.MaxConnectionsPerIP, s.server.TLS == app.TLSNone)
+}
+
+// limit is Limit with perIP connections from one address (0: no bound
+// per address), answering the refused ones when answer is set.
+func (s *Server) limit(ln net.Listener, perIP int, answer bool) net.Listener {
+	l := &limitListener{Listener: ln, s: s, max: s.server.MaxConnections, perIP: perIP,
+		answer: answer, from: map[netip.Addr]int{}, conns: map[*limitedConn]struct{}{}}
 	s.limitsMu.Lock()
 	s.limits = append(s.limits, l)
 	s.limitsMu.Unlock()

@@ -25,7 +25,10 @@ const maxWaitingCount = 100000
 
 // destinationJSON is one destination in GET /api/v1/destinations.
 type destinationJSON struct {
-	Name         string     `json:"name"`
+	Name string `json:"name"`
+	// State is its word, as the Destinations page shows it
+	// (app.DestinationWord).
+	State        string     `json:"state"`
 	Paused       bool       `json:"paused"`
 	PausedAt     *time.Time `json:"paused_at"`
 	PausedReason string     `json:"paused_reason,omitempty"`
@@ -61,14 +64,14 @@ func (s *Server) handleDestinations(c *fiber.Ctx) error {
 			return s.storeError(c, err)
 		}
 	}
-	failing := map[string]time.Time{}
+	health := map[string]app.DestInfo{}
 	if s.deps.Stats != nil {
 		tables, err := s.deps.Stats.Tables(ctx)
 		if err != nil {
 			return s.storeError(c, err)
 		}
 		for _, d := range tables.Destinations {
-			failing[d.Name] = d.FailingSince
+			health[d.Name] = d
 		}
 	}
 	now := s.deps.Now()
@@ -78,9 +81,10 @@ func (s *Server) handleDestinations(c *fiber.Ctx) error {
 		if err != nil {
 			return s.storeError(c, err)
 		}
-		ctl := controls[d.Name]
+		ctl, h := controls[d.Name], health[d.Name]
 		j := destinationJSON{Name: d.Name, Paused: ctl.Paused, PausedAt: timeOrNil(ctl.PausedAt), PausedReason: ctl.Reason,
-			PausedBy: ctl.PausedBy, Waiting: n, FailingSince: timeOrNil(failing[d.Name]), Rate: d.Rate.String()}
+			PausedBy: ctl.PausedBy, Waiting: n, FailingSince: timeOrNil(h.FailingSince), Rate: d.Rate.String(),
+			State: app.DestinationWord(ctl.Paused, ctl.HeldUntil.After(now), !h.FailingSince.IsZero() || h.LastAttemptFailed())}
 		if ctl.HeldUntil.After(now) {
 			j.HeldUntil = timeOrNil(ctl.HeldUntil)
 		}

@@ -82,6 +82,9 @@ func TestUI_DestinationsPage(t *testing.T) {
 	if c := card(page, "pos"); !strings.Contains(c, `data-stat="state">paused<`) || !strings.Contains(c, "by ops: till swap") || !strings.Contains(c, `action="/destinations/pos/resume"`) {
 		t.Errorf("pos after Pause:\n%s", c)
 	}
+	if _, api := f.get("/api/v1/destinations"); !strings.Contains(string(api), `{"name":"pos","state":"paused",`) {
+		t.Errorf("the API does not say pos is paused: %s", api)
+	}
 	post("/destinations/pos/resume", url.Values{"csrf": {csrf}, "back": {"/destinations"}}, "/destinations")
 	post("/destinations/crm/retry", url.Values{"csrf": {csrf}, "back": {"/destinations"}}, "/destinations?destination=crm&retried=1")
 	if _, page = ops.do("GET", "/destinations?destination=crm&retried=1", nil); !strings.Contains(page, "1 delivery to crm due now") {

@@ -54,6 +54,7 @@ var expectedRoles = map[string]struct {
 	"POST /api/v1/dead-letters/replay":       {role: app.RoleOperator},
 	"POST /api/v1/dead-letters/:id/replay":   {role: app.RoleOperator},
 	"POST /api/v1/deliveries/:id/replay":     {role: app.RoleOperator},
+	"POST /api/v1/deliveries/replay":         {role: app.RoleOperator},
 	"POST /api/v1/replay":                    {role: app.RoleOperator},
 	"POST /api/v1/deliveries/:id/retry":      {role: app.RoleOperator},
 	"POST /api/v1/destinations/:name/retry":  {role: app.RoleOperator},

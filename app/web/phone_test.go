@@ -245,7 +245,7 @@ func readCards(t *testing.T, ctx context.Context) map[string]card {
 }
 
 // checkCards compares the cards with GET /api/v1/destinations (every
-// destination, its backlog as "waiting", its state) and the buttons with
+// destination, its backlog as "waiting", its state word) and the buttons with
 // the role: an operator may pause or resume each, a viewer nothing.
 func checkCards(t *testing.T, f *fixture, cards map[string]card, width int64, operator bool) {
 	t.Helper()
@@ -256,7 +256,7 @@ func checkCards(t *testing.T, f *fixture, cards map[string]card, width int64, op
 	var api struct {
 		Destinations []struct {
 			Name    string `json:"name"`
-			Paused  bool   `json:"paused"`
+			State   string `json:"state"`
 			Waiting int    `json:"waiting"`
 		} `json:"destinations"`
 	}
@@ -276,8 +276,8 @@ func checkCards(t *testing.T, f *fixture, cards map[string]card, width int64, op
 			t.Errorf("at %d px, %s: backlog %q, the API says waiting %d", width, d.Name, c.Backlog, d.Waiting)
 		}
 		want := map[string]string{"pos": app.DestDelivering, "erp-warehouse-integration": app.DestFailing, "crm": app.DestFailing}[d.Name]
-		if c.State != want {
-			t.Errorf("at %d px, %s reads %q, want %q", width, d.Name, c.State, want)
+		if c.State != want || d.State != want {
+			t.Errorf("at %d px, %s reads %q, the API says %q, want %q", width, d.Name, c.State, d.State, want)
 		}
 		if !operator {
 			if len(c.Buttons) > 0 {

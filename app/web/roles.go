@@ -54,6 +54,7 @@ var routeRules = map[string]rule{
 	"POST /api/v1/dead-letters/replay":       does(app.ActReplayDead).audit(),
 	"POST /api/v1/dead-letters/:id/replay":   does(app.ActReplay).audit(),
 	"POST /api/v1/deliveries/:id/replay":     does(app.ActReplay).audit(),
+	"POST /api/v1/deliveries/replay":         does(app.ActReplay).audit(),
 	"POST /api/v1/replay":                    does(app.ActReplayQuery).audit(),
 	"POST /api/v1/deliveries/:id/retry":      does(app.ActRetry).audit(),
 	"POST /api/v1/destinations/:name/retry":  does(app.ActRetryDestination).audit(),
@@ -185,7 +186,7 @@ func handlerError(c *fiber.Ctx, err error) error {
 func (s *Server) who(c *fiber.Ctx) app.Who {
 	id, _ := c.Locals("identity").(app.Identity)
 	via, _ := c.Locals("via").(string)
-	return app.Who{Actor: id.Actor(), Via: via, From: s.client(c).String()}
+	return app.Who{Actor: id.Actor(), Via: via, From: s.clientString(c)}
 }
 
 // allowed reports, as an Error EFORBIDDEN with a sentence, why id may not

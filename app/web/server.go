@@ -44,12 +44,14 @@ type Health func(ctx context.Context) error
 
 // Store is what the server uses of a store: what the admin API and the
 // status pages read and replay (ui.Store), what Stats counts into and
-// reads, what /metrics reads, and the events the stream hub follows.
+// reads, what /metrics reads, the events the stream hub follows, and the
+// status page's sessions.
 type Store interface {
 	ui.Store
 	app.StatsStore
 	app.GaugeStore
 	app.StreamHubStore
+	app.SessionStore
 }
 
 // Deps are what the server serves from.
@@ -98,6 +100,9 @@ type Deps struct {
 	// Stream serves GET /api/v1/stream (nil: a hub over Store). Shutdown
 	// closes it.
 	Stream *stream.Hub
+	// Sessions keeps the status page's sessions (nil: kept by Store, their
+	// identities checked by Access).
+	Sessions *access.Sessions
 	// Reload reads the server's config file again and puts it in force, or
 	// refuses it, for POST /api/v1/reload (nil: the route answers 404).
 	Reload func() app.Reloaded
@@ -113,7 +118,7 @@ type Server struct {
 	server   app.ServerConfig
 	ui       *ui.UI
 	replays  *replay.Service
-	sessions sessions
+	sessions *access.Sessions
 	guard    *guard
 	Logger   *slog.Logger
 
@@ -168,11 +173,15 @@ func New(cfg *app.Config, deps Deps) *Server {
 	if deps.Stream == nil {
 		deps.Stream = stream.NewHub(deps.Store)
 	}
+	if deps.Sessions == nil {
+		deps.Sessions = access.NewSessions(deps.Store, deps.Access)
+		deps.Sessions.Now = deps.Now
+	}
 	s := &Server{
 		deps:     deps,
 		running:  deps.Running,
 		server:   cfg.Server,
-		sessions: sessions{m: map[string]*session{}},
+		sessions: deps.Sessions,
 		guard:    newGuard(deps.Access.CheckPassword, deps.Access.Current, deps.Now),
 		bodies:   newBodyBudget(cfg.Server.MaxBodyBytesTotal),
 		Logger:   slog.With("component", "http"),

@@ -85,6 +85,8 @@ func Run(t *testing.T, open Opener, damage Damage) {
 	t.Run("EnsureFirstUser", func(t *testing.T) { testEnsureFirstUser(t, open) })
 	t.Run("LastAdminConcurrent", func(t *testing.T) { testLastAdminConcurrent(t, open) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })
+	t.Run("Sessions", func(t *testing.T) { testSessions(t, open) })
+	t.Run("SessionsEndWithUser", func(t *testing.T) { testSessionsEndWithUser(t, open) })
 	t.Run("Cancelled", func(t *testing.T) { testCancelled(t, open) })
 	runFaults(t, open, damage)
 }
