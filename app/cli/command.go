@@ -101,6 +101,9 @@ var commands = []*command{
 		help: pauseHelp + needs(app.ActPause), run: runPause},
 	{name: "resume", synopsis: "[-config FILE | -url URL] NAME", summary: "resume a paused destination: its waiting deliveries go out in accept order",
 		help: resumeHelp + needs(app.ActResume), run: runResume},
+	// The providers' side (upstream.go).
+	{name: "upstream", synopsis: "check [-config FILE | -url URL] [-json] [SOURCE]", summary: "check the providers' side now: subscriptions on, nothing missed",
+		help: upstreamHelp + needs(app.ActCheckUpstream), run: runUpstream},
 	{name: "backup", synopsis: "[-config FILE | -url URL] -o FILE", summary: "save a hot copy of the data file from the running server",
 		help: "Downloads a consistent copy of the data file through the running server's admin\n" +
 			"API, writes it to FILE atomically and checks it.\n" +

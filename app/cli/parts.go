@@ -155,6 +155,11 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, no
 	if err := p.reload.schedule(cfg, &cronJob{key: "alerts.check", spec: func(c *app.Config) string { return c.Alerts.Check }, run: checkAlerts}); err != nil {
 		return nil, err
 	}
+	checker, upApply, err := wireUpstream(ctx, cfg, n, receiver, alerter, prom, p.sched, logger) // upstream.go
+	if err != nil {
+		return nil, err
+	}
+	r.appliers = append(r.appliers, upApply)
 	var lastBackup func() (time.Time, int64, error)
 	if cfg.Backup.Schedule != "" {
 		if _, err := p.sched.AddFunc(cfg.Backup.Schedule, n.onLeader(func() { backuper.Run(ctx) })); err != nil {
@@ -171,10 +176,11 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, no
 		return nil, err
 	}
 	p.reload.access = p.acc
+	checker.Audit = p.acc.Record
 	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
 	p.srv = web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
 		Backup: n.backup, Access: p.acc, Stats: stats, Metrics: prom, LastBackup: lastBackup,
-		Pauser: pauser, Running: running, Stream: p.hub, Reload: r.reload})
+		Pauser: pauser, Running: running, Stream: p.hub, Reload: r.reload, Upstream: checker})
 	return p, nil
 }
 

@@ -90,6 +90,9 @@ type Deps struct {
 	LastBackup func() (time.Time, int64, error)
 	// Pauser pauses and resumes destinations (nil: the routes answer 404).
 	Pauser *app.Pauser
+	// Upstream runs and reports the upstream checks (nil: the routes
+	// answer 404).
+	Upstream app.Upstreams
 	// Running is the config in force, read per request, and the last one
 	// a reload refused (nil: New's cfg, always).
 	Running *app.Running

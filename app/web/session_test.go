@@ -14,7 +14,9 @@ import (
 	"hookbox/app/access"
 	"hookbox/app/receive"
 	"hookbox/app/web"
+	"hookbox/storage"
 	"hookbox/storage/bboltstore"
+	"hookbox/storage/postgres/pgtest"
 )
 
 // fakeClock is a clock a test moves.
@@ -27,28 +29,46 @@ func (c *fakeClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); ret
 func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 // Issue 44: sessions are kept by the store, hashed. A session made on one
-// server works on another over the same store (a restart, or a second
-// node), the store holds only its token's hash, with its expiry; logging
-// out deletes it, so it ends on that server at once and on the first one
-// within access.SessionCache; a password change ends the user's sessions.
-// On today's main the second server sent the cookie to the login page.
+// server works on another over the same store (a restart on bbolt, a
+// second node on PostgreSQL), the store holds only its token's hash, with
+// its expiry; logging out deletes it, so it ends on that server at once
+// and on the first one within access.SessionCache; a password change ends
+// the user's sessions. On today's main the second server sent the cookie
+// to the login page.
 func TestSessions_StoredAndEndAtLogout(t *testing.T) {
+	t.Run("Bbolt", func(t *testing.T) {
+		dir := t.TempDir()
+		db, err := bboltstore.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		testSessionsStored(t, db, db, func(t *testing.T, token string) {
+			if raw, err := os.ReadFile(filepath.Join(dir, bboltstore.FileName)); err != nil || bytes.Contains(raw, []byte(token)) {
+				t.Errorf("the data file holds the session's token itself (read: %v)", err)
+			}
+		})
+	})
+	t.Run("Postgres", func(t *testing.T) {
+		url := pgtest.URL(t)
+		testSessionsStored(t, openPostgres(t, url), openPostgres(t, url), func(*testing.T, string) {})
+	})
+}
+
+// testSessionsStored runs the servers A and B over dbA and dbB (one store
+// seen twice); noToken checks that the store does not hold a token.
+func testSessionsStored(t *testing.T, dbA, dbB storage.Store, noToken func(t *testing.T, token string)) {
 	ctx := context.Background()
+	db := dbA
 	cfg := mustConfig(t, uiSecrets)
-	dir := t.TempDir()
-	db, err := bboltstore.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	clock := &fakeClock{now: time.Now()}
-	serverAt := func(now func() time.Time) (string, *access.Service) {
+	serverAt := func(db storage.Store, now func() time.Time) (string, *access.Service) {
 		acc := testAccess(t, cfg, db)
 		srv := web.New(cfg, web.Deps{Receiver: receive.New(cfg, db), Store: db, Health: db.Ping, Access: acc, Now: now})
 		return serve(t, srv.App()), acc
 	}
-	addrA, accA := serverAt(clock.Now)
-	addrB, _ := serverAt(time.Now)
+	addrA, accA := serverAt(dbA, clock.Now)
+	addrB, _ := serverAt(dbB, time.Now)
 
 	a := logIn(t, addrA)
 	token := a.jar["hookbox_session"]
@@ -59,9 +79,7 @@ func TestSessions_StoredAndEndAtLogout(t *testing.T) {
 	if s.ID.Name != "ops" || !s.Expires.Equal(s.Created.Add(app.SessionTTL)) {
 		t.Errorf("stored session %+v; want ops's, expiring %s after its start", s, app.SessionTTL)
 	}
-	if raw, err := os.ReadFile(filepath.Join(dir, bboltstore.FileName)); err != nil || bytes.Contains(raw, []byte(token)) {
-		t.Errorf("the data file holds the session's token itself (read: %v)", err)
-	}
+	noToken(t, token)
 
 	b := &client{t: t, base: "http://" + addrB, jar: map[string]string{"hookbox_session": token}}
 	resp, page := b.do("GET", "/dead-letters", nil)

@@ -300,6 +300,13 @@ CREATE TABLE IF NOT EXISTS hookbox_sessions (
 CREATE INDEX IF NOT EXISTS hookbox_sessions_user ON hookbox_sessions (username);
 CREATE INDEX IF NOT EXISTS hookbox_sessions_expires ON hookbox_sessions (expires);
 `,
+	// 11: how an event came when not as a webhook (app.Event.Origin:
+	// 'fetched' by an upstream check, issue 45) and when its provider
+	// says it happened (NULL: unknown). Catalog changes only.
+	`
+ALTER TABLE hookbox_events ADD COLUMN IF NOT EXISTS origin text NOT NULL DEFAULT '';
+ALTER TABLE hookbox_events ADD COLUMN IF NOT EXISTS provider_at timestamptz;
+`,
 }
 
 // SchemaVersion is the schema version this build creates and expects.
