@@ -24,12 +24,12 @@ type replayFlags struct {
 
 func runReplay(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	opts := configFlags(fs)
+	opts := adminFlags(fs)
 	var f replayFlags
 	fs.BoolVar(&f.all, "all", false, "replay every dead delivery")
 	fs.StringVar(&f.event, "event", "", "replay the deliveries of the event `SOURCE/ID` (as the platform named it)")
-	fs.StringVar(&f.since, "since", "", "replay deliveries of events received since `T`: RFC 3339 or a duration ago (2h, 30m, 3d)")
-	fs.StringVar(&f.until, "until", "", "… and received until `T` (RFC 3339 or a duration ago)")
+	fs.StringVar(&f.since, "since", "", "replay deliveries of events received since `T`: a local time (2026-12-06 14:00), one with Z or an offset, or a duration ago (2h, 30m, 3d)")
+	fs.StringVar(&f.until, "until", "", "… and received until `T` (a time or a duration ago, as -since)")
 	fs.StringVar(&f.source, "source", "", "… of events from this source")
 	fs.StringVar(&f.topic, "topic", "", "… of events whose topic matches this glob (orders/*)")
 	fs.StringVar(&f.dest, "destination", "", "… to this destination")
@@ -67,6 +67,16 @@ func replay(opts *configOptions, fs *flag.FlagSet, f replayFlags, ids []string, 
 	for _, id := range ids {
 		if _, err := strconv.ParseUint(strings.TrimPrefix(id, "#"), 10, 64); err != nil {
 			fmt.Fprintf(stderr, "hookbox replay: %q is not a delivery id (a number, as in #7 on the dead letters page); for an event use -event SOURCE/ID\n", id)
+			return 2
+		}
+	}
+	for _, t := range []struct {
+		name string
+		v    *string
+	}{{"since", &f.since}, {"until", &f.until}} {
+		var err error
+		if *t.v, err = timeArg(t.name, *t.v, time.Local); err != nil {
+			fmt.Fprintf(stderr, "hookbox replay: %v\n", err)
 			return 2
 		}
 	}

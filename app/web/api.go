@@ -42,6 +42,7 @@ func (s *Server) routeAPI(r fiber.Router) {
 	s.route(r, "/api/v1", fiber.MethodPost, "/destinations/:name/retry", s.handleRetryDestination)
 	// Destinations: list, pause, resume (destinations.go).
 	s.routeDestinations(r)
+	s.routeUpstream(r)
 	// Team access: the audit log, users and tokens (team.go).
 	s.routeTeam(r)
 }

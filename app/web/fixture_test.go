@@ -16,6 +16,7 @@ import (
 	"hookbox/app/metrics"
 	"hookbox/app/provider"
 	"hookbox/app/receive"
+	"hookbox/app/upstream"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -34,6 +35,10 @@ secret = "s3cret-shop"
 name = "stripe-payments-europe"
 provider = "stripe"
 secret = "whsec_unused"
+[source.upstream]
+api_key = "rk_test_fixture0key"
+endpoint = "we_1"
+api_url = "http://127.0.0.1:1"
 [[destination]]
 name = "pos"
 url = "http://127.0.0.1:1/pos"
@@ -107,9 +112,11 @@ func openFixtureDeps(t *testing.T, dir string, now time.Time, logger *slog.Logge
 	if logger != nil {
 		recv.Logger = logger
 	}
+	checker := upstream.New(cfg, db, recv)
+	checker.Audit = login.Record
 	searches := app.NewSearchGate(4, 0) // the per-caller bound, whatever the machine's CPUs
 	deps := web.Deps{Receiver: recv, Store: db, Health: db.Ping, Access: login, Stats: stats, Metrics: prom, Now: clock,
-		Pauser: app.NewPauser(cfg, db, nil, clock), Searches: searches}
+		Pauser: app.NewPauser(cfg, db, nil, clock), Searches: searches, Upstream: checker}
 	if edit != nil {
 		edit(&deps)
 	}
