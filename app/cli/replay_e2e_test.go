@@ -279,7 +279,7 @@ func TestReplayCommand_EventForceAndErrors(t *testing.T) {
 		{[]string{"-event", "e-1"}, 2, "", "give the source and the event's id as SOURCE/ID"},
 		{[]string{"-dry-run", "-all"}, 2, "", "-dry-run does not go with -all"},
 		{[]string{"-topic", "push"}, 1, "", "give at least one of since, until, source, destination or status"},
-		{[]string{"-since", "yesterday"}, 1, "", `since "yesterday": give an RFC 3339 time`},
+		{[]string{"-since", "yesterday"}, 2, "", `-since "yesterday": give a time`},
 		{[]string{"-since", "1h", "-status", "pending"}, 1, "", `status "pending": use dead, delivered or any`},
 		{[]string{"-event", "gh/nope"}, 1, "", "no event gh/nope is stored"},
 		// Named one by one, the server says what it does with each
