@@ -53,3 +53,14 @@ type Refusal struct {
 	// Reasons are its mistakes, each "file: key: reason".
 	Reasons []string
 }
+
+// Reloaded is what one reload did: the changes it put in force, or the
+// refusal that kept the running config.
+type Reloaded struct {
+	// Path is the file the server read.
+	Path string
+	// Diff is what changed (empty when refused).
+	Diff ConfigDiff
+	// Refused is the refusal, nil when the config was put in force.
+	Refused *Refusal
+}

@@ -18,6 +18,8 @@ func TestRoles_Permit(t *testing.T) {
 	}{
 		{app.RoleViewer, false, app.ActReplay, "your role (viewer) may not replay deliveries: an operator or admin may"},
 		{app.RoleOperator, false, app.ActDownloadBackup, "your role (operator) may not download backups: an admin may"},
+		{app.RoleOperator, false, app.ActReload, "your role (operator) may not reload the config: an admin may"},
+		{app.RoleAdmin, true, app.ActReload, ""},
 		{app.RoleAdmin, true, app.ActCreateToken, "a token cannot create tokens or users, nor change them: an admin user may create tokens"},
 		{app.RoleNone, false, app.ActReadEvents, "your role (none) may not read events: a viewer, operator or admin may"},
 		{app.RoleAdmin, false, app.ActCreateToken, ""},

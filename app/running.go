@@ -86,7 +86,9 @@ func ErrorLines(err error) []string {
 // Change counts what a new config adds, removes and changes of one kind
 // of named thing (sources, destinations, routes), by name.
 type Change struct {
-	Added, Removed, Changed []string
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	Changed []string `json:"changed,omitempty"`
 }
 
 // Count is how many names it holds.
@@ -95,12 +97,15 @@ func (c Change) Count() int { return len(c.Added) + len(c.Removed) + len(c.Chang
 // ConfigDiff is what a reload changes: the live parts by name, and the
 // keys that apply only at the next start.
 type ConfigDiff struct {
-	Sources, Destinations, Routes Change
+	Sources      Change `json:"sources"`
+	Destinations Change `json:"destinations"`
+	Routes       Change `json:"routes"`
 	// Alerts and Retention say whether those tables changed.
-	Alerts, Retention bool
+	Alerts    bool `json:"alerts_changed"`
+	Retention bool `json:"retention_changed"`
 	// Restart are the keys that differ but cannot change while serving,
 	// sorted; the running values stay (Settle).
-	Restart []string
+	Restart []string `json:"restart_to_apply,omitempty"`
 }
 
 // Settle compares next with the config in force, old, and makes next the
@@ -200,6 +205,40 @@ func (d ConfigDiff) LogAttrs() []any {
 		attrs = append(attrs, "restart_to_apply", strings.Join(d.Restart, ", "))
 	}
 	return attrs
+}
+
+// Lines are the diff as `hookbox reload` prints it, one change a line:
+// what was added, removed and changed by kind and name, the tables that
+// changed, then the keys that wait for a restart; "nothing changed" when
+// the file is the config in force.
+func (d ConfigDiff) Lines() []string {
+	var out []string
+	for _, c := range []struct {
+		kind string
+		ch   Change
+	}{{"source", d.Sources}, {"destination", d.Destinations}, {"route", d.Routes}} {
+		for _, what := range []struct {
+			verb  string
+			names []string
+		}{{"added", c.ch.Added}, {"removed", c.ch.Removed}, {"changed", c.ch.Changed}} {
+			for _, name := range what.names {
+				out = append(out, fmt.Sprintf("%s %s: %s", c.kind, what.verb, name))
+			}
+		}
+	}
+	if d.Alerts {
+		out = append(out, "alerts changed")
+	}
+	if d.Retention {
+		out = append(out, "retention changed")
+	}
+	if len(out) == 0 && len(d.Restart) == 0 {
+		return []string{"nothing changed"}
+	}
+	if len(d.Restart) > 0 {
+		out = append(out, "waits for a restart (the running value stays): "+strings.Join(d.Restart, ", "))
+	}
+	return out
 }
 
 // diffNamed compares two lists of named things by name.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,5 +181,52 @@ func TestRunning_Refuse(t *testing.T) {
 	r.Store(&app.Loaded{Config: reloadBase(), Path: "c.toml", At: time.Unix(300, 0)})
 	if r.Refused() != nil {
 		t.Fatal("a config put in force kept the old refusal")
+	}
+}
+
+// The change list `hookbox reload` prints: each thing added, removed or
+// changed by kind and name, the tables that changed, the keys that wait
+// for a restart; "nothing changed" for the config in force.
+func TestConfigDiff_Lines(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(c *app.Config)
+		want   []string
+	}{
+		{name: "Nothing", change: func(*app.Config) {}, want: []string{"nothing changed"}},
+		{name: "Everything", change: func(c *app.Config) {
+			c.Sources = append(c.Sources, &app.Source{Name: "stripe", Provider: "stripe"})
+			c.Destinations = []*app.Destination{
+				{Name: "pos", URL: "http://pos.local/other", Timeout: time.Second, Concurrency: 8},
+				{Name: "erp", URL: "http://erp.local/hook"},
+			}
+			c.Routes = []*app.Route{{Name: "r2", Source: "shop", To: []string{"erp"}}}
+			c.Alerts.DeadLettersOver = 20
+			c.Retention.Events = 2 * time.Hour
+			c.Server.MaxBodyBytes, c.Log.Format = 2<<20, "json"
+		}, want: []string{
+			"source added: stripe",
+			"destination added: erp",
+			"destination changed: pos",
+			"route added: r2",
+			"route removed: r1",
+			"alerts changed",
+			"retention changed",
+			"waits for a restart (the running value stays): server.max_body_bytes, log",
+		}},
+		{name: "OnlyRestart", change: func(c *app.Config) { c.Server.Listen = ":9090" },
+			want: []string{"waits for a restart (the running value stays): server.listen"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			old, next := reloadBase(), reloadBase()
+			tt.change(next)
+			d, err := app.Settle(old, next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d.Lines(); !slices.Equal(got, tt.want) {
+				t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
 	}
 }

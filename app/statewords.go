@@ -47,3 +47,48 @@ func CheckEventStatus(s string) error {
 	}
 	return Errorf(EINVALID, "status %q: use one of %s", s, strings.Join(EventStates, ", "))
 }
+
+// The words for a destination's state: what its row on the Destinations
+// page says, worst first.
+const (
+	// DestPaused is a destination someone paused: nothing is sent to it
+	// until it is resumed; its deliveries wait.
+	DestPaused = "paused"
+	// DestHeld is a destination whose answer asked for a pause
+	// (Retry-After): nothing starts before then.
+	DestHeld = "held"
+	// DestFailing is a destination whose attempts fail: its deliveries
+	// wait for a retry (StateFailing, as its deliveries are).
+	DestFailing = StateFailing
+	// DestDelivering is a destination whose last attempt worked, or that
+	// has had none yet.
+	DestDelivering = "delivering"
+)
+
+// DestinationStates are the words a destination's state can be.
+var DestinationStates = []string{DestPaused, DestHeld, DestFailing, DestDelivering}
+
+// DestinationWord is the state of a destination, paused or held by a
+// Retry-After (held: its HeldUntil is still ahead), failing when an
+// episode of failures is on or its last recorded attempt failed.
+func DestinationWord(paused, held, failing bool) string {
+	switch {
+	case paused:
+		return DestPaused
+	case held:
+		return DestHeld
+	case failing:
+		return DestFailing
+	}
+	return DestDelivering
+}
+
+// CheckDestinationStatus returns nil when s is "" (all) or one of
+// DestinationStates, else an EINVALID error that names the valid words:
+// GET /api/v1/destinations?status= lists by them.
+func CheckDestinationStatus(s string) error {
+	if s == "" || slices.Contains(DestinationStates, s) {
+		return nil
+	}
+	return Errorf(EINVALID, "status %q: use one of %s", s, strings.Join(DestinationStates, ", "))
+}

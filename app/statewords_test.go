@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,6 +69,27 @@ func TestStateWords_CheckEventStatus(t *testing.T) {
 			if !strings.Contains(app.ErrorMessage(err), valid) {
 				t.Errorf("CheckEventStatus(%q)'s message %q does not name %s", w, app.ErrorMessage(err), valid)
 			}
+		}
+	}
+}
+
+func TestStateWords_Destination(t *testing.T) {
+	for _, tt := range []struct {
+		paused, held, failing bool
+		want                  string
+	}{
+		{false, false, false, app.DestDelivering},
+		{false, false, true, app.DestFailing},
+		{false, true, true, app.DestHeld},
+		{true, true, true, app.DestPaused},
+		{true, false, false, app.DestPaused},
+	} {
+		got := app.DestinationWord(tt.paused, tt.held, tt.failing)
+		if got != tt.want {
+			t.Errorf("DestinationWord(paused %v, held %v, failing %v) = %q, want %q", tt.paused, tt.held, tt.failing, got, tt.want)
+		}
+		if !slices.Contains(app.DestinationStates, got) {
+			t.Errorf("%q is not one of DestinationStates %v", got, app.DestinationStates)
 		}
 	}
 }

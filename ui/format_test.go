@@ -73,3 +73,31 @@ func TestNiceScale(t *testing.T) {
 		}
 	}
 }
+
+// The value axis writes its top in 4 characters at most, which is what
+// fits left of the plot on a phone (issue 44).
+func TestShortCount(t *testing.T) {
+	for n, want := range map[uint64]string{1: "1", 500: "500", 1000: "1k", 2000: "2k", 50000: "50k", 500000: "500k",
+		1000000: "1M", 200000000: "200M", 5000000000: "5G", 10000000000000: "10T"} {
+		if got := shortCount(n); got != want {
+			t.Errorf("shortCount(%d) = %q; want %q", n, got, want)
+		}
+	}
+	for n := uint64(0); n < 1e15; n = n*3 + 1 {
+		if s := shortCount(niceScale(n)); len(s) > 4 {
+			t.Errorf("the scale of %d is written %q, over 4 characters", n, s)
+		}
+	}
+}
+
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{{"short", 10, "short"}, {"exactly", 7, "exactly"}, {"a bit longer", 5, "a bit…"}, {"ééééé", 3, "ééé…"}} {
+		if got := cut(tc.in, tc.n); got != tc.want {
+			t.Errorf("cut(%q, %d) = %q; want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

@@ -1,26 +1,14 @@
 package ui
 
 import (
-	"cmp"
-	"errors"
-	"strings"
-
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
-	"hookbox/app/request"
 )
 
 // maxRetryingCount bounds the count of deliveries waiting for a retry
 // (a scan of the outbox).
 const maxRetryingCount = 100000
-
-type destRow struct {
-	app.DestInfo
-	Control destControl
-	// Chart is its delivered and failed attempts per hour, last 24 h.
-	Chart chart
-}
 
 // total is one row of the overview's totals: its label on the page, its
 // name in data-kind (the key of /api/v1/stats "counts" it shows, or for
@@ -57,13 +45,6 @@ func totals(hour, day app.Counts) []total {
 	return out
 }
 
-// destControl is what the overview shows of a destination's controls.
-type destControl struct {
-	app.DestinationControl
-	Held bool   // HeldUntil is in the future
-	Rate string // its rate as the config writes it, "" for none
-}
-
 // overview serves the status page's front page: the counts, the charts, the
 // sources, destinations and debounced or filtered routes. A store read it cannot do is
 // logged and named on the page in a line of its own, like the storage
@@ -87,30 +68,15 @@ func (u *UI) overview(c *fiber.Ctx) error {
 		u.d.Logger.Warn("read for the overview", "what", what, "error", err)
 		unread = append(unread, what)
 	}
-	var controls map[string]app.DestinationControl
-	if u.d.Pauser != nil {
-		var err error
-		if controls, err = u.d.Pauser.Controls(ctx); err != nil {
-			failed("the destinations' pauses", err)
-		}
-	}
+	dests := u.destRows(ctx, now, tables.Destinations, failed)
 	series, err := u.d.Stats.DestHours(ctx)
 	if err != nil {
 		failed("the destinations' hourly counts", err)
 	}
-	var dests []destRow
-	for _, d := range tables.Destinations {
-		var err error
-		if d.Backlog, err = u.d.Store.Backlog(ctx, d.Name, app.MaxBacklogCount); err != nil {
-			failed("the backlog of "+d.Name, err)
-		}
-		ctl := destControl{DestinationControl: controls[d.Name], Rate: u.rate(d.Name)}
-		ctl.Held = ctl.HeldUntil.After(now)
-		var ch chart
+	for i, d := range dests {
 		if v := series[d.Name]; v != nil {
-			ch = newStacked(v[0], v[1], now, "failed attempts")
+			dests[i].Chart = newStacked(v[0], v[1], now, "failed attempts")
 		}
-		dests = append(dests, destRow{d, ctl, ch})
 	}
 	pending, err := u.d.Store.CountPending(ctx)
 	if err != nil {
@@ -162,46 +128,4 @@ func failedSeries(hs [app.CountHours]app.Counts) [app.CountHours]uint64 {
 		out[i] = c[app.KindRetrying] + c[app.KindDead]
 	}
 	return out
-}
-
-// rate is destination name's rate as the config writes it ("" for none).
-func (u *UI) rate(name string) string {
-	for _, d := range u.cfg().Destinations {
-		if d.Name == name {
-			return d.Rate.String()
-		}
-	}
-	return ""
-}
-
-// pause pauses a destination from its row's form, by the logged-in user.
-func (u *UI) pause(c *fiber.Ctx) error {
-	if u.d.Pauser == nil {
-		return fiber.ErrNotFound
-	}
-	by, _ := c.Locals("user").(string)
-	if r := request.PostValue(c, "reason"); r != "" {
-		c.Locals(AuditDetail, "reason: "+r)
-	}
-	if err := u.d.Pauser.Pause(c.UserContext(), strings.Clone(c.Params("name")), cmp.Or(by, "admin"), request.PostValue(c, "reason")); err != nil {
-		if errors.Is(err, app.ErrNoDestination) {
-			return fiber.ErrNotFound
-		}
-		return err
-	}
-	return c.Redirect("/", fiber.StatusSeeOther)
-}
-
-// resume resumes a destination from its row's form.
-func (u *UI) resume(c *fiber.Ctx) error {
-	if u.d.Pauser == nil {
-		return fiber.ErrNotFound
-	}
-	if err := u.d.Pauser.Resume(c.UserContext(), strings.Clone(c.Params("name"))); err != nil {
-		if errors.Is(err, app.ErrNoDestination) {
-			return fiber.ErrNotFound
-		}
-		return err
-	}
-	return c.Redirect("/", fiber.StatusSeeOther)
 }

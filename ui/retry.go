@@ -41,7 +41,8 @@ func (u *UI) retryOne(c *fiber.Ctx) error {
 }
 
 // retryDestination makes every waiting delivery to :name due now and goes
-// back to the overview, which says how many (?retried=N&destination=NAME).
+// back to the page of its button (backTo), which says how many
+// (?retried=N&destination=NAME).
 func (u *UI) retryDestination(c *fiber.Ctx) error {
 	name, err := url.PathUnescape(c.Params("name")) // the page escapes names as any path
 	dest := u.cfg().DestinationByName(name)
@@ -53,7 +54,7 @@ func (u *UI) retryDestination(c *fiber.Ctx) error {
 		return err
 	}
 	u.d.Wake()
-	return c.Redirect("/?"+url.Values{"retried": {strconv.Itoa(n)}, "destination": {dest.Name}}.Encode(), fiber.StatusSeeOther)
+	return c.Redirect(backTo(c)+"?"+url.Values{"retried": {strconv.Itoa(n)}, "destination": {dest.Name}}.Encode(), fiber.StatusSeeOther)
 }
 
 // retriedNotice is the overview's line after a destination's Retry now,

@@ -157,7 +157,7 @@ func New(d Deps) *UI {
 		d.Searches = app.NewSearchGate(0, 0)
 	}
 	u := &UI{d: d, tmpl: map[string]*template.Template{}}
-	for _, page := range []string{"overview", "events", "event", "dead", "confirm", "replay", "config", "login", "audit", "team"} {
+	for _, page := range []string{"overview", "destinations", "events", "event", "dead", "confirm", "replay", "config", "login", "audit", "team"} {
 		u.tmpl[page] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html"))
 	}
 	return u
@@ -170,6 +170,7 @@ func (u *UI) cfg() *app.Config { return u.d.Running.Config() }
 // login and a CSRF check.
 func (u *UI) Mount(add func(method, path string, h fiber.Handler)) {
 	add(fiber.MethodGet, "/", u.overview)
+	add(fiber.MethodGet, "/destinations", u.destinations) // destinations.go
 	add(fiber.MethodGet, "/events", u.events)
 	add(fiber.MethodGet, "/events/:seq", u.event)
 	add(fiber.MethodGet, "/dead-letters", u.dead)

@@ -28,7 +28,7 @@ const quarantineHelp = "A source keeps the requests it refused for a bad or stal
 
 func runQuarantine(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	opts := configFlags(fs)
+	opts := adminFlags(fs)
 	asJSON := fs.Bool("json", false, "print the API's JSON answer")
 	rest, code := c.parse(fs, args, stdout, stderr)
 	if code >= 0 {

@@ -126,6 +126,9 @@ to = ["sink"]
 		sink.mu.Lock()
 		h := sink.head[id]
 		sink.mu.Unlock()
+		if got := h.Get("X-Hookbox-Origin"); got != "quarantine" {
+			t.Errorf("%s came with X-Hookbox-Origin %q; want quarantine", id, got)
+		}
 		if h.Get("X-Hub-Signature-256") != "" {
 			t.Errorf("%s reached the destination with the provider's signature (verified with another secret than the sender signed for it)", id)
 		}

@@ -63,11 +63,11 @@ func (r *reloader) watch(ctx context.Context, hup <-chan os.Signal) {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			refused := r.reload()
+			done := r.reload()
 			if r.access != nil {
 				var err error
-				if refused != "" {
-					err = app.Errorf(app.EINVALID, "%s", refused)
+				if f := done.Refused; f != nil {
+					err = app.Errorf(app.EINVALID, "%s", firstReason(f))
 				}
 				r.access.Record(ctx, app.Who{Actor: "system", Via: "signal", From: "local"}.Entry(app.AuditConfigReload, *r.opts.path, "", err))
 			}
@@ -83,9 +83,10 @@ func (r *reloader) watch(ctx context.Context, hup <-chan os.Signal) {
 // and is named in the log line).
 func (r *reloader) Reload() { r.reload() }
 
-// reload is Reload, returning the first reason of a refusal ("" when the
-// config was put in force).
-func (r *reloader) reload() string {
+// reload is Reload, returning what it did: the changes, or the refusal
+// with every mistake. SIGHUP and POST /api/v1/reload both come here, so
+// both log the same lines.
+func (r *reloader) reload() app.Reloaded {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	path := *r.opts.path
@@ -103,16 +104,22 @@ func (r *reloader) reload() string {
 		for _, reason := range f.Reasons {
 			r.logger.Error("config refused: the running config stays in force", "file", path, "reason", reason)
 		}
-		if len(f.Reasons) == 0 {
-			return err.Error()
-		}
-		first, _, _ := strings.Cut(f.Reasons[0], "\n")
-		return first
+		return app.Reloaded{Path: path, Refused: f}
 	}
 	r.appliers.Apply(next)
 	r.running.Store(&app.Loaded{Config: next, Path: path, At: r.now(), Restart: diff.Restart})
 	r.logger.Info("config reloaded", append([]any{"file", path}, diff.LogAttrs()...)...)
-	return ""
+	return app.Reloaded{Path: path, Diff: diff}
+}
+
+// firstReason is the first line of a refusal's first mistake, for the
+// audit entry of a reload by signal.
+func firstReason(f *app.Refusal) string {
+	if len(f.Reasons) == 0 {
+		return "refused"
+	}
+	first, _, _ := strings.Cut(f.Reasons[0], "\n")
+	return first
 }
 
 // reschedule schedules again the jobs whose spec next changes.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -194,11 +195,32 @@ func sendSigned(cfg *app.Config, src *app.Source, body []byte, h http.Header, st
 		return 1
 	}
 	defer resp.Body.Close()
-	fmt.Fprintf(stdout, "%d %s\n", resp.StatusCode, readAnswer(resp.Body))
+	answer := readAnswer(resp.Body)
+	fmt.Fprintf(stdout, "%d %s\n", resp.StatusCode, answer)
+	if resp.StatusCode == http.StatusNotFound && unknownSource(answer) {
+		fmt.Fprintf(stderr, "hookbox sign: %s\n", unknownSourceHint(cfg, src.Name))
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return 1
 	}
 	return 0
+}
+
+// unknownSource reports whether answer is hookbox's own 404 to a source
+// it does not know (not a proxy's, nor another program's on the port).
+func unknownSource(answer string) bool {
+	var a struct {
+		Error string `json:"error"`
+	}
+	return json.Unmarshal([]byte(answer), &a) == nil && a.Error == "unknown source"
+}
+
+// unknownSourceHint says why the running server answered 404 to source
+// name, which is in the config file the command read (cfg; a source not
+// in it is refused before anything is sent, naming the file's sources):
+// the server has not loaded it, and a reload would.
+func unknownSourceHint(cfg *app.Config, name string) string {
+	return fmt.Sprintf("the running server does not know source %q: it is in %s but not loaded (added since the server started or last reloaded, or the server runs another file); hookbox reload applies the file", name, cfg.Path)
 }
 
 // curlCommand prints the request as a curl command line for a POSIX shell:

@@ -162,20 +162,56 @@ func noConfig(path string) string {
 
 // Parse validates the TOML text data as if read from file.
 func Parse(file, data string, lookupEnv func(string) (string, bool)) (*app.Config, error) {
+	cfg, v := parse(file, data, lookupEnv)
+	if err := v.result(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// LoadReach is Load for a command that only talks to the running server
+// (hookbox reload): when the file has mistakes, none of them in [server]
+// (the address, TLS), it returns the config as far as it could be read,
+// its [server] and [status] whole, and no error; the server reports the
+// mistakes itself. Otherwise it is Load.
+func LoadReach(path string, lookupEnv func(string) (string, bool)) (*app.Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Load(path, lookupEnv)
+	}
+	cfg, v := parse(path, string(data), lookupEnv)
+	err = v.result()
+	if err == nil || cfg == nil {
+		return cfg, err
+	}
+	for _, e := range v.errs {
+		if e.Key == "server" || strings.HasPrefix(e.Key, "server.") {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+// parse is Parse returning the config as far as it could be read (nil
+// after a syntax error) and the validator with every mistake.
+func parse(file, data string, lookupEnv func(string) (string, bool)) (*app.Config, *validator) {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
+	v := &validator{file: file, env: lookupEnv}
 	var tree map[string]any
 	if _, err := toml.Decode(data, &tree); err != nil {
-		return nil, syntaxError(file, err)
+		v.errs = append(v.errs, syntaxError(file, err))
+		return nil, v
 	}
-	v := validator{file: file, env: lookupEnv, lines: indexLines(data)}
+	v.lines = indexLines(data)
 	v.shape("", "", tree, reflect.TypeOf(rawConfig{})) // shape.go
 	if v.failed() > 0 {
 		// Decode what is left once the wrong keys are out.
 		var buf bytes.Buffer
 		if err := toml.NewEncoder(&buf).Encode(tree); err != nil {
-			return nil, &app.ConfigError{File: file, Reason: err.Error()}
+			v.errs = append(v.errs, &app.ConfigError{File: file, Reason: err.Error()})
+			return nil, v
 		}
 		data = buf.String()
 	}
@@ -183,7 +219,7 @@ func Parse(file, data string, lookupEnv func(string) (string, bool)) (*app.Confi
 	md, err := toml.Decode(data, &raw)
 	if err != nil {
 		v.errs = append(v.errs, syntaxError(file, err))
-		return nil, v.result()
+		return nil, v
 	}
 	for _, k := range md.Undecoded() { // shape found them all: this is a net
 		v.fail(k.String(), "unknown key")
@@ -247,11 +283,8 @@ func Parse(file, data string, lookupEnv func(string) (string, bool)) (*app.Confi
 		cfg.Routes = append(cfg.Routes, r)
 	}
 	v.storage(cfg, raw.Storage, raw.Backup.Schedule)
-	v.idsOutlastDeliveries(cfg)
-	if err := v.result(); err != nil { // rules.go
-		return nil, err
-	}
-	return cfg, nil
+	v.idsOutlastDeliveries(cfg) // rules.go
+	return cfg, v
 }
 
 // syntaxError is a TOML decoder's error as a ConfigError with its line.

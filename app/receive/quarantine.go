@@ -271,27 +271,19 @@ func (r *Receiver) takeIn(ctx context.Context, rt *routing, src *app.Source, e *
 	if err != nil {
 		return false, false, nil
 	}
-	ev := &app.Event{
+	res, err := r.accept(ctx, rt, src, in, &app.Event{
 		Source:     src.Name,
 		ID:         id,
 		Topic:      topic,
 		ReceivedAt: e.At,
 		Header:     unsigned(src, e.Header),
 		Body:       e.Body,
-	}
-	plan := r.plan(rt, src, id, topic, in)
-	if plan.Empty() && len(plan.Filtered) > 0 {
-		ev.Unrouted = app.UnroutedReason(plan.Filtered)
-	}
-	dup, err = r.store.Accept(ctx, ev, r.Now().Add(rt.retention), plan)
+		Origin:     app.OriginQuarantine,
+	})
 	if err != nil {
-		r.storage().Refused(r.Logger, err, "source", src.Name)
-		return false, false, app.Errorf(app.EUNAVAILABLE, "storage unavailable, retry later")
+		return false, false, err
 	}
-	if !dup {
-		r.Stats.Filtered(plan.Filtered)
-		r.logAccepted(r.Now(), src.Name, id, topic, ev.Seq)
-	}
+	dup = res.Outcome == app.Duplicate
 	return dup, true, nil
 }
 

@@ -192,6 +192,9 @@ func TestReceiver_QuarantineRecovers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if e.Origin != app.OriginQuarantine {
+			t.Errorf("%s origin %q; want %q", id[1], e.Origin, app.OriginQuarantine)
+		}
 		if !e.ReceivedAt.Equal(at) {
 			t.Errorf("%s received at %s; want its first arrival %s", id[1], e.ReceivedAt, at)
 		}

@@ -193,14 +193,20 @@ func (r *Receiver) receive(ctx context.Context, rt *routing, src *app.Source, in
 	if err != nil {
 		return app.Result{}, err
 	}
-	e := &app.Event{
+	return r.accept(ctx, rt, src, in, &app.Event{
 		Source:     source,
 		ID:         id,
 		Topic:      topic,
 		ReceivedAt: now,
 		Header:     keptHeaders(in.Header),
 		Body:       in.Body,
-	}
+	})
+}
+
+// accept plans e's routes and accepts it in one commit: the way of every
+// event once it is known genuine and identified.
+func (r *Receiver) accept(ctx context.Context, rt *routing, src *app.Source, in *app.Inbound, e *app.Event) (app.Result, error) {
+	source, id, topic, now := src.Name, e.ID, e.Topic, e.ReceivedAt
 	plan := r.plan(rt, src, id, topic, in)
 	if plan.Empty() && len(plan.Filtered) > 0 {
 		e.Unrouted = app.UnroutedReason(plan.Filtered)

@@ -27,10 +27,12 @@ func (s *Server) routeAPI(r fiber.Router) {
 	s.route(r, "/api/v1", fiber.MethodPost, "/dead-letters/:id/replay", s.handleReplay)
 	s.route(r, "/api/v1", fiber.MethodGet, "/deliveries/:id", s.handleDelivery)
 	s.route(r, "/api/v1", fiber.MethodPost, "/deliveries/:id/replay", s.handleReplay)
-	s.route(r, "/api/v1", fiber.MethodPost, "/replay", s.handleReplayQuery) // replay by query (replay.go)
+	s.route(r, "/api/v1", fiber.MethodPost, "/deliveries/replay", s.handleReplayEach) // by id or one event's (replayeach.go)
+	s.route(r, "/api/v1", fiber.MethodPost, "/replay", s.handleReplayQuery)           // replay by query (replay.go)
 	s.route(r, "/api/v1", fiber.MethodGet, "/backup", s.handleBackup)
 	s.route(r, "/api/v1", fiber.MethodGet, "/stats", s.handleStats)
-	s.route(r, "/api/v1", fiber.MethodGet, "/config", s.handleConfig) // the config in force, and a refused one (config.go)
+	s.route(r, "/api/v1", fiber.MethodGet, "/config", s.handleConfig)  // the config in force, and a refused one (config.go)
+	s.route(r, "/api/v1", fiber.MethodPost, "/reload", s.handleReload) // `hookbox reload` (config.go)
 	s.route(r, "/api/v1", fiber.MethodGet, "/events", s.handleEvents)
 	s.route(r, "/api/v1", fiber.MethodGet, "/events/:seq", s.handleEvent)
 	s.route(r, "/api/v1", fiber.MethodGet, "/events/:seq/body", s.handleEventBody)
@@ -40,6 +42,7 @@ func (s *Server) routeAPI(r fiber.Router) {
 	s.route(r, "/api/v1", fiber.MethodPost, "/destinations/:name/retry", s.handleRetryDestination)
 	// Destinations: list, pause, resume (destinations.go).
 	s.routeDestinations(r)
+	s.routeUpstream(r)
 	// Team access: the audit log, users and tokens (team.go).
 	s.routeTeam(r)
 	// The sources' quarantines: list, recheck, clear (quarantine.go).

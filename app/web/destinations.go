@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -25,7 +26,10 @@ const maxWaitingCount = 100000
 
 // destinationJSON is one destination in GET /api/v1/destinations.
 type destinationJSON struct {
-	Name         string     `json:"name"`
+	Name string `json:"name"`
+	// State is its word, as the Destinations page shows it
+	// (app.DestinationWord).
+	State        string     `json:"state"`
 	Paused       bool       `json:"paused"`
 	PausedAt     *time.Time `json:"paused_at"`
 	PausedReason string     `json:"paused_reason,omitempty"`
@@ -54,6 +58,10 @@ func timeOrNil(t time.Time) *time.Time {
 
 func (s *Server) handleDestinations(c *fiber.Ctx) error {
 	ctx := c.UserContext()
+	status := c.Query("status")
+	if err := app.CheckDestinationStatus(status); err != nil {
+		return s.sendError(c, err)
+	}
 	controls := map[string]app.DestinationControl{}
 	if s.deps.Pauser != nil {
 		var err error
@@ -61,14 +69,14 @@ func (s *Server) handleDestinations(c *fiber.Ctx) error {
 			return s.storeError(c, err)
 		}
 	}
-	failing := map[string]time.Time{}
+	health := map[string]app.DestInfo{}
 	if s.deps.Stats != nil {
 		tables, err := s.deps.Stats.Tables(ctx)
 		if err != nil {
 			return s.storeError(c, err)
 		}
 		for _, d := range tables.Destinations {
-			failing[d.Name] = d.FailingSince
+			health[d.Name] = d
 		}
 	}
 	now := s.deps.Now()
@@ -78,11 +86,15 @@ func (s *Server) handleDestinations(c *fiber.Ctx) error {
 		if err != nil {
 			return s.storeError(c, err)
 		}
-		ctl := controls[d.Name]
+		ctl, h := controls[d.Name], health[d.Name]
 		j := destinationJSON{Name: d.Name, Paused: ctl.Paused, PausedAt: timeOrNil(ctl.PausedAt), PausedReason: ctl.Reason,
-			PausedBy: ctl.PausedBy, Waiting: n, FailingSince: timeOrNil(failing[d.Name]), Rate: d.Rate.String()}
+			PausedBy: ctl.PausedBy, Waiting: n, FailingSince: timeOrNil(h.FailingSince), Rate: d.Rate.String(),
+			State: app.DestinationWord(ctl.Paused, ctl.HeldUntil.After(now), !h.FailingSince.IsZero() || h.LastAttemptFailed())}
 		if ctl.HeldUntil.After(now) {
 			j.HeldUntil = timeOrNil(ctl.HeldUntil)
+		}
+		if status != "" && j.State != status {
+			continue
 		}
 		j.Kind = "http"
 		if len(d.Command) > 0 {
@@ -137,16 +149,12 @@ func (s *Server) handleResume(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"destination": name, "paused": false})
 }
 
-// pausedBy is who pauses: "cli" when hookbox pause sent it (its
-// X-Hookbox-Client header), else the logged-in user.
+// pausedBy is who pauses: the request's identity as the audit log names
+// it (a user's name, "token:NAME"), however it came, by the page, the API
+// or hookbox pause.
 func pausedBy(c *fiber.Ctx) string {
-	if c.Get("X-Hookbox-Client") == app.PausedByCLI {
-		return app.PausedByCLI
-	}
-	if u, _ := c.Locals("user").(string); u != "" {
-		return u
-	}
-	return "admin"
+	id, _ := c.Locals("identity").(app.Identity)
+	return cmp.Or(id.Actor(), "admin")
 }
 
 func (s *Server) controlError(c *fiber.Ctx, err error) error {

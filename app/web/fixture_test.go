@@ -16,6 +16,7 @@ import (
 	"hookbox/app/metrics"
 	"hookbox/app/provider"
 	"hookbox/app/receive"
+	"hookbox/app/upstream"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -34,6 +35,10 @@ secret = "s3cret-shop"
 name = "stripe-payments-europe"
 provider = "stripe"
 secret = "whsec_unused"
+[source.upstream]
+api_key = "rk_test_fixture0key"
+endpoint = "we_1"
+api_url = "http://127.0.0.1:1"
 [[destination]]
 name = "pos"
 url = "http://127.0.0.1:1/pos"
@@ -85,6 +90,13 @@ func openFixture(t *testing.T, dir string, now time.Time, logger *slog.Logger) *
 // openFixtureWith is openFixture with a [server] section.
 func openFixtureWith(t *testing.T, dir string, now time.Time, logger *slog.Logger, server string) *fixture {
 	t.Helper()
+	return openFixtureDeps(t, dir, now, logger, server, nil)
+}
+
+// openFixtureDeps is openFixtureWith with edit changing the server's
+// deps before it is built (nil: none).
+func openFixtureDeps(t *testing.T, dir string, now time.Time, logger *slog.Logger, server string, edit func(*web.Deps)) *fixture {
+	t.Helper()
 	cfg := mustConfig(t, server+fixtureConfig)
 	db, err := bboltstore.Open(dir)
 	if err != nil {
@@ -105,9 +117,15 @@ func openFixtureWith(t *testing.T, dir string, now time.Time, logger *slog.Logge
 	if logger != nil {
 		recv.Logger = logger
 	}
+	checker := upstream.New(cfg, db, recv)
+	checker.Audit = login.Record
 	searches := app.NewSearchGate(4, 0) // the per-caller bound, whatever the machine's CPUs
-	srv := web.New(cfg, web.Deps{Receiver: recv, Quarantine: db, Store: db, Health: db.Ping, Access: login, Stats: stats, Metrics: prom, Now: clock,
-		Pauser: app.NewPauser(cfg, db, nil, clock), Searches: searches})
+	deps := web.Deps{Receiver: recv, Quarantine: db, Store: db, Health: db.Ping, Access: login, Stats: stats, Metrics: prom, Now: clock,
+		Pauser: app.NewPauser(cfg, db, nil, clock), Searches: searches, Upstream: checker}
+	if edit != nil {
+		edit(&deps)
+	}
+	srv := web.New(cfg, deps)
 	if logger != nil {
 		srv.Logger = logger
 	}

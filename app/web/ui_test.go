@@ -236,7 +236,7 @@ func TestUI_NoSecretsInPages(t *testing.T) {
 	addr, _, seq := newUIServer(t)
 	c := logIn(t, addr)
 	var all strings.Builder
-	for _, p := range []string{"/", "/events", "/events/" + strconv.FormatUint(seq, 10), "/dead-letters", "/config",
+	for _, p := range []string{"/", "/events", "/events/" + strconv.FormatUint(seq, 10), "/dead-letters", "/config", "/destinations",
 		"/api/v1/stats", "/api/v1/events", "/api/v1/events/" + strconv.FormatUint(seq, 10), "/api/v1/dead-letters", "/metrics"} {
 		resp, page := c.do("GET", p, nil)
 		if resp.StatusCode != 200 {
