@@ -279,3 +279,55 @@ func BenchmarkPack(b *testing.B) {
 		})
 	}
 }
+
+// A data file of format 2 (events stored plain) opens without a step of
+// its own, is marked format 3, and its plain events read, list and are
+// found by a search beside the packed ones accepted after.
+func TestPackEvent_OldFileReads(t *testing.T) {
+	dir := t.TempDir()
+	db := openT(t, dir)
+	old := &app.Event{Source: "shop", ID: "old", Topic: "orders/create", ReceivedAt: time.Unix(10, 0),
+		Header: []app.HeaderField{{Name: "X-Shopify-Topic", Value: "orders/create"}}, Body: []byte(`{"note":"written plain by an older build"}`)}
+	err := db.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEvents)
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		old.Seq = seq
+		if err := b.Put(seqKey(seq), encodeEvent(old)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(formatKey, binary.BigEndian.AppendUint32(nil, 2))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = openT(t, dir)
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	newer := &app.Event{Source: "shop", ID: "new", Topic: "orders/create", ReceivedAt: time.Unix(20, 0), Body: bytes.Repeat([]byte(`{"note":"packed"},`), 20)}
+	if _, err := db.Accept(ctx, newer, time.Unix(20, 0).Add(time.Hour), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []*app.Event{old, newer} {
+		got, err := db.Event(ctx, e.Seq)
+		if err != nil || got == nil || !sameEvent(got, e) {
+			t.Fatalf("event %s: %+v, %v", e.ID, got, err)
+		}
+	}
+	if format, err := checkFormat(db.db, dir); err != nil || format {
+		t.Fatalf("format older after open: %v, %v", format, err)
+	}
+	for q, want := range map[string]string{"older build": "old", `"packed"`: "new"} {
+		res, err := db.SearchEvents(ctx, app.EventQuery{Q: q})
+		if err != nil || len(res.Rows) != 1 || res.Rows[0].ID != want {
+			t.Fatalf("search %q: %+v, %v; want %s", q, res, err, want)
+		}
+	}
+	rows, _, err := db.ListEvents(ctx, app.EventQuery{})
+	if err != nil || len(rows) != 2 || rows[0].Size != len(newer.Body) || rows[1].Size != len(old.Body) {
+		t.Fatalf("list: %+v, %v", rows, err)
+	}
+}
