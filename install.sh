@@ -355,6 +355,17 @@ if $REAL; then
 			--gid "$SVC_USER" --comment "hookbox webhook receiver" "$SVC_USER"
 		info "created the $SVC_USER system user"
 	fi
+	# The service's group opens its local socket (/run/hookbox/hookbox.sock, 0660): its members run
+	# hookbox pause, resume, retry, replay and backup on this box with no password, as themselves.
+	if [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ] && id "$SUDO_USER" >/dev/null 2>&1; then
+		if id -nG "$SUDO_USER" | tr ' ' '\n' | grep -qx -- "$SVC_USER"; then
+			info "$SUDO_USER is in the $SVC_USER group: hookbox pause, replay, … on this box need no password"
+		elif usermod -a -G "$SVC_USER" -- "$SUDO_USER"; then
+			info "added $SUDO_USER to the $SVC_USER group: from your next login, hookbox pause, replay, … on this box need no password (sudo works now)"
+		else
+			warn "usermod -a -G $SVC_USER $SUDO_USER failed: add yourself to the $SVC_USER group to run hookbox's commands on this box without a password"
+		fi
+	fi
 fi
 
 # 3. Directories. /etc/hookbox is root:hookbox 0750 so the service can read its config but not
@@ -620,6 +631,10 @@ EnvironmentFile=-$REAL_ENV_FILE
 Environment=HOOKBOX_ENV_FILE=$REAL_ENV_FILE
 StateDirectory=hookbox
 StateDirectoryMode=0700
+# /run/hookbox holds the local socket the commands on this box use (hookbox pause, replay, …): only
+# root, the service user and the $SVC_USER group reach it.
+RuntimeDirectory=hookbox
+RuntimeDirectoryMode=0750
 Restart=on-failure
 RestartSec=2
 # hookbox drains in-flight requests for up to 10 s on SIGTERM.

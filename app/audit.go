@@ -18,7 +18,8 @@ type AuditEntry struct {
 	// Actor is who: a user name, "token:NAME", "local:UNIXUSER" for a
 	// command run on the box, or "system".
 	Actor string
-	// Via is how: "session", "basic", "token", "cli", "signal".
+	// Via is how: "session", "basic", "token", "cli", "signal", or
+	// "socket" (the local socket: its peer named by the kernel).
 	Via string
 	// From is the client's address, or "local".
 	From string

@@ -11,6 +11,10 @@ type Identity struct {
 	Token bool
 	// Fixed says the user of [status] password in the config.
 	Fixed bool
+	// Local says a Unix user on the box, named by the kernel on the
+	// local socket (Name is local:<unix user>): it holds as long as its
+	// connection.
+	Local bool
 	// Stamp is the user's or token's Stamp when the identity was taken:
 	// app/access ends it when the store's stamp moves on.
 	Stamp uint64

@@ -1,6 +1,6 @@
 // The replay selection (issue 43): which of the deliveries a replay
-// matched it sends again, which it refuses and why, and the summary it
-// reports. Written once: the dry run and the run of a replay by query
+// matched it sends again, which it skips and why, and the summary it
+// reports, split by what it does with each (issue 44). Written once: the dry run and the run of a replay by query
 // (app/replay) and the replay of one delivery decide by it, so a dry run
 // says what its run does. The stores only read the candidates
 // (ReplayStore.ReplayCandidates) and write the requeue (Requeue).
@@ -14,7 +14,7 @@ type ReplayVerdict int
 const (
 	// ReplayIt sends it again: it is dead, or delivered and forced.
 	ReplayIt ReplayVerdict = iota
-	// ReplayRefusedDelivered refuses it: it was delivered already and the
+	// ReplayRefusedDelivered skips it: it was delivered already and the
 	// replay is not forced (a delivery the receiver took is never sent
 	// again unasked).
 	ReplayRefusedDelivered
@@ -55,17 +55,17 @@ type ReplayResult struct {
 	Matched   int
 	Delivered int
 	// Selected counts those the run makes pending (a dry run: would):
-	// every one matched when forced, else the dead ones, and none when
-	// the run is refused (Refused). See SelectReplay.
+	// every one matched when forced, else the dead ones. See
+	// SelectReplay.
 	Selected int
-	// Refused counts the delivered ones an unforced replay refuses; when
-	// not 0 the run refuses as a whole, and Refusal says why and what to
-	// do.
+	// Refused counts the delivered ones an unforced replay skips.
 	Refused int
-	Refusal string
 	// Replayed counts those made pending (0 for a dry run; fewer than
 	// Selected when some changed state meanwhile).
 	Replayed int
+	// Counts splits Matched by what the replay does with each: the dry
+	// run and the run report the same split (ReplayCounts.Say).
+	Counts ReplayCounts
 	// More says that more deliveries matched than the limit allowed.
 	More bool
 	// First names the first ReplayFirstShown matched, in accept order.
@@ -78,47 +78,37 @@ type ReplayResult struct {
 type ReplayPlan struct {
 	// Result is the summary: Replayed is 0 here.
 	Result ReplayResult
-	// IDs are the deliveries the run makes pending, in accept order
-	// (none when Refusal is set).
+	// IDs are the deliveries the run makes pending, in accept order.
 	IDs []uint64
 	// From is the states each of IDs must still be in when written
 	// (ReplayFrom).
 	From []DeliveryState
-	// Refusal, when not nil, is why the run refuses as a whole (an
-	// ECONFLICT error): delivered ones matched and the replay is not
-	// forced. Nothing is replayed; the caller adds force, or narrows the
-	// query to the dead ones.
-	Refusal error
 }
 
 // SelectReplay decides replay q, forced or not, over cands (the
 // deliveries q matched, at most its limit, in accept order; more says
-// that more matched): each candidate's verdict, the summary, and what the
-// run writes. A replay that would refuse some of its matches refuses as a
-// whole rather than send a part the caller did not see coming.
+// that more matched): each candidate's verdict, the summary split by
+// verdict, and what the run writes. The run sends the ones the verdict
+// sends and skips the others, as the dry run said it would.
 func SelectReplay(q ReplayQuery, force bool, cands []ReplayItem, more bool) ReplayPlan {
 	p := ReplayPlan{From: ReplayFrom(q, force)}
 	r := &p.Result
 	r.Matched, r.More = len(cands), more
 	r.First = cands[:min(len(cands), ReplayFirstShown)]
-	ids := make([]uint64, 0, len(cands))
+	p.IDs = make([]uint64, 0, len(cands))
 	for _, it := range cands {
 		if it.State == Delivered {
 			r.Delivered++
 		}
-		switch ReplayVerdictOf(it.State, force) {
+		v := ReplayVerdictOf(it.State, force)
+		r.Counts.Add(it.State, v)
+		switch v {
 		case ReplayIt:
-			ids = append(ids, it.Delivery)
+			p.IDs = append(p.IDs, it.Delivery)
 		case ReplayRefusedDelivered:
 			r.Refused++
 		}
 	}
-	if r.Refused > 0 {
-		p.Refusal = Errorf(ECONFLICT, "%d of the %d matched deliveries were delivered already; add \"force\": true to send them again, or \"status\": \"dead\" to replay only the dead ones",
-			r.Refused, r.Matched)
-		r.Refusal = ErrorMessage(p.Refusal)
-		return p
-	}
-	p.IDs, r.Selected = ids, len(ids)
+	r.Selected = len(p.IDs)
 	return p
 }

@@ -31,6 +31,7 @@ type Store interface {
 	ControlStore
 	HealthStore
 	AccessStore
+	SessionStore
 	AuditStore
 	MetaStore
 	SweepStore
@@ -38,6 +39,7 @@ type Store interface {
 	InspectStore
 	JobLockStore
 	UpstreamStore
+	QuarantineStore
 }
 
 // Accept: the receiver.
@@ -193,6 +195,10 @@ type ReplayQueryStore interface {
 	// SearchEvents' budget (a dry run must select what its run replays),
 	// until q.Limit matched or ctx is done.
 	ReplayCandidates(ctx context.Context, q ReplayQuery) ([]ReplayItem, bool, error)
+	// ReplayPending counts the pending deliveries a replay by q (checked)
+	// leaves alone and says so (ReplayQuery.Leaves: 0 unless q's status
+	// is "any"), reading as ReplayCandidates reads.
+	ReplayPending(ctx context.Context, q ReplayQuery) (int, error)
 	// Requeue makes each delivery of ids that is still in one of the
 	// states from pending again, due at now, keeping its attempts, in one
 	// write, and reports how many it changed (one gone or in another
@@ -203,6 +209,10 @@ type ReplayQueryStore interface {
 	// reads it, and names it by its event.
 	Delivery(ctx context.Context, id uint64) (*Delivery, []*Attempt, error)
 	EventNames(ctx context.Context, seqs []uint64) (map[uint64]EventName, error)
+	// ListEvents and EventDeliveries are ReadModel's too: the replay of
+	// one event finds it by its name and reads its deliveries.
+	ListEvents(ctx context.Context, q EventQuery) ([]EventSummary, uint64, error)
+	EventDeliveries(ctx context.Context, seq uint64) ([]*Delivery, error)
 }
 
 // StreamStore is what the stream reads of a store: the events accepted
@@ -344,17 +354,18 @@ type AccessStore interface {
 	// CreateUser adds u, giving it a new Stamp; an Error ECONFLICT when
 	// the name is taken.
 	CreateUser(ctx context.Context, u User) error
-	// SetUserRole changes name's role at at; ENOTFOUND when there is no
-	// such user, and guard's ECONFLICT when the change would leave no
-	// admin (AdminGuard.Check, on the admins read in the transaction
-	// that writes the change, so that concurrent changes, on any node,
-	// cannot both pass).
+	// SetUserRole changes name's role at at, ending their sessions
+	// (SessionStore); ENOTFOUND when there is no such user, and guard's
+	// ECONFLICT when the change would leave no admin (AdminGuard.Check,
+	// on the admins read in the transaction that writes the change, so
+	// that concurrent changes, on any node, cannot both pass).
 	SetUserRole(ctx context.Context, name string, role Role, at time.Time, guard AdminGuard) error
-	// SetUserPassword changes name's password hash at at; ENOTFOUND when
-	// there is no such user.
+	// SetUserPassword changes name's password hash at at, ending their
+	// sessions; ENOTFOUND when there is no such user.
 	SetUserPassword(ctx context.Context, name string, hash []byte, at time.Time) error
-	// RemoveUser removes name; ENOTFOUND when there is no such user, and
-	// guard's ECONFLICT when that would leave no admin (as SetUserRole).
+	// RemoveUser removes name and their sessions; ENOTFOUND when there is
+	// no such user, and guard's ECONFLICT when that would leave no admin
+	// (as SetUserRole).
 	RemoveUser(ctx context.Context, name string, guard AdminGuard) error
 	// CreateToken adds t, giving it a new Stamp; ECONFLICT when the name
 	// is taken.
@@ -373,6 +384,23 @@ type AccessStore interface {
 	// returns its hash) and the admin user name is created with that hash.
 	// created says first was called and its user stored.
 	EnsureFirstUser(ctx context.Context, name string, at time.Time, first func() ([]byte, error)) (created bool, err error)
+}
+
+// SessionStore keeps the status page's sessions (app/access): only the
+// SHA-256 of each token, with who logged in and until when; on PostgreSQL
+// every node shares them. AccessStore's SetUserRole, SetUserPassword and
+// RemoveUser delete the user's sessions in the transaction of the change.
+type SessionStore interface {
+	// CreateSession stores s durably; ECONFLICT when its hash is taken.
+	CreateSession(ctx context.Context, s Session) error
+	// FindSession returns the session of hash, expired or not; ok is false
+	// when there is none.
+	FindSession(ctx context.Context, hash [32]byte) (s Session, ok bool, err error)
+	// DeleteSession deletes the session of hash; none is no error.
+	DeleteSession(ctx context.Context, hash [32]byte) error
+	// DeleteExpiredSessions deletes at most limit sessions expired at or
+	// before now, and reports how many it deleted.
+	DeleteExpiredSessions(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
 // AuditStore keeps the audit log: the access service appends to it and
@@ -417,6 +445,9 @@ type SweepStore interface {
 	// PruneCounts forgets the hours that end at or before t (their counts
 	// by name too), and reports how many it forgot.
 	PruneCounts(ctx context.Context, before time.Time) (int, error)
+	// DeleteQuarantinedBefore deletes at most limit quarantined requests
+	// that arrived before t, and reports how many (as QuarantineStore).
+	DeleteQuarantinedBefore(ctx context.Context, t time.Time, limit int) (int, error)
 }
 
 // BackupStore writes consistent copies of the data file (bboltstore.DB

@@ -66,12 +66,8 @@ const FetchedSettle = 5 * time.Minute
 // provider's API rather than received as a webhook.
 const OriginFetched = "fetched"
 
-// AuditUpstream is the audit action of a check that changed something
-// or failed; the actor is UpstreamActor.
-const (
-	AuditUpstream = "upstream.check"
-	UpstreamActor = "upstream"
-)
+// UpstreamActor is the audit actor of what a check did (AuditUpstream).
+const UpstreamActor = "upstream"
 
 // Fetched is an event a check took from the provider's API: it goes in
 // through the receiver's path (dedup, routes, debounce) without a

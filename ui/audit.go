@@ -47,7 +47,11 @@ func ReplayTarget(q app.ReplayQuery) string {
 
 // ReplayDetail is the audit detail of a replay by query.
 func ReplayDetail(res app.ReplayResult) string {
-	return fmt.Sprintf("matched %d, replayed %d", res.Matched, res.Replayed)
+	d := fmt.Sprintf("matched %d, replayed %d", res.Matched, res.Replayed)
+	if res.Refused > 0 {
+		d += fmt.Sprintf(", skipped %d delivered", res.Refused)
+	}
+	return d
 }
 
 // skipAudit marks a request that changed nothing.

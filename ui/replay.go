@@ -20,7 +20,7 @@ import (
 // the first ten by their events, and its button replays them.
 
 // replayFilters are the events page's filters a replay by query takes.
-var replayFilters = []string{"source", "topic", "status", "since", "until", "q"}
+var replayFilters = []string{"source", "topic", "status", "since", "until", zoneField, "q"}
 
 // replayStatus maps the events page's status filter to the deliveries a
 // replay takes: an event listed as dead has a dead delivery, one listed
@@ -58,7 +58,7 @@ func (u *UI) offerReplay(ctx context.Context, c *fiber.Ctx, q app.EventQuery) (*
 	rq.DryRun = true
 	// Forced: the offer counts every match, as its confirm page does. The
 	// page's own search holds the place in the gate, if it needs one.
-	res, err := u.replays().Replay(ctx, replay.Request{Query: rq, Force: true, Gated: true})
+	res, err := u.replays().Replay(ctx, replay.Request{Query: rq, Force: true, Gated: true, WithoutPending: true})
 	if err != nil || res.Matched == 0 {
 		return nil, err
 	}
@@ -99,23 +99,28 @@ func (u *UI) replayQueryOf(q app.EventQuery, get func(string) string) (app.Repla
 }
 
 // replayQuery is POST /replay: without confirm=yes it shows what the
-// filters in the form select (the count, how many were delivered, the
-// first ten by their events) and asks; with it, it replays them and goes
-// back to the events. Delivered ones go only when the confirm page said
-// there were some (delivered=yes): one delivered after it showed none is
-// never sent again unasked.
+// filters in the form select (the split by what the replay does with
+// each, as the CLI and the API say it, and the first ten by their
+// events) and asks; with it, it replays them and goes back to the
+// events. Delivered ones go only from the button that says so
+// (delivered=yes: forced); the other sends the dead ones and skips the
+// delivered ones, as the split said.
 func (u *UI) replayQuery(c *fiber.Ctx) error {
 	get := func(k string) string { return request.PostValue(c, k) }
 	q := app.EventQuery{Source: get("source"), Topic: get("topic"), Status: get("status"), Q: strings.TrimSpace(get("q"))}
 	if msg := checkSearch(q.Q); q.Q != "" && msg != "" {
 		return fiber.NewError(fiber.StatusBadRequest, msg)
 	}
+	loc, err := formZone(get(zoneField))
+	if err != nil {
+		return fiber.NewError(fiber.StatusBadRequest, err.Error())
+	}
 	for _, f := range []struct {
 		name string
 		to   *time.Time
 	}{{"since", &q.Since}, {"until", &q.Until}} {
 		if v := get(f.name); v != "" {
-			t, err := parseWhen(v)
+			t, err := parseWhen(v, loc)
 			if err != nil {
 				return fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf("%s: %q is not a time", f.name, v))
 			}
@@ -137,28 +142,18 @@ func (u *UI) replayQuery(c *fiber.Ctx) error {
 	ctx, stop := request.Watch(c)
 	defer stop()
 	id, _ := c.Locals("identity").(app.Identity)
-	r := replay.Request{Query: rq, Caller: id.Actor()}
+	r := replay.Request{Query: rq, Caller: id.Actor(), Force: get("delivered") == "yes"}
 	if get("confirm") != "yes" {
-		// The confirm page shows every match, delivered ones too, and its
-		// button says it asked about them (delivered=yes: forced).
+		// The confirm page says the split of the run without force; its
+		// second button forces.
 		skipAudit(c)
-		r.Query.DryRun, r.Force = true, true
+		r.Query.DryRun, r.Force = true, false
 		res, err := u.replays().Replay(ctx, r)
 		if err != nil {
 			return u.replayError(c, err)
 		}
-		return u.render(c, 200, "replay", "Replay these deliveries?", map[string]any{"R": res, "Fields": fields,
-			"Back": "/events?" + back.Encode(), "Max": app.MaxReplay})
-	}
-	if get("delivered") == "yes" {
-		r.Force = true
-	} else { // the page did not ask about delivered ones: send none
-		if rq.Status == app.ReplayDelivered {
-			c.Locals(AuditDetail, "delivered ones not confirmed: none replayed")
-			back.Set("replayed", "0")
-			return c.Redirect("/events?"+back.Encode(), fiber.StatusSeeOther)
-		}
-		r.Query.Status = app.ReplayDead
+		return u.render(c, 200, "replay", "Replay these deliveries?", map[string]any{"R": res, "Split": res.Counts.Say(false, pageForce),
+			"Fields": fields, "Back": "/events?" + back.Encode(), "Max": app.MaxReplay})
 	}
 	res, err := u.replays().Replay(ctx, r)
 	if err != nil {
@@ -168,6 +163,10 @@ func (u *UI) replayQuery(c *fiber.Ctx) error {
 	back.Set("replayed", strconv.Itoa(res.Replayed))
 	return c.Redirect("/events?"+back.Encode(), fiber.StatusSeeOther)
 }
+
+// pageForce is what sends delivered ones too, in the replay page's split:
+// its second button.
+const pageForce = "“Send all”"
 
 // replays is the replay service over the pages' store, search gate,
 // clock and dispatcher.

@@ -38,6 +38,9 @@ type Service struct {
 	audit app.AuditStore  // nil: nothing recorded
 	user  string          // [status] user
 	fixed string          // [status] password
+	// fixedStamp is the Stamp of the config's user (fixedStamp), made
+	// once, at its first use.
+	fixedStamp func() uint64
 
 	snap    atomic.Pointer[accessSnap]
 	refresh sync.Mutex
@@ -70,6 +73,7 @@ func New(ctx context.Context, cfg app.StatusConfig, store app.AccessStore, audit
 	}
 	a := &Service{store: store, audit: audit, user: cfg.User, fixed: cfg.Password, touched: map[string]time.Time{},
 		Now: time.Now, Logger: logger}
+	a.fixedStamp = sync.OnceValue(func() uint64 { return fixedStamp(cfg.User, cfg.Password) })
 	a.snap.Store(&accessSnap{users: map[string]*app.User{}, tokens: map[[32]byte]*app.Token{}, byName: map[string]*app.Token{}, changed: make(chan struct{})})
 	if store != nil {
 		if err := a.load(ctx); err != nil {

@@ -27,7 +27,7 @@ var dummyHash = sync.OnceValue(func() []byte {
 func (a *Service) CheckPassword(user, password string) (app.Identity, bool) {
 	if a.fixed != "" && equalConst(user, a.user) {
 		if equalConst(password, a.fixed) {
-			return app.Identity{Name: a.user, Role: app.RoleAdmin, Fixed: true}, true
+			return app.Identity{Name: a.user, Role: app.RoleAdmin, Fixed: true, Stamp: a.fixedStamp()}, true
 		}
 		return app.Identity{}, false
 	}
@@ -140,11 +140,16 @@ func (a *Service) Hold(parent context.Context, id app.Identity) (context.Context
 // gone says why id no longer holds in s ("": it holds); Current in words.
 func (a *Service) gone(s *accessSnap, id app.Identity) string {
 	switch {
+	case id.Local: // the kernel named it on a connection that is still open
+		return ""
 	case id.Fixed:
-		if a.fixed != "" && id.Name == a.user {
-			return ""
+		switch {
+		case a.fixed == "" || id.Name != a.user:
+			return "the config's user changed"
+		case id.Stamp != a.fixedStamp():
+			return "the config's password changed: log in again"
 		}
-		return "the config's user changed"
+		return ""
 	case id.Token:
 		t := s.byName[id.Name]
 		switch {

@@ -14,7 +14,7 @@ import (
 
 func runBackup(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	opts := configFlags(fs)
+	opts := adminFlags(fs)
 	path := opts.path
 	out := fs.String("o", "", "the file to write the backup to (required)")
 	operands, code := c.parse(fs, args, stdout, stderr)
@@ -25,7 +25,7 @@ func runBackup(_ context.Context, c *command, args []string, stdout, stderr io.W
 		fmt.Fprintln(stderr, "hookbox backup: give the output file with -o FILE, and nothing else")
 		return 2
 	}
-	if refuseOnPostgres("backup", *path, stderr) {
+	if *opts.url == "" && refuseOnPostgres("backup", *path, stderr) {
 		return 1
 	}
 	api, err := newAdminAPI("backup", opts, 10*time.Minute)

@@ -249,9 +249,13 @@ func TestSign(t *testing.T) {
 			t.Fatalf("the backup lacks an accepted event: %v, %v", ok, err)
 		}
 
-		// A wrong password: exit 1, nothing written.
+		// A wrong password: exit 1, nothing written. Its data_dir is
+		// elsewhere: no local socket there, so the password is what the
+		// command sends, to the same server.
 		bad := filepath.Join(dir, "badpw.toml")
-		os.WriteFile(bad, bytes.Replace([]byte(cfg), []byte(`"pw-cli"`), []byte(`"wrong"`), 1), 0o600)
+		badCfg := bytes.Replace([]byte(cfg), []byte(`"pw-cli"`), []byte(`"wrong"`), 1)
+		badCfg = bytes.Replace(badCfg, []byte(strconv.Quote(filepath.Join(dir, "data"))), []byte(strconv.Quote(filepath.Join(dir, "elsewhere"))), 1)
+		os.WriteFile(bad, badCfg, 0o600)
 		other := filepath.Join(dir, "backups", "other.db")
 		out, errOut, code = hookbox(t, nil, "backup", "-config", bad, "-o", other)
 		if _, err := os.Stat(other); code != 1 || !strings.Contains(errOut, "401") || err == nil {

@@ -91,21 +91,27 @@ var commands = []*command{
 			"headers Shopify's library requires (Topic, Shop-Domain, API-Version, Webhook-Id,\n" +
 			"Event-Id, Triggered-At), as X-Shopify-* (legacy, the default), as lowercase\n" +
 			"shopify-* (-shopify-headers new) or both.", run: runSign},
-	{name: "replay", synopsis: "[-config FILE] -all | [-force] ID... | [-force] -event SOURCE/ID | -since T [-until T] [-source S] [-topic T] [-destination D] [-status dead|delivered|any] [-q TEXT] [-dry-run] [-force] [-json]",
+	{name: "replay", synopsis: "[-config FILE | -url URL] -all | [-force] ID... | [-force] -event SOURCE/ID | -since T [-until T] [-source S] [-topic T] [-destination D] [-status dead|delivered|any] [-q TEXT] [-dry-run] [-force] [-json]",
 		summary: "replay deliveries (dead, by id, by event, or by query) through the running server",
 		help:    replayHelp + needs(app.ActReplay, app.ActReplayDead, app.ActReplayQuery), run: runReplay},
-	{name: "retry", synopsis: "[-config FILE] [-json] ID... | -destination NAME", summary: "send waiting deliveries now, not at their next retry",
+	{name: "retry", synopsis: "[-config FILE | -url URL] [-json] ID... | -destination NAME", summary: "send waiting deliveries now, not at their next retry",
 		help: retryHelp + needs(app.ActRetry, app.ActRetryDestination), run: runRetry},
 	// Pause, resume (pause.go).
-	{name: "pause", synopsis: "[-config FILE] [-reason TEXT] NAME", summary: "pause a destination: nothing is sent to it, deliveries wait",
+	{name: "pause", synopsis: "[-config FILE | -url URL] [-reason TEXT] NAME", summary: "pause a destination: nothing is sent to it, deliveries wait",
 		help: pauseHelp + needs(app.ActPause), run: runPause},
-	{name: "resume", synopsis: "[-config FILE] NAME", summary: "resume a paused destination: its waiting deliveries go out in accept order",
+	{name: "resume", synopsis: "[-config FILE | -url URL] NAME", summary: "resume a paused destination: its waiting deliveries go out in accept order",
 		help: resumeHelp + needs(app.ActResume), run: runResume},
-	{name: "backup", synopsis: "[-config FILE] -o FILE", summary: "save a hot copy of the data file from the running server",
+	// The sources' quarantines (quarantine.go).
+	{name: "quarantine", synopsis: "list|recheck|clear [-config FILE | -url URL] [-json] SOURCE", summary: "list, recheck or clear the requests a source refused for their signature",
+		help: quarantineHelp + needs(app.ActReadQuarantine, app.ActRecheck, app.ActClearQuarantine), run: runQuarantine},
+	// The providers' side (upstream.go).
+	{name: "upstream", synopsis: "check [-config FILE | -url URL] [-json] [SOURCE]", summary: "check the providers' side now: subscriptions on, nothing missed",
+		help: upstreamHelp + needs(app.ActCheckUpstream), run: runUpstream},
+	{name: "backup", synopsis: "[-config FILE | -url URL] -o FILE", summary: "save a hot copy of the data file from the running server",
 		help: "Downloads a consistent copy of the data file through the running server's admin\n" +
-			"API ([status] user and password), writes it to FILE atomically and checks it.\n" +
+			"API, writes it to FILE atomically and checks it.\n" +
 			"To restore: stop hookbox, then hookbox restore FILE." + needs(app.ActDownloadBackup), run: runBackup},
-	{name: "reload", synopsis: "[-config FILE]", summary: "put the config file in force in the running server, and print what changed",
+	{name: "reload", synopsis: "[-config FILE | -url URL]", summary: "put the config file in force in the running server, and print what changed",
 		help: reloadHelp + needs(app.ActReload), run: runReload},
 	{name: "restore", synopsis: "[-config FILE] [-check] FILE", summary: "put a backup in place of the data file (hookbox stopped)",
 		help: restoreHelp, run: runRestore},
@@ -153,22 +159,27 @@ var commands = []*command{
 }
 
 // replayHelp is hookbox replay -h.
-const replayHelp = "Sends deliveries again through the running server's admin API ([status] user and\n" +
-	"password): every dead one (-all), the ones with the given ids, those of one event\n" +
-	"(-event SOURCE/ID, the source and the id the platform gave it), or those a query\n" +
-	"selects: events received -since and -until (RFC 3339 or a duration ago: 2h, 3d),\n" +
+const replayHelp = "Sends deliveries again through the running server's admin API: every dead one\n" +
+	"(-all), the ones with the given ids, those of one event (-event SOURCE/ID, the\n" +
+	"source and the id the platform gave it), or those a query\n" +
+	"selects: events received -since and -until (a time, local unless it says its zone:\n" +
+	"2026-11-29 14:00 or 2026-11-29T13:00:00Z; or a duration ago: 2h, 3d),\n" +
 	"-source, -topic (a glob), -destination, -status (dead, delivered or any, the\n" +
 	"default; pending ones are on their way and never replayed), -q (events whose body\n" +
 	"contains TEXT, at least 3 characters, ASCII letters in either case). A query needs\n" +
 	"at least one of -since, -until, -source, -destination, -status, -q, and replays at\n" +
 	"most 100,000, in the order they were accepted, paced by each destination's\n" +
 	"concurrency.\n" +
-	"A delivered delivery was taken once already: sending it again needs -force; a dead\n" +
-	"one does not. -dry-run counts and names what a query would replay. Each delivery is\n" +
-	"named as #ID DESTINATION ← SOURCE/EVENT-ID TOPIC; -json prints the server's answers.\n" +
+	"A delivered delivery was taken once already: without -force it is skipped, with it\n" +
+	"sent again; a dead one is sent; a pending one is left alone (on its way already).\n" +
+	"The server decides and says the split: \"6 match: 1 dead sent, 5 delivered skipped\n" +
+	"(-force sends them too)\". -dry-run prints the same split (\"will be sent\") and\n" +
+	"changes nothing. Each delivery is named as #ID DESTINATION ← SOURCE/EVENT-ID TOPIC;\n" +
+	"-json prints the server's answers. With ids or -event, a delivery not found or\n" +
+	"skipped exits 1.\n" +
 	"Examples:\n" +
 	"  hookbox replay -since 2h -destination erp -dry-run\n" +
-	"  hookbox replay -since 2026-11-29T13:00:00Z -until 2026-11-29T17:00:00Z -topic 'orders/*' -force\n" +
+	"  hookbox replay -since '2026-11-29 14:00' -until '2026-11-29 18:00' -topic 'orders/*' -force\n" +
 	"  hookbox replay -q '#1004' -destination pos -dry-run\n" +
 	"  hookbox replay -event shop/wh-1004 -force"
 
@@ -181,10 +192,18 @@ func needs(actions ...app.Action) string {
 		role = max(role, a.Role())
 	}
 	if role == app.RoleAdmin {
-		return "\nIt needs the admin role (hookbox user -h says what each role may)."
+		return "\nIt needs the admin role (hookbox user -h says what each role may)." + reaches
 	}
-	return "\nIt needs the " + role.String() + " role or above (hookbox user -h says what each role may)."
+	return "\nIt needs the " + role.String() + " role or above (hookbox user -h says what each role may)." + reaches
 }
+
+// reaches ends the help of a command that calls the admin API: how it
+// finds the server and who it is there (admin.go).
+const reaches = "\nOn the box that runs hookbox it goes through the local socket as the Unix user who\n" +
+	"runs it, an admin, with no password: as root or a member of group hookbox. Elsewhere,\n" +
+	"-url https://hooks.example.com with HOOKBOX_TOKEN (hookbox token create). HOOKBOX_TOKEN,\n" +
+	"or HOOKBOX_USER and HOOKBOX_PASSWORD, when set, go to server.listen instead; so does\n" +
+	"[status] password when there is no socket."
 
 // findCommand returns the subcommand called name, or nil.
 func findCommand(name string) *command {
@@ -285,6 +304,9 @@ type configOptions struct {
 	path    *string
 	listen  *string
 	dataDir *string
+	// url is -url of the commands that call the admin API (adminFlags):
+	// a server elsewhere; nil or "" for this box's.
+	url *string
 	// lookupEnv reads the environment (os.LookupEnv when nil).
 	lookupEnv func(string) (string, bool)
 	// reach loads only what reaching the running server needs when the

@@ -193,6 +193,8 @@ var installUnitLines = []string{
 	"ExecReload=/bin/kill -HUP $MAINPID",
 	"StateDirectory=hookbox",
 	"StateDirectoryMode=0700",
+	"RuntimeDirectory=hookbox", // the local socket's /run/hookbox
+	"RuntimeDirectoryMode=0750",
 	"EnvironmentFile=-/etc/hookbox/hookbox.env",
 	"Environment=HOOKBOX_ENV_FILE=/etc/hookbox/hookbox.env",
 	"Restart=on-failure",

@@ -9,16 +9,14 @@ import (
 	"net/http"
 	"net/url"
 	"time"
-
-	"hookbox/app"
 )
 
 // The pause and resume commands: hold a destination's sends, and let them
 // go again, through the running server's admin API.
 
-const pauseHelp = "Pauses the destination NAME through the running server's admin API ([status]\n" +
-	"user and password): nothing is sent to it until hookbox resume NAME; deliveries\n" +
-	"keep arriving and wait, retries that fall due wait too, nothing goes dead. The\n" +
+const pauseHelp = "Pauses the destination NAME through the running server's admin API: nothing is\n" +
+	"sent to it until hookbox resume NAME; deliveries keep arriving and wait, retries\n" +
+	"that fall due wait too, nothing goes dead. The\n" +
 	"pause is stored: it survives a restart and holds on every node of a cluster.\n" +
 	"-reason says why, on the page and in GET /api/v1/destinations."
 
@@ -28,7 +26,7 @@ const resumeHelp = "Resumes the paused destination NAME through the running serv
 
 func runPause(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	opts := configFlags(fs)
+	opts := adminFlags(fs)
 	reason := fs.String("reason", "", "why it is paused, shown on the page")
 	names, code := c.parse(fs, args, stdout, stderr)
 	if code >= 0 {
@@ -40,7 +38,7 @@ func runPause(_ context.Context, c *command, args []string, stdout, stderr io.Wr
 
 func runResume(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	opts := configFlags(fs)
+	opts := adminFlags(fs)
 	names, code := c.parse(fs, args, stdout, stderr)
 	if code >= 0 {
 		return code
@@ -75,15 +73,14 @@ func control(cmd string, opts *configOptions, names []string, body []byte, stdou
 	return 0
 }
 
-// post sends body (JSON, may be nil) to path under /api/v1 as hookbox's
-// CLI, so the server records the change as by "cli". The caller closes
-// the body.
+// post sends body (JSON, may be nil) to path under /api/v1; the server
+// records a change as by the user or token it authenticates. The caller
+// closes the body.
 func (a *adminAPI) post(path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequest(http.MethodPost, a.base+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("X-Hookbox-Client", app.PausedByCLI)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

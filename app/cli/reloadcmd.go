@@ -24,7 +24,7 @@ const reloadHelp = "Asks the running server to read its config file again and pu
 
 func runReload(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	opts := configFlags(fs)
+	opts := adminFlags(fs)
 	opts.reach = true // a file with mistakes still reaches the server, which names them
 	if code := c.parseNone(fs, args, stdout, stderr); code >= 0 {
 		return code

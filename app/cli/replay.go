@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"hookbox/app"
 )
 
 // replayFlags are the flags of hookbox replay besides -config.
@@ -23,18 +24,18 @@ type replayFlags struct {
 
 func runReplay(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	opts := configFlags(fs)
+	opts := adminFlags(fs)
 	var f replayFlags
 	fs.BoolVar(&f.all, "all", false, "replay every dead delivery")
 	fs.StringVar(&f.event, "event", "", "replay the deliveries of the event `SOURCE/ID` (as the platform named it)")
-	fs.StringVar(&f.since, "since", "", "replay deliveries of events received since `T`: RFC 3339 or a duration ago (2h, 30m, 3d)")
-	fs.StringVar(&f.until, "until", "", "… and received until `T` (RFC 3339 or a duration ago)")
+	fs.StringVar(&f.since, "since", "", "replay deliveries of events received since `T`: a local time (2026-12-06 14:00), one with Z or an offset, or a duration ago (2h, 30m, 3d)")
+	fs.StringVar(&f.until, "until", "", "… and received until `T` (a time or a duration ago, as -since)")
 	fs.StringVar(&f.source, "source", "", "… of events from this source")
 	fs.StringVar(&f.topic, "topic", "", "… of events whose topic matches this glob (orders/*)")
 	fs.StringVar(&f.dest, "destination", "", "… to this destination")
 	fs.StringVar(&f.stat, "status", "", "… that are dead, delivered or any (default any; pending ones are never replayed)")
 	fs.StringVar(&f.q, "q", "", "… of events whose body contains `TEXT` (at least 3 characters; ASCII letters in either case)")
-	fs.BoolVar(&f.dryRun, "dry-run", false, "count and name what would be replayed, change nothing")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "say what would be sent and what skipped (the split the run prints), change nothing")
 	fs.BoolVar(&f.force, "force", false, "send delivered deliveries again too (they were taken once already)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the server's JSON answers, for scripts")
 	ids, code := c.parse(fs, args, stdout, stderr)
@@ -59,13 +60,23 @@ func replay(opts *configOptions, fs *flag.FlagSet, f replayFlags, ids []string, 
 		fmt.Fprintln(stderr, "hookbox replay: give one of -all, delivery ids, -event SOURCE/ID, or a query (-since, -until, -source, -topic, -destination, -status, -q); run hookbox replay -h for examples")
 		return 2
 	}
-	if f.dryRun && !query {
-		fmt.Fprintln(stderr, "hookbox replay: -dry-run goes with a query (-since, -source, …); to see what -all would send, run hookbox replay -status dead -dry-run")
+	if f.dryRun && f.all {
+		fmt.Fprintln(stderr, "hookbox replay: -dry-run does not go with -all; to see what -all would send, run hookbox replay -status dead -dry-run")
 		return 2
 	}
 	for _, id := range ids {
 		if _, err := strconv.ParseUint(strings.TrimPrefix(id, "#"), 10, 64); err != nil {
 			fmt.Fprintf(stderr, "hookbox replay: %q is not a delivery id (a number, as in #7 on the dead letters page); for an event use -event SOURCE/ID\n", id)
+			return 2
+		}
+	}
+	for _, t := range []struct {
+		name string
+		v    *string
+	}{{"since", &f.since}, {"until", &f.until}} {
+		var err error
+		if *t.v, err = timeArg(t.name, *t.v, time.Local); err != nil {
+			fmt.Fprintf(stderr, "hookbox replay: %v\n", err)
 			return 2
 		}
 	}
@@ -89,12 +100,13 @@ func replay(opts *configOptions, fs *flag.FlagSet, f replayFlags, ids []string, 
 	case query:
 		return r.query(f)
 	case f.event != "":
-		return r.event(source, eventID)
+		return r.each(map[string]any{"source": source, "event_id": eventID}, f.dryRun)
 	}
-	for i := range ids {
-		ids[i] = strings.TrimPrefix(ids[i], "#")
+	nums := make([]uint64, len(ids))
+	for i, id := range ids {
+		nums[i], _ = strconv.ParseUint(strings.TrimPrefix(id, "#"), 10, 64)
 	}
-	return r.ids(ids)
+	return r.each(map[string]any{"ids": nums}, f.dryRun)
 }
 
 // replayer runs one hookbox replay against the admin API.
@@ -161,7 +173,7 @@ func (r *replayer) fail(status int, body []byte) int {
 		msg = e.Error
 	}
 	msg = cliWords(msg)
-	if status == http.StatusNotFound {
+	if status == http.StatusNotFound && strings.HasPrefix(msg, "no such delivery") {
 		msg += " (check the id on the dead letters page or with -event SOURCE/ID)"
 	}
 	if !r.asJSON {
@@ -183,112 +195,89 @@ func (r *replayer) all() int {
 	return 0
 }
 
-// ids replays each delivery named; it goes on after one that fails and
-// exits 1 if any did.
-func (r *replayer) ids(ids []string) int {
-	var done []string
-	code := 0
-	for _, id := range ids {
-		status, body, ok := r.call(http.MethodPost, "/deliveries/"+id+"/replay", map[string]bool{"force": r.force})
-		if !ok {
-			return 1
-		}
-		if status != http.StatusOK {
-			code = r.fail(status, body)
-			continue
-		}
-		var a struct {
-			Name string `json:"name"`
-		}
-		if !r.decode(body, &a) {
-			code = 1
-			continue
-		}
-		done = append(done, a.Name)
-	}
-	if !r.asJSON && len(done) > 0 {
-		fmt.Fprintf(r.stdout, "replayed %s: %s\n", count(len(done), "delivery", "deliveries"), strings.Join(done, ", "))
-	}
-	return code
+// cliForce is what sends delivered ones too, in the CLI's sentences.
+const cliForce = "-force"
+
+// countsJSON is the API's split of a replay by outcome (app.ReplayCounts).
+type countsJSON struct {
+	DeadSent         int `json:"dead_sent"`
+	DeliveredSent    int `json:"delivered_sent"`
+	DeliveredSkipped int `json:"delivered_skipped"`
+	PendingLeft      int `json:"pending_left"`
+	NotFound         int `json:"not_found"`
+	Changed          int `json:"changed"`
 }
 
-// event replays the finished deliveries of the event source/id: dead
-// ones, and delivered ones with -force; pending ones are on their way.
-func (r *replayer) event(source, id string) int {
-	asJSON := r.asJSON
-	r.asJSON = false // the look-ups are not the answer
-	var list struct {
-		Items []struct {
-			Seq uint64 `json:"seq"`
+// say is the split as the CLI prints it: app's one sentence, in the dry
+// run's tense or the run's.
+func (c countsJSON) say(done bool) string {
+	return app.ReplayCounts{DeadSent: c.DeadSent, DeliveredSent: c.DeliveredSent, DeliveredSkipped: c.DeliveredSkipped,
+		PendingLeft: c.PendingLeft, NotFound: c.NotFound, Changed: c.Changed}.Say(done, cliForce)
+}
+
+// each replays deliveries named one by one: the ids given, or those of the
+// event source/id. The server decides what it does with each and answers
+// for each; each prints that answer: the split, then each delivery with
+// its outcome. It exits 1 when a delivery asked for was not found or
+// skipped (delivered, without -force), or the event is not stored.
+func (r *replayer) each(body map[string]any, dryRun bool) int {
+	body["force"], body["dry_run"] = r.force, dryRun
+	var a struct {
+		Counts countsJSON `json:"counts"`
+		Items  []struct {
+			Name    string    `json:"name"`
+			Outcome string    `json:"outcome"`
+			Updated time.Time `json:"updated"`
 		} `json:"items"`
 	}
-	if code := r.send(http.MethodGet, "/events?"+url.Values{"source": {source}, "id": {id}}.Encode(), nil, &list); code >= 0 {
+	if code := r.send(http.MethodPost, "/deliveries/replay", body, &a); code >= 0 {
 		return code
 	}
-	if len(list.Items) == 0 {
-		fmt.Fprintf(r.stderr, "hookbox replay: no event %s/%s is stored (is the source right, and was it received within the retention?); the events page lists what is\n", source, id)
-		return 1
+	code := 0
+	if a.Counts.NotFound > 0 || a.Counts.DeliveredSkipped > 0 {
+		code = 1
 	}
-	var ev struct {
-		Deliveries []struct {
-			ID          uint64 `json:"id"`
-			Destination string `json:"destination"`
-			State       string `json:"state"`
-		} `json:"deliveries"`
-	}
-	if code := r.send(http.MethodGet, "/events/"+strconv.FormatUint(list.Items[0].Seq, 10), nil, &ev); code >= 0 {
+	if r.asJSON {
 		return code
 	}
-	var ids []string
-	var delivered, pending []string
-	for _, d := range ev.Deliveries {
-		switch {
-		case d.State == "pending":
-			pending = append(pending, fmt.Sprintf("#%d %s", d.ID, d.Destination))
-			continue
-		case d.State == "delivered" && !r.force:
-			delivered = append(delivered, fmt.Sprintf("#%d %s", d.ID, d.Destination))
-			continue
-		}
-		ids = append(ids, strconv.FormatUint(d.ID, 10))
-	}
-	r.asJSON = asJSON
-	if len(pending) > 0 && !asJSON {
-		fmt.Fprintf(r.stdout, "left alone (pending, on their way already): %s\n", strings.Join(pending, ", "))
-	}
-	if len(delivered) > 0 {
-		if !asJSON {
-			fmt.Fprintf(r.stderr, "hookbox replay: %s/%s was delivered to %s already; add -force to send it again\n", source, id, strings.Join(delivered, ", "))
-		}
-		if len(ids) == 0 {
-			return 1
-		}
-	}
-	if len(ids) == 0 {
-		if !asJSON {
-			fmt.Fprintf(r.stdout, "nothing to replay: event %s/%s has no dead or delivered deliveries\n", source, id)
-		}
+	if len(a.Items) == 0 {
+		fmt.Fprintf(r.stdout, "nothing to replay: event %s/%s has no deliveries (merged into another, waiting for its debounce, or routed nowhere)\n", body["source"], body["event_id"])
 		return 0
 	}
-	code := r.ids(ids)
-	if len(delivered) > 0 {
-		code = 1
+	fmt.Fprintln(r.stdout, a.Counts.say(!dryRun))
+	for _, it := range a.Items {
+		word := map[string]string{"sent": "sent", "skipped": "skipped", "left": "left", "not_found": "not found", "changed": "changed"}[it.Outcome]
+		if dryRun && it.Outcome == "sent" {
+			word = "will send"
+		}
+		line := fmt.Sprintf("  %-9s %s", word, it.Name)
+		switch it.Outcome {
+		case "skipped":
+			line += " (delivered " + it.Updated.Local().Format("2006-01-02 15:04:05 MST") + ")"
+		case "left":
+			line += " (pending, on its way already)"
+		case "not_found":
+			line += " (check the id on the dead letters page or with -event SOURCE/ID)"
+		case "changed":
+			line += " (changed state meanwhile: replayed or swept)"
+		}
+		fmt.Fprintln(r.stdout, line)
 	}
 	return code
 }
 
-// query replays (or with -dry-run counts) what the query flags select.
+// query replays what the query flags select, or with -dry-run says what
+// it would do: the same split either way, in its tense.
 func (r *replayer) query(f replayFlags) int {
 	body := map[string]any{"source": f.source, "topic": f.topic, "destination": f.dest, "status": f.stat,
 		"since": f.since, "until": f.until, "q": f.q, "dry_run": f.dryRun, "force": f.force}
 	var a struct {
-		Matched  int    `json:"matched"`
-		Selected int    `json:"selected"`
-		Refusal  string `json:"refusal"`
-		Replayed int    `json:"replayed"`
-		More     bool   `json:"more"`
-		First    []struct {
-			Name string `json:"name"`
+		Matched int        `json:"matched"`
+		Counts  countsJSON `json:"counts"`
+		More    bool       `json:"more"`
+		First   []struct {
+			Name  string `json:"name"`
+			State string `json:"state"`
 		} `json:"first"`
 	}
 	if code := r.send(http.MethodPost, "/replay", body, &a); code >= 0 {
@@ -297,31 +286,23 @@ func (r *replayer) query(f replayFlags) int {
 	if r.asJSON {
 		return 0
 	}
-	if a.Matched == 0 {
-		fmt.Fprintln(r.stdout, "nothing matched: no dead or delivered deliveries of events that fit the query")
+	if a.Matched == 0 && a.Counts.PendingLeft == 0 {
+		fmt.Fprintln(r.stdout, "nothing matched: no deliveries of events that fit the query")
 		return 0
 	}
-	names := make([]string, 0, len(a.First))
-	for _, it := range a.First {
-		names = append(names, it.Name)
-	}
-	list := strings.Join(names, ", ")
-	if rest := a.Matched - len(names); rest > 0 {
-		list += fmt.Sprintf(", and %d more", rest)
-	}
-	if f.dryRun && a.Refusal != "" {
-		// The dry run says what the run does: the server's selection
-		// refuses it (delivered ones without -force).
-		fmt.Fprintf(r.stdout, "would replay nothing: %s\nmatched %s: %s\n", cliWords(a.Refusal), count(a.Matched, "delivery", "deliveries"), list)
-		return 0
-	}
-	n, verb := a.Replayed, "replayed"
-	if f.dryRun {
-		n, verb = a.Selected, "would replay"
-	}
-	fmt.Fprintf(r.stdout, "%s %s: %s\n", verb, count(n, "delivery", "deliveries"), list)
-	if !f.dryRun && a.Replayed < a.Selected {
-		fmt.Fprintf(r.stdout, "%d of the %d matched changed state meanwhile (replayed or swept) and were left alone\n", a.Selected-a.Replayed, a.Selected)
+	// The dry run and the run print the same split, each in its tense,
+	// then the first ones matched.
+	fmt.Fprintln(r.stdout, a.Counts.say(!f.dryRun))
+	if a.Matched > 0 {
+		names := make([]string, 0, len(a.First))
+		for _, it := range a.First {
+			names = append(names, it.Name+" ("+it.State+")")
+		}
+		list := strings.Join(names, ", ")
+		if rest := a.Matched - len(names); rest > 0 {
+			list += fmt.Sprintf(", and %d more", rest)
+		}
+		fmt.Fprintf(r.stdout, "  %s\n", list)
 	}
 	if a.More {
 		fmt.Fprintf(r.stdout, "more than %d matched, the most one call replays: narrow the query with -since and -until to replay the rest\n", a.Matched)
@@ -332,10 +313,7 @@ func (r *replayer) query(f replayFlags) int {
 // cliWords puts the CLI's way to act on an API sentence in place of the
 // API's.
 func cliWords(msg string) string {
-	return strings.NewReplacer(`send {"force": true} to send it again`, "add -force to send it again",
-		`add "force": true to send them again`, "add -force to send them again",
-		`or "status": "dead" to`, "or -status dead to",
-		`(use "status": "any" to mean it)`, "(use -status any to mean it)").Replace(msg)
+	return strings.NewReplacer(`(use "status": "any" to mean it)`, "(use -status any to mean it)").Replace(msg)
 }
 
 // count is n with the singular or plural noun.

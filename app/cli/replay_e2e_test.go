@@ -69,7 +69,7 @@ func newReplaySink(t *testing.T, want int) *replaySink {
 // destination with concurrency = 4, arrive in the order they were
 // accepted (none more than 3 places early) with at most 4 in flight; the
 // dry run counts what the real run replays; without -force the command
-// refuses with the count and what to add.
+// skips them all and says so, with what to add.
 func TestEndToEnd_ReplayQueryInOrder(t *testing.T) { eachStore(t, testReplayQueryInOrder) }
 
 func testReplayQueryInOrder(t *testing.T, st storeCase) {
@@ -156,25 +156,26 @@ to = ["sink"]
 		return stdout.String(), stderr.String(), code
 	}
 
+	// The dry run says what the run does (issue 43: it said "would replay"
+	// all of them, and the run then refused them; issue 44: the same split).
+	skipped := fmt.Sprintf("%d match: none sent, %d delivered skipped (-force sends them too)\n", total, total)
 	out, errOut, code := replay("-since", "1h", "-source", "gh")
-	if code != 1 || !strings.Contains(errOut, fmt.Sprintf("%d of the %d matched deliveries were delivered already; add -force to send them again, or -status dead", total, total)) {
+	if code != 0 || !strings.HasPrefix(out, skipped) {
 		t.Fatalf("replay of delivered ones without -force: exit %d\n%s%s", code, out, errOut)
 	}
-	// The dry run says what the run does (issue 43: it said "would replay"
-	// all of them, and the run then refused them).
 	out, errOut, code = replay("-since", "1h", "-source", "gh", "-dry-run")
-	if code != 0 || !strings.HasPrefix(out, fmt.Sprintf("would replay nothing: %d of the %d matched deliveries were delivered already; add -force to send them again", total, total)) {
+	if code != 0 || !strings.HasPrefix(out, strings.Replace(skipped, "none sent", "none will be sent", 1)) {
 		t.Fatalf("dry run without -force: exit %d\n%s%s", code, out, errOut)
 	}
 	out, errOut, code = replay("-since", "1h", "-source", "gh", "-dry-run", "-force")
 	firstID := slices.Min(deliveryOf)
-	first := fmt.Sprintf("#%d sink ← gh/r-%05d push", firstID, slices.Index(deliveryOf, firstID))
-	if code != 0 || !strings.HasPrefix(out, fmt.Sprintf("would replay %d deliveries: %s, ", total, first)) || !strings.Contains(out, fmt.Sprintf("and %d more", total-10)) {
+	first := fmt.Sprintf("#%d sink ← gh/r-%05d push (delivered)", firstID, slices.Index(deliveryOf, firstID))
+	if code != 0 || !strings.HasPrefix(out, fmt.Sprintf("%d match: %d delivered will be sent\n  %s, ", total, total, first)) || !strings.Contains(out, fmt.Sprintf("and %d more", total-10)) {
 		t.Fatalf("dry run -force: exit %d\n%s%s", code, out, errOut)
 	}
 	began := time.Now()
 	out, errOut, code = replay("-since", "1h", "-source", "gh", "-force")
-	if code != 0 || !strings.HasPrefix(out, fmt.Sprintf("replayed %d deliveries: %s, ", total, first)) {
+	if code != 0 || !strings.HasPrefix(out, fmt.Sprintf("%d match: %d delivered sent\n  %s, ", total, total, first)) {
 		t.Fatalf("replay -force: exit %d\n%s%s", code, out, errOut)
 	}
 	answered := time.Since(began)
@@ -266,6 +267,7 @@ func TestReplayCommand_EventForceAndErrors(t *testing.T) {
 		return stdout.String(), stderr.String(), code
 	}
 	delivered, dead := fmt.Sprint(ids[0]), fmt.Sprint(ids[1])
+	dName, xName := "#"+delivered+" sink ← gh/e-1 push", "#"+dead+" sink ← gh/e-2 push"
 	for _, tc := range []struct {
 		args     []string
 		code     int
@@ -275,21 +277,20 @@ func TestReplayCommand_EventForceAndErrors(t *testing.T) {
 		{[]string{"-all", "7"}, 2, "", "give one of -all"},
 		{[]string{"abc"}, 2, "", `"abc" is not a delivery id`},
 		{[]string{"-event", "e-1"}, 2, "", "give the source and the event's id as SOURCE/ID"},
-		{[]string{"-dry-run", "-all"}, 2, "", "-dry-run goes with a query"},
+		{[]string{"-dry-run", "-all"}, 2, "", "-dry-run does not go with -all"},
 		{[]string{"-topic", "push"}, 1, "", "give at least one of since, until, source, destination or status"},
-		{[]string{"-since", "yesterday"}, 1, "", `since "yesterday": give an RFC 3339 time`},
+		{[]string{"-since", "yesterday"}, 2, "", `-since "yesterday": give a time`},
 		{[]string{"-since", "1h", "-status", "pending"}, 1, "", `status "pending": use dead, delivered or any`},
 		{[]string{"-event", "gh/nope"}, 1, "", "no event gh/nope is stored"},
-		{[]string{"987654"}, 1, "", "no such delivery"},
-		{[]string{delivered}, 1, "", "delivery #" + delivered + " sink ← gh/e-1 push was delivered at "},
-		{[]string{"-event", "gh/e-1"}, 1, "", "gh/e-1 was delivered to #" + delivered + " sink already; add -force to send it again"},
-		// The dry run says what the run just below does (issue 43).
-		{[]string{"-since", "1h", "-dry-run"}, 0, "would replay nothing: 1 of the 2 matched deliveries were delivered already; add -force to send them again, or -status dead to replay only the dead ones\nmatched 2 deliveries: #" + delivered + " sink ← gh/e-1 push, #" + dead + " sink ← gh/e-2 push\n", ""},
-		{[]string{"-since", "1h", "-dry-run", "-force"}, 0, "would replay 2 deliveries: #" + delivered + " sink ← gh/e-1 push, #" + dead + " sink ← gh/e-2 push\n", ""},
-		{[]string{"-since", "1h", "-dry-run", "-status", "dead"}, 0, "would replay 1 delivery: #" + dead + " sink ← gh/e-2 push\n", ""},
-		{[]string{"-since", "1h"}, 1, "", "1 of the 2 matched deliveries were delivered already; add -force to send them again, or -status dead to replay only the dead ones"},
-		{[]string{"-event", "gh/e-2"}, 0, "replayed 1 delivery: #" + dead + " sink ← gh/e-2 push\n", ""},
-		{[]string{"-force", delivered}, 0, "replayed 1 delivery: #" + delivered + " sink ← gh/e-1 push\n", ""},
+		// Named one by one, the server says what it does with each
+		// (issue 44: the CLI decided it from the event's deliveries).
+		{[]string{"987654"}, 1, "1 not found\n  not found #987654 (check the id", ""},
+		{[]string{delivered}, 1, "1 matches: none sent, 1 delivered skipped (-force sends it too)\n  skipped   " + dName + " (delivered ", ""},
+		{[]string{"-event", "gh/e-1"}, 1, "1 matches: none sent, 1 delivered skipped (-force sends it too)\n  skipped   " + dName + " (delivered ", ""},
+		{[]string{"-event", "gh/e-2", "-dry-run"}, 0, "1 matches: 1 dead will be sent\n  will send " + xName + "\n", ""},
+		{[]string{"-since", "1h", "-status", "dead", "-dry-run"}, 0, "1 matches: 1 dead will be sent\n  " + xName + " (dead)\n", ""},
+		{[]string{"-event", "gh/e-2"}, 0, "1 matches: 1 dead sent\n  sent      " + xName + "\n", ""},
+		{[]string{"-force", delivered}, 0, "1 matches: 1 delivered sent\n  sent      " + dName + "\n", ""},
 		{[]string{"-source", "gh", "-status", "dead"}, 0, "nothing matched", ""},
 	} {
 		out, errOut, code := replay(tc.args...)
@@ -303,6 +304,66 @@ func TestReplayCommand_EventForceAndErrors(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &a); code != 0 || err != nil || a.Matched == nil {
 		t.Errorf("-json: exit %d, %q (%v)", code, out, err)
+	}
+	p.stop(t)
+}
+
+// The dry run of a query prints the split its run prints, in the future
+// tense (issue 44: "would replay 6", then the run refused 5 of them): with
+// delivered, dead and pending deliveries, the dead ones are sent, the
+// delivered ones skipped unless -force and the pending one left alone, on
+// both stores.
+func TestReplayCommand_DryRunSplitIsTheRuns(t *testing.T) { eachStore(t, testReplayDryRunSplit) }
+
+func testReplayDryRunSplit(t *testing.T, st storeCase) {
+	sink := newLedgerSink(t, 200)
+	dir := t.TempDir()
+	config := writeConfig(t, dir, destinationConfig(sink.url, `["1h"]`), st.config(2*time.Second))
+	db := st.open(t, dir)
+	ctx := context.Background()
+	states := []app.DeliveryState{app.Delivered, app.Dead, app.Delivered, app.Delivered, app.Pending, app.Delivered, app.Delivered}
+	for i, state := range states {
+		e := &app.Event{Source: "gh", ID: fmt.Sprintf("s-%d", i+1), Topic: "push", ReceivedAt: time.Now(), Body: []byte(`{"n": 1}`)}
+		if _, err := db.Accept(ctx, e, e.ReceivedAt.Add(time.Hour), &app.Plan{Direct: app.DirectTo("sink")}); err != nil {
+			t.Fatal(err)
+		}
+		ds, _ := db.EventDeliveries(ctx, e.Seq)
+		rec := app.AttemptRecord{ID: ds[0].ID, Attempt: &app.Attempt{Start: time.Now(), Status: 200}, State: state}
+		if state == app.Pending { // failed once, its retry an hour away
+			rec.Attempt.Status, rec.Due = 500, time.Now().Add(time.Hour)
+		}
+		if err := db.RecordAttempts(ctx, []app.AttemptRecord{rec})[0]; err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	p := start(t, config)
+	live := filepath.Join(dir, "live.toml")
+	data, _ := os.ReadFile(config)
+	os.WriteFile(live, bytes.Replace(data, []byte(`"127.0.0.1:0"`), []byte(`"`+p.addr+`"`), 1), 0o600)
+	replay := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(clitest.Binary(t), append([]string{"replay", "-config", live}, args...)...)
+		cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+			t.Fatalf("replay %q: %v\n%s%s", args, err, stdout.String(), stderr.String())
+		}
+		return stdout.String()
+	}
+	split := func(out string) string { first, _, _ := strings.Cut(out, "\n"); return first }
+	pending := ", 1 pending left alone (on its way already)"
+	if forced, want := split(replay("-since", "2h", "-dry-run", "-force")), "7 match: 1 dead and 5 delivered will be sent"+pending; forced != want {
+		t.Fatalf("dry run -force: %q, want %q", forced, want)
+	}
+	dry := split(replay("-since", "2h", "-dry-run"))
+	if want := "7 match: 1 dead will be sent, 5 delivered skipped (-force sends them too)" + pending; dry != want {
+		t.Fatalf("dry run: %q, want %q", dry, want)
+	}
+	run := split(replay("-since", "2h"))
+	if run != strings.Replace(dry, "will be sent", "sent", 1) {
+		t.Fatalf("dry run %q, run %q: they disagree", dry, run)
 	}
 	p.stop(t)
 }

@@ -65,9 +65,9 @@ func testReplayCommandSearch(t *testing.T, st storeCase) {
 		out, err string
 	}{
 		{[]string{"-q", "#1"}, 1, "", `q "#1": a body search needs at least 3 characters`},
-		{[]string{"-q", "gift WRAP", "-dry-run"}, 0, "would replay 1 delivery: #" + third + " sink ← gh/e-3 push\n", ""},
+		{[]string{"-q", "gift WRAP", "-dry-run"}, 0, "1 matches: 1 dead will be sent\n  #" + third + " sink ← gh/e-3 push (dead)\n", ""},
 		{[]string{"-q", "#2000", "-dry-run"}, 0, "nothing matched", ""},
-		{[]string{"-q", "#1004"}, 0, "replayed 2 deliveries: #" + first + " sink ← gh/e-1 push, #" + third + " sink ← gh/e-3 push\n", ""},
+		{[]string{"-q", "#1004"}, 0, "2 match: 2 dead sent\n  #" + first + " sink ← gh/e-1 push (dead), #" + third + " sink ← gh/e-3 push (dead)\n", ""},
 	} {
 		out, errOut, code := replay(tc.args...)
 		if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errOut, tc.err) || tc.err == "" && errOut != "" {

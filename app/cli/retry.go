@@ -11,16 +11,16 @@ import (
 	"time"
 )
 
-const retryHelp = "Makes waiting deliveries due now through the running server's admin API ([status]\n" +
-	"user and password): each delivery ID given, or with -destination every delivery to\n" +
-	"NAME that waits for its next retry. Their attempts and their step in the retry\n" +
+const retryHelp = "Makes waiting deliveries due now through the running server's admin API:\n" +
+	"each delivery ID given, or with -destination every delivery to NAME that waits\n" +
+	"for its next retry. Their attempts and their step in the retry\n" +
 	"schedule are kept; the destination's concurrency paces them. A dead delivery is\n" +
 	"replayed (hookbox replay), not retried; a delivered one has nothing to retry.\n" +
 	"-json prints the server's answers, one per line."
 
 func runRetry(_ context.Context, c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flags()
-	opts := configFlags(fs)
+	opts := adminFlags(fs)
 	dest := fs.String("destination", "", "retry every waiting delivery to this destination")
 	asJSON := fs.Bool("json", false, "print the server's JSON answers")
 	ids, code := c.parse(fs, args, stdout, stderr)

@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -47,6 +48,17 @@ func (f *fakeStore) ReplayCandidates(ctx context.Context, q app.ReplayQuery) ([]
 	return items, false, ctx.Err()
 }
 
+func (f *fakeStore) ReplayPending(ctx context.Context, q app.ReplayQuery) (int, error) {
+	q, _ = q.Check()
+	n := 0
+	for _, d := range f.ds {
+		if q.Leaves(d, app.EventName{}, time.Time{}) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (f *fakeStore) Requeue(ctx context.Context, ids []uint64, from []app.DeliveryState, now time.Time) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -83,6 +95,25 @@ func (f *fakeStore) EventNames(ctx context.Context, seqs []uint64) (map[uint64]a
 	return out, nil
 }
 
+// ListEvents finds the event "shop"/"wh-1" (every delivery's event, as
+// EventNames names them) as seq 1.
+func (f *fakeStore) ListEvents(ctx context.Context, q app.EventQuery) ([]app.EventSummary, uint64, error) {
+	if q.Source != "shop" || q.ID != "wh-1" {
+		return nil, 0, nil
+	}
+	return []app.EventSummary{{Seq: 1, Source: "shop", ID: "wh-1"}}, 0, nil
+}
+
+// EventDeliveries returns every delivery, in id order, as event 1's.
+func (f *fakeStore) EventDeliveries(ctx context.Context, seq uint64) ([]*app.Delivery, error) {
+	var out []*app.Delivery
+	for id := uint64(1); id <= uint64(len(f.ds)); id++ {
+		c := *f.ds[id]
+		out = append(out, &c)
+	}
+	return out, nil
+}
+
 var t0 = time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 
 func service(s app.ReplayQueryStore, wakes *int) *replay.Service {
@@ -114,12 +145,30 @@ func TestService_Replay(t *testing.T) {
 			t.Fatalf("writes of %d, %d, …; want batches of %d", len(f.requeues[0]), len(f.requeues[len(f.requeues)-1]), app.ReplayBatch)
 		}
 	})
-	t.Run("RefusedUnforced", func(t *testing.T) {
+	t.Run("SkipsDeliveredUnforced", func(t *testing.T) {
+		// Issue 44: the run sends the dead one and skips the delivered
+		// one, as the dry run's split said (it refused the whole run), and
+		// both say the pending one is left alone.
 		f := newFakeStore(app.Dead, app.Delivered, app.Pending)
 		var wakes int
-		res, err := service(f, &wakes).Replay(context.Background(), replay.Request{Query: app.ReplayQuery{Status: app.ReplayAny}})
-		if app.ErrorCode(err) != app.ECONFLICT || res.Refused != 1 || res.Selected != 0 || len(f.requeues) != 0 || wakes != 0 {
-			t.Fatalf("unforced run over a delivered one = %+v, %v, %d writes", res, err, len(f.requeues))
+		svc := service(f, &wakes)
+		dry, err := svc.Replay(context.Background(), replay.Request{Query: app.ReplayQuery{Status: app.ReplayAny, DryRun: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := svc.Replay(context.Background(), replay.Request{Query: app.ReplayQuery{Status: app.ReplayAny}})
+		want := app.ReplayCounts{DeadSent: 1, DeliveredSkipped: 1, PendingLeft: 1}
+		if err != nil || run.Refused != 1 || run.Selected != 1 || run.Replayed != 1 || run.Counts != want || dry.Counts != want || wakes != 1 {
+			t.Fatalf("unforced run over a dead and a delivered one = %+v, %v; dry run %+v", run, err, dry)
+		}
+		if f.ds[1].State != app.Pending || f.ds[2].State != app.Delivered {
+			t.Fatalf("after the run: %v, %v; want the dead one pending, the delivered one left", f.ds[1].State, f.ds[2].State)
+		}
+		if got, want := dry.Counts.Say(false, "-force"), "3 match: 1 dead will be sent, 1 delivered skipped (-force sends it too), 1 pending left alone (on its way already)"; got != want {
+			t.Errorf("dry run says %q, want %q", got, want)
+		}
+		if got, want := run.Counts.Say(true, "-force"), "3 match: 1 dead sent, 1 delivered skipped (-force sends it too), 1 pending left alone (on its way already)"; got != want {
+			t.Errorf("run says %q, want %q", got, want)
 		}
 	})
 	t.Run("ChangedMeanwhile", func(t *testing.T) {
@@ -127,8 +176,11 @@ func TestService_Replay(t *testing.T) {
 		f.beforeWrite = func() { f.ds[2].State = app.Delivered } // replayed and delivered by someone else
 		var wakes int
 		res, err := service(f, &wakes).Replay(context.Background(), replay.Request{Query: app.ReplayQuery{Status: app.ReplayAny}})
-		if err != nil || res.Selected != 2 || res.Replayed != 1 || f.ds[2].State != app.Delivered {
+		if err != nil || res.Selected != 2 || res.Replayed != 1 || f.ds[2].State != app.Delivered || res.Counts.Changed != 1 {
 			t.Fatalf("run = %+v, %v; want 1 of 2 replayed, the delivered one left alone", res, err)
+		}
+		if got, want := res.Counts.Say(true, "-force"), "2 match: 1 dead sent, 1 changed state meanwhile (replayed or swept) and left alone"; got != want {
+			t.Errorf("run says %q, want %q", got, want)
 		}
 	})
 	t.Run("RunGoesOnWhenTheCallerLeaves", func(t *testing.T) {
@@ -212,4 +264,72 @@ func TestService_One(t *testing.T) {
 	if _, _, err := service(newFakeStore(), &wakes).One(context.Background(), 9, false); err != app.ErrNotFound {
 		t.Fatalf("One of an unknown id = %v", err)
 	}
+}
+
+// Deliveries named one by one (hookbox replay ID…, -event SOURCE/ID): the
+// server decides each by the one verdict and says what it did with it,
+// in the order asked; the dry run says the same and writes nothing.
+func TestService_Deliveries(t *testing.T) {
+	for _, force := range []bool{false, true} {
+		t.Run(fmt.Sprintf("force=%v", force), func(t *testing.T) {
+			f := newFakeStore(app.Dead, app.Delivered, app.Pending)
+			var wakes int
+			svc := service(f, &wakes)
+			want := []app.ReplayOutcome{app.ReplaySent, app.ReplaySkipped, app.ReplayLeft, app.ReplayNotFound}
+			counts := app.ReplayCounts{DeadSent: 1, DeliveredSkipped: 1, PendingLeft: 1, NotFound: 1}
+			if force {
+				want[1] = app.ReplaySent
+				counts.DeliveredSkipped, counts.DeliveredSent = 0, 1
+			}
+			outcomes := func(e app.ReplayEach) []app.ReplayOutcome {
+				var out []app.ReplayOutcome
+				for _, o := range e.Items {
+					out = append(out, o.Outcome)
+				}
+				return out
+			}
+			dry, err := svc.Deliveries(context.Background(), []uint64{1, 2, 3, 9}, force, true)
+			if err != nil || !slices.Equal(outcomes(dry), want) || dry.Counts != counts || len(f.requeues) != 0 || wakes != 0 {
+				t.Fatalf("dry run = %+v, %v; want %v, %+v, nothing written", dry, err, want, counts)
+			}
+			run, err := svc.Deliveries(context.Background(), []uint64{1, 2, 3, 9}, force, false)
+			if err != nil || !slices.Equal(outcomes(run), want) || run.Counts != dry.Counts || wakes != 1 {
+				t.Fatalf("run = %+v, %v; want %v, %+v", run, err, want, counts)
+			}
+			if f.ds[1].State != app.Pending || (f.ds[2].State == app.Pending) != force {
+				t.Fatalf("after the run: %v, %v", f.ds[1].State, f.ds[2].State)
+			}
+			if run.Items[0].Name() != "#1 pos ← shop/wh-1" || run.Items[3].Name() != "#9" {
+				t.Errorf("names %q, %q", run.Items[0].Name(), run.Items[3].Name())
+			}
+			say := "3 match: 1 dead sent, 1 delivered skipped (-force sends it too), 1 pending left alone (on its way already), 1 not found"
+			if force {
+				say = "3 match: 1 dead and 1 delivered sent, 1 pending left alone (on its way already), 1 not found"
+			}
+			if got := run.Counts.Say(true, "-force"); got != say {
+				t.Errorf("says %q, want %q", got, say)
+			}
+		})
+	}
+	t.Run("DeliveredMeanwhile", func(t *testing.T) {
+		f := newFakeStore(app.Dead)
+		f.beforeWrite = func() { f.ds[1].State = app.Delivered }
+		var wakes int
+		e, err := service(f, &wakes).Deliveries(context.Background(), []uint64{1}, false, false)
+		if err != nil || e.Items[0].Outcome != app.ReplaySkipped || e.Counts != (app.ReplayCounts{DeliveredSkipped: 1}) || wakes != 0 {
+			t.Fatalf("= %+v, %v, %d wakes; want it skipped, not sent again unasked", e, err, wakes)
+		}
+	})
+	t.Run("Event", func(t *testing.T) {
+		f := newFakeStore(app.Delivered, app.Dead)
+		var wakes int
+		svc := service(f, &wakes)
+		e, err := svc.Event(context.Background(), "shop", "wh-1", false, false)
+		if err != nil || e.Counts != (app.ReplayCounts{DeadSent: 1, DeliveredSkipped: 1}) || f.ds[2].State != app.Pending || f.ds[1].State != app.Delivered {
+			t.Fatalf("Event = %+v, %v", e, err)
+		}
+		if _, err := svc.Event(context.Background(), "shop", "nope", false, false); app.ErrorCode(err) != app.ENOTFOUND {
+			t.Fatalf("Event of an unknown event = %v; want not found", err)
+		}
+	})
 }

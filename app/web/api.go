@@ -27,7 +27,8 @@ func (s *Server) routeAPI(r fiber.Router) {
 	s.route(r, "/api/v1", fiber.MethodPost, "/dead-letters/:id/replay", s.handleReplay)
 	s.route(r, "/api/v1", fiber.MethodGet, "/deliveries/:id", s.handleDelivery)
 	s.route(r, "/api/v1", fiber.MethodPost, "/deliveries/:id/replay", s.handleReplay)
-	s.route(r, "/api/v1", fiber.MethodPost, "/replay", s.handleReplayQuery) // replay by query (replay.go)
+	s.route(r, "/api/v1", fiber.MethodPost, "/deliveries/replay", s.handleReplayEach) // by id or one event's (replayeach.go)
+	s.route(r, "/api/v1", fiber.MethodPost, "/replay", s.handleReplayQuery)           // replay by query (replay.go)
 	s.route(r, "/api/v1", fiber.MethodGet, "/backup", s.handleBackup)
 	s.route(r, "/api/v1", fiber.MethodGet, "/stats", s.handleStats)
 	s.route(r, "/api/v1", fiber.MethodGet, "/config", s.handleConfig)  // the config in force, and a refused one (config.go)
@@ -41,8 +42,11 @@ func (s *Server) routeAPI(r fiber.Router) {
 	s.route(r, "/api/v1", fiber.MethodPost, "/destinations/:name/retry", s.handleRetryDestination)
 	// Destinations: list, pause, resume (destinations.go).
 	s.routeDestinations(r)
+	s.routeUpstream(r)
 	// Team access: the audit log, users and tokens (team.go).
 	s.routeTeam(r)
+	// The sources' quarantines: list, recheck, clear (quarantine.go).
+	s.routeQuarantine(r)
 }
 
 // equal compares in constant time, lengths included (by hashing first).

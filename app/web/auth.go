@@ -1,15 +1,14 @@
 package web
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -18,72 +17,22 @@ import (
 	"hookbox/app/request"
 )
 
-// Sessions of the status page live in memory: a restart logs everyone out.
+// The status page's sessions are kept by the store (access.Sessions): the
+// cookie holds the token, the store only its SHA-256, so a restart or a
+// reload logs nobody out.
 const (
 	sessionCookie = "hookbox_session"
-	sessionTTL    = 12 * time.Hour
 	// loginLogEvery throttles the log lines about failed and limited
 	// logins; each line says how many it stands for.
 	loginLogEvery = 10 * time.Second
 )
 
-type session struct {
-	// id is who logged in: the session ends as soon as Access.Current
-	// says it no longer holds (removed user, new role or password).
-	id      app.Identity
-	csrf    string
-	expires time.Time
-}
-
-// sessions are keyed by the SHA-256 of their token, so that finding one
-// compares digests, never the secret token itself, and the map holds no
-// usable token.
-type sessions struct {
-	mu sync.Mutex
-	m  map[string]*session
-}
-
-func tokenKey(tok string) string {
-	h := sha256.Sum256([]byte(tok))
-	return string(h[:])
-}
-
-func newToken() string {
-	var b [32]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-func (ss *sessions) create(id app.Identity, now time.Time) (string, *session) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	for k, s := range ss.m { // drop expired ones while here
-		if now.After(s.expires) {
-			delete(ss.m, k)
-		}
-	}
-	tok := newToken()
-	s := &session{id: id, csrf: newToken(), expires: now.Add(sessionTTL)}
-	ss.m[tokenKey(tok)] = s
-	return tok, s
-}
-
-func (ss *sessions) get(tok string, now time.Time) *session {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	key := tokenKey(tok)
-	s := ss.m[key]
-	if s == nil || now.After(s.expires) {
-		delete(ss.m, key)
-		return nil
-	}
-	return s
-}
-
-func (ss *sessions) drop(tok string) {
-	ss.mu.Lock()
-	delete(ss.m, tokenKey(tok))
-	ss.mu.Unlock()
+// csrfOf is the CSRF token of the session of tok: derived from the
+// session's token, so that nothing more is stored, and only the holder of
+// the cookie can know it; the store's hash of the token does not give it.
+func csrfOf(tok string) string {
+	h := sha256.Sum256([]byte("hookbox csrf\x00" + tok))
+	return hex.EncodeToString(h[:16])
 }
 
 // securityHeaders go on every page and API answer.
@@ -107,20 +56,27 @@ const (
 	viaForm    = "form" // the login form (only while logging in)
 )
 
-// authenticate finds who is calling: a session cookie (browser), a Bearer
-// token (scripts, on /api/v1 and /metrics only) or HTTP Basic auth (CLI,
-// scripts), the latter through the guard. A session or cached credential
-// whose identity no longer holds (Access.Current) is dropped. It stores the
-// session's CSRF token in c.Locals. When the guard limited the attempt,
+// authenticate finds who is calling: the Unix user on the local socket
+// (localsock.go), a session cookie (browser), a Bearer token (scripts, on
+// /api/v1 and /metrics only) or HTTP Basic auth (CLI, scripts), the
+// latter through the guard. A session or cached credential whose identity
+// no longer holds (Access.Current) is dropped; a session the store cannot
+// read is no login. It stores the session's CSRF token in c.Locals. When
+// the guard limited the attempt,
 // wait says when to retry. via is "" when nobody is logged in.
 func (s *Server) authenticate(c *fiber.Ctx) (id app.Identity, via string, wait time.Duration) {
+	if p, ok := localPeer(c); ok { // the local socket: the kernel named the caller
+		return p.Identity(), viaSocket, 0
+	}
 	if tok := c.Cookies(sessionCookie); tok != "" {
-		if ss := s.sessions.get(tok, s.deps.Now()); ss != nil {
-			if s.deps.Access.Current(ss.id) {
-				c.Locals("csrf", ss.csrf)
-				return ss.id, viaSession, 0
-			}
-			s.sessions.drop(tok)
+		id, ok, err := s.sessions.Find(c.UserContext(), tok)
+		if err != nil {
+			s.Logger.Warn("session not read", slog.Any("error", err))
+		}
+		if ok {
+			c.Locals("csrf", csrfOf(tok))
+			c.Locals("session", tok)
+			return id, viaSession, 0
 		}
 	}
 	h := c.Get(fiber.HeaderAuthorization)
@@ -204,7 +160,8 @@ func (s *Server) holdLimited(c *fiber.Ctx, wait time.Duration) int {
 // page redirects to the login form and anything else answers 401 (429
 // when the guard limited the attempt). A state change through a session
 // must carry its CSRF token, from the form body or the X-CSRF-Token
-// header; one through Basic auth must not come from another site.
+// header; one through Basic auth or a token must not come from another
+// site. The local socket needs neither: no browser reaches it.
 func (s *Server) requireAuth(c *fiber.Ctx) error {
 	id, via, wait := s.authenticate(c)
 	if via == "" {
@@ -219,7 +176,7 @@ func (s *Server) requireAuth(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderWWWAuthenticate, `Basic realm="hookbox", charset="UTF-8"`)
 		return c.Status(fiber.StatusUnauthorized).JSON(answer{Status: "error", Error: "login required"})
 	}
-	c.Locals("user", id.Name) // who pauses a destination
+	c.Locals("user", id.Name)
 	c.Locals("identity", id)
 	c.Locals("via", via)
 	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
@@ -232,7 +189,7 @@ func (s *Server) requireAuth(c *fiber.Ctx) error {
 			if !equal(tok, want) {
 				return s.sendError(c, app.Errorf(app.EFORBIDDEN, "missing or wrong CSRF token: reload the page and try again"))
 			}
-		} else if o := c.Get(fiber.HeaderOrigin); o != "" && !s.sameOrigin(c, o) {
+		} else if o := c.Get(fiber.HeaderOrigin); via != viaSocket && o != "" && !s.sameOrigin(c, o) {
 			return s.sendError(c, app.Errorf(app.EFORBIDDEN, "cross-site request refused"))
 		}
 	}
@@ -304,15 +261,22 @@ func (s *Server) handleLogin(c *fiber.Ctx) error {
 		}
 		return s.ui.Login(c, fiber.StatusUnauthorized, "Wrong user or password.", next)
 	}
-	tok, _ := s.sessions.create(id, s.deps.Now())
+	tok, expires, err := s.sessions.Start(c.UserContext(), id)
+	if err != nil {
+		return s.storeError(c, err)
+	}
 	c.Cookie(&fiber.Cookie{Name: sessionCookie, Value: tok, Path: "/", HTTPOnly: true, SameSite: "Strict",
-		Secure: s.scheme(c) == "https", Expires: s.deps.Now().Add(sessionTTL)})
+		Secure: s.scheme(c) == "https", Expires: expires})
 	return c.Redirect(request.SafeNext(next), fiber.StatusSeeOther)
 }
 
 func (s *Server) handleLogout(c *fiber.Ctx) error {
 	s.deps.Access.Record(c.UserContext(), s.who(c).Entry(app.AuditLogout, "", "", nil))
-	s.sessions.drop(c.Cookies(sessionCookie))
+	if tok := c.Cookies(sessionCookie); tok != "" {
+		if err := s.sessions.End(c.UserContext(), tok); err != nil {
+			return s.storeError(c, err)
+		}
+	}
 	c.ClearCookie(sessionCookie)
 	return c.Redirect("/login", fiber.StatusSeeOther)
 }

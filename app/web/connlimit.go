@@ -31,8 +31,14 @@ func refusal(status, msg string) []byte {
 // answered 503 (all full) or 429 (its address), with Retry-After, and
 // closed; under TLS it is only closed, so wrap ln in TLS after Limit.
 func (s *Server) Limit(ln net.Listener) net.Listener {
-	l := &limitListener{Listener: ln, s: s, max: s.server.MaxConnections, perIP: s.server.MaxConnectionsPerIP,
-		answer: s.server.TLS == app.TLSNone, from: map[netip.Addr]int{}, conns: map[*limitedConn]struct{}{}}
+	return s.limit(ln, s.server.MaxConnectionsPerIP, s.server.TLS == app.TLSNone)
+}
+
+// limit is Limit with perIP connections from one address (0: no bound
+// per address), answering the refused ones when answer is set.
+func (s *Server) limit(ln net.Listener, perIP int, answer bool) net.Listener {
+	l := &limitListener{Listener: ln, s: s, max: s.server.MaxConnections, perIP: perIP,
+		answer: answer, from: map[netip.Addr]int{}, conns: map[*limitedConn]struct{}{}}
 	s.limitsMu.Lock()
 	s.limits = append(s.limits, l)
 	s.limitsMu.Unlock()
@@ -52,6 +58,16 @@ type limitListener struct {
 	conns map[*limitedConn]struct{} // the connections handed out and not closed
 
 	full, crowded app.Throttle // of the log lines about refusals
+
+	closeOnce sync.Once // Shutdown closes the listener before fasthttp does
+	closeErr  error
+}
+
+// Close closes the listener once; Shutdown closes it first, fasthttp's
+// shutdown again.
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { l.closeErr = l.Listener.Close() })
+	return l.closeErr
 }
 
 // Accept returns the next connection within the bounds; it refuses the
@@ -104,7 +120,7 @@ func (l *limitListener) release(c *limitedConn) {
 }
 
 // closeAll closes every connection handed out and still open.
-func (l *limitListener) closeAll() {
+func (l *limitListener) closeAll() error {
 	l.mu.Lock()
 	conns := make([]*limitedConn, 0, len(l.conns))
 	for c := range l.conns {
@@ -114,6 +130,7 @@ func (l *limitListener) closeAll() {
 	for _, c := range conns {
 		c.Close()
 	}
+	return nil
 }
 
 // refuse logs a connection past a bound (throttled), then answers it

@@ -21,12 +21,16 @@ const (
 )
 
 // edge runs first on every request, before any route or source is looked
-// up: a request whose body could be framed two ways (a proxy in front
+// up: one on the local socket for what it does not serve gets 404; a
+// request whose body could be framed two ways (a proxy in front
 // may have read another request from the same bytes) gets 400 and the
 // connection is closed; a body with a Content-Encoding gets 415, so that
 // nothing is ever inflated and the bytes verified, stored and forwarded
 // are the bytes received.
 func (s *Server) edge(c *fiber.Ctx) error {
+	if _, ok := localPeer(c); ok && !localPath(c.Path()) {
+		return refuseLocal(c)
+	}
 	status, msg := checkHead(c.Request().Header.RawHeaders())
 	if status == 0 {
 		return c.Next()

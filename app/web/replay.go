@@ -47,14 +47,17 @@ type replayAnswerJSON struct {
 	// Delivered is how many of the matched had been delivered.
 	Delivered int `json:"delivered"`
 	// Selected is how many the run replays (a dry run: would): every one
-	// matched with force, else the dead ones, none when it is refused.
+	// matched with force, else the dead ones.
 	Selected int `json:"selected"`
-	// Refused counts the delivered ones that refuse a run without force;
-	// Refusal says why and what to do (absent when none).
-	Refused  int    `json:"refused"`
-	Refusal  string `json:"refusal,omitempty"`
-	Replayed int    `json:"replayed"`
-	More     bool   `json:"more"`
+	// Refused counts the delivered ones a run without force skips.
+	Refused  int  `json:"refused"`
+	Replayed int  `json:"replayed"`
+	More     bool `json:"more"`
+	// Counts splits matched by what the replay does with each, the same
+	// in the dry run and the run; Summary says it in a sentence (the dry
+	// run in the future, the run in the past tense).
+	Counts  replayCountsJSON `json:"counts"`
+	Summary string           `json:"summary"`
 	// Limit is the most one replay selects: past it More says more
 	// deliveries match, and a dry run and its run select the same first
 	// Limit in accept order.
@@ -62,6 +65,26 @@ type replayAnswerJSON struct {
 	DryRun bool             `json:"dry_run"`
 	First  []replayItemJSON `json:"first"`
 }
+
+// replayCountsJSON is app.ReplayCounts: the deliveries a replay matched
+// (or was asked for by id), by what it does with each.
+type replayCountsJSON struct {
+	DeadSent         int `json:"dead_sent"`
+	DeliveredSent    int `json:"delivered_sent"`
+	DeliveredSkipped int `json:"delivered_skipped"`
+	PendingLeft      int `json:"pending_left"`
+	NotFound         int `json:"not_found"`
+	Changed          int `json:"changed"`
+}
+
+// countsJSON renders c.
+func countsJSON(c app.ReplayCounts) replayCountsJSON {
+	return replayCountsJSON{DeadSent: c.DeadSent, DeliveredSent: c.DeliveredSent, DeliveredSkipped: c.DeliveredSkipped,
+		PendingLeft: c.PendingLeft, NotFound: c.NotFound, Changed: c.Changed}
+}
+
+// apiForce is what sends delivered ones too, in the API's sentences.
+const apiForce = `"force": true`
 
 // replayItemJSON is one matched delivery, named as merchants know it.
 type replayItemJSON struct {
@@ -123,8 +146,8 @@ func (s *Server) handleReplay(c *fiber.Ctx) error {
 // handleReplayQuery replays the finished deliveries a query selects (at
 // most app.MaxReplay), or with dry_run counts and names them: both by the
 // one selection (app/replay), so the dry run's numbers are the run's.
-// Delivered ones in the match need force: without it the run is refused
-// (409) and the dry run says so (selected 0, refused, the refusal).
+// Delivered ones in the match need force: without it the run skips them
+// and sends the dead ones, and the dry run's counts say so.
 func (s *Server) handleReplayQuery(c *fiber.Ctx) error {
 	var body replayQueryJSON
 	if err := decodeBody(c, &body); err != nil {
@@ -208,7 +231,8 @@ func ParseSince(name, v string, now time.Time) (time.Time, error) {
 
 // replayAnswer renders a replay by query's result.
 func replayAnswer(res app.ReplayResult, limit int, dryRun bool) replayAnswerJSON {
-	out := replayAnswerJSON{Matched: res.Matched, Delivered: res.Delivered, Selected: res.Selected, Refused: res.Refused, Refusal: res.Refusal, Replayed: res.Replayed, More: res.More, Limit: limit, DryRun: dryRun,
+	out := replayAnswerJSON{Matched: res.Matched, Delivered: res.Delivered, Selected: res.Selected, Refused: res.Refused, Replayed: res.Replayed, More: res.More,
+		Counts: countsJSON(res.Counts), Summary: res.Counts.Say(!dryRun, apiForce), Limit: limit, DryRun: dryRun,
 		First: make([]replayItemJSON, 0, len(res.First))}
 	for _, it := range res.First {
 		out.First = append(out.First, replayItemJSON{Delivery: it.Delivery, Destination: it.Destination, State: it.State.String(),

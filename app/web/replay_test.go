@@ -114,8 +114,8 @@ func TestDeadLetters_Named(t *testing.T) {
 
 // POST /api/v1/replay: a query without a filter, with a short q, or with a bad
 // time is refused with 400 and the reason; delivered ones in the match
-// need force (409 with the count); a dry run counts what the real run
-// replays.
+// need force (skipped without it, as the dry run's summary says); a dry
+// run counts what the real run replays.
 func TestReplayQuery_API(t *testing.T) {
 	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
 	f.fill()
@@ -160,8 +160,8 @@ func TestReplayQuery_API(t *testing.T) {
 	if dry.Matched != 5 || dry.Delivered != 3 || dry.Replayed != 0 || dry.More || len(dry.First) != 5 {
 		t.Fatalf("dry run = %+v", dry)
 	}
-	if _, answer := call(`{"since": "1h"}`, 409); !strings.Contains(answer, `3 of the 5 matched deliveries were delivered already; add \"force\": true`) {
-		t.Fatalf("409 answer %s", answer)
+	if _, answer := call(`{"since": "1h", "dry_run": true}`, 200); !strings.Contains(answer, `"summary":"9 match: 2 dead will be sent, 3 delivered skipped (\"force\": true sends them too), 4 pending left alone (on their way already)"`) {
+		t.Fatalf("dry run's summary: %s", answer)
 	}
 	dead, _ := call(`{"since": "1h", "destination": "crm"}`, 200) // only dead ones: no force needed
 	if dead.Matched != 2 || dead.Replayed != 2 || dead.First[0].State != "dead" || !strings.Contains(dead.First[0].Name, "crm ← shop/order-0 orders/create") {
@@ -212,22 +212,22 @@ func TestUI_ReplayByQuery(t *testing.T) {
 	if resp, _ := c.do("POST", "/replay", url.Values{"source": {"shop"}, "confirm": {"yes"}}); resp.StatusCode != 403 {
 		t.Fatalf("replay without CSRF: %d", resp.StatusCode)
 	}
+	// The confirm page says the split the CLI and the API say (issue 44),
+	// and a button for each way.
 	resp, page := c.do("POST", "/replay", url.Values{"csrf": {tok}, "source": {"shop"}})
-	if resp.StatusCode != 200 || !strings.Contains(page, "Send 5 deliveries again?") || !strings.Contains(page, "3 of them were delivered already") ||
+	if resp.StatusCode != 200 || !strings.Contains(page, "9 match: 2 dead will be sent, 3 delivered skipped (“Send all” sends them too), 4 pending left alone (on their way already)") ||
+		!strings.Contains(page, "3 of them were delivered already") ||
 		!strings.Contains(page, "shop/order-0") || !strings.Contains(page, "orders/create") || !strings.Contains(page, fmt.Sprintf("#%d", dead.ID)) ||
-		!strings.Contains(page, "Yes, send 5 deliveries again") {
+		!strings.Contains(page, "Yes, send 2 dead deliveries again") || !strings.Contains(page, `name="delivered" value="yes">Send all 5, the 3 delivered again too`) {
 		t.Fatalf("confirm page: %d\n%s", resp.StatusCode, page)
 	}
 	if n, _ := f.db.CountDead(context.Background()); n != 2 {
 		t.Fatalf("the confirm page changed something: %d dead", n)
 	}
-	if !strings.Contains(page, `name="delivered" value="yes"`) {
-		t.Fatal("the confirm page does not carry that it asked about delivered ones")
-	}
-	// A confirm that was not asked about delivered ones sends none of them.
+	// A confirm without the delivered ones' button sends none of them.
 	resp, _ = c.do("POST", "/replay", url.Values{"csrf": {tok}, "source": {"shop"}, "status": {"delivered"}, "confirm": {"yes"}})
 	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || !strings.Contains(loc, "replayed=0") {
-		t.Fatalf("replay of delivered ones without their question: %d to %q", resp.StatusCode, loc)
+		t.Fatalf("replay of delivered ones without their button: %d to %q", resp.StatusCode, loc)
 	}
 	resp, _ = c.do("POST", "/replay", url.Values{"csrf": {tok}, "source": {"shop"}, "confirm": {"yes"}, "delivered": {"yes"}})
 	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || !strings.Contains(loc, "replayed=5") || !strings.Contains(loc, "source=shop") {
@@ -252,30 +252,47 @@ func TestUI_ReplayByQuery(t *testing.T) {
 
 // A dry run says what its run does, forced or not (issue 43: the dry run
 // said "would replay 6", the run then refused 5 of them): both go through
-// the one selection, so selected, refused and the refusal are the run's.
-// Without force, delivered ones in the match refuse the run (409 with the
-// dry run's sentence) and the dry run says it would replay nothing.
+// the one selection, so selected, refused and the split by outcome
+// (counts) are the run's. Without force the run sends the dead ones and
+// skips the delivered ones, as the dry run's counts and summary say
+// (issue 44: it refused them all, with 409).
 func TestReplayQuery_DryRunSaysWhatTheRunDoes(t *testing.T) {
+	type counts struct {
+		DeadSent         int `json:"dead_sent"`
+		DeliveredSent    int `json:"delivered_sent"`
+		DeliveredSkipped int `json:"delivered_skipped"`
+		PendingLeft      int `json:"pending_left"`
+		NotFound         int `json:"not_found"`
+		Changed          int `json:"changed"`
+	}
 	type result struct {
-		Matched   int    `json:"matched"`
-		Delivered int    `json:"delivered"`
-		Selected  int    `json:"selected"`
-		Refused   int    `json:"refused"`
-		Refusal   string `json:"refusal"`
-		Replayed  int    `json:"replayed"`
-		Error     string `json:"error"`
+		Matched   int     `json:"matched"`
+		Delivered int     `json:"delivered"`
+		Selected  int     `json:"selected"`
+		Refused   int     `json:"refused"`
+		Replayed  int     `json:"replayed"`
+		Counts    *counts `json:"counts"`
+		Summary   string  `json:"summary"`
 	}
 	for _, tc := range []struct {
 		name, query                           string
 		matched, delivered, selected, refused int
+		counts                                counts
+		dry, run                              string
 	}{
-		{"Unforced", `"since": "1h"`, 5, 3, 0, 3},
-		{"Forced", `"since": "1h", "force": true`, 5, 3, 5, 0},
-		{"DeadOnly", `"since": "1h", "status": "dead"`, 2, 0, 2, 0},
-		{"DeliveredUnforced", `"source": "shop", "status": "delivered"`, 3, 3, 0, 3},
+		{"Unforced", `"since": "1h"`, 5, 3, 2, 3, counts{DeadSent: 2, DeliveredSkipped: 3, PendingLeft: 4},
+			`9 match: 2 dead will be sent, 3 delivered skipped ("force": true sends them too), 4 pending left alone (on their way already)`,
+			`9 match: 2 dead sent, 3 delivered skipped ("force": true sends them too), 4 pending left alone (on their way already)`},
+		{"Forced", `"since": "1h", "force": true`, 5, 3, 5, 0, counts{DeadSent: 2, DeliveredSent: 3, PendingLeft: 4},
+			"9 match: 2 dead and 3 delivered will be sent, 4 pending left alone (on their way already)", "9 match: 2 dead and 3 delivered sent, 4 pending left alone (on their way already)"},
+		{"DeadOnly", `"since": "1h", "status": "dead"`, 2, 0, 2, 0, counts{DeadSent: 2}, "2 match: 2 dead will be sent", "2 match: 2 dead sent"},
+		{"DeliveredUnforced", `"source": "shop", "status": "delivered"`, 3, 3, 0, 3, counts{DeliveredSkipped: 3},
+			`3 match: none will be sent, 3 delivered skipped ("force": true sends them too)`, `3 match: none sent, 3 delivered skipped ("force": true sends them too)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// 3 delivered to pos, 2 dead to crm; the retrying ones never match.
+			// 3 delivered to pos, 2 dead to crm; the 4 retrying ones are
+			// never sent, and are said to be left alone when the query
+			// asks for any state.
 			f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
 			f.fill()
 			status, b := f.postJSON("/api/v1/replay", `{`+tc.query+`, "dry_run": true}`)
@@ -283,24 +300,97 @@ func TestReplayQuery_DryRunSaysWhatTheRunDoes(t *testing.T) {
 			if err := json.Unmarshal(b, &dry); status != 200 || err != nil {
 				t.Fatalf("dry run: %d %s", status, b)
 			}
-			if dry.Matched != tc.matched || dry.Delivered != tc.delivered || dry.Selected != tc.selected || dry.Refused != tc.refused || dry.Replayed != 0 {
-				t.Fatalf("dry run %s; want matched %d, delivered %d, selected %d, refused %d", b, tc.matched, tc.delivered, tc.selected, tc.refused)
+			if dry.Matched != tc.matched || dry.Delivered != tc.delivered || dry.Selected != tc.selected || dry.Refused != tc.refused || dry.Replayed != 0 ||
+				dry.Counts == nil || *dry.Counts != tc.counts || dry.Summary != tc.dry {
+				t.Fatalf("dry run %s; want matched %d, delivered %d, selected %d, refused %d, counts %+v, %q", b, tc.matched, tc.delivered, tc.selected, tc.refused, tc.counts, tc.dry)
 			}
 			status, b = f.postJSON("/api/v1/replay", `{`+tc.query+`}`)
 			var run result
 			json.Unmarshal(b, &run)
-			if tc.refused > 0 {
-				if status != http.StatusConflict || dry.Refusal == "" || run.Error != dry.Refusal {
-					t.Fatalf("run: %d %s; want 409 with the dry run's refusal %q", status, b, dry.Refusal)
-				}
-				if n, _ := f.db.CountDead(context.Background()); n != 2 {
-					t.Fatalf("a refused run changed the store: %d dead", n)
-				}
-				return
-			}
-			if status != 200 || run.Matched != dry.Matched || run.Selected != dry.Selected || run.Replayed != dry.Selected || run.Refused != 0 || dry.Refusal != "" {
+			if status != 200 || run.Matched != dry.Matched || run.Selected != dry.Selected || run.Replayed != dry.Selected || run.Refused != dry.Refused ||
+				run.Counts == nil || *run.Counts != *dry.Counts || run.Summary != tc.run {
 				t.Fatalf("dry run %+v, run %d %s: they disagree", dry, status, b)
 			}
+			if n, _ := f.db.CountDead(context.Background()); n != 2-tc.counts.DeadSent {
+				t.Fatalf("%d dead after the run; want %d", n, 2-tc.counts.DeadSent)
+			}
 		})
+	}
+}
+
+// POST /api/v1/deliveries/replay: deliveries named by id, or one event's,
+// replayed by the server's rule, which answers for each what it did
+// (issue 44: hookbox replay ID… and -event decided on the client).
+func TestReplayEach_API(t *testing.T) {
+	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+	events := f.fill()
+	delivered, dead, pending := f.deliveryTo(events[0], "pos"), f.deliveryTo(events[0], "crm"), f.deliveryTo(events[0], "erp-warehouse-integration")
+	type answer struct {
+		Matched int `json:"matched"`
+		Counts  struct {
+			DeadSent         int `json:"dead_sent"`
+			DeliveredSent    int `json:"delivered_sent"`
+			DeliveredSkipped int `json:"delivered_skipped"`
+			PendingLeft      int `json:"pending_left"`
+			NotFound         int `json:"not_found"`
+		} `json:"counts"`
+		Summary string `json:"summary"`
+		Items   []struct {
+			ID      uint64 `json:"id"`
+			Name    string `json:"name"`
+			Outcome string `json:"outcome"`
+			State   string `json:"state"`
+		} `json:"items"`
+	}
+	call := func(body string) answer {
+		t.Helper()
+		status, b := f.postJSON("/api/v1/deliveries/replay", body)
+		var a answer
+		if err := json.Unmarshal(b, &a); status != 200 || err != nil {
+			t.Fatalf("%s: %d %s", body, status, b)
+		}
+		return a
+	}
+	outcomes := func(a answer) string {
+		var out []string
+		for _, it := range a.Items {
+			out = append(out, fmt.Sprintf("%d %s", it.ID, it.Outcome))
+		}
+		return strings.Join(out, ", ")
+	}
+	ids := fmt.Sprintf(`[%d, %d, %d, 987654]`, delivered.ID, dead.ID, pending.ID)
+	want := fmt.Sprintf("%d skipped, %d sent, %d left, 987654 not_found", delivered.ID, dead.ID, pending.ID)
+	say := `3 match: 1 dead will be sent, 1 delivered skipped ("force": true sends it too), 1 pending left alone (on its way already), 1 not found`
+	dry := call(`{"ids": ` + ids + `, "dry_run": true}`)
+	if got := outcomes(dry); got != want || dry.Summary != say || dry.Matched != 3 || dry.Counts.NotFound != 1 {
+		t.Fatalf("dry run: %s, %q; want %s, %q", got, dry.Summary, want, say)
+	}
+	if d, _, _ := f.db.Delivery(context.Background(), dead.ID); d.State != app.Dead {
+		t.Fatalf("the dry run changed the dead one: %v", d.State)
+	}
+	run := call(`{"ids": ` + ids + `}`)
+	if got := outcomes(run); got != want || run.Summary != strings.Replace(say, "will be sent", "sent", 1) || run.Items[0].Name != fmt.Sprintf("#%d pos ← shop/order-0 orders/create", delivered.ID) {
+		t.Fatalf("run: %s, %q; want %s", got, run.Summary, want)
+	}
+	if d, _, _ := f.db.Delivery(context.Background(), dead.ID); d.State != app.Pending {
+		t.Fatalf("the dead one is %v after the run", d.State)
+	}
+	ev := call(`{"source": "shop", "event_id": "order-0", "force": true}`)
+	if ev.Counts.DeliveredSent != 1 || ev.Counts.PendingLeft != 2 || ev.Matched != 3 {
+		t.Fatalf("the event's deliveries, forced: %+v", ev)
+	}
+	for _, tc := range []struct {
+		body   string
+		status int
+		want   string
+	}{
+		{`{}`, 400, "give ids, or source and event_id"},
+		{`{"ids": [1], "source": "shop", "event_id": "x"}`, 400, "not both"},
+		{`{"source": "shop"}`, 400, "give both source and event_id"},
+		{`{"source": "shop", "event_id": "nope"}`, 404, "no event shop/nope is stored"},
+	} {
+		if status, b := f.postJSON("/api/v1/deliveries/replay", tc.body); status != tc.status || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s: %d %s; want %d saying %q", tc.body, status, b, tc.status, tc.want)
+		}
 	}
 }

@@ -41,26 +41,33 @@ func does(a app.Action) rule { return rule{action: a} }
 // does. Who may do it is app's table (app/roles.go), never written here.
 var routeRules = map[string]rule{
 	// The read API and /metrics.
-	"GET /api/v1/dead-letters":               does(app.ActReadDeadLetters),
-	"GET /api/v1/deliveries/:id":             does(app.ActReadDeliveries),
-	"GET /api/v1/stats":                      does(app.ActReadStats),
-	"GET /api/v1/config":                     does(app.ActReadConfig),
-	"GET /api/v1/events":                     does(app.ActReadEvents),
-	"GET /api/v1/events/:seq":                does(app.ActReadEvents),
-	"GET /api/v1/events/:seq/body":           does(app.ActReadEvents),
-	"GET /api/v1/destinations":               does(app.ActReadDestinations),
-	"GET /api/v1/stream":                     does(app.ActStream),
-	"GET /metrics":                           does(app.ActReadMetrics),
-	"POST /api/v1/dead-letters/replay":       does(app.ActReplayDead).audit(),
-	"POST /api/v1/dead-letters/:id/replay":   does(app.ActReplay).audit(),
-	"POST /api/v1/deliveries/:id/replay":     does(app.ActReplay).audit(),
-	"POST /api/v1/replay":                    does(app.ActReplayQuery).audit(),
-	"POST /api/v1/deliveries/:id/retry":      does(app.ActRetry).audit(),
-	"POST /api/v1/destinations/:name/retry":  does(app.ActRetryDestination).audit(),
-	"POST /api/v1/destinations/:name/pause":  does(app.ActPause).audit(),
-	"POST /api/v1/destinations/:name/resume": does(app.ActResume).audit(),
-	"GET /api/v1/backup":                     does(app.ActDownloadBackup).audit(),
-	"POST /api/v1/reload":                    does(app.ActReload).audit(),
+	"GET /api/v1/dead-letters":                      does(app.ActReadDeadLetters),
+	"GET /api/v1/deliveries/:id":                    does(app.ActReadDeliveries),
+	"GET /api/v1/stats":                             does(app.ActReadStats),
+	"GET /api/v1/config":                            does(app.ActReadConfig),
+	"GET /api/v1/events":                            does(app.ActReadEvents),
+	"GET /api/v1/events/:seq":                       does(app.ActReadEvents),
+	"GET /api/v1/events/:seq/body":                  does(app.ActReadEvents),
+	"GET /api/v1/destinations":                      does(app.ActReadDestinations),
+	"GET /api/v1/stream":                            does(app.ActStream),
+	"GET /metrics":                                  does(app.ActReadMetrics),
+	"POST /api/v1/dead-letters/replay":              does(app.ActReplayDead).audit(),
+	"POST /api/v1/dead-letters/:id/replay":          does(app.ActReplay).audit(),
+	"POST /api/v1/deliveries/:id/replay":            does(app.ActReplay).audit(),
+	"POST /api/v1/deliveries/replay":                does(app.ActReplay).audit(),
+	"POST /api/v1/replay":                           does(app.ActReplayQuery).audit(),
+	"POST /api/v1/deliveries/:id/retry":             does(app.ActRetry).audit(),
+	"POST /api/v1/destinations/:name/retry":         does(app.ActRetryDestination).audit(),
+	"POST /api/v1/destinations/:name/pause":         does(app.ActPause).audit(),
+	"POST /api/v1/destinations/:name/resume":        does(app.ActResume).audit(),
+	"GET /api/v1/backup":                            does(app.ActDownloadBackup).audit(),
+	"GET /api/v1/sources/:name/upstream":            does(app.ActReadUpstream),
+	"POST /api/v1/sources/:name/upstream/check":     does(app.ActCheckUpstream).audit(),
+	"POST /api/v1/upstream/check":                   does(app.ActCheckUpstream).audit(),
+	"POST /api/v1/reload":                           does(app.ActReload).audit(),
+	"GET /api/v1/sources/:name/quarantine":          does(app.ActReadQuarantine),
+	"POST /api/v1/sources/:name/quarantine/recheck": does(app.ActRecheck).audit(),
+	"DELETE /api/v1/sources/:name/quarantine":       does(app.ActClearQuarantine).audit(),
 
 	// Team access. Access records the changes itself; the routes, their
 	// refusals.
@@ -185,7 +192,7 @@ func handlerError(c *fiber.Ctx, err error) error {
 func (s *Server) who(c *fiber.Ctx) app.Who {
 	id, _ := c.Locals("identity").(app.Identity)
 	via, _ := c.Locals("via").(string)
-	return app.Who{Actor: id.Actor(), Via: via, From: s.client(c).String()}
+	return app.Who{Actor: id.Actor(), Via: via, From: s.clientString(c)}
 }
 
 // allowed reports, as an Error EFORBIDDEN with a sentence, why id may not

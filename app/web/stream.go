@@ -86,19 +86,27 @@ func (s *Server) handleStream(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-cache")
 	c.Set("X-Accel-Buffering", "no") // nginx: pass each message on as it comes
 	conn := c.Context().Conn()
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) { s.writeStream(conn, w, l, id) })
+	session, _ := c.Locals("session").(string) // the caller's session token, if it came with one
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) { s.writeStream(conn, w, l, id, session) })
 	return nil
 }
 
 // writeStream writes l's messages to w until the client goes, the hub
 // closes (shutdown), the listener is dropped or id no longer holds (a
-// revoked or expired token, a removed user, a changed role or password):
-// the latter ends the stream at once, with a revoked notice that says why
-// (Access.Hold signals it, here or from another node within
-// access.Poll).
-func (s *Server) writeStream(conn net.Conn, w *bufio.Writer, l *stream.Listener, id app.Identity) {
+// revoked or expired token, a removed user, a changed role or password,
+// the session it came with logged out or expired): the latter ends the
+// stream at once, with a revoked notice that says why (Access.Hold signals
+// it, here or from another node within access.Poll; Sessions.Hold a
+// session's end within twice access.SessionCache).
+func (s *Server) writeStream(conn net.Conn, w *bufio.Writer, l *stream.Listener, id app.Identity, session string) {
 	defer l.Close()
-	held, release := s.deps.Access.Hold(context.Background(), id)
+	hold := s.deps.Access.Hold
+	if session != "" { // a logout or the session's expiry ends it too
+		hold = func(ctx context.Context, id app.Identity) (context.Context, context.CancelFunc) {
+			return s.sessions.Hold(ctx, session, id)
+		}
+	}
+	held, release := hold(context.Background(), id)
 	defer release()
 	write, ping := time.Duration(streamWrite.Load()), time.Duration(streamPing.Load())
 	flush := func() bool {

@@ -2,7 +2,9 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -144,4 +146,50 @@ func TestStream_RevokedOnOtherNode(t *testing.T) {
 	}
 	took := waitRevoked(t, s, start, "the token laptop was revoked")
 	t.Logf("a token revoked on node A ended its stream on node B %s later (AccessPoll %s)", took.Round(time.Millisecond), access.Poll)
+}
+
+// Issue 44: a stream opened with a session cookie ends when that session
+// ends: logged out (the session deleted from the store, looked at every
+// access.SessionCache), or its user's password changed (at once), with
+// the revoked notice. On today's main a logout left the stream running.
+func TestStream_SessionEnds(t *testing.T) {
+	ctx := context.Background()
+	n := startStreamNode(t, openBolt(t))
+	who := app.Who{Actor: "test", Via: "cli", From: "local"}
+	hash, err := access.HashPassword("stream-password-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.acc.AddUser(ctx, who, "dana", app.RoleViewer, hash); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, user, password string
+		end                  func(c *client) error
+		want                 string
+	}{
+		{"LoggedOut", "ops", "pw-1234", func(c *client) error {
+			_, page := c.do("GET", "/", nil)
+			if resp, _ := c.do("POST", "/logout", url.Values{"csrf": {csrfOf(t, page)}}); resp.StatusCode != 303 {
+				return fmt.Errorf("logout: %d", resp.StatusCode)
+			}
+			return nil
+		}, "logged out"},
+		{"PasswordChanged", "dana", "stream-password-1", func(*client) error { return n.acc.SetPassword(ctx, who, "dana", hash) }, "role or password changed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &client{t: t, base: n.base, jar: map[string]string{}}
+			if resp, _ := c.do("POST", "/login", url.Values{"user": {tt.user}, "password": {tt.password}}); resp.StatusCode != 303 {
+				t.Fatalf("login: %d", resp.StatusCode)
+			}
+			cookie := c.jar["hookbox_session"]
+			s := streamAs(t, n.base, func(r *http.Request) { r.AddCookie(&http.Cookie{Name: "hookbox_session", Value: cookie}) })
+			start := time.Now()
+			if err := tt.end(c); err != nil {
+				t.Fatal(err)
+			}
+			took := waitRevoked(t, s, start, tt.want)
+			t.Logf("%s: the session's stream ended %s after (access.SessionCache %s)", tt.name, took.Round(time.Millisecond), access.SessionCache)
+		})
+	}
 }

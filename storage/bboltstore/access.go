@@ -208,8 +208,8 @@ func (d *DB) CreateUser(ctx context.Context, u app.User) error {
 	})
 }
 
-// changeUser applies f to the stored user name under a new Stamp; check,
-// when not nil, may refuse the change first.
+// changeUser applies f to the stored user name under a new Stamp, ending
+// their sessions; check, when not nil, may refuse the change first.
 func (d *DB) changeUser(ctx context.Context, name string, check func(*bolt.Tx) error, f func(*app.User)) error {
 	return d.update(ctx, func(tx *bolt.Tx) error {
 		raw := getRecord(tx, bucketUsers, name)
@@ -227,6 +227,9 @@ func (d *DB) changeUser(ctx context.Context, name string, check func(*bolt.Tx) e
 		}
 		f(&u)
 		if u.Stamp, err = bumpAccess(tx); err != nil {
+			return err
+		}
+		if err := endUserSessions(tx, name); err != nil {
 			return err
 		}
 		return putUser(tx, u)
@@ -277,8 +280,8 @@ func (d *DB) RevokeToken(ctx context.Context, name string) error {
 	return d.removeAccess(ctx, bucketTokens, "token", name, nil)
 }
 
-// removeAccess removes name from bucket; check, when not nil, may refuse
-// first.
+// removeAccess removes name from bucket (a user's sessions with them);
+// check, when not nil, may refuse first.
 func (d *DB) removeAccess(ctx context.Context, bucket []byte, noun, name string, check func(*bolt.Tx) error) error {
 	return d.update(ctx, func(tx *bolt.Tx) error {
 		if getRecord(tx, bucket, name) == nil {
@@ -291,6 +294,11 @@ func (d *DB) removeAccess(ctx context.Context, bucket []byte, noun, name string,
 		}
 		if _, err := bumpAccess(tx); err != nil {
 			return err
+		}
+		if bytes.Equal(bucket, bucketUsers) {
+			if err := endUserSessions(tx, name); err != nil {
+				return err
+			}
 		}
 		return tx.Bucket(bucket).Delete([]byte(name))
 	})

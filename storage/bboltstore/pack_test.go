@@ -34,6 +34,7 @@ func TestPackEvent_RoundTrip(t *testing.T) {
 		{&app.Event{Source: "s", ID: "i", ReceivedAt: time.Unix(0, 1), Body: []byte("{}")}, codecRaw},
 		{&app.Event{Source: "s", ID: "u", ReceivedAt: time.Unix(5, 0), Body: order, Unrouted: `route "erp": filter false`}, codecZstd},
 		{&app.Event{Source: "s", ID: "e", ReceivedAt: time.Unix(5, 0)}, codecRaw},
+		{&app.Event{Source: "s", ID: "f", ReceivedAt: time.Unix(5, 0), Body: order, Origin: "fetched", ProviderAt: time.Unix(4, 0)}, codecZstd},
 	} {
 		rec := packEvent(tc.e, zstdEncoder())
 		if rec[0] != eventPacked {
@@ -48,7 +49,7 @@ func TestPackEvent_RoundTrip(t *testing.T) {
 		}
 		kept := bytes.Clone(rec)
 		got, err := decodeEvent(rec)
-		if err != nil || !sameEvent(got, tc.e) {
+		if err != nil || !sameEvent(got, tc.e) || got.Origin != tc.e.Origin || !got.ProviderAt.Equal(tc.e.ProviderAt) {
 			t.Fatalf("decoded %+v, %v; want %+v", got, err, tc.e)
 		}
 		clear(rec) // nothing decoded lies in the record (a bbolt page)

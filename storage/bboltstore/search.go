@@ -156,7 +156,7 @@ func eventBody(b []byte, buf *[]byte) (body []byte, ok bool) {
 		}
 		*buf, b = plain, plain
 	}
-	if len(b) < 9 || b[0] != eventVersion1 && b[0] != eventVersion {
+	if len(b) < 9 || b[0] != eventVersion1 && b[0] != eventVersion && b[0] != eventVersion3 {
 		return nil, false
 	}
 	dec := decoder{b: b[9:]}

@@ -126,8 +126,9 @@ ON CONFLICT (name) DO NOTHING`, u.Name, u.Role.String(), nonNil(u.Hash), micro(u
 	return err
 }
 
-// changeUser sets set on the user name under a new stamp; check, when not
-// nil, may refuse the change first, in the same transaction.
+// changeUser sets set on the user name under a new stamp and ends their
+// sessions; check, when not nil, may refuse the change first, in the same
+// transaction.
 func (d *DB) changeUser(ctx context.Context, name string, check func(pgx.Tx) error, set string, args ...any) error {
 	return d.accessChange(ctx, func(tx pgx.Tx, stamp uint64) error {
 		if check != nil {
@@ -139,7 +140,10 @@ func (d *DB) changeUser(ctx context.Context, name string, check func(pgx.Tx) err
 		if err == nil && tag.RowsAffected() == 0 {
 			return app.Errorf(app.ENOTFOUND, "no user %q", name)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return endUserSessions(ctx, tx, name)
 	})
 }
 
@@ -176,10 +180,16 @@ func (d *DB) SetUserPassword(ctx context.Context, name string, hash []byte, at t
 	return d.changeUser(ctx, name, nil, "hash = $3, changed = $4", nonNil(hash), micro(at))
 }
 
-// RemoveUser removes name; ENOTFOUND when there is no such user,
+// RemoveUser removes name and their sessions; ENOTFOUND when there is no such user,
 // ECONFLICT when guard refuses to lose the last admin.
 func (d *DB) RemoveUser(ctx context.Context, name string, guard app.AdminGuard) error {
-	return d.removeAccess(ctx, "DELETE FROM hookbox_users WHERE name = $1", "user", name, guardAdmin(ctx, guard, name, app.RoleNone))
+	check := guardAdmin(ctx, guard, name, app.RoleNone)
+	return d.removeAccess(ctx, "DELETE FROM hookbox_users WHERE name = $1", "user", name, func(tx pgx.Tx) error {
+		if err := check(tx); err != nil {
+			return err
+		}
+		return endUserSessions(ctx, tx, name) // undone with the rest when no such user
+	})
 }
 
 // RevokeToken removes the token name; ENOTFOUND when there is none.

@@ -12,11 +12,12 @@ import (
 // second is hashtext(current_schema()), so that two hookbox clusters in
 // two schemas of one database never share a lock.
 const (
-	lockSchema = 0x686b_0001 // held while the schema is created or migrated
-	lockLeader = 0x686b_0002 // held by the node that runs the once-per-cluster jobs
-	lockSearch = 0x686b_0003 // held while the body search index is built (search.go)
-	lockAccess = 0x686b_0004 // held while the first user is made (access.go)
-	lockJob    = 0x686b_0005 // a job's lock by name, with the schema in the second key (joblock.go)
+	lockSchema     = 0x686b_0001 // held while the schema is created or migrated
+	lockLeader     = 0x686b_0002 // held by the node that runs the once-per-cluster jobs
+	lockSearch     = 0x686b_0003 // held while the body search index is built (search.go)
+	lockAccess     = 0x686b_0004 // held while the first user is made (access.go)
+	lockJob        = 0x686b_0005 // a job's lock by name, with the schema in the second key (joblock.go)
+	lockQuarantine = 0x686b_0006 // held while a source's quarantine takes a request (quarantine.go)
 )
 
 // migrations are the schema's versions, in order: migrations[i] brings a
@@ -62,6 +63,12 @@ const (
 //	                    and the next free start of its rate, read by every node (control.go);
 //	                    and its health: failing since, last error, next try, last recovery,
 //	                    and the episode whose failing alert went out (health.go).
+//	hookbox_sessions    the SHA-256 of a status page session's token → who and until when;
+//	                    hookbox_sessions_user ends a user's, hookbox_sessions_expires
+//	                    is the sweep's.
+//	hookbox_quarantine  id → a request a source refused for its signature, kept bounded
+//	                    (quarantine.go); hookbox_quarantine_source lists a source's in
+//	                    order, hookbox_quarantine_at finds the old ones for the sweep.
 //	hookbox_schema_version  the versions applied.
 var migrations = []string{
 	// 1: the first schema.
@@ -279,6 +286,48 @@ CREATE INDEX IF NOT EXISTS hookbox_audit_actor ON hookbox_audit (actor, seq);
 	// 9: an attempt marks whether it was a recovery probe (issue 43): a
 	// probe uses no step of the retry schedule.
 	`ALTER TABLE hookbox_attempts ADD COLUMN IF NOT EXISTS probe boolean NOT NULL DEFAULT false;`,
+	// 10: the status page's sessions (issue 44), so that they survive a
+	// restart and every node knows them: only the SHA-256 of a session's
+	// token, who logged in (with their user's stamp then) and until when
+	// (session.go). hookbox_sessions_user ends a user's sessions when
+	// their role or password changes; hookbox_sessions_expires is the sweep's.
+	`
+CREATE TABLE IF NOT EXISTS hookbox_sessions (
+	hash     bytea PRIMARY KEY,
+	username text NOT NULL,
+	role     text NOT NULL,
+	fixed    boolean NOT NULL DEFAULT false,
+	stamp    bigint NOT NULL,
+	created  timestamptz NOT NULL,
+	expires  timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS hookbox_sessions_user ON hookbox_sessions (username);
+CREATE INDEX IF NOT EXISTS hookbox_sessions_expires ON hookbox_sessions (expires);
+`,
+	// 11: how an event came when not as a webhook (app.Event.Origin:
+	// 'fetched' by an upstream check, issue 45) and when its provider
+	// says it happened (NULL: unknown). Catalog changes only.
+	`
+ALTER TABLE hookbox_events ADD COLUMN IF NOT EXISTS origin text NOT NULL DEFAULT '';
+ALTER TABLE hookbox_events ADD COLUMN IF NOT EXISTS provider_at timestamptz;
+`,
+	// 12: the sources' quarantines (issue 45): requests refused for their
+	// signature, kept bounded until a fixed secret takes them in
+	// (quarantine.go). One source's rows in id order by the index.
+	`
+CREATE TABLE IF NOT EXISTS hookbox_quarantine (
+	id      bigserial PRIMARY KEY,
+	source  text NOT NULL,
+	at      timestamptz NOT NULL,
+	client  text NOT NULL,
+	reason  text NOT NULL,
+	size    bigint NOT NULL,
+	headers bytea NOT NULL,
+	body    bytea NOT NULL
+);
+CREATE INDEX IF NOT EXISTS hookbox_quarantine_source ON hookbox_quarantine (source, id);
+CREATE INDEX IF NOT EXISTS hookbox_quarantine_at ON hookbox_quarantine (at);
+`,
 }
 
 // SchemaVersion is the schema version this build creates and expects.

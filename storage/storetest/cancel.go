@@ -61,6 +61,7 @@ func testCancelled(t *testing.T, open Opener) {
 		cancelled(t, "PruneCounts", err)
 		_, _, err = s.FirePending(done, T0.Add(48*time.Hour))
 		cancelled(t, "FirePending", err)
+		sessionCancelled(t, s, done)
 
 		// Nothing was written: the event is neither stored nor remembered,
 		// the meta value is absent, the delivery is still pending and the
