@@ -256,8 +256,8 @@ func testPauseResume(t *testing.T, st storeCase, nodes int) {
 	}
 	for _, p := range procs {
 		s := sinkState(t, p.addr)
-		if !s.Paused || s.PausedBy != "cli" || s.PausedReason != "ERP maintenance" || s.PausedAt == nil || s.Waiting != 200 {
-			t.Fatalf("GET /api/v1/destinations while paused: %+v; want paused by cli for ERP maintenance, 200 waiting", s)
+		if !s.Paused || s.PausedBy != "admin" || s.PausedReason != "ERP maintenance" || s.PausedAt == nil || s.Waiting != 200 {
+			t.Fatalf("GET /api/v1/destinations while paused: %+v; want paused by admin (the [status] user hookbox pause logged in as) for ERP maintenance, 200 waiting", s)
 		}
 	}
 	if code, raw := apiDo(t, procs[len(procs)-1].addr, "POST", "/destinations/sink/resume", nil); code != 200 {
