@@ -39,6 +39,7 @@ type Store interface {
 	InspectStore
 	JobLockStore
 	UpstreamStore
+	QuarantineStore
 }
 
 // Accept: the receiver.
@@ -194,6 +195,10 @@ type ReplayQueryStore interface {
 	// SearchEvents' budget (a dry run must select what its run replays),
 	// until q.Limit matched or ctx is done.
 	ReplayCandidates(ctx context.Context, q ReplayQuery) ([]ReplayItem, bool, error)
+	// ReplayPending counts the pending deliveries a replay by q (checked)
+	// leaves alone and says so (ReplayQuery.Leaves: 0 unless q's status
+	// is "any"), reading as ReplayCandidates reads.
+	ReplayPending(ctx context.Context, q ReplayQuery) (int, error)
 	// Requeue makes each delivery of ids that is still in one of the
 	// states from pending again, due at now, keeping its attempts, in one
 	// write, and reports how many it changed (one gone or in another
@@ -440,6 +445,9 @@ type SweepStore interface {
 	// PruneCounts forgets the hours that end at or before t (their counts
 	// by name too), and reports how many it forgot.
 	PruneCounts(ctx context.Context, before time.Time) (int, error)
+	// DeleteQuarantinedBefore deletes at most limit quarantined requests
+	// that arrived before t, and reports how many (as QuarantineStore).
+	DeleteQuarantinedBefore(ctx context.Context, t time.Time, limit int) (int, error)
 }
 
 // BackupStore writes consistent copies of the data file (bboltstore.DB

@@ -58,7 +58,7 @@ func (u *UI) offerReplay(ctx context.Context, c *fiber.Ctx, q app.EventQuery) (*
 	rq.DryRun = true
 	// Forced: the offer counts every match, as its confirm page does. The
 	// page's own search holds the place in the gate, if it needs one.
-	res, err := u.replays().Replay(ctx, replay.Request{Query: rq, Force: true, Gated: true})
+	res, err := u.replays().Replay(ctx, replay.Request{Query: rq, Force: true, Gated: true, WithoutPending: true})
 	if err != nil || res.Matched == 0 {
 		return nil, err
 	}

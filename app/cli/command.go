@@ -101,6 +101,9 @@ var commands = []*command{
 		help: pauseHelp + needs(app.ActPause), run: runPause},
 	{name: "resume", synopsis: "[-config FILE | -url URL] NAME", summary: "resume a paused destination: its waiting deliveries go out in accept order",
 		help: resumeHelp + needs(app.ActResume), run: runResume},
+	// The sources' quarantines (quarantine.go).
+	{name: "quarantine", synopsis: "list|recheck|clear [-config FILE | -url URL] [-json] SOURCE", summary: "list, recheck or clear the requests a source refused for their signature",
+		help: quarantineHelp + needs(app.ActReadQuarantine, app.ActRecheck, app.ActClearQuarantine), run: runQuarantine},
 	// The providers' side (upstream.go).
 	{name: "upstream", synopsis: "check [-config FILE | -url URL] [-json] [SOURCE]", summary: "check the providers' side now: subscriptions on, nothing missed",
 		help: upstreamHelp + needs(app.ActCheckUpstream), run: runUpstream},

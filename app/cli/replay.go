@@ -286,20 +286,24 @@ func (r *replayer) query(f replayFlags) int {
 	if r.asJSON {
 		return 0
 	}
-	if a.Matched == 0 {
-		fmt.Fprintln(r.stdout, "nothing matched: no dead or delivered deliveries of events that fit the query")
+	if a.Matched == 0 && a.Counts.PendingLeft == 0 {
+		fmt.Fprintln(r.stdout, "nothing matched: no deliveries of events that fit the query")
 		return 0
 	}
-	names := make([]string, 0, len(a.First))
-	for _, it := range a.First {
-		names = append(names, it.Name+" ("+it.State+")")
+	// The dry run and the run print the same split, each in its tense,
+	// then the first ones matched.
+	fmt.Fprintln(r.stdout, a.Counts.say(!f.dryRun))
+	if a.Matched > 0 {
+		names := make([]string, 0, len(a.First))
+		for _, it := range a.First {
+			names = append(names, it.Name+" ("+it.State+")")
+		}
+		list := strings.Join(names, ", ")
+		if rest := a.Matched - len(names); rest > 0 {
+			list += fmt.Sprintf(", and %d more", rest)
+		}
+		fmt.Fprintf(r.stdout, "  %s\n", list)
 	}
-	list := strings.Join(names, ", ")
-	if rest := a.Matched - len(names); rest > 0 {
-		list += fmt.Sprintf(", and %d more", rest)
-	}
-	// The dry run and the run print the same split, each in its tense.
-	fmt.Fprintf(r.stdout, "%s\n  %s\n", a.Counts.say(!f.dryRun), list)
 	if a.More {
 		fmt.Fprintf(r.stdout, "more than %d matched, the most one call replays: narrow the query with -since and -until to replay the rest\n", a.Matched)
 	}
