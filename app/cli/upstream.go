@@ -179,6 +179,8 @@ func describeCheck(c app.UpstreamCheck) string {
 		fmt.Fprintf(&b, " %s;", c.Subscription)
 	}
 	switch c.Provider {
+	case "woocommerce":
+		b.WriteString(" (WooCommerce keeps no list of missed events: nothing to fetch)")
 	case "github":
 		fmt.Fprintf(&b, " %d deliveries looked at, %d failed ones held already, %d asked again", c.Seen, c.Held, c.Redelivered)
 	default:
@@ -188,6 +190,9 @@ func describeCheck(c app.UpstreamCheck) string {
 		}
 	}
 	b.WriteString("\n")
+	for _, n := range c.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", n)
+	}
 	if c.Error != "" {
 		fmt.Fprintf(&b, "  failed: %s\n", c.Error)
 		if c.RetryAfter != nil {

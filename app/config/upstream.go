@@ -31,8 +31,9 @@ type rawUpstream struct {
 
 // endpoints are what each provider's endpoint looks like.
 var endpoints = map[string]*regexp.Regexp{
-	"stripe": regexp.MustCompile(`^we_[A-Za-z0-9]{1,64}$`),
-	"github": regexp.MustCompile(`^(repos/[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}|orgs/[A-Za-z0-9_.-]{1,100})/hooks/[0-9]{1,20}$`),
+	"stripe":      regexp.MustCompile(`^we_[A-Za-z0-9]{1,64}$`),
+	"github":      regexp.MustCompile(`^(repos/[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}|orgs/[A-Za-z0-9_.-]{1,100})/hooks/[0-9]{1,20}$`),
+	"woocommerce": regexp.MustCompile(`^[0-9]{1,20}$`),
 }
 
 // upstreamProviders names the providers a check knows, for errors.
@@ -70,6 +71,13 @@ func (v *validator) upstream(key, provider string, r *rawUpstream) *app.Upstream
 	case !v.isBroken(key+".api_key") && !v.isBroken(key+".api_key_env"):
 		v.fail(key+".api_key_env", "no API key: name the environment variable that holds it, api_key_env = \"STRIPE_API_KEY\" (or set api_key)")
 	}
+	if ck, cs, ok := strings.Cut(u.APIKey, ":"); provider == "woocommerce" && u.APIKey != "" && (!ok || ck == "" || cs == "") {
+		k := key + ".api_key"
+		if r.APIKeyEnv != "" {
+			k += "_env"
+		}
+		v.fail(k, "a WooCommerce key is the REST API key's consumer key and secret joined by a colon: ck_…:cs_…")
+	}
 	switch {
 	case r.Endpoint == "":
 		v.fail(key+".endpoint", "is missing: "+p.Endpoint)
@@ -81,6 +89,9 @@ func (v *validator) upstream(key, provider string, r *rawUpstream) *app.Upstream
 	}
 	if r.APIVersion != "" {
 		v.fail(key+".api_version", fmt.Sprintf("a %s source takes no api_version", provider))
+	}
+	if r.APIURL == "" && p.APIURL == "" {
+		v.fail(key+".api_url", "is missing: the shop's address, whose API a check reads, e.g. api_url = \"https://shop.example\"")
 	}
 	if r.APIURL != "" {
 		if reason := apiURLProblem(r.APIURL); reason != "" {
@@ -96,7 +107,13 @@ func (v *validator) upstream(key, provider string, r *rawUpstream) *app.Upstream
 	if _, err := cron.ParseStandard(u.Check); err != nil {
 		v.fail(key+".check", fmt.Sprintf("%q is not a cron spec (e.g. \"@every 10m\"): %v", u.Check, err))
 	}
-	u.Backfill = v.duration(key+".backfill", r.Backfill, p.Backfill)
+	switch {
+	case p.Keeps == 0 && r.Backfill != "":
+		v.fail(key+".backfill", fmt.Sprintf("%s keeps no list of missed events: a check turns the webhook on again (repair), it cannot fetch what was missed", providerTitle(provider)))
+	case p.Keeps == 0:
+	default:
+		u.Backfill = v.duration(key+".backfill", r.Backfill, p.Backfill)
+	}
 	if u.Backfill > p.Keeps {
 		v.fail(key+".backfill", fmt.Sprintf("%s is longer than %s keeps what a check reads (%s)", app.ShortDuration(u.Backfill), provider, app.ShortDuration(p.Keeps)))
 	}
@@ -129,4 +146,15 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// providerTitle is a provider's name as a sentence writes it.
+func providerTitle(p string) string {
+	switch p {
+	case "woocommerce":
+		return "WooCommerce"
+	case "shopify":
+		return "Shopify"
+	}
+	return p
 }

@@ -42,6 +42,17 @@ func TestParseConfig_Upstream(t *testing.T) {
 			t.Errorf("upstream = %+v; want %+v", got, want)
 		}
 	})
+	t.Run("WooCommerce", func(t *testing.T) {
+		cfg, err := config.Parse("c.toml", "[[source]]\nname = \"woo\"\nprovider = \"woocommerce\"\nsecret = \"x\"\n"+
+			"[source.upstream]\napi_key = \"ck_1:cs_2\"\nendpoint = \"12\"\napi_url = \"https://shop.example/\"\n", env(set))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &app.Upstream{APIKey: "ck_1:cs_2", Endpoint: "12", APIURL: "https://shop.example", Check: "@every 10m"}
+		if got := cfg.Sources[0].Upstream; !reflect.DeepEqual(got, want) {
+			t.Errorf("upstream = %+v; want %+v (no backfill)", got, want)
+		}
+	})
 	t.Run("NoneWithoutTheTable", func(t *testing.T) {
 		cfg, err := config.Parse("c.toml", stripeSource, env(set))
 		if err != nil || cfg.Sources[0].Upstream != nil {
@@ -59,7 +70,14 @@ func TestParseConfig_UpstreamMistakes(t *testing.T) {
 		want       []string // each line of the message
 	}{
 		{"UnknownProvider", "[[source]]\nname = \"shop\"\nprovider = \"shopify\"\nsecret = \"x\"\n[source.upstream]\napi_key = \"shpat_0a1b2c3d\"\n",
-			[]string{`c.toml:5: source[0] (shop).upstream: hookbox cannot check provider "shopify"'s side yet: [source.upstream] takes a source of github, stripe`}},
+			[]string{`c.toml:5: source[0] (shop).upstream: hookbox cannot check provider "shopify"'s side yet: [source.upstream] takes a source of github, stripe, woocommerce`}},
+		{"WooAllAtOnce", "[[source]]\nname = \"woo\"\nprovider = \"woocommerce\"\nsecret = \"x\"\n[source.upstream]\napi_key = \"ck_0a1b2c3d4e5f\"\nendpoint = \"we_1\"\nbackfill = \"24h\"\n",
+			[]string{
+				"c.toml:5: source[0] (woo).upstream.api_url: is missing: the shop's address, whose API a check reads, e.g. api_url = \"https://shop.example\"",
+				"c.toml:6: source[0] (woo).upstream.api_key: a WooCommerce key is the REST API key's consumer key and secret joined by a colon: ck_…:cs_…",
+				`c.toml:7: source[0] (woo).upstream.endpoint: "we_1" is not the webhook's id (WooCommerce → Settings → Advanced → Webhooks), e.g. endpoint = "12"`,
+				"c.toml:8: source[0] (woo).upstream.backfill: WooCommerce keeps no list of missed events: a check turns the webhook on again (repair), it cannot fetch what was missed",
+			}},
 		{"AllAtOnce", stripeSource + "[source.upstream]\napi_key = \"rk_live_0a1b2c3d4e5f\"\napi_key_env = \"STRIPE_API_KEY\"\nendpoint = \"123\"\n" +
 			"api_url = \"http://api.stripe.com\"\ncheck = \"every ten\"\nbackfill = \"800h\"\ntopics = [\"x\"]\n",
 			[]string{

@@ -234,6 +234,8 @@ func providerName(p string) string {
 		return "GitHub"
 	case "stripe":
 		return "Stripe"
+	case "woocommerce":
+		return "WooCommerce"
 	}
 	return p
 }

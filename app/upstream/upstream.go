@@ -152,6 +152,8 @@ func (c *Checker) check(ctx context.Context, source string, who app.Who) app.Ups
 		err = c.checkStripe(ctx, src, &res, prev)
 	case "github":
 		err = c.checkGitHub(ctx, src, &res, prev)
+	case "woocommerce":
+		err = c.checkWoo(ctx, src, &res, prev)
 	default:
 		err = fmt.Errorf("hookbox cannot check provider %s's side", src.Provider)
 	}
@@ -265,6 +267,9 @@ func (c *Checker) report(ctx context.Context, res *app.UpstreamCheck, who app.Wh
 	if res.Repaired {
 		attrs = append(attrs, "repaired", true)
 	}
+	for _, n := range res.Notes {
+		attrs = append(attrs, "note", n)
+	}
 	if res.Error != "" {
 		c.Logger.Warn("upstream check failed: the next check tries again", append(attrs, "error", res.Error)...)
 	} else {
@@ -277,6 +282,9 @@ func (c *Checker) report(ctx context.Context, res *app.UpstreamCheck, who app.Wh
 		res.Seen, res.Held, res.Fetched, res.Redelivered)
 	if res.Repaired {
 		detail += ", re-enabled"
+	}
+	for _, n := range res.Notes {
+		detail += "; " + n
 	}
 	var err error
 	if res.Error != "" {

@@ -106,7 +106,7 @@ func matchOne(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, bool, error) {
 		return nil, false, nil
 	}
 	ev, err := decodeEventRow(v)
-	if err != nil || !q.Matches(dl, ev.name, ev.at) || q.Q != "" && !bodyHas(v, app.NewSearch(q.Q)) {
+	if err != nil || !q.Matches(dl, ev.name, ev.at) || q.Q != "" && !bodyHas(v, app.NewSearch(q.Q), new([]byte)) {
 		return nil, false, nil
 	}
 	return []app.ReplayItem{{Delivery: dl.ID, Destination: dl.Destination, State: dl.State, EventSeq: dl.EventSeq, Event: ev.name}}, false, nil
@@ -119,6 +119,7 @@ func matchDead(tx *bolt.Tx, q app.ReplayQuery, p *pacer) ([]app.ReplayItem, bool
 	names := map[uint64]eventRow{}
 	found := map[uint64]bool{} // the events whose body has q.Q
 	search := app.NewSearch(q.Q)
+	var buf []byte // bodyHas's room
 	events := tx.Bucket(bucketEvents)
 	c := tx.Bucket(bucketDead).Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
@@ -132,14 +133,14 @@ func matchDead(tx *bolt.Tx, q app.ReplayQuery, p *pacer) ([]app.ReplayItem, bool
 			if v == nil {
 				continue // its event is gone: nothing to send
 			}
-			if err := p.read(len(v)); err != nil {
+			if err := p.read(unpackedSize(v)); err != nil {
 				return nil, false, err
 			}
 			if ev, err = decodeEventRow(v); err != nil {
 				continue
 			}
 			names[dl.EventSeq] = ev
-			found[dl.EventSeq] = q.Q == "" || bodyHas(v, search)
+			found[dl.EventSeq] = q.Q == "" || bodyHas(v, search, &buf)
 		}
 		if !found[dl.EventSeq] || !q.Matches(dl, ev.name, ev.at) {
 			continue
@@ -187,8 +188,9 @@ func eachEventDelivery(tx *bolt.Tx, q app.ReplayQuery, p *pacer, fn func(dl *app
 	}
 	dc := tx.Bucket(bucketEventDlv).Cursor()
 	search := app.NewSearch(q.Q)
+	var buf []byte // bodyHas's room
 	for ; k != nil; k, v = c.Next() {
-		if err := p.read(len(v)); err != nil {
+		if err := p.read(unpackedSize(v)); err != nil {
 			return err
 		}
 		ev, err := decodeEventRow(v)
@@ -198,7 +200,7 @@ func eachEventDelivery(tx *bolt.Tx, q app.ReplayQuery, p *pacer, fn func(dl *app
 		if !q.Until.IsZero() && ev.at.After(q.Until) {
 			break // arrival follows seq: later ones are later still
 		}
-		if !q.MatchesEvent(ev.name, ev.at) || q.Q != "" && !bodyHas(v, search) {
+		if !q.MatchesEvent(ev.name, ev.at) || q.Q != "" && !bodyHas(v, search, &buf) {
 			continue
 		}
 		seq := binary.BigEndian.Uint64(k)
