@@ -26,6 +26,10 @@ type Metrics interface {
 	// Upstream counts one upstream check of source by result (ok, failed,
 	// busy), with the events it took in and the deliveries it asked again.
 	Upstream(source, result string, fetched, redelivered int)
+	// Quarantine counts one request source refused for its signature by
+	// what became of it in the quarantine (QuarantineOutcomes), or one
+	// taken in from it ("recovered").
+	Quarantine(source, outcome string)
 }
 
 // noMetrics is the Metrics of a Stats that has none: it hears nothing.
@@ -38,5 +42,6 @@ func (noMetrics) Sweep(string)                          {}
 func (noMetrics) CommitFailed()                         {}
 func (noMetrics) RouteFilter(string, string)            {}
 func (noMetrics) Upstream(string, string, int, int)     {}
+func (noMetrics) Quarantine(string, string)             {}
 
 var _ Metrics = noMetrics{}

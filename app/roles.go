@@ -33,6 +33,9 @@ const (
 	ActResume           Action = AuditResume
 	ActReadUpstream     Action = "upstream.read"
 	ActCheckUpstream    Action = AuditUpstream
+	ActReadQuarantine   Action = "quarantine.read"
+	ActRecheck          Action = AuditQuarantineRecheck
+	ActClearQuarantine  Action = AuditQuarantineClear
 
 	// What an admin may also (the changes of users and tokens: an admin
 	// user, never a token).
@@ -112,6 +115,9 @@ var table = []struct {
 	{ActResume, ActionRule{Role: RoleOperator, Doing: "resume destinations"}},
 	{ActReadUpstream, ActionRule{Role: RoleOperator, Doing: "read the upstream checks"}},
 	{ActCheckUpstream, ActionRule{Role: RoleOperator, Doing: "run the upstream checks"}},
+	{ActReadQuarantine, ActionRule{Role: RoleOperator, Doing: "read the quarantine"}},
+	{ActRecheck, ActionRule{Role: RoleOperator, Doing: "recheck the quarantine"}},
+	{ActClearQuarantine, ActionRule{Role: RoleOperator, Doing: "clear the quarantine"}},
 
 	{ActDownloadBackup, ActionRule{Role: RoleAdmin, Doing: "download backups"}},
 	{ActReload, ActionRule{Role: RoleAdmin, Doing: "reload the config"}},

@@ -41,6 +41,7 @@ type parts struct {
 
 	stats      *app.Stats
 	dispatcher *dispatch.Dispatcher
+	receiver   *receive.Receiver
 	hub        *stream.Hub
 	alerter    *alert.Alerter
 	mailer     *mail.Mailer // nil: no email
@@ -85,6 +86,8 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, no
 	db.OnCommit(stats.Storage.Committed)
 	receiver := receive.New(cfg, db)
 	receiver.Stats = stats
+	receiver.KeepQuarantine(db) // requests refused for their signature, until a fixed secret takes them in
+	p.receiver = receiver
 	// The stream's hub reads new events at once after such a commit too;
 	// an unrouted accept waits for its poll (app.StreamPoll).
 	p.hub = stream.NewHub(db)
@@ -94,6 +97,7 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, no
 	alerter := alert.New(cfg, db)
 	alerter.Storage = stats.Storage
 	alerter.Health = db
+	alerter.Quiet = db // quiet_after: the sources' last events, the episodes told
 	p.alerter = alerter
 	backuper := backups.New(cfg, n.writeBackup)
 	backuper.Alert = alerter.Backup
@@ -178,7 +182,7 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, no
 	p.reload.access = p.acc
 	checker.Audit = p.acc.Record
 	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
-	p.srv = web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
+	p.srv = web.New(cfg, web.Deps{Receiver: receiver, Quarantine: db, Store: db, Wake: dispatcher.Wake, Health: health,
 		Backup: n.backup, Access: p.acc, Stats: stats, Metrics: prom, LastBackup: lastBackup,
 		Pauser: pauser, Running: running, Stream: p.hub, Reload: r.reload, Upstream: checker})
 	return p, nil

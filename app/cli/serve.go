@@ -162,6 +162,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 		{Name: "dispatcher", Service: p.dispatch()},
 		{Name: "access", Service: p.accessWatch()}, // the first password, once every listener is bound
 		{Name: "reload", Service: p.reloads(hup)},
+		{Name: "quarantine", Service: app.Loop(p.receiver.RunQuarantine)}, // its writer stops after the server
 		{Name: "server", Service: p.server()},
 		{Name: "certificates", Service: p.certificates()},
 	}}

@@ -179,6 +179,10 @@ func describeCheck(c app.UpstreamCheck) string {
 		fmt.Fprintf(&b, " %s;", c.Subscription)
 	}
 	switch c.Provider {
+	case "woocommerce":
+		b.WriteString(" (WooCommerce keeps no list of missed events: nothing to fetch)")
+	case "shopify":
+		fmt.Fprintf(&b, " %d of the app's subscriptions looked at (Shopify keeps no list of missed events: nothing to fetch)", c.Seen)
 	case "github":
 		fmt.Fprintf(&b, " %d deliveries looked at, %d failed ones held already, %d asked again", c.Seen, c.Held, c.Redelivered)
 	default:
@@ -188,6 +192,9 @@ func describeCheck(c app.UpstreamCheck) string {
 		}
 	}
 	b.WriteString("\n")
+	for _, n := range c.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", n)
+	}
 	if c.Error != "" {
 		fmt.Fprintf(&b, "  failed: %s\n", c.Error)
 		if c.RetryAfter != nil {

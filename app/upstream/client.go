@@ -234,6 +234,10 @@ func providerName(p string) string {
 		return "GitHub"
 	case "stripe":
 		return "Stripe"
+	case "woocommerce":
+		return "WooCommerce"
+	case "shopify":
+		return "Shopify"
 	}
 	return p
 }

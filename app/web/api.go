@@ -45,6 +45,8 @@ func (s *Server) routeAPI(r fiber.Router) {
 	s.routeUpstream(r)
 	// Team access: the audit log, users and tokens (team.go).
 	s.routeTeam(r)
+	// The sources' quarantines: list, recheck, clear (quarantine.go).
+	s.routeQuarantine(r)
 }
 
 // equal compares in constant time, lengths included (by hashing first).

@@ -131,6 +131,10 @@ func TestAPI_JSONStyle(t *testing.T) {
 		{"POST", fmt.Sprintf("/api/v1/deliveries/%d/replay?force", delivered), "/api/v1/deliveries/:id/replay"},
 		{"POST", "/api/v1/deliveries/replay", "/api/v1/deliveries/replay"},
 		{"POST", "/api/v1/deliveries/replay?event", "/api/v1/deliveries/replay"},
+		// The quarantine (quarantine.go): fill's forged request is in it.
+		{"GET", "/api/v1/sources/shop/quarantine", "/api/v1/sources/:name/quarantine"},
+		{"POST", "/api/v1/sources/shop/quarantine/recheck", "/api/v1/sources/:name/quarantine/recheck"},
+		{"GET", "/api/v1/sources/nope/quarantine", "/api/v1/sources/:name/quarantine"},
 	}
 	bodies := map[string]string{
 		"/api/v1/replay":                  `{"since": "1h", "dry_run": true}`,

@@ -57,6 +57,9 @@ type Store interface {
 // Deps are what the server serves from.
 type Deps struct {
 	Receiver *receive.Receiver
+	// Quarantine holds the requests the sources refused for their
+	// signature (nil: the quarantine's API answers 404).
+	Quarantine app.QuarantineStore
 	// Store backs the admin API and the status pages.
 	Store Store
 	// Wake tells the dispatcher that replayed work is due.

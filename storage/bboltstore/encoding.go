@@ -85,7 +85,16 @@ func appendString(b []byte, s string) []byte {
 // id, topic, the headers' names and values) are substrings of one string
 // copied from b, and the body one copy: two allocations per event rather
 // than one per field (the dispatcher decodes every event it sends).
+//
+// A packed record (pack.go) is unpacked first.
 func decodeEvent(b []byte) (*app.Event, error) {
+	if len(b) > 0 && b[0] == eventPacked {
+		plain, err := unpack(b, nil)
+		if err != nil {
+			return nil, err
+		}
+		b = plain
+	}
 	d := decoder{b: b}
 	v := d.byte()
 	if v != eventVersion1 && v != eventVersion && v != eventVersion3 {
@@ -145,9 +154,10 @@ func decodeEvent(b []byte) (*app.Event, error) {
 	return e, nil
 }
 
-// receivedAt reads only the received time of an encoded event.
+// receivedAt reads only the received time of an encoded event, plain or
+// packed.
 func receivedAt(b []byte) (time.Time, error) {
-	if len(b) < 9 || b[0] != eventVersion1 && b[0] != eventVersion && b[0] != eventVersion3 {
+	if len(b) < 9 || b[0] != eventVersion1 && b[0] != eventVersion && b[0] != eventVersion3 && b[0] != eventPacked {
 		return time.Time{}, errCorrupt
 	}
 	return time.Unix(0, int64(binary.BigEndian.Uint64(b[1:9]))), nil
