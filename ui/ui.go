@@ -66,6 +66,9 @@ type Deps struct {
 	// Searches bounds the body searches that run at once (nil: a gate of
 	// app.NewSearchGate's defaults, this UI's own).
 	Searches *app.SearchGate
+	// Upstream, when set, gives each source's last upstream check for the
+	// configuration page.
+	Upstream app.Upstreams
 }
 
 // UI renders the status pages.
