@@ -51,6 +51,9 @@ func CommandEnv(path string, dest *Destination, w Work, attempt int, header http
 		"HOOKBOX_ATTEMPT="+strconv.Itoa(attempt),
 		"HOOKBOX_WEBHOOK_ID="+MessageID(e.Source, e.ID, dest.Name),
 	)
+	if e.Origin != "" {
+		env = append(env, "HOOKBOX_ORIGIN="+e.Origin) // fetched from the provider's API
+	}
 	names := make([]string, 0, len(header))
 	for name := range header {
 		names = append(names, name)

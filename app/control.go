@@ -27,9 +27,6 @@ type DestinationControl struct {
 	Health DestinationHealth
 }
 
-// PausedByCLI is who paused a destination through hookbox pause.
-const PausedByCLI = "cli"
-
 // maxPauseReason bounds a pause's reason, which comes from a request.
 const maxPauseReason = 500
 

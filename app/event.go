@@ -23,6 +23,13 @@ type Event struct {
 	// away ("" otherwise): which routes' filters, and their errors, at most
 	// MaxUnroutedLen bytes of valid UTF-8 without control characters.
 	Unrouted string
+	// Origin says how the event came when not as a webhook: OriginFetched
+	// for one an upstream check took from the provider's API ("" for a
+	// webhook received).
+	Origin string
+	// ProviderAt is when the provider says the event happened (a fetched
+	// event's created time); zero when unknown.
+	ProviderAt time.Time
 }
 
 // Poison is a stored record that could not be decoded (a bit flip, a

@@ -174,18 +174,39 @@ const probeEvery = time.Second
 // Watch calls probe, a small durable write, every probeEvery while commits
 // fail, until ctx is done: the store tells h of its outcome, so h learns
 // that storage works again even when no webhook arrives (a load balancer
-// may have taken the node out on /healthz's 503).
-func (h *StorageHealth) Watch(ctx context.Context, probe func() error) {
-	t := time.NewTicker(probeEvery)
+// may have taken the node out on /healthz's 503). With beat > 0 it also
+// probes at least every beat whatever the state, and calls alive each
+// time the probe came back: the probe is a commit, so a committer stuck
+// in a write (a disk that hangs, a database that never answers) holds
+// the probe and stops the beats, which is what the service manager's
+// watchdog waits for (serve sends WATCHDOG=1 from alive). A commit that
+// fails came back: the store is not stuck, and a restart would not mend
+// a full disk.
+func (h *StorageHealth) Watch(ctx context.Context, probe func() error, beat time.Duration, alive func()) {
+	every := probeEvery
+	if beat > 0 && beat < every {
+		every = beat
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if h.Failing() {
-				probe() // its outcome reaches Committed
+		}
+		probed := false
+		if h.Failing() {
+			probe() // its outcome reaches Committed
+			probed = true
+		}
+		if beat > 0 && time.Since(last) >= beat {
+			if !probed {
+				probe()
 			}
+			last = time.Now()
+			alive()
 		}
 	}
 }

@@ -2,10 +2,13 @@ package app_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"hookbox/app"
@@ -61,4 +64,55 @@ func TestStorageHealth(t *testing.T) {
 	if failing || recovered != 1 || last.Refused != 1001 || h.Err() != nil || !strings.Contains(log.String(), "storage works again") {
 		t.Fatalf("after a commit worked: failing %v, recovered %d, last %+v\n%s", failing, recovered, last, log.String())
 	}
+}
+
+// Under a watchdog, Watch probes every beat and calls alive each time
+// the probe came back; a probe that hangs (a committer stuck in a write)
+// stops the beats until it returns, so the service manager restarts a
+// stuck hookbox and nothing else does (issue 46).
+func TestStorageHealth_WatchBeats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &app.StorageHealth{}
+		stuck := make(chan struct{})
+		var probes, beats atomic.Int64
+		probe := func() error {
+			if probes.Add(1) == 3 {
+				<-stuck // the third commit hangs
+			}
+			return errors.New("no space left on device") // failing is not stuck
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { h.Watch(ctx, probe, 10*time.Second, func() { beats.Add(1) }); close(done) }()
+		time.Sleep(25 * time.Second)
+		synctest.Wait()
+		if got := beats.Load(); got != 2 {
+			t.Fatalf("%d beats in 25 s at one per 10 s, want 2", got)
+		}
+		time.Sleep(60 * time.Second) // the third probe hangs from 30 s on
+		synctest.Wait()
+		if got := beats.Load(); got != 2 {
+			t.Fatalf("%d beats while the probe hangs, want still 2", got)
+		}
+		close(stuck)
+		synctest.Wait()
+		if got := beats.Load(); got != 3 {
+			t.Fatalf("%d beats once the hung probe came back, want 3", got)
+		}
+		cancel()
+		<-done
+	})
+
+	synctest.Test(t, func(t *testing.T) {
+		h := &app.StorageHealth{}
+		var probes atomic.Int64
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go h.Watch(ctx, func() error { probes.Add(1); return nil }, 0, func() { t.Error("a beat without a watchdog") })
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := probes.Load(); got != 0 {
+			t.Fatalf("%d probes while commits work and no watchdog asks, want 0", got)
+		}
+	})
 }

@@ -23,6 +23,13 @@ type Metrics interface {
 	// RouteFilter counts one accepted event that route's filter turned
 	// away, by outcome: "filtered" (it said no) or "error" (it failed).
 	RouteFilter(route, outcome string)
+	// Upstream counts one upstream check of source by result (ok, failed,
+	// busy), with the events it took in and the deliveries it asked again.
+	Upstream(source, result string, fetched, redelivered int)
+	// Quarantine counts one request source refused for its signature by
+	// what became of it in the quarantine (QuarantineOutcomes), or one
+	// taken in from it ("recovered").
+	Quarantine(source, outcome string)
 }
 
 // noMetrics is the Metrics of a Stats that has none: it hears nothing.
@@ -34,5 +41,7 @@ func (noMetrics) Attempt(string, string, time.Duration) {}
 func (noMetrics) Sweep(string)                          {}
 func (noMetrics) CommitFailed()                         {}
 func (noMetrics) RouteFilter(string, string)            {}
+func (noMetrics) Upstream(string, string, int, int)     {}
+func (noMetrics) Quarantine(string, string)             {}
 
 var _ Metrics = noMetrics{}

@@ -29,7 +29,7 @@ var tech = []struct{ path, why string }{
 // services are the packages of the services that use only the domain
 // (docs/DESIGN.md): each may import app and its leaves, nothing else of
 // hookbox's.
-var services = []string{"hookbox/app/stream", "hookbox/app/alert", "hookbox/app/sweep", "hookbox/app/backup", "hookbox/app/receive", "hookbox/app/replay", "hookbox/app/access", "hookbox/app/dispatch"}
+var services = []string{"hookbox/app/upstream", "hookbox/app/stream", "hookbox/app/alert", "hookbox/app/sweep", "hookbox/app/backup", "hookbox/app/receive", "hookbox/app/replay", "hookbox/app/access", "hookbox/app/dispatch"}
 
 // stores are the packages that each hold one storage technology.
 var stores = []string{"hookbox/storage/bboltstore", "hookbox/storage/postgres"}

@@ -107,6 +107,16 @@ func (q ReplayQuery) Matches(d *Delivery, n EventName, at time.Time) bool {
 		(q.Delivery == 0 || d.ID == q.Delivery)
 }
 
+// Leaves reports whether a replay by q counts delivery d of the event
+// named n, received at at, as pending and left alone (it is on its way
+// already: ReplayCounts.PendingLeft): d is pending and q's filters select
+// it, q's status being "any" (dead or delivered ones asked for alone say
+// nothing of pending ones).
+func (q ReplayQuery) Leaves(d *Delivery, n EventName, at time.Time) bool {
+	return d.State == Pending && q.Status == ReplayAny && q.MatchesEvent(n, at) && (q.Destination == "" || d.Destination == q.Destination) &&
+		(q.Delivery == 0 || d.ID == q.Delivery)
+}
+
 // MatchesEvent reports whether q's event filters (source, topic, time)
 // select the event named n, received at at.
 func (q ReplayQuery) MatchesEvent(n EventName, at time.Time) bool {

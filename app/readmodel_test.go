@@ -48,6 +48,41 @@ func TestReplayQuery_Matches(t *testing.T) {
 	}
 }
 
+// The pending deliveries a replay leaves alone and says so (issue 44):
+// those its filters select when it asks for any state, never a finished
+// one.
+func TestReplayQuery_Leaves(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	n := app.EventName{Source: "shop", ID: "wh-1004", Topic: "orders/create"}
+	pending := &app.Delivery{ID: 9, Destination: "pos", State: app.Pending}
+	for _, tc := range []struct {
+		name string
+		q    app.ReplayQuery
+		d    *app.Delivery
+		want bool
+	}{
+		{"Any", app.ReplayQuery{}, pending, true},
+		{"NotDead", app.ReplayQuery{}, &app.Delivery{ID: 7, Destination: "pos", State: app.Dead}, false},
+		{"DeadOnly", app.ReplayQuery{Status: app.ReplayDead}, pending, false},
+		{"DeliveredOnly", app.ReplayQuery{Status: app.ReplayDelivered}, pending, false},
+		{"OtherSource", app.ReplayQuery{Source: "pay"}, pending, false},
+		{"OtherDestination", app.ReplayQuery{Destination: "erp"}, pending, false},
+		{"OtherDelivery", app.ReplayQuery{Delivery: 7}, pending, false},
+		{"Since", app.ReplayQuery{Since: t0}, pending, true},
+		{"SinceAfter", app.ReplayQuery{Since: t0.Add(time.Second)}, pending, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, err := tc.q.Check()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := q.Leaves(tc.d, n, t0); got != tc.want {
+				t.Fatalf("Leaves = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestReplayQuery_Check(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	q, err := app.ReplayQuery{Limit: 5 * app.MaxReplay}.Check()

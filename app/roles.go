@@ -31,6 +31,11 @@ const (
 	ActRetryDestination Action = AuditRetryDest
 	ActPause            Action = AuditPause
 	ActResume           Action = AuditResume
+	ActReadUpstream     Action = "upstream.read"
+	ActCheckUpstream    Action = AuditUpstream
+	ActReadQuarantine   Action = "quarantine.read"
+	ActRecheck          Action = AuditQuarantineRecheck
+	ActClearQuarantine  Action = AuditQuarantineClear
 
 	// What an admin may also (the changes of users and tokens: an admin
 	// user, never a token).
@@ -68,6 +73,9 @@ const (
 	AuditConfigReload = "config.reload"
 	AuditRestore      = "restore"
 	AuditBackup       = "backup.download"
+	// AuditUpstream: a check of the providers' side asked for (actor: who
+	// asked), and what a check changed or why it failed (UpstreamActor).
+	AuditUpstream = "upstream.check"
 )
 
 // ActionRule is who may do an action.
@@ -105,6 +113,11 @@ var table = []struct {
 	{ActRetryDestination, ActionRule{Role: RoleOperator, Doing: "retry deliveries"}},
 	{ActPause, ActionRule{Role: RoleOperator, Doing: "pause destinations"}},
 	{ActResume, ActionRule{Role: RoleOperator, Doing: "resume destinations"}},
+	{ActReadUpstream, ActionRule{Role: RoleOperator, Doing: "read the upstream checks"}},
+	{ActCheckUpstream, ActionRule{Role: RoleOperator, Doing: "run the upstream checks"}},
+	{ActReadQuarantine, ActionRule{Role: RoleOperator, Doing: "read the quarantine"}},
+	{ActRecheck, ActionRule{Role: RoleOperator, Doing: "recheck the quarantine"}},
+	{ActClearQuarantine, ActionRule{Role: RoleOperator, Doing: "clear the quarantine"}},
 
 	{ActDownloadBackup, ActionRule{Role: RoleAdmin, Doing: "download backups"}},
 	{ActReload, ActionRule{Role: RoleAdmin, Doing: "reload the config"}},

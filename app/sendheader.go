@@ -176,6 +176,12 @@ func (o *Outbound) Header(dest *Destination, e *Event, t *Transformed, attempt i
 	set("X-Hookbox-Event-Id", e.ID)
 	set("X-Hookbox-Topic", e.Topic)
 	set("X-Hookbox-Attempt", strconv.Itoa(attempt))
+	if e.Origin != "" {
+		// How it came when not as a webhook: "fetched" from the provider's
+		// API, with none of the provider's signatures to forward (hookbox's
+		// own, above, vouch for it).
+		set("X-Hookbox-Origin", e.Origin)
+	}
 	return h, nil
 }
 

@@ -113,3 +113,49 @@ to = ["fwd", "nofwd"]
 		})
 	}
 }
+
+// A fetched event goes out saying so (X-Hookbox-Origin), signed by hookbox
+// for a destination with a secret, with no provider signature (it has
+// none); a webhook's delivery has no such header.
+func TestOutbound_HeaderFetched(t *testing.T) {
+	cfg, err := config.Parse("t.toml", `
+[[source]]
+name = "pay"
+provider = "stripe"
+secret = "whsec_x"
+[[destination]]
+name = "erp"
+url = "http://127.0.0.1:1/"
+secret = "`+destSecret+`"
+[[route]]
+source = "pay"
+to = ["erp"]
+`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := app.NewOutbound(cfg, "dev")
+	body := []byte(`{"id":"evt_1","type":"charge.succeeded"}`)
+	fetched := &app.Event{Source: "pay", ID: "evt_1", Topic: "charge.succeeded", Body: body, Origin: app.OriginFetched,
+		Header: []app.HeaderField{{Name: "Content-Type", Value: "application/json"}}}
+	now := time.Now()
+	h, err := out.Header(cfg.DestinationByName("erp"), fetched, nil, 1, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Get("X-Hookbox-Origin"); got != "fetched" || h.Get("Stripe-Signature") != "" {
+		t.Errorf("X-Hookbox-Origin = %q, Stripe-Signature %q; want fetched and none", got, h.Get("Stripe-Signature"))
+	}
+	wh, err := standardwebhooks.NewWebhook(destSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.Verify(body, h); err != nil {
+		t.Errorf("hookbox's signature does not verify: %v", err)
+	}
+	plain := *fetched
+	plain.Origin = ""
+	if h, _ := out.Header(cfg.DestinationByName("erp"), &plain, nil, 1, now); h.Get("X-Hookbox-Origin") != "" {
+		t.Errorf("a webhook's delivery has X-Hookbox-Origin %q", h.Get("X-Hookbox-Origin"))
+	}
+}

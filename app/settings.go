@@ -22,10 +22,12 @@ type Config struct {
 	Destinations []*Destination
 	Routes       []*Route
 	Retention    RetentionConfig
-	Alerts       AlertsConfig
-	Backup       BackupConfig
-	Storage      StorageConfig
-	Log          LogConfig
+	// Quarantine bounds each source's quarantine ([quarantine]).
+	Quarantine QuarantineLimits
+	Alerts     AlertsConfig
+	Backup     BackupConfig
+	Storage    StorageConfig
+	Log        LogConfig
 }
 
 // StatusConfig is the [status] table: the login of the status page and
@@ -357,6 +359,9 @@ type Source struct {
 	// Upstream, when set, is what hookbox checks on the provider's side
 	// ([source.upstream], app/upstream).
 	Upstream *Upstream
+	// QuietAfter, when not zero, is how long the source may accept nothing
+	// before a source_quiet alert goes out (quiet_after).
+	QuietAfter time.Duration
 }
 
 // Defaults for keys a config may leave out.

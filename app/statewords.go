@@ -82,3 +82,13 @@ func DestinationWord(paused, held, failing bool) string {
 	}
 	return DestDelivering
 }
+
+// CheckDestinationStatus returns nil when s is "" (all) or one of
+// DestinationStates, else an EINVALID error that names the valid words:
+// GET /api/v1/destinations?status= lists by them.
+func CheckDestinationStatus(s string) error {
+	if s == "" || slices.Contains(DestinationStates, s) {
+		return nil
+	}
+	return Errorf(EINVALID, "status %q: use one of %s", s, strings.Join(DestinationStates, ", "))
+}

@@ -208,6 +208,15 @@ func (s *Stats) Filtered(notes []FilterNote) {
 // not configured are counted: no source name can start with '_'.
 const UnknownSource = "_unknown"
 
+// Quarantine counts one refused request of source by what the quarantine
+// did with it, or one recovered from it (the metrics only).
+func (s *Stats) Quarantine(source, outcome string) {
+	if s == nil {
+		return
+	}
+	s.metrics().Quarantine(source, outcome)
+}
+
 // Unknown records a request to a source that is not configured.
 func (s *Stats) Unknown() {
 	if s == nil {

@@ -39,6 +39,8 @@ type Store interface {
 	InspectStore
 	JobLockStore
 	UpstreamStore
+	QuarantineStore
+	QuietStore
 }
 
 // Accept: the receiver.
@@ -194,6 +196,10 @@ type ReplayQueryStore interface {
 	// SearchEvents' budget (a dry run must select what its run replays),
 	// until q.Limit matched or ctx is done.
 	ReplayCandidates(ctx context.Context, q ReplayQuery) ([]ReplayItem, bool, error)
+	// ReplayPending counts the pending deliveries a replay by q (checked)
+	// leaves alone and says so (ReplayQuery.Leaves: 0 unless q's status
+	// is "any"), reading as ReplayCandidates reads.
+	ReplayPending(ctx context.Context, q ReplayQuery) (int, error)
 	// Requeue makes each delivery of ids that is still in one of the
 	// states from pending again, due at now, keeping its attempts, in one
 	// write, and reports how many it changed (one gone or in another
@@ -287,6 +293,18 @@ type AlertStore interface {
 	// Poisoned returns up to limit of the records set aside because they
 	// could not be decoded, newest first, and how many there are in all.
 	Poisoned(ctx context.Context, limit int) ([]Poison, int, error)
+}
+
+// QuietStore is what the alerter's watch of quiet sources (quiet_after)
+// reads and keeps: when each source last accepted an event, as the
+// store's commits wrote it, and the mark of the episode alerted (by name,
+// SourceQuietMeta), so that a restart does not alert it again.
+type QuietStore interface {
+	// Lasts is CountStore's.
+	Lasts(ctx context.Context) (map[Named]Last, error)
+	// Meta and SetMeta are MetaStore's.
+	Meta(ctx context.Context, name string) ([]byte, error)
+	SetMeta(ctx context.Context, name string, value []byte) error
 }
 
 // Destinations: the Pauser, the dispatcher's lanes and the health notes.
@@ -440,6 +458,9 @@ type SweepStore interface {
 	// PruneCounts forgets the hours that end at or before t (their counts
 	// by name too), and reports how many it forgot.
 	PruneCounts(ctx context.Context, before time.Time) (int, error)
+	// DeleteQuarantinedBefore deletes at most limit quarantined requests
+	// that arrived before t, and reports how many (as QuarantineStore).
+	DeleteQuarantinedBefore(ctx context.Context, t time.Time, limit int) (int, error)
 }
 
 // BackupStore writes consistent copies of the data file (bboltstore.DB

@@ -35,10 +35,12 @@ type Upstream struct {
 
 // UpstreamProvider is what hookbox knows of a provider's API.
 type UpstreamProvider struct {
-	// APIURL is the API's address, the default of api_url.
+	// APIURL is the API's address, the default of api_url ("": the
+	// shop's own, which api_url must name).
 	APIURL string
 	// Keeps is how long the provider keeps what a check looks at (Stripe's
-	// events, GitHub's deliveries): the most backfill may say.
+	// events, GitHub's deliveries): the most backfill may say; 0 when it
+	// keeps no list of missed events (a check then only repairs).
 	Keeps time.Duration
 	// Backfill is backfill's default.
 	Backfill time.Duration
@@ -53,7 +55,13 @@ var UpstreamProviders = map[string]UpstreamProvider{
 		Endpoint: `the webhook endpoint's id, e.g. endpoint = "we_123"`},
 	"github": {APIURL: "https://api.github.com", Keeps: 72 * time.Hour, Backfill: 72 * time.Hour,
 		Endpoint: `the hook's API path, e.g. endpoint = "repos/OWNER/REPO/hooks/123" or "orgs/ORG/hooks/123"`},
+	"shopify":     {},
+	"woocommerce": {Endpoint: `the webhook's id (WooCommerce → Settings → Advanced → Webhooks), e.g. endpoint = "12"`},
 }
+
+// DefaultShopifyVersion is [source.upstream] api_version's default: the
+// Admin API version a Shopify check asks for, one Shopify supports.
+const DefaultShopifyVersion = "2026-10"
 
 // DefaultUpstreamCheck is [source.upstream] check's default.
 const DefaultUpstreamCheck = "@every 10m"
@@ -66,12 +74,8 @@ const FetchedSettle = 5 * time.Minute
 // provider's API rather than received as a webhook.
 const OriginFetched = "fetched"
 
-// AuditUpstream is the audit action of a check that changed something
-// or failed; the actor is UpstreamActor.
-const (
-	AuditUpstream = "upstream.check"
-	UpstreamActor = "upstream"
-)
+// UpstreamActor is the audit actor of what a check did (AuditUpstream).
+const UpstreamActor = "upstream"
 
 // Fetched is an event a check took from the provider's API: it goes in
 // through the receiver's path (dedup, routes, debounce) without a
@@ -99,6 +103,9 @@ type UpstreamCheck struct {
 	Subscription string `json:"subscription,omitempty"`
 	// Repaired says the check re-enabled it.
 	Repaired bool `json:"repaired,omitempty"`
+	// Notes say what the check found and left alone (a webhook the
+	// merchant paused, one that delivers elsewhere).
+	Notes []string `json:"notes,omitempty"`
 	// Alerted says a subscription_disabled alert went out for this
 	// episode (kept, so that the next check does not send it again).
 	Alerted bool `json:"alerted,omitempty"`

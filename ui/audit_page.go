@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -22,16 +23,20 @@ func (u *UI) audit(c *fiber.Ctx) error {
 	data := map[string]any{"Actor": q.Actor, "Action": q.Action, "Result": q.Result, "Since": c.Query("since"),
 		"Results":  []string{app.AuditOK, app.AuditFailed, app.AuditDenied},
 		"Filtered": q.Actor != "" || q.Action != "" || q.Result != "" || c.Query("since") != ""}
+	loc, err := formZone(c.Query(zoneField))
+	if err != nil {
+		data["Bad"], loc = err.Error(), time.UTC
+	}
+	data["Zone"], data["ZoneLabel"] = c.Query(zoneField), zoneLabel(loc)
 	if v := c.Query("since"); v != "" {
-		t, err := parseWhen(v)
+		t, err := parseWhen(v, loc)
 		if err != nil {
-			data["Bad"] = "since: " + strconv.Quote(v) + " is not a time (use 2006-01-02 or 2006-01-02T15:04)"
+			data["Bad"] = "since: " + strconv.Quote(v) + " is not a time (use 2006-01-02 or 2006-01-02 15:04)"
 		}
 		q.Since = t
 	}
 	var entries []app.AuditEntry
 	if u.d.Access != nil {
-		var err error
 		if entries, err = u.d.Access.Audit(c.UserContext(), q); err != nil {
 			return err
 		}
@@ -39,7 +44,7 @@ func (u *UI) audit(c *fiber.Ctx) error {
 	data["Entries"] = entries
 	if len(entries) == auditPageSize {
 		next := url.Values{"before": {strconv.FormatUint(entries[len(entries)-1].Seq, 10)}}
-		for _, k := range []string{"actor", "action", "result", "since"} {
+		for _, k := range []string{"actor", "action", "result", "since", zoneField} {
 			if v := c.Query(k); v != "" {
 				next.Set(k, v)
 			}

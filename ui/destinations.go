@@ -51,11 +51,11 @@ func (u *UI) pause(c *fiber.Ctx) error {
 	if u.d.Pauser == nil {
 		return fiber.ErrNotFound
 	}
-	by, _ := c.Locals("user").(string)
+	id, _ := c.Locals("identity").(app.Identity) // as the API's pause names it
 	if r := request.PostValue(c, "reason"); r != "" {
 		c.Locals(AuditDetail, "reason: "+r)
 	}
-	if err := u.d.Pauser.Pause(c.UserContext(), strings.Clone(c.Params("name")), cmp.Or(by, "admin"), request.PostValue(c, "reason")); err != nil {
+	if err := u.d.Pauser.Pause(c.UserContext(), strings.Clone(c.Params("name")), cmp.Or(id.Actor(), "admin"), request.PostValue(c, "reason")); err != nil {
 		if errors.Is(err, app.ErrNoDestination) {
 			return fiber.ErrNotFound
 		}

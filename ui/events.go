@@ -25,21 +25,24 @@ func (u *UI) events(c *fiber.Ctx) error {
 	if q.Q != "" {
 		bad = checkSearch(q.Q)
 	}
+	loc, err := formZone(c.Query(zoneField))
+	if err != nil {
+		bad, loc = err.Error(), time.UTC
+	}
 	for _, f := range []struct {
 		name string
 		to   *time.Time
 	}{{"since", &q.Since}, {"until", &q.Until}} {
 		if v := c.Query(f.name); v != "" {
-			t, err := parseWhen(v)
+			t, err := parseWhen(v, loc)
 			if err != nil {
-				bad = fmt.Sprintf("%s: %q is not a time (use 2006-01-02 or 2006-01-02T15:04)", f.name, v)
+				bad = fmt.Sprintf("%s: %q is not a time (use 2006-01-02 or 2006-01-02 15:04)", f.name, v)
 				continue
 			}
 			*f.to = t
 		}
 	}
 	var res app.EventSearch
-	var err error
 	status := fiber.StatusOK
 	if err := app.CheckEventStatus(q.Status); err != nil {
 		bad, status = app.ErrorMessage(err), fiber.StatusBadRequest
@@ -79,7 +82,7 @@ func (u *UI) events(c *fiber.Ctx) error {
 	nextURL := ""
 	if res.Next > 0 {
 		v := url.Values{}
-		for _, k := range []string{"source", "topic", "status", "since", "until"} {
+		for _, k := range []string{"source", "topic", "status", "since", "until", zoneField} {
 			if c.Query(k) != "" {
 				v.Set(k, c.Query(k))
 			}
@@ -109,7 +112,7 @@ func (u *UI) events(c *fiber.Ctx) error {
 		}
 	}
 	return u.render(c, status, "events", "Events", map[string]any{"Rows": rows, "Next": nextURL, "Q": q, "Window": window,
-		"Since": c.Query("since"), "Until": c.Query("until"), "Sources": sources, "Error": bad,
+		"Since": c.Query("since"), "Until": c.Query("until"), "Zone": c.Query(zoneField), "ZoneLabel": zoneLabel(loc), "Sources": sources, "Error": bad,
 		"Replay": offer, "Replayed": c.Query("replayed"),
 		"Statuses": app.EventStates})
 }
@@ -160,13 +163,4 @@ func (u *UI) eventRows(ctx context.Context, list []app.EventSummary) ([]eventRow
 		out = append(out, row)
 	}
 	return out, nil
-}
-
-func parseWhen(v string) (time.Time, error) {
-	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02", time.RFC3339} {
-		if t, err := time.Parse(layout, v); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, errors.New("bad time")
 }

@@ -20,7 +20,7 @@ import (
 // the first ten by their events, and its button replays them.
 
 // replayFilters are the events page's filters a replay by query takes.
-var replayFilters = []string{"source", "topic", "status", "since", "until", "q"}
+var replayFilters = []string{"source", "topic", "status", "since", "until", zoneField, "q"}
 
 // replayStatus maps the events page's status filter to the deliveries a
 // replay takes: an event listed as dead has a dead delivery, one listed
@@ -58,7 +58,7 @@ func (u *UI) offerReplay(ctx context.Context, c *fiber.Ctx, q app.EventQuery) (*
 	rq.DryRun = true
 	// Forced: the offer counts every match, as its confirm page does. The
 	// page's own search holds the place in the gate, if it needs one.
-	res, err := u.replays().Replay(ctx, replay.Request{Query: rq, Force: true, Gated: true})
+	res, err := u.replays().Replay(ctx, replay.Request{Query: rq, Force: true, Gated: true, WithoutPending: true})
 	if err != nil || res.Matched == 0 {
 		return nil, err
 	}
@@ -111,12 +111,16 @@ func (u *UI) replayQuery(c *fiber.Ctx) error {
 	if msg := checkSearch(q.Q); q.Q != "" && msg != "" {
 		return fiber.NewError(fiber.StatusBadRequest, msg)
 	}
+	loc, err := formZone(get(zoneField))
+	if err != nil {
+		return fiber.NewError(fiber.StatusBadRequest, err.Error())
+	}
 	for _, f := range []struct {
 		name string
 		to   *time.Time
 	}{{"since", &q.Since}, {"until", &q.Until}} {
 		if v := get(f.name); v != "" {
-			t, err := parseWhen(v)
+			t, err := parseWhen(v, loc)
 			if err != nil {
 				return fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf("%s: %q is not a time", f.name, v))
 			}

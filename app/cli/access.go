@@ -296,12 +296,8 @@ func runToken(ctx context.Context, c *command, args []string, stdout, stderr io.
 	return 2
 }
 
-func listTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format("2006-01-02 15:04")
-}
+// listTime is a time in the user and token lists: local, with its zone.
+func listTime(t time.Time) string { return printTime(t, time.Local) }
 
 // newPassword makes one (generate) or reads one as passwd does.
 func newPassword(generate bool, prompt io.Writer) (string, error) {

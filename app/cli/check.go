@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 
 	"hookbox/app"
@@ -17,13 +18,18 @@ func runCheck(_ context.Context, c *command, args []string, stdout, stderr io.Wr
 	opts := configFlags(fs)
 	env := fs.Bool("env", false, "only list the environment variables the config names, NAME<TAB>where, without reading them (checkenv.go)")
 	sources := fs.Bool("sources", false, "only list the sources, NAME<TAB>PROVIDER")
+	socket := fs.String("socket", defaultSocketUnit, "the systemd socket unit to compare with server.listen and server.http_listen (ignored when absent)")
 	if code := c.parseNone(fs, args, stdout, stderr); code >= 0 {
 		return code
 	}
 	if *env || *sources {
 		return checkMentions(*opts.path, *env, *sources, stdout, stderr)
 	}
-	return check(opts, stdout, stderr)
+	if code := check(opts, stdout, stderr); code != 0 {
+		return code
+	}
+	checkSocketUnit(opts, *socket, stderr)
+	return 0
 }
 
 // check validates the config as serve would, then tries what serve would
@@ -108,4 +114,25 @@ func printAlerts(w io.Writer, a app.AlertsConfig) {
 		return
 	}
 	fmt.Fprintf(w, "alerts %s\n", strings.Join(to, " and "))
+}
+
+// defaultSocketUnit is where install.sh writes hookbox.socket.
+const defaultSocketUnit = "/etc/systemd/system/hookbox.socket"
+
+// checkSocketUnit warns where the socket unit at unit (none there: no
+// word) and the config opts reads disagree: the server serves the unit's
+// sockets, not server.listen (sockets.go).
+func checkSocketUnit(opts *configOptions, unit string, stderr io.Writer) {
+	text, err := os.ReadFile(unit)
+	if err != nil {
+		return
+	}
+	cfg, err := opts.load()
+	if err != nil {
+		return
+	}
+	wantHTTP := cfg.Server.TLS != app.TLSNone && cfg.Server.HTTPListen != ""
+	for _, note := range socketDisagreements(unitListens(string(text)), cfg.Server, wantHTTP) {
+		fmt.Fprintf(stderr, "warning: %s: %s\n", unit, note)
+	}
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -97,4 +99,26 @@ smtp_url_env = "CHECK_SMTP_URL"
 			}
 		}
 	})
+}
+
+// check says where the socket unit and the config disagree: serve takes
+// the unit's sockets, not server.listen (issue 46).
+func TestCheck_SocketUnit(t *testing.T) {
+	config := writeTestConfig(t, "", "[server]\nlisten = \"127.0.0.1:8123\"\n")
+	unit := filepath.Join(t.TempDir(), "hookbox.socket")
+	for _, tc := range []struct{ listen, want string }{
+		{"127.0.0.1:8123", ""},
+		{"127.0.0.1:9000", "listens on 127.0.0.1:9000 but server.listen is 127.0.0.1:8123"},
+	} {
+		if err := os.WriteFile(unit, []byte("[Socket]\nListenStream="+tc.listen+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out := runCmd("check", "-config", config, "-socket", unit)
+		if code != 0 {
+			t.Fatalf("check: %d\n%s", code, out)
+		}
+		if tc.want == "" && strings.Contains(out, unit) || tc.want != "" && !strings.Contains(out, tc.want) {
+			t.Fatalf("ListenStream=%s: check said\n%s\nwant %q", tc.listen, out, tc.want)
+		}
+	}
 }

@@ -101,6 +101,12 @@ var commands = []*command{
 		help: pauseHelp + needs(app.ActPause), run: runPause},
 	{name: "resume", synopsis: "[-config FILE | -url URL] NAME", summary: "resume a paused destination: its waiting deliveries go out in accept order",
 		help: resumeHelp + needs(app.ActResume), run: runResume},
+	// The sources' quarantines (quarantine.go).
+	{name: "quarantine", synopsis: "list|recheck|clear [-config FILE | -url URL] [-json] SOURCE", summary: "list, recheck or clear the requests a source refused for their signature",
+		help: quarantineHelp + needs(app.ActReadQuarantine, app.ActRecheck, app.ActClearQuarantine), run: runQuarantine},
+	// The providers' side (upstream.go).
+	{name: "upstream", synopsis: "check [-config FILE | -url URL] [-json] [SOURCE]", summary: "check the providers' side now: subscriptions on, nothing missed",
+		help: upstreamHelp + needs(app.ActCheckUpstream), run: runUpstream},
 	{name: "backup", synopsis: "[-config FILE | -url URL] -o FILE", summary: "save a hot copy of the data file from the running server",
 		help: "Downloads a consistent copy of the data file through the running server's admin\n" +
 			"API, writes it to FILE atomically and checks it.\n" +
@@ -156,7 +162,8 @@ var commands = []*command{
 const replayHelp = "Sends deliveries again through the running server's admin API: every dead one\n" +
 	"(-all), the ones with the given ids, those of one event (-event SOURCE/ID, the\n" +
 	"source and the id the platform gave it), or those a query\n" +
-	"selects: events received -since and -until (RFC 3339 or a duration ago: 2h, 3d),\n" +
+	"selects: events received -since and -until (a time, local unless it says its zone:\n" +
+	"2026-11-29 14:00 or 2026-11-29T13:00:00Z; or a duration ago: 2h, 3d),\n" +
 	"-source, -topic (a glob), -destination, -status (dead, delivered or any, the\n" +
 	"default; pending ones are on their way and never replayed), -q (events whose body\n" +
 	"contains TEXT, at least 3 characters, ASCII letters in either case). A query needs\n" +
@@ -172,7 +179,7 @@ const replayHelp = "Sends deliveries again through the running server's admin AP
 	"skipped exits 1.\n" +
 	"Examples:\n" +
 	"  hookbox replay -since 2h -destination erp -dry-run\n" +
-	"  hookbox replay -since 2026-11-29T13:00:00Z -until 2026-11-29T17:00:00Z -topic 'orders/*' -force\n" +
+	"  hookbox replay -since '2026-11-29 14:00' -until '2026-11-29 18:00' -topic 'orders/*' -force\n" +
 	"  hookbox replay -q '#1004' -destination pos -dry-run\n" +
 	"  hookbox replay -event shop/wh-1004 -force"
 

@@ -26,6 +26,7 @@ import (
 	"hookbox/app/receive"
 	"hookbox/app/stream"
 	"hookbox/app/sweep"
+	"hookbox/app/systemd"
 	"hookbox/app/web"
 )
 
@@ -40,6 +41,7 @@ type parts struct {
 
 	stats      *app.Stats
 	dispatcher *dispatch.Dispatcher
+	receiver   *receive.Receiver
 	hub        *stream.Hub
 	alerter    *alert.Alerter
 	mailer     *mail.Mailer // nil: no email
@@ -48,6 +50,7 @@ type parts struct {
 	reload     *reloader
 	acc        *access.Service
 	srv        *web.Server
+	notify     *systemd.Notifier // the service manager, when it listens (Type=notify)
 
 	// served hears a server that stopped serving by itself.
 	served chan error
@@ -61,8 +64,9 @@ type parts struct {
 
 // wire builds serve's parts over the open store n for cfg (loaded from
 // opts); ctx is serve's, which the cron jobs run under.
-func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, logger *slog.Logger) (*parts, error) {
-	p := &parts{cfg: cfg, path: *opts.path, logger: logger, own: logger.With("component", "serve"), n: n, served: make(chan error, 2)}
+func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, notify *systemd.Notifier, logger *slog.Logger) (*parts, error) {
+	p := &parts{cfg: cfg, path: *opts.path, logger: logger, own: logger.With("component", "serve"), n: n, served: make(chan error, 2),
+		notify: notify}
 	db := n.store
 	running := app.NewRunning(cfg, time.Now())
 	stats := app.NewStats(cfg, db, time.Now)
@@ -82,6 +86,8 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, lo
 	db.OnCommit(stats.Storage.Committed)
 	receiver := receive.New(cfg, db)
 	receiver.Stats = stats
+	receiver.KeepQuarantine(db) // requests refused for their signature, until a fixed secret takes them in
+	p.receiver = receiver
 	// The stream's hub reads new events at once after such a commit too;
 	// an unrouted accept waits for its poll (app.StreamPoll).
 	p.hub = stream.NewHub(db)
@@ -91,6 +97,7 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, lo
 	alerter := alert.New(cfg, db)
 	alerter.Storage = stats.Storage
 	alerter.Health = db
+	alerter.Quiet = db // quiet_after: the sources' last events, the episodes told
 	p.alerter = alerter
 	backuper := backups.New(cfg, n.writeBackup)
 	backuper.Alert = alerter.Backup
@@ -152,6 +159,11 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, lo
 	if err := p.reload.schedule(cfg, &cronJob{key: "alerts.check", spec: func(c *app.Config) string { return c.Alerts.Check }, run: checkAlerts}); err != nil {
 		return nil, err
 	}
+	checker, upApply, err := wireUpstream(ctx, cfg, n, receiver, alerter, prom, p.sched, logger) // upstream.go
+	if err != nil {
+		return nil, err
+	}
+	r.appliers = append(r.appliers, upApply)
 	var lastBackup func() (time.Time, int64, error)
 	if cfg.Backup.Schedule != "" {
 		if _, err := p.sched.AddFunc(cfg.Backup.Schedule, n.onLeader(func() { backuper.Run(ctx) })); err != nil {
@@ -168,10 +180,11 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, lo
 		return nil, err
 	}
 	p.reload.access = p.acc
+	checker.Audit = p.acc.Record
 	health := func(ctx context.Context) error { return cmp.Or(stats.Storage.Err(), db.Ping(ctx)) }
-	p.srv = web.New(cfg, web.Deps{Receiver: receiver, Store: db, Wake: dispatcher.Wake, Health: health,
+	p.srv = web.New(cfg, web.Deps{Receiver: receiver, Quarantine: db, Store: db, Wake: dispatcher.Wake, Health: health,
 		Backup: n.backup, Access: p.acc, Stats: stats, Metrics: prom, LastBackup: lastBackup,
-		Pauser: pauser, Running: running, Stream: p.hub, Reload: r.reload})
+		Pauser: pauser, Running: running, Stream: p.hub, Reload: r.reload, Upstream: checker})
 	return p, nil
 }
 
@@ -187,12 +200,17 @@ func (p *parts) store() app.Service {
 }
 
 // storageHealth probes the store while commits fail, so that it is seen
-// to work again with no traffic.
+// to work again with no traffic; under a service manager's watchdog
+// (WatchdogSec=) it probes every half of it too, and each probe that came
+// back is a WATCHDOG=1: a stuck committer holds the probe, the beats
+// stop, and the manager restarts hookbox.
 func (p *parts) storageHealth() app.Service {
+	beat := p.notify.Watchdog() / 2
+	alive := func() { p.notify.Notify("WATCHDOG=1") }
 	return app.Loop(func(ctx context.Context) {
 		p.stats.Storage.Watch(ctx, func() error {
 			return p.n.store.SetMeta(context.WithoutCancel(ctx), "health_probe", []byte(time.Now().UTC().Format(time.RFC3339)))
-		})
+		}, beat, alive)
 	})
 }
 
@@ -253,25 +271,45 @@ func (p *parts) dispatch() app.Service {
 
 // listeners binds server.listen (under TLS when set), the local socket
 // and, for ACME's challenges and the redirect, server.http_listen, which
-// it serves at once; first, so that a port in use stops the start before anything
-// else runs. The server part serves them and closes them at its stop.
+// it serves at once; first, so that a port in use stops the start before
+// anything else runs. Sockets the service manager passed (hookbox.socket)
+// are taken instead of binding server.listen and server.http_listen: they
+// win over the config, and a disagreement is logged. The server part
+// serves them and closes them at its stop (a passed socket stays open in
+// the manager, which queues new connections on it until the next process
+// takes it).
 func (p *parts) listeners() app.Service {
 	cfg := p.cfg
 	return app.ServiceFuncs{
 		StartFunc: func(context.Context) error {
-			ln, err := net.Listen("tcp", cfg.Server.Listen)
+			socks, err := systemd.Listeners()
 			if err != nil {
-				return fmt.Errorf("listen on %s (server.listen in %s, or -listen, or $%s): %w", cfg.Server.Listen, p.path, config.EnvListen, err)
+				return err
+			}
+			passed := sortSockets(socks, cfg.Server, p.tls != nil && p.tls.HTTP != nil)
+			for _, note := range passed.notes {
+				p.own.Warn(note)
+			}
+			ln := passed.main
+			if ln == nil {
+				if ln, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
+					return fmt.Errorf("listen on %s (server.listen in %s, or -listen, or $%s): %w", cfg.Server.Listen, p.path, config.EnvListen, err)
+				}
 			}
 			ln = p.srv.Limit(ln) // under TLS, so a refused connection costs no handshake
 			p.attrs = []any{"version", Version, "listen", ln.Addr().String(), "tls", cfg.Server.TLS.String()}
+			if passed.main != nil {
+				p.attrs = append(p.attrs, "socket", "passed by the service manager")
+			}
 			if p.tls != nil {
 				ln = p.tls.Listener(ln)
 				if p.tls.HTTP != nil {
-					hln, err := net.Listen("tcp", cfg.Server.HTTPListen)
-					if err != nil {
-						ln.Close()
-						return fmt.Errorf("listen on %s (server.http_listen in %s): %w", cfg.Server.HTTPListen, p.path, err)
+					hln := passed.http
+					if hln == nil {
+						if hln, err = net.Listen("tcp", cfg.Server.HTTPListen); err != nil {
+							ln.Close()
+							return fmt.Errorf("listen on %s (server.http_listen in %s): %w", cfg.Server.HTTPListen, p.path, err)
+						}
 					}
 					p.attrs = append(p.attrs, "http_listen", hln.Addr().String())
 					p.httpSrv = p.tls.HTTPServer()
@@ -389,4 +427,10 @@ func takeAccessRequests(ctx context.Context, a *access.Service, dir string) {
 		case <-t.C:
 		}
 	}
+}
+
+// status is the one line `systemctl status hookbox` shows while it
+// serves (STATUS=).
+func (p *parts) status() string {
+	return fmt.Sprintf("serving %d sources on %s, data in %s", len(p.cfg.Sources), p.ln.Addr(), p.n.where)
 }

@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"time"
-
-	"hookbox/app"
 )
 
 // The pause and resume commands: hold a destination's sends, and let them
@@ -75,15 +73,14 @@ func control(cmd string, opts *configOptions, names []string, body []byte, stdou
 	return 0
 }
 
-// post sends body (JSON, may be nil) to path under /api/v1 as hookbox's
-// CLI, so the server records the change as by "cli". The caller closes
-// the body.
+// post sends body (JSON, may be nil) to path under /api/v1; the server
+// records a change as by the user or token it authenticates. The caller
+// closes the body.
 func (a *adminAPI) post(path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequest(http.MethodPost, a.base+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("X-Hookbox-Client", app.PausedByCLI)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -28,8 +28,8 @@ func runReplay(_ context.Context, c *command, args []string, stdout, stderr io.W
 	var f replayFlags
 	fs.BoolVar(&f.all, "all", false, "replay every dead delivery")
 	fs.StringVar(&f.event, "event", "", "replay the deliveries of the event `SOURCE/ID` (as the platform named it)")
-	fs.StringVar(&f.since, "since", "", "replay deliveries of events received since `T`: RFC 3339 or a duration ago (2h, 30m, 3d)")
-	fs.StringVar(&f.until, "until", "", "… and received until `T` (RFC 3339 or a duration ago)")
+	fs.StringVar(&f.since, "since", "", "replay deliveries of events received since `T`: a local time (2026-12-06 14:00), one with Z or an offset, or a duration ago (2h, 30m, 3d)")
+	fs.StringVar(&f.until, "until", "", "… and received until `T` (a time or a duration ago, as -since)")
 	fs.StringVar(&f.source, "source", "", "… of events from this source")
 	fs.StringVar(&f.topic, "topic", "", "… of events whose topic matches this glob (orders/*)")
 	fs.StringVar(&f.dest, "destination", "", "… to this destination")
@@ -67,6 +67,16 @@ func replay(opts *configOptions, fs *flag.FlagSet, f replayFlags, ids []string, 
 	for _, id := range ids {
 		if _, err := strconv.ParseUint(strings.TrimPrefix(id, "#"), 10, 64); err != nil {
 			fmt.Fprintf(stderr, "hookbox replay: %q is not a delivery id (a number, as in #7 on the dead letters page); for an event use -event SOURCE/ID\n", id)
+			return 2
+		}
+	}
+	for _, t := range []struct {
+		name string
+		v    *string
+	}{{"since", &f.since}, {"until", &f.until}} {
+		var err error
+		if *t.v, err = timeArg(t.name, *t.v, time.Local); err != nil {
+			fmt.Fprintf(stderr, "hookbox replay: %v\n", err)
 			return 2
 		}
 	}
@@ -276,20 +286,24 @@ func (r *replayer) query(f replayFlags) int {
 	if r.asJSON {
 		return 0
 	}
-	if a.Matched == 0 {
-		fmt.Fprintln(r.stdout, "nothing matched: no dead or delivered deliveries of events that fit the query")
+	if a.Matched == 0 && a.Counts.PendingLeft == 0 {
+		fmt.Fprintln(r.stdout, "nothing matched: no deliveries of events that fit the query")
 		return 0
 	}
-	names := make([]string, 0, len(a.First))
-	for _, it := range a.First {
-		names = append(names, it.Name+" ("+it.State+")")
+	// The dry run and the run print the same split, each in its tense,
+	// then the first ones matched.
+	fmt.Fprintln(r.stdout, a.Counts.say(!f.dryRun))
+	if a.Matched > 0 {
+		names := make([]string, 0, len(a.First))
+		for _, it := range a.First {
+			names = append(names, it.Name+" ("+it.State+")")
+		}
+		list := strings.Join(names, ", ")
+		if rest := a.Matched - len(names); rest > 0 {
+			list += fmt.Sprintf(", and %d more", rest)
+		}
+		fmt.Fprintf(r.stdout, "  %s\n", list)
 	}
-	list := strings.Join(names, ", ")
-	if rest := a.Matched - len(names); rest > 0 {
-		list += fmt.Sprintf(", and %d more", rest)
-	}
-	// The dry run and the run print the same split, each in its tense.
-	fmt.Fprintf(r.stdout, "%s\n  %s\n", a.Counts.say(!f.dryRun), list)
 	if a.More {
 		fmt.Fprintf(r.stdout, "more than %d matched, the most one call replays: narrow the query with -since and -until to replay the rest\n", a.Matched)
 	}

@@ -279,7 +279,7 @@ func TestReplayCommand_EventForceAndErrors(t *testing.T) {
 		{[]string{"-event", "e-1"}, 2, "", "give the source and the event's id as SOURCE/ID"},
 		{[]string{"-dry-run", "-all"}, 2, "", "-dry-run does not go with -all"},
 		{[]string{"-topic", "push"}, 1, "", "give at least one of since, until, source, destination or status"},
-		{[]string{"-since", "yesterday"}, 1, "", `since "yesterday": give an RFC 3339 time`},
+		{[]string{"-since", "yesterday"}, 2, "", `-since "yesterday": give a time`},
 		{[]string{"-since", "1h", "-status", "pending"}, 1, "", `status "pending": use dead, delivered or any`},
 		{[]string{"-event", "gh/nope"}, 1, "", "no event gh/nope is stored"},
 		// Named one by one, the server says what it does with each
@@ -310,8 +310,9 @@ func TestReplayCommand_EventForceAndErrors(t *testing.T) {
 
 // The dry run of a query prints the split its run prints, in the future
 // tense (issue 44: "would replay 6", then the run refused 5 of them): with
-// delivered and dead deliveries, the dead ones are sent and the delivered
-// ones skipped unless -force, on both stores.
+// delivered, dead and pending deliveries, the dead ones are sent, the
+// delivered ones skipped unless -force and the pending one left alone, on
+// both stores.
 func TestReplayCommand_DryRunSplitIsTheRuns(t *testing.T) { eachStore(t, testReplayDryRunSplit) }
 
 func testReplayDryRunSplit(t *testing.T, st storeCase) {
@@ -320,14 +321,18 @@ func testReplayDryRunSplit(t *testing.T, st storeCase) {
 	config := writeConfig(t, dir, destinationConfig(sink.url, `["1h"]`), st.config(2*time.Second))
 	db := st.open(t, dir)
 	ctx := context.Background()
-	states := []app.DeliveryState{app.Delivered, app.Dead, app.Delivered, app.Delivered, app.Delivered, app.Delivered}
+	states := []app.DeliveryState{app.Delivered, app.Dead, app.Delivered, app.Delivered, app.Pending, app.Delivered, app.Delivered}
 	for i, state := range states {
 		e := &app.Event{Source: "gh", ID: fmt.Sprintf("s-%d", i+1), Topic: "push", ReceivedAt: time.Now(), Body: []byte(`{"n": 1}`)}
 		if _, err := db.Accept(ctx, e, e.ReceivedAt.Add(time.Hour), &app.Plan{Direct: app.DirectTo("sink")}); err != nil {
 			t.Fatal(err)
 		}
 		ds, _ := db.EventDeliveries(ctx, e.Seq)
-		if err := db.RecordAttempts(ctx, []app.AttemptRecord{{ID: ds[0].ID, Attempt: &app.Attempt{Start: time.Now(), Status: 200}, State: state}})[0]; err != nil {
+		rec := app.AttemptRecord{ID: ds[0].ID, Attempt: &app.Attempt{Start: time.Now(), Status: 200}, State: state}
+		if state == app.Pending { // failed once, its retry an hour away
+			rec.Attempt.Status, rec.Due = 500, time.Now().Add(time.Hour)
+		}
+		if err := db.RecordAttempts(ctx, []app.AttemptRecord{rec})[0]; err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -348,11 +353,12 @@ func testReplayDryRunSplit(t *testing.T, st storeCase) {
 		return stdout.String()
 	}
 	split := func(out string) string { first, _, _ := strings.Cut(out, "\n"); return first }
-	if forced, want := split(replay("-since", "2h", "-dry-run", "-force")), "6 match: 1 dead and 5 delivered will be sent"; forced != want {
+	pending := ", 1 pending left alone (on its way already)"
+	if forced, want := split(replay("-since", "2h", "-dry-run", "-force")), "7 match: 1 dead and 5 delivered will be sent"+pending; forced != want {
 		t.Fatalf("dry run -force: %q, want %q", forced, want)
 	}
 	dry := split(replay("-since", "2h", "-dry-run"))
-	if want := "6 match: 1 dead will be sent, 5 delivered skipped (-force sends them too)"; dry != want {
+	if want := "7 match: 1 dead will be sent, 5 delivered skipped (-force sends them too)" + pending; dry != want {
 		t.Fatalf("dry run: %q, want %q", dry, want)
 	}
 	run := split(replay("-since", "2h"))

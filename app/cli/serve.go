@@ -19,6 +19,7 @@ import (
 
 	"hookbox/app"
 	"hookbox/app/config"
+	"hookbox/app/systemd"
 )
 
 // shutdownGrace bounds how long in-flight requests and sends may take at
@@ -131,6 +132,7 @@ func serve(ctx context.Context, opts *configOptions, logger *slog.Logger) error 
 func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logger *slog.Logger) error {
 	own := logger.With("component", "serve") // serve's own lines; each part names its own component
 	tuneRuntime()
+	notify := systemd.NewNotifier() // before anything can start a child that would take its variables
 	n, err := openStore(ctx, *opts.path, cfg, logger)
 	if err != nil {
 		return err
@@ -144,7 +146,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	p, err := wire(ctx, opts, cfg, n, logger)
+	p, err := wire(ctx, opts, cfg, n, notify, logger)
 	if err != nil {
 		n.store.Close()
 		return err
@@ -160,12 +162,17 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 		{Name: "dispatcher", Service: p.dispatch()},
 		{Name: "access", Service: p.accessWatch()}, // the first password, once every listener is bound
 		{Name: "reload", Service: p.reloads(hup)},
+		{Name: "quarantine", Service: app.Loop(p.receiver.RunQuarantine)}, // its writer stops after the server
 		{Name: "server", Service: p.server()},
 		{Name: "certificates", Service: p.certificates()},
 	}}
 	if err := services.Start(ctx); err != nil {
 		return err
 	}
+	// Ready: the store is open and every listener is served. Under
+	// Type=notify the manager waits for this before it counts the start
+	// (or restart) done.
+	notify.Notify("READY=1\nSTATUS=" + p.status())
 
 	select {
 	case err = <-p.served:
@@ -173,6 +180,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	case <-ctx.Done():
 	}
 	own.Info("shutting down")
+	notify.Notify(fmt.Sprintf("STOPPING=1\nSTATUS=draining: accepting no connection, finishing the requests and sends in flight (at most %s)", shutdownGrace))
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if serr := services.Stop(sctx); err == nil {

@@ -32,6 +32,7 @@ type rawConfig struct {
 	Backup      rawBackup        `toml:"backup"`
 	Storage     rawStorage       `toml:"storage"`
 	Log         rawLog           `toml:"log"`
+	Quarantine  rawQuarantine    `toml:"quarantine"` // quarantine.go
 }
 
 type rawBackup struct {
@@ -121,6 +122,8 @@ type rawSource struct {
 	SignaturePrefix   string   `toml:"signature_prefix"`
 	// Upstream is [source.upstream]: upstream.go.
 	Upstream *rawUpstream `toml:"upstream"`
+	// QuietAfter: see app.Source.
+	QuietAfter string `toml:"quiet_after"`
 }
 
 type rawRetention struct {
@@ -227,6 +230,7 @@ func parse(file, data string, lookupEnv func(string) (string, bool)) (*app.Confi
 	cfg := &app.Config{Path: file}
 	v.server(&cfg.Server, raw.Server)
 	v.retention(&cfg.Retention, raw.Retention)
+	v.quarantine(&cfg.Quarantine, raw.Quarantine)
 	v.backup(&cfg.Backup, raw.Backup, cfg.Server.DataDir)
 	seen := map[string]bool{}
 	for i, rs := range raw.Source {

@@ -30,6 +30,9 @@ type Prometheus struct {
 	failedCommits prometheus.Counter
 	filtered      *prometheus.CounterVec
 	filterErrors  *prometheus.CounterVec
+	upChecks      *prometheus.CounterVec
+	upTaken       *prometheus.CounterVec
+	quarantine    *prometheus.CounterVec
 }
 
 var _ app.Metrics = (*Prometheus)(nil)
@@ -55,6 +58,12 @@ func New(stats *app.Stats, store app.GaugeStore) *Prometheus {
 		Help: "Accepted events of a route's source and topics that its filter turned away (it said no), by route."}, []string{"route"})
 	p.filterErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_route_filter_errors_total",
 		Help: "Accepted events whose route filter failed (a missing field, a wrong type, the cost limit) and so did not take the route, by route."}, []string{"route"})
+	p.upChecks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_upstream_checks_total",
+		Help: "Checks of a provider's side ([source.upstream]) by source and result (ok, failed, busy: another ran)."}, []string{"source", "result"})
+	p.upTaken = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_upstream_recovered_total",
+		Help: "What upstream checks recovered by source and action: fetched (events taken in from the provider's API), redelivered (deliveries the provider was asked to send again)."}, []string{"source", "action"})
+	p.quarantine = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookbox_quarantine_total",
+		Help: "Requests refused for their signature by what the source's quarantine did: kept, limited (past its rate, or the address's share: refused and only counted), full (the store refused it), failed (the store's write failed); and recovered, taken in once a fixed secret verified them."}, []string{"source", "outcome"})
 	gauge := func(name, help string, f func() (int, error)) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
 			n, err := f()
@@ -77,7 +86,7 @@ func New(stats *app.Stats, store app.GaugeStore) *Prometheus {
 		gauge("hookbox_poison_records", "Records in the data file that could not be decoded and were set aside (see the overview).",
 			func() (int, error) { _, n, err := store.Poisoned(context.Background(), 0); return n, err }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		failing, p.failedCommits, p.filtered, p.filterErrors)
+		failing, p.failedCommits, p.filtered, p.filterErrors, p.upChecks, p.upTaken, p.quarantine)
 	counter := func(name, help string, pick func(commits, writes, pages uint64) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
 			return float64(pick(store.CommitCounts()))
@@ -129,4 +138,22 @@ func (p *Prometheus) RouteFilter(route, outcome string) {
 		return
 	}
 	p.filtered.WithLabelValues(route).Inc()
+}
+
+// Upstream counts one upstream check of source by result, and what it
+// recovered.
+func (p *Prometheus) Upstream(source, result string, fetched, redelivered int) {
+	p.upChecks.WithLabelValues(source, result).Inc()
+	if fetched > 0 {
+		p.upTaken.WithLabelValues(source, "fetched").Add(float64(fetched))
+	}
+	if redelivered > 0 {
+		p.upTaken.WithLabelValues(source, "redelivered").Add(float64(redelivered))
+	}
+}
+
+// Quarantine counts one refused request of source by what the quarantine
+// did with it, or one recovered from it.
+func (p *Prometheus) Quarantine(source, outcome string) {
+	p.quarantine.WithLabelValues(source, outcome).Inc()
 }

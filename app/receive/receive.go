@@ -42,6 +42,9 @@ type Receiver struct {
 	// ruleWarn throttles the log lines about the rules of routes not in
 	// rules (none in a config the receiver was given).
 	ruleWarn app.Throttle
+	// q keeps the requests refused for their signature (quarantine.go);
+	// nil: none are kept.
+	q *quarantine
 }
 
 // routing is the receiver's view of one config: never changed once in
@@ -87,11 +90,15 @@ func (r *Receiver) Apply(cfg *app.Config) {
 		rules:     map[string]*routeRules{},
 		retention: cfg.Retention.EventIDs,
 	}
+	var changed []string
 	for _, s := range cfg.Sources {
 		rt.sources[s.Name] = s
 		rt.stats[s.Name] = &SourceStats{}
 		if old != nil && old.stats[s.Name] != nil {
 			rt.stats[s.Name] = old.stats[s.Name]
+		}
+		if was := old.source(s.Name); was != nil && secretsChanged(was, s) {
+			changed = append(changed, s.Name)
 		}
 	}
 	for _, route := range cfg.Routes {
@@ -103,6 +110,18 @@ func (r *Receiver) Apply(cfg *app.Config) {
 		}
 	}
 	r.routing.Store(rt)
+	// A fixed secret may verify what the quarantine kept: check it again.
+	for _, name := range changed {
+		r.recheckSoon(name)
+	}
+}
+
+// source returns rt's source called name, nil when none (or rt nil).
+func (rt *routing) source(name string) *app.Source {
+	if rt == nil {
+		return nil
+	}
+	return rt.sources[name]
 }
 
 // SourceStats returns what is kept of source, or nil for an unknown source.
@@ -164,6 +183,7 @@ func (r *Receiver) receive(ctx context.Context, rt *routing, src *app.Source, in
 	if err != nil {
 		st.Rejected.Add(1)
 		r.warnRejected(st, source, err, now, in.Client)
+		r.offer(rt, src, in, now, err)
 		return app.Result{}, app.Errorf(app.EUNAUTHORIZED, "%s", err.Error())
 	}
 	if v.Ping {
@@ -173,14 +193,20 @@ func (r *Receiver) receive(ctx context.Context, rt *routing, src *app.Source, in
 	if err != nil {
 		return app.Result{}, err
 	}
-	e := &app.Event{
+	return r.accept(ctx, rt, src, in, &app.Event{
 		Source:     source,
 		ID:         id,
 		Topic:      topic,
 		ReceivedAt: now,
 		Header:     keptHeaders(in.Header),
 		Body:       in.Body,
-	}
+	})
+}
+
+// accept plans e's routes and accepts it in one commit: the way of every
+// event once it is known genuine and identified.
+func (r *Receiver) accept(ctx context.Context, rt *routing, src *app.Source, in *app.Inbound, e *app.Event) (app.Result, error) {
+	source, id, topic, now := src.Name, e.ID, e.Topic, e.ReceivedAt
 	plan := r.plan(rt, src, id, topic, in)
 	if plan.Empty() && len(plan.Filtered) > 0 {
 		e.Unrouted = app.UnroutedReason(plan.Filtered)

@@ -38,6 +38,10 @@ type Request struct {
 	// Gated says the caller holds a place in the search gate already
 	// (the events page counts its offer within its own search).
 	Gated bool
+	// WithoutPending leaves the pending ones out of the counts (no second
+	// read): for the events page's offer, which shows only how many
+	// finished ones match.
+	WithoutPending bool
 }
 
 // ErrNoStore is the error of a Service without a store.
@@ -79,6 +83,12 @@ func (s *Service) Replay(ctx context.Context, r Request) (app.ReplayResult, erro
 	}
 	plan := app.SelectReplay(q, r.Force, cands, more)
 	res := plan.Result
+	if q.Status == app.ReplayAny && !r.WithoutPending {
+		// The pending ones in the same window: left alone, and said.
+		if res.Counts.PendingLeft, err = s.Store.ReplayPending(ctx, q); err != nil {
+			return app.ReplayResult{}, err
+		}
+	}
 	if q.DryRun {
 		return res, nil
 	}

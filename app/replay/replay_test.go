@@ -48,6 +48,17 @@ func (f *fakeStore) ReplayCandidates(ctx context.Context, q app.ReplayQuery) ([]
 	return items, false, ctx.Err()
 }
 
+func (f *fakeStore) ReplayPending(ctx context.Context, q app.ReplayQuery) (int, error) {
+	q, _ = q.Check()
+	n := 0
+	for _, d := range f.ds {
+		if q.Leaves(d, app.EventName{}, time.Time{}) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (f *fakeStore) Requeue(ctx context.Context, ids []uint64, from []app.DeliveryState, now time.Time) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -136,7 +147,8 @@ func TestService_Replay(t *testing.T) {
 	})
 	t.Run("SkipsDeliveredUnforced", func(t *testing.T) {
 		// Issue 44: the run sends the dead one and skips the delivered
-		// one, as the dry run's split said (it refused the whole run).
+		// one, as the dry run's split said (it refused the whole run), and
+		// both say the pending one is left alone.
 		f := newFakeStore(app.Dead, app.Delivered, app.Pending)
 		var wakes int
 		svc := service(f, &wakes)
@@ -145,17 +157,17 @@ func TestService_Replay(t *testing.T) {
 			t.Fatal(err)
 		}
 		run, err := svc.Replay(context.Background(), replay.Request{Query: app.ReplayQuery{Status: app.ReplayAny}})
-		want := app.ReplayCounts{DeadSent: 1, DeliveredSkipped: 1}
+		want := app.ReplayCounts{DeadSent: 1, DeliveredSkipped: 1, PendingLeft: 1}
 		if err != nil || run.Refused != 1 || run.Selected != 1 || run.Replayed != 1 || run.Counts != want || dry.Counts != want || wakes != 1 {
 			t.Fatalf("unforced run over a dead and a delivered one = %+v, %v; dry run %+v", run, err, dry)
 		}
 		if f.ds[1].State != app.Pending || f.ds[2].State != app.Delivered {
 			t.Fatalf("after the run: %v, %v; want the dead one pending, the delivered one left", f.ds[1].State, f.ds[2].State)
 		}
-		if got, want := dry.Counts.Say(false, "-force"), "2 match: 1 dead will be sent, 1 delivered skipped (-force sends it too)"; got != want {
+		if got, want := dry.Counts.Say(false, "-force"), "3 match: 1 dead will be sent, 1 delivered skipped (-force sends it too), 1 pending left alone (on its way already)"; got != want {
 			t.Errorf("dry run says %q, want %q", got, want)
 		}
-		if got, want := run.Counts.Say(true, "-force"), "2 match: 1 dead sent, 1 delivered skipped (-force sends it too)"; got != want {
+		if got, want := run.Counts.Say(true, "-force"), "3 match: 1 dead sent, 1 delivered skipped (-force sends it too), 1 pending left alone (on its way already)"; got != want {
 			t.Errorf("run says %q, want %q", got, want)
 		}
 	})

@@ -19,7 +19,10 @@ type Sweeper struct {
 	// IDs, Events and Audit are the retention periods (Config.Retention);
 	// set them before the first Sweep, then through Apply.
 	IDs, Events, Audit time.Duration
-	mu                 sync.Mutex // guards IDs, Events and Audit once sweeps run
+	// Quarantine is how long a source keeps a refused request ([quarantine]
+	// keep; 0: for ever).
+	Quarantine time.Duration
+	mu         sync.Mutex // guards the periods once sweeps run
 	// Chunk bounds the records deleted per transaction.
 	Chunk int
 	// Pause is the rest between two chunks.
@@ -34,14 +37,15 @@ type Sweeper struct {
 // New builds a sweeper for cfg's retention over store.
 func New(cfg *app.Config, store app.SweepStore) *Sweeper {
 	return &Sweeper{
-		Store:  store,
-		IDs:    cfg.Retention.EventIDs,
-		Events: cfg.Retention.Events,
-		Audit:  cfg.Retention.Audit,
-		Chunk:  app.DefaultSweepChunk,
-		Pause:  app.DefaultChunkPause,
-		Now:    time.Now,
-		Logger: slog.With("component", "sweep"),
+		Store:      store,
+		IDs:        cfg.Retention.EventIDs,
+		Events:     cfg.Retention.Events,
+		Audit:      cfg.Retention.Audit,
+		Quarantine: cfg.Quarantine.Keep,
+		Chunk:      app.DefaultSweepChunk,
+		Pause:      app.DefaultChunkPause,
+		Now:        time.Now,
+		Logger:     slog.With("component", "sweep"),
 	}
 }
 
@@ -49,12 +53,15 @@ func New(cfg *app.Config, store app.SweepStore) *Sweeper {
 func (s *Sweeper) Apply(cfg *app.Config) {
 	s.mu.Lock()
 	s.IDs, s.Events, s.Audit = cfg.Retention.EventIDs, cfg.Retention.Events, cfg.Retention.Audit
+	s.Quarantine = cfg.Quarantine.Keep
 	s.mu.Unlock()
 }
 
 // Result counts what one sweep removed and how many transactions it took.
 type Result struct {
 	IDs, Events, Audit, Windows, Chunks int
+	// Quarantined is how many refused requests left the quarantines.
+	Quarantined int
 	// Hours is how many hours of counts were forgotten.
 	Hours int
 }
@@ -65,7 +72,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (Result, error) {
 	var res Result
 	now := s.Now()
 	s.mu.Lock()
-	events, audit := s.Events, s.Audit
+	events, audit, quarantine := s.Events, s.Audit, s.Quarantine
 	s.mu.Unlock()
 	for _, step := range []struct {
 		count *int
@@ -80,6 +87,12 @@ func (s *Sweeper) Sweep(ctx context.Context) (Result, error) {
 			return s.Store.DeleteAuditBefore(ctx, now.Add(-audit), limit)
 		}},
 		{&res.Windows, func(limit int) (int, error) { return s.Store.PruneWindows(ctx, now, limit) }},
+		{&res.Quarantined, func(limit int) (int, error) {
+			if quarantine <= 0 {
+				return 0, nil
+			}
+			return s.Store.DeleteQuarantinedBefore(ctx, now.Add(-quarantine), limit)
+		}},
 	} {
 		for {
 			if err := ctx.Err(); err != nil {
@@ -117,6 +130,6 @@ func (s *Sweeper) Run(ctx context.Context) {
 		s.Logger.Error("sweep failed", slog.Any("error", err), "ids", res.IDs, "events", res.Events)
 		return
 	}
-	s.Logger.Info("sweep done", "ids", res.IDs, "events", res.Events, "audit", res.Audit, "chunks", res.Chunks,
+	s.Logger.Info("sweep done", "ids", res.IDs, "events", res.Events, "audit", res.Audit, "quarantined", res.Quarantined, "chunks", res.Chunks,
 		"duration", time.Since(start).Round(time.Millisecond))
 }

@@ -42,8 +42,11 @@ func (s *Server) routeAPI(r fiber.Router) {
 	s.route(r, "/api/v1", fiber.MethodPost, "/destinations/:name/retry", s.handleRetryDestination)
 	// Destinations: list, pause, resume (destinations.go).
 	s.routeDestinations(r)
+	s.routeUpstream(r)
 	// Team access: the audit log, users and tokens (team.go).
 	s.routeTeam(r)
+	// The sources' quarantines: list, recheck, clear (quarantine.go).
+	s.routeQuarantine(r)
 }
 
 // equal compares in constant time, lengths included (by hashing first).

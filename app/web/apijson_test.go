@@ -111,6 +111,14 @@ func TestAPI_JSONStyle(t *testing.T) {
 		{"POST", "/api/v1/destinations/pos/resume", "/api/v1/destinations/:name/resume"},
 		{"POST", "/api/v1/destinations/nope/pause", "/api/v1/destinations/:name/pause"}, // the error answer
 		{"GET", "/healthz", "/healthz"},
+		// The upstream checks (issue 45): none ran, one (its API is down),
+		// the last one, all of them; a source without the table.
+		{"GET", "/api/v1/sources/stripe-payments-europe/upstream", "/api/v1/sources/:name/upstream"},
+		{"POST", "/api/v1/sources/stripe-payments-europe/upstream/check", "/api/v1/sources/:name/upstream/check"},
+		{"GET", "/api/v1/sources/stripe-payments-europe/upstream", "/api/v1/sources/:name/upstream"},
+		{"POST", "/api/v1/upstream/check", "/api/v1/upstream/check"},
+		{"GET", "/api/v1/sources/shop/upstream", "/api/v1/sources/:name/upstream"},
+		{"POST", "/api/v1/sources/shop/upstream/check", "/api/v1/sources/:name/upstream/check"},
 		// The stream's error answer (its messages' JSON is walked by
 		// stream_test.go).
 		{"GET", "/api/v1/stream?topic=" + strings.Repeat("a", 300), "/api/v1/stream"},
@@ -123,6 +131,10 @@ func TestAPI_JSONStyle(t *testing.T) {
 		{"POST", fmt.Sprintf("/api/v1/deliveries/%d/replay?force", delivered), "/api/v1/deliveries/:id/replay"},
 		{"POST", "/api/v1/deliveries/replay", "/api/v1/deliveries/replay"},
 		{"POST", "/api/v1/deliveries/replay?event", "/api/v1/deliveries/replay"},
+		// The quarantine (quarantine.go): fill's forged request is in it.
+		{"GET", "/api/v1/sources/shop/quarantine", "/api/v1/sources/:name/quarantine"},
+		{"POST", "/api/v1/sources/shop/quarantine/recheck", "/api/v1/sources/:name/quarantine/recheck"},
+		{"GET", "/api/v1/sources/nope/quarantine", "/api/v1/sources/:name/quarantine"},
 	}
 	bodies := map[string]string{
 		"/api/v1/replay":                  `{"since": "1h", "dry_run": true}`,

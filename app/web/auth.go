@@ -176,7 +176,7 @@ func (s *Server) requireAuth(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderWWWAuthenticate, `Basic realm="hookbox", charset="UTF-8"`)
 		return c.Status(fiber.StatusUnauthorized).JSON(answer{Status: "error", Error: "login required"})
 	}
-	c.Locals("user", id.Name) // who pauses a destination
+	c.Locals("user", id.Name)
 	c.Locals("identity", id)
 	c.Locals("via", via)
 	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {

@@ -58,6 +58,16 @@ type limitListener struct {
 	conns map[*limitedConn]struct{} // the connections handed out and not closed
 
 	full, crowded app.Throttle // of the log lines about refusals
+
+	closeOnce sync.Once // Shutdown closes the listener before fasthttp does
+	closeErr  error
+}
+
+// Close closes the listener once; Shutdown closes it first, fasthttp's
+// shutdown again.
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { l.closeErr = l.Listener.Close() })
+	return l.closeErr
 }
 
 // Accept returns the next connection within the bounds; it refuses the
@@ -110,7 +120,7 @@ func (l *limitListener) release(c *limitedConn) {
 }
 
 // closeAll closes every connection handed out and still open.
-func (l *limitListener) closeAll() {
+func (l *limitListener) closeAll() error {
 	l.mu.Lock()
 	conns := make([]*limitedConn, 0, len(l.conns))
 	for c := range l.conns {
@@ -120,6 +130,7 @@ func (l *limitListener) closeAll() {
 	for _, c := range conns {
 		c.Close()
 	}
+	return nil
 }
 
 // refuse logs a connection past a bound (throttled), then answers it

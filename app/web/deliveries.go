@@ -19,15 +19,19 @@ type deliveryJSON struct {
 	Route string `json:"route"`
 	// Transformed says that route has a transform now: the delivery goes
 	// out with the body it makes, not the event's.
-	Transformed bool          `json:"transformed,omitempty"`
-	State       string        `json:"state"`
-	Attempts    int           `json:"attempts"`
-	Due         *time.Time    `json:"due,omitempty"`
-	Created     time.Time     `json:"created,omitzero"`
-	Updated     time.Time     `json:"updated,omitzero"`
-	LastStatus  int           `json:"last_status,omitempty"`
-	LastError   string        `json:"last_error,omitempty"`
-	History     []attemptJSON `json:"attempts_detail,omitempty"`
+	Transformed bool   `json:"transformed,omitempty"`
+	State       string `json:"state"`
+	// Status is the word the pages show for it (app.DeliveryWord): its
+	// state, but "failing" for a pending one that has had an attempt. It
+	// is one of the words an event's ?status= filter takes.
+	Status     string        `json:"status"`
+	Attempts   int           `json:"attempts"`
+	Due        *time.Time    `json:"due,omitempty"`
+	Created    time.Time     `json:"created,omitzero"`
+	Updated    time.Time     `json:"updated,omitzero"`
+	LastStatus int           `json:"last_status,omitempty"`
+	LastError  string        `json:"last_error,omitempty"`
+	History    []attemptJSON `json:"attempts_detail,omitempty"`
 
 	// Route and OrderKey name the delivery's order group (issue 27);
 	// AfterDead is the delivery before it in that group when that one is
@@ -67,7 +71,7 @@ const NoteUnconfigured = "destination no longer configured"
 
 // toJSON renders a delivery of cfg, with its attempts when given.
 func toJSON(cfg *app.Config, d *app.Delivery, attempts ...*app.Attempt) deliveryJSON {
-	j := deliveryJSON{ID: d.ID, EventSeq: d.EventSeq, Destination: d.Destination, State: d.State.String(),
+	j := deliveryJSON{ID: d.ID, EventSeq: d.EventSeq, Destination: d.Destination, State: d.State.String(), Status: app.DeliveryWord(d),
 		Route: d.Route, OrderKey: d.OrderKey, Transformed: cfg.RouteTransform(d.Route) != nil,
 		Attempts: d.Attempts, Created: utc(d.Created), Updated: utc(d.Updated), LastStatus: d.LastStatus, LastError: d.LastError}
 	if cfg.DestinationByName(d.Destination) == nil {

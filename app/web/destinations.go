@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -57,6 +58,10 @@ func timeOrNil(t time.Time) *time.Time {
 
 func (s *Server) handleDestinations(c *fiber.Ctx) error {
 	ctx := c.UserContext()
+	status := c.Query("status")
+	if err := app.CheckDestinationStatus(status); err != nil {
+		return s.sendError(c, err)
+	}
 	controls := map[string]app.DestinationControl{}
 	if s.deps.Pauser != nil {
 		var err error
@@ -87,6 +92,9 @@ func (s *Server) handleDestinations(c *fiber.Ctx) error {
 			State: app.DestinationWord(ctl.Paused, ctl.HeldUntil.After(now), !h.FailingSince.IsZero() || h.LastAttemptFailed())}
 		if ctl.HeldUntil.After(now) {
 			j.HeldUntil = timeOrNil(ctl.HeldUntil)
+		}
+		if status != "" && j.State != status {
+			continue
 		}
 		j.Kind = "http"
 		if len(d.Command) > 0 {
@@ -141,16 +149,12 @@ func (s *Server) handleResume(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"destination": name, "paused": false})
 }
 
-// pausedBy is who pauses: "cli" when hookbox pause sent it (its
-// X-Hookbox-Client header), else the logged-in user.
+// pausedBy is who pauses: the request's identity as the audit log names
+// it (a user's name, "token:NAME"), however it came, by the page, the API
+// or hookbox pause.
 func pausedBy(c *fiber.Ctx) string {
-	if c.Get("X-Hookbox-Client") == app.PausedByCLI {
-		return app.PausedByCLI
-	}
-	if u, _ := c.Locals("user").(string); u != "" {
-		return u
-	}
-	return "admin"
+	id, _ := c.Locals("identity").(app.Identity)
+	return cmp.Or(id.Actor(), "admin")
 }
 
 func (s *Server) controlError(c *fiber.Ctx, err error) error {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hookbox/app"
 )
 
 // The overview's destination row pauses and resumes it with the page's
@@ -94,5 +96,54 @@ func TestAPI_PauseResume(t *testing.T) {
 	}
 	if code, body := post("/api/v1/destinations/nope/resume", ""); code != 404 || !strings.Contains(body, "no such destination") {
 		t.Fatalf("resume of an unknown destination: %d %s; want 404", code, body)
+	}
+}
+
+// paused_by names who paused: the user hookbox pause logged in as (it
+// sent X-Hookbox-Client: cli, which named every such pause "cli" on the
+// old main), or a token as the audit log names it; GET
+// /api/v1/destinations and the overview say so.
+func TestAPI_PausedByNamesWho(t *testing.T) {
+	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+	secret, err := f.srv.Access().CreateToken(t.Context(), app.Who{Actor: "ops", Via: "cli", From: "local"}, "deploy-bot", app.RoleOperator, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pausedBy := func(auth func(*http.Request)) string {
+		t.Helper()
+		req, _ := http.NewRequest("POST", f.base+"/api/v1/destinations/pos/pause", strings.NewReader(`{"reason": "ERP maintenance"}`))
+		req.Header.Set("X-Hookbox-Client", "cli") // as hookbox pause sent it
+		auth(req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("pause: %d", resp.StatusCode)
+		}
+		_, raw := f.get("/api/v1/destinations")
+		var out struct {
+			Destinations []struct {
+				Name     string `json:"name"`
+				PausedBy string `json:"paused_by"`
+			} `json:"destinations"`
+		}
+		if err := json.Unmarshal(raw, &out); err != nil || len(out.Destinations) == 0 || out.Destinations[0].Name != "pos" {
+			t.Fatalf("GET /api/v1/destinations: %s, %v", raw, err)
+		}
+		return out.Destinations[0].PausedBy
+	}
+	if got := pausedBy(func(r *http.Request) { r.SetBasicAuth("ops", "pw-1234") }); got != "ops" {
+		t.Errorf("paused by the user ops through hookbox pause: paused_by %q, want ops", got)
+	}
+	if code, _ := f.post("/api/v1/destinations/pos/resume"); code != 200 {
+		t.Fatalf("resume: %d", code)
+	}
+	if got := pausedBy(func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+secret) }); got != "token:deploy-bot" {
+		t.Errorf("paused with the token deploy-bot: paused_by %q, want token:deploy-bot", got)
+	}
+	if _, page := f.get("/"); !strings.Contains(string(page), "by token:deploy-bot") {
+		t.Errorf("the overview does not say the token paused pos")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"hookbox/app/apptest"
 	"hookbox/app/receive"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
@@ -331,5 +332,61 @@ func TestServer_ShutdownClosesSilentConnections(t *testing.T) {
 		t.Fatalf("the silent connection is still open: read %d, %v", n, err)
 	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatal("the silent connection is still open after Shutdown returned")
+	}
+}
+
+// While Shutdown drains, a request that comes on a kept-alive connection
+// is answered, with Connection: close, so that the sender opens its next
+// connection to the process that follows (issue 46). Before, the answer
+// did not say it, and the sender reused a connection the server closed.
+func TestServer_ShutdownAnswersConnectionClose(t *testing.T) {
+	e := newEdgeServer(t, "")
+	conn, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	send := func(id string) *http.Response {
+		t.Helper()
+		body := []byte(`{"id": "` + id + `"}`)
+		req, _ := http.NewRequest("POST", "http://"+e.addr+"/in/shop", bytes.NewReader(body))
+		for k, v := range signShop(t, body, id) {
+			req.Header[k] = v
+		}
+		if err := req.Write(conn); err != nil {
+			t.Fatalf("write %s: %v", id, err)
+		}
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			t.Fatalf("answer to %s: %v", id, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	if resp := send("before"); resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("before the stop: %d, close %v; want 200 on a connection kept alive", resp.StatusCode, resp.Close)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.srv.Shutdown(context.Background()) }()
+	// The stop has begun once the listener refuses new connections.
+	apptest.Eventually(t, 5*time.Second, "the listener to refuse once Shutdown began", func() bool {
+		c, err := net.Dial("tcp", e.addr)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	resp := send("draining")
+	if resp.StatusCode != 200 {
+		t.Fatalf("while draining: %d, want 200 (the event was committed)", resp.StatusCode)
+	}
+	if !resp.Close {
+		t.Fatalf("while draining: answered without Connection: close (%v); the sender would keep the old process's connection", resp.Header)
+	}
+	if err := apptest.Recv(t, stopped, 10*time.Second, "Shutdown"); err != nil {
+		t.Fatalf("Shutdown: %v", err)
 	}
 }

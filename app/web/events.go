@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"encoding/base64"
 	"mime"
 	"strconv"
@@ -27,6 +28,11 @@ type eventJSON struct {
 	// UnroutedReason says which route filters turned an unrouted event
 	// away (the event's detail only; absent when none did).
 	UnroutedReason string `json:"unrouted_reason,omitempty"`
+	// Origin says how the event came (the event's detail only): "webhook",
+	// or "fetched" from the provider's API by an upstream check; then
+	// ProviderAt is when the provider says it happened.
+	Origin     string    `json:"origin,omitempty"`
+	ProviderAt time.Time `json:"provider_at,omitzero"`
 }
 
 func (s *Server) handleEvents(c *fiber.Ctx) error {
@@ -69,7 +75,7 @@ func (s *Server) handleEvents(c *fiber.Ctx) error {
 	}
 	items := make([]eventJSON, 0, len(res.Rows))
 	for _, r := range res.Rows {
-		items = append(items, eventJSON{r.Seq, r.Source, r.ID, r.Topic, utc(r.ReceivedAt), r.Size, r.Status, utc(r.WaitingUntil), ""})
+		items = append(items, eventJSON{r.Seq, r.Source, r.ID, r.Topic, utc(r.ReceivedAt), r.Size, r.Status, utc(r.WaitingUntil), "", "", time.Time{}})
 	}
 	out := fiber.Map{"items": items}
 	if res.Next > 0 {
@@ -141,7 +147,7 @@ func (s *Server) handleEvent(c *fiber.Ctx) error {
 		list = append(list, headerJSON{h.Name, h.Value})
 	}
 	out := fiber.Map{"event": eventJSON{Seq: seq, Source: e.Source, ID: e.ID, Topic: e.Topic, ReceivedAt: utc(e.ReceivedAt), Size: len(e.Body),
-		UnroutedReason: e.Unrouted},
+		UnroutedReason: e.Unrouted, Origin: cmp.Or(e.Origin, "webhook"), ProviderAt: utc(e.ProviderAt)},
 		"headers": headers, "header_list": list, "deliveries": deliveries, "merged": merged}
 	// A JSON string cannot carry bytes that are not UTF-8 (the encoder
 	// would put U+FFFD in their place): those bodies go as base64.

@@ -16,6 +16,7 @@ import (
 	"hookbox/app/metrics"
 	"hookbox/app/provider"
 	"hookbox/app/receive"
+	"hookbox/app/upstream"
 	"hookbox/app/web"
 	"hookbox/storage/bboltstore"
 )
@@ -34,6 +35,10 @@ secret = "s3cret-shop"
 name = "stripe-payments-europe"
 provider = "stripe"
 secret = "whsec_unused"
+[source.upstream]
+api_key = "rk_test_fixture0key"
+endpoint = "we_1"
+api_url = "http://127.0.0.1:1"
 [[destination]]
 name = "pos"
 url = "http://127.0.0.1:1/pos"
@@ -67,6 +72,7 @@ type fixture struct {
 	db    *bboltstore.DB
 	stats *app.Stats
 	srv   *web.Server
+	recv  *receive.Receiver
 	base  string
 	stop  func()
 	// advance moves the server's clock on (now stays where it started).
@@ -104,12 +110,18 @@ func openFixtureDeps(t *testing.T, dir string, now time.Time, logger *slog.Logge
 	prom := metrics.New(stats, db)
 	recv := receive.New(cfg, db)
 	recv.Stats, recv.Now = stats, clock
+	recv.KeepQuarantine(db)
+	qctx, stopQuarantine := context.WithCancel(context.Background())
+	quarantined := make(chan struct{})
+	go func() { recv.RunQuarantine(qctx); close(quarantined) }()
 	if logger != nil {
 		recv.Logger = logger
 	}
+	checker := upstream.New(cfg, db, recv)
+	checker.Audit = login.Record
 	searches := app.NewSearchGate(4, 0) // the per-caller bound, whatever the machine's CPUs
-	deps := web.Deps{Receiver: recv, Store: db, Health: db.Ping, Access: login, Stats: stats, Metrics: prom, Now: clock,
-		Pauser: app.NewPauser(cfg, db, nil, clock), Searches: searches}
+	deps := web.Deps{Receiver: recv, Quarantine: db, Store: db, Health: db.Ping, Access: login, Stats: stats, Metrics: prom, Now: clock,
+		Pauser: app.NewPauser(cfg, db, nil, clock), Searches: searches, Upstream: checker}
 	if edit != nil {
 		edit(&deps)
 	}
@@ -118,7 +130,7 @@ func openFixtureDeps(t *testing.T, dir string, now time.Time, logger *slog.Logge
 		srv.Logger = logger
 	}
 	addr := serve(t, srv.App())
-	f := &fixture{t: t, dir: dir, now: now, db: db, stats: stats, srv: srv, base: "http://" + addr, searches: searches,
+	f := &fixture{t: t, dir: dir, now: now, db: db, stats: stats, srv: srv, recv: recv, base: "http://" + addr, searches: searches,
 		advance: func(d time.Duration) { clockMu.Lock(); cur = cur.Add(d); clockMu.Unlock() }}
 	stopped := false
 	f.stop = func() {
@@ -127,6 +139,8 @@ func openFixtureDeps(t *testing.T, dir string, now time.Time, logger *slog.Logge
 		}
 		stopped = true
 		srv.App().Shutdown()
+		stopQuarantine()
+		<-quarantined
 		if err := db.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}

@@ -43,8 +43,8 @@ func TestPages_Labels(t *testing.T) {
 	// Destinations whose last recorded attempt failed say so, from the
 	// store, where the dispatcher (not running here, as after a restart)
 	// knows nothing yet; one whose last attempt delivered is ok.
-	for _, want := range []string{`crm</span></td><td data-label="state"><span><span class="bad">last attempt failed</span>`,
-		`erp-warehouse-integration</span></td><td data-label="state"><span><span class="bad">last attempt failed</span>`,
+	for _, want := range []string{`crm</span></td><td data-label="state"><span><span class="bad">failing: last attempt failed</span>`,
+		`erp-warehouse-integration</span></td><td data-label="state"><span><span class="bad">failing: last attempt failed</span>`,
 		`pos</span></td><td data-label="state"><span><span class="ok">ok</span>`} {
 		if !strings.Contains(overview, want) {
 			t.Errorf("overview lacks %s", want)

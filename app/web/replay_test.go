@@ -160,7 +160,7 @@ func TestReplayQuery_API(t *testing.T) {
 	if dry.Matched != 5 || dry.Delivered != 3 || dry.Replayed != 0 || dry.More || len(dry.First) != 5 {
 		t.Fatalf("dry run = %+v", dry)
 	}
-	if _, answer := call(`{"since": "1h", "dry_run": true}`, 200); !strings.Contains(answer, `"summary":"5 match: 2 dead will be sent, 3 delivered skipped (\"force\": true sends them too)"`) {
+	if _, answer := call(`{"since": "1h", "dry_run": true}`, 200); !strings.Contains(answer, `"summary":"9 match: 2 dead will be sent, 3 delivered skipped (\"force\": true sends them too), 4 pending left alone (on their way already)"`) {
 		t.Fatalf("dry run's summary: %s", answer)
 	}
 	dead, _ := call(`{"since": "1h", "destination": "crm"}`, 200) // only dead ones: no force needed
@@ -215,7 +215,7 @@ func TestUI_ReplayByQuery(t *testing.T) {
 	// The confirm page says the split the CLI and the API say (issue 44),
 	// and a button for each way.
 	resp, page := c.do("POST", "/replay", url.Values{"csrf": {tok}, "source": {"shop"}})
-	if resp.StatusCode != 200 || !strings.Contains(page, "5 match: 2 dead will be sent, 3 delivered skipped (“Send all” sends them too)") ||
+	if resp.StatusCode != 200 || !strings.Contains(page, "9 match: 2 dead will be sent, 3 delivered skipped (“Send all” sends them too), 4 pending left alone (on their way already)") ||
 		!strings.Contains(page, "3 of them were delivered already") ||
 		!strings.Contains(page, "shop/order-0") || !strings.Contains(page, "orders/create") || !strings.Contains(page, fmt.Sprintf("#%d", dead.ID)) ||
 		!strings.Contains(page, "Yes, send 2 dead deliveries again") || !strings.Contains(page, `name="delivered" value="yes">Send all 5, the 3 delivered again too`) {
@@ -280,16 +280,19 @@ func TestReplayQuery_DryRunSaysWhatTheRunDoes(t *testing.T) {
 		counts                                counts
 		dry, run                              string
 	}{
-		{"Unforced", `"since": "1h"`, 5, 3, 2, 3, counts{DeadSent: 2, DeliveredSkipped: 3},
-			`5 match: 2 dead will be sent, 3 delivered skipped ("force": true sends them too)`, `5 match: 2 dead sent, 3 delivered skipped ("force": true sends them too)`},
-		{"Forced", `"since": "1h", "force": true`, 5, 3, 5, 0, counts{DeadSent: 2, DeliveredSent: 3},
-			"5 match: 2 dead and 3 delivered will be sent", "5 match: 2 dead and 3 delivered sent"},
+		{"Unforced", `"since": "1h"`, 5, 3, 2, 3, counts{DeadSent: 2, DeliveredSkipped: 3, PendingLeft: 4},
+			`9 match: 2 dead will be sent, 3 delivered skipped ("force": true sends them too), 4 pending left alone (on their way already)`,
+			`9 match: 2 dead sent, 3 delivered skipped ("force": true sends them too), 4 pending left alone (on their way already)`},
+		{"Forced", `"since": "1h", "force": true`, 5, 3, 5, 0, counts{DeadSent: 2, DeliveredSent: 3, PendingLeft: 4},
+			"9 match: 2 dead and 3 delivered will be sent, 4 pending left alone (on their way already)", "9 match: 2 dead and 3 delivered sent, 4 pending left alone (on their way already)"},
 		{"DeadOnly", `"since": "1h", "status": "dead"`, 2, 0, 2, 0, counts{DeadSent: 2}, "2 match: 2 dead will be sent", "2 match: 2 dead sent"},
 		{"DeliveredUnforced", `"source": "shop", "status": "delivered"`, 3, 3, 0, 3, counts{DeliveredSkipped: 3},
 			`3 match: none will be sent, 3 delivered skipped ("force": true sends them too)`, `3 match: none sent, 3 delivered skipped ("force": true sends them too)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// 3 delivered to pos, 2 dead to crm; the retrying ones never match.
+			// 3 delivered to pos, 2 dead to crm; the 4 retrying ones are
+			// never sent, and are said to be left alone when the query
+			// asks for any state.
 			f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
 			f.fill()
 			status, b := f.postJSON("/api/v1/replay", `{`+tc.query+`, "dry_run": true}`)

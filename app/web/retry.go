@@ -29,6 +29,7 @@ type retriedDeliveryJSON struct {
 	ID          uint64     `json:"id"`
 	Destination string     `json:"destination"`
 	State       string     `json:"state"`
+	Status      string     `json:"status"` // as deliveryJSON's
 	Attempts    int        `json:"attempts"`
 	Due         *time.Time `json:"due,omitempty"`
 	Event       eventRef   `json:"event"`
@@ -63,7 +64,7 @@ func (s *Server) handleRetryDelivery(c *fiber.Ctx) error {
 		return s.storeError(c, err)
 	}
 	out := retriedJSON{Retried: n, Delivery: retriedDeliveryJSON{ID: d.ID, Destination: d.Destination, State: d.State.String(),
-		Attempts: d.Attempts, Event: eventRef{Seq: d.EventSeq}}}
+		Status: app.DeliveryWord(d), Attempts: d.Attempts, Event: eventRef{Seq: d.EventSeq}}}
 	if d.State == app.Pending && !d.Due.IsZero() {
 		due := d.Due.UTC()
 		out.Delivery.Due = &due

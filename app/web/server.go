@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/filesystem"
 	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/valyala/fasthttp"
 
 	"hookbox/app"
 	"hookbox/app/access"
@@ -56,6 +57,9 @@ type Store interface {
 // Deps are what the server serves from.
 type Deps struct {
 	Receiver *receive.Receiver
+	// Quarantine holds the requests the sources refused for their
+	// signature (nil: the quarantine's API answers 404).
+	Quarantine app.QuarantineStore
 	// Store backs the admin API and the status pages.
 	Store Store
 	// Wake tells the dispatcher that replayed work is due.
@@ -89,6 +93,9 @@ type Deps struct {
 	LastBackup func() (time.Time, int64, error)
 	// Pauser pauses and resumes destinations (nil: the routes answer 404).
 	Pauser *app.Pauser
+	// Upstream runs and reports the upstream checks (nil: the routes
+	// answer 404).
+	Upstream app.Upstreams
 	// Running is the config in force, read per request, and the last one
 	// a reload refused (nil: New's cfg, always).
 	Running *app.Running
@@ -132,6 +139,7 @@ type Server struct {
 	// handling counts the handlers running, and limits the listeners
 	// Limit made: Shutdown closes their connections once no handler runs.
 	handling atomic.Int64
+	draining atomic.Bool // Shutdown began: every answer says Connection: close
 	limitsMu sync.Mutex
 	limits   []*limitListener
 }
@@ -186,7 +194,8 @@ func New(cfg *app.Config, deps Deps) *Server {
 		replays:  &replay.Service{Store: deps.Store, Searches: deps.Searches, Now: deps.Now, Wake: deps.Wake},
 	}
 	s.ui = ui.New(ui.Deps{Running: deps.Running, Store: deps.Store, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
-		LastBackup: deps.LastBackup, Pauser: deps.Pauser, Access: deps.Access, Searches: deps.Searches})
+		LastBackup: deps.LastBackup, Pauser: deps.Pauser, Access: deps.Access, Searches: deps.Searches, Upstream: deps.Upstream,
+		Quarantine: deps.Quarantine})
 	s.ui.SetWho(s.who)
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:      cfg.Server.MaxBodyBytes,
@@ -222,6 +231,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 	})
 	srv := s.fiber.Server()
 	srv.Handler = s.readBodies(srv.Handler)
+	srv.Handler = s.drain(srv.Handler)
 	s.fiber.Use(s.track, recover.New(), s.edge)
 	s.fiber.Post("/in/:source", s.handleInbound)
 	s.fiber.Get("/healthz", s.handleHealth)
@@ -250,37 +260,63 @@ func (s *Server) config() *app.Config { return s.running.Config() }
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.fiber.Listener(ln) }
 
-// idleGrace is how long Shutdown lets connections without a request in a
-// handler finish what they are sending before it closes them.
+// idleGrace is how long Shutdown lets the connections kept alive bring
+// their next request (answered with Connection: close) before it closes
+// the ones that sent nothing.
 const idleGrace = time.Second
 
 // Shutdown stops accepting and lets the handlers running finish until ctx
-// is done. fasthttp alone would also wait for every connection that has
-// sent nothing yet (it counts a new connection as busy from its accept),
-// up to the read timeout: a client that holds a silent connection open
-// would hold the stop. So once idleGrace has passed and no handler runs,
-// the connections Limit handed out are closed; a request cut so was not
+// is done. It closes the listeners first: on a socket that the service
+// manager passed (and still holds), the kernel queues new connections
+// for the next process. From then on every answer says Connection:
+// close, and for idleGrace the connections kept alive may still bring a
+// request, so a sender that keeps its connection reconnects, to the
+// next process, instead of finding it closed under its request. fasthttp
+// alone would wait for every connection that has sent nothing yet (it
+// counts a new connection as busy from its accept), up to the read
+// timeout: a client that holds a silent connection open would hold the
+// stop. So once idleGrace has passed and no handler runs, the
+// connections Limit handed out are closed; a request cut so was not
 // answered, and its sender sends it again.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if s.deps.Stream != nil {
 		s.deps.Stream.Close() // streams end now, not at their next ping
 	}
+	s.draining.Store(true)
+	s.eachLimit((*limitListener).Close)
+	grace := time.NewTimer(idleGrace)
+	defer grace.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for s.openConns() > 0 {
+		select {
+		case <-ctx.Done():
+		case <-grace.C:
+		case <-tick.C:
+			continue
+		}
+		break
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.fiber.ShutdownWithContext(ctx) }()
-	grace := time.After(idleGrace)
-	var tick <-chan time.Time
 	for {
 		select {
 		case err := <-done:
 			return err
-		case <-grace:
-			t := time.NewTicker(10 * time.Millisecond)
-			defer t.Stop()
-			tick = t.C
-		case <-tick:
+		case <-tick.C:
 			if s.handling.Load() == 0 {
-				s.closeConns()
+				s.eachLimit((*limitListener).closeAll)
 			}
+		}
+	}
+}
+
+// drain says Connection: close in every answer once Shutdown began.
+func (s *Server) drain(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		next(ctx)
+		if s.draining.Load() {
+			ctx.SetConnectionClose()
 		}
 	}
 }
@@ -292,13 +328,26 @@ func (s *Server) track(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// closeConns closes every connection the listeners of Limit handed out.
-func (s *Server) closeConns() {
+// eachLimit calls f on every listener Limit made.
+func (s *Server) eachLimit(f func(*limitListener) error) {
 	s.limitsMu.Lock()
 	defer s.limitsMu.Unlock()
 	for _, l := range s.limits {
-		l.closeAll()
+		f(l)
 	}
+}
+
+// openConns counts the connections the listeners of Limit handed out
+// and that are still open.
+func (s *Server) openConns() int {
+	n := 0
+	s.eachLimit(func(l *limitListener) error {
+		l.mu.Lock()
+		n += l.open
+		l.mu.Unlock()
+		return nil
+	})
+	return n
 }
 
 // Access is who may log in, for tests.

@@ -26,7 +26,7 @@ func (d *DB) Accept(ctx context.Context, e *app.Event, idExpires time.Time, plan
 	if d.remembered(key, e.ReceivedAt) {
 		return true, nil
 	}
-	rec := encodeEvent(e)
+	rec := d.packEvent(e)
 	exp := idExpires.UnixNano()
 	var dup, over bool
 	var seq uint64
@@ -87,6 +87,7 @@ func (d *DB) Accept(ctx context.Context, e *app.Event, idExpires time.Time, plan
 		if !dup {
 			d.ids.add(key, exp, over)
 			st.opened = st.opened || !plan.Empty()
+			d.maybeTrain()
 		}
 	})
 	if err != nil {

@@ -166,8 +166,10 @@ func (d *DB) commitGroup(group []write, st *txState) {
 
 // appendOnly are the buckets whose keys grow with time or sequence: new
 // keys land at their right edge, where bbolt's default split (half-full
-// pages, meant for random inserts) would leave every page half empty.
-var appendOnly = [][]byte{bucketEvents, bucketExpiry, bucketDeliveries, bucketEventDlv, bucketAttempts}
+// pages, meant for random inserts) would leave every page half empty. The
+// due index grows so within each destination (a delivery is due now or
+// later).
+var appendOnly = [][]byte{bucketEvents, bucketExpiry, bucketDeliveries, bucketEventDlv, bucketAttempts, bucketDue}
 
 // fillAppendOnly packs tx's append-only buckets' pages full: fewer pages
 // written per commit and a smaller file for small events (BenchmarkAccept,

@@ -14,10 +14,13 @@ import (
 // layout changes and keep decoding the old ones. Version 2 is version 1
 // with the unrouted reason after the body; an event without one is still
 // written as version 1, so the common record costs no byte more and a
-// build that knows only version 1 reads it.
+// build that knows only version 1 reads it. Version 3 adds, after the
+// unrouted reason, the origin and the provider's time (8 bytes, unix
+// nanos, 0 for none): only a fetched event is written so.
 const (
 	eventVersion1 = 1
 	eventVersion  = 2
+	eventVersion3 = 3
 )
 
 // errCorrupt is returned when a stored record cannot be decoded.
@@ -38,6 +41,13 @@ func encodeEvent(e *app.Event) []byte {
 		version = eventVersion
 		n += 5 + len(e.Unrouted)
 	}
+	if e.Origin != "" || !e.ProviderAt.IsZero() {
+		version = eventVersion3
+		n += 5 + len(e.Origin) + 8
+		if e.Unrouted == "" {
+			n += 5
+		}
+	}
 	b := make([]byte, 0, n)
 	b = append(b, version)
 	b = binary.BigEndian.AppendUint64(b, uint64(e.ReceivedAt.UnixNano()))
@@ -51,8 +61,16 @@ func encodeEvent(e *app.Event) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(len(e.Body)))
 	b = append(b, e.Body...)
-	if version == eventVersion {
+	if version >= eventVersion {
 		b = appendString(b, e.Unrouted)
+	}
+	if version == eventVersion3 {
+		b = appendString(b, e.Origin)
+		var at int64
+		if !e.ProviderAt.IsZero() {
+			at = e.ProviderAt.UnixNano()
+		}
+		b = binary.BigEndian.AppendUint64(b, uint64(at))
 	}
 	return b
 }
@@ -67,10 +85,19 @@ func appendString(b []byte, s string) []byte {
 // id, topic, the headers' names and values) are substrings of one string
 // copied from b, and the body one copy: two allocations per event rather
 // than one per field (the dispatcher decodes every event it sends).
+//
+// A packed record (pack.go) is unpacked first.
 func decodeEvent(b []byte) (*app.Event, error) {
+	if len(b) > 0 && b[0] == eventPacked {
+		plain, err := unpack(b, nil)
+		if err != nil {
+			return nil, err
+		}
+		b = plain
+	}
 	d := decoder{b: b}
 	v := d.byte()
-	if v != eventVersion1 && v != eventVersion {
+	if v != eventVersion1 && v != eventVersion && v != eventVersion3 {
 		return nil, fmt.Errorf("%w: version %d", errCorrupt, v)
 	}
 	e := &app.Event{ReceivedAt: time.Unix(0, int64(d.uint64()))}
@@ -109,8 +136,14 @@ func decodeEvent(b []byte) (*app.Event, error) {
 	if e.Body == nil {
 		e.Body = []byte{}
 	}
-	if v == eventVersion {
+	if v >= eventVersion {
 		e.Unrouted = string(d.bytes())
+	}
+	if v == eventVersion3 {
+		e.Origin = string(d.bytes())
+		if at := int64(d.uint64()); at != 0 {
+			e.ProviderAt = time.Unix(0, at)
+		}
 	}
 	if d.err != nil {
 		return nil, d.err
@@ -121,9 +154,10 @@ func decodeEvent(b []byte) (*app.Event, error) {
 	return e, nil
 }
 
-// receivedAt reads only the received time of an encoded event.
+// receivedAt reads only the received time of an encoded event, plain or
+// packed.
 func receivedAt(b []byte) (time.Time, error) {
-	if len(b) < 9 || b[0] != eventVersion1 && b[0] != eventVersion {
+	if len(b) < 9 || b[0] != eventVersion1 && b[0] != eventVersion && b[0] != eventVersion3 && b[0] != eventPacked {
 		return time.Time{}, errCorrupt
 	}
 	return time.Unix(0, int64(binary.BigEndian.Uint64(b[1:9]))), nil

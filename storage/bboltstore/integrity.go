@@ -25,7 +25,10 @@ import (
 //
 //  1. buckets up to merged, remembered ids in the expiry index with seqs
 //  2. pending_event (the events pending deliveries will send), poison
-const FormatVersion = 2
+//  3. events packed (pack.go): their headers and bodies compressed. A
+//     build of format 2 would read them as unreadable records; it refuses
+//     the file instead.
+const FormatVersion = 3
 
 // ErrNewerFormat means the data file was written by a newer hookbox.
 var ErrNewerFormat = errors.New("the data file was written by a newer hookbox")

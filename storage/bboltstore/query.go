@@ -134,13 +134,13 @@ func (d *DB) findByID(tx *bolt.Tx, q app.EventQuery, out *[]app.EventSummary) er
 // An event that cannot be decoded is a row of its own, "unreadable", in
 // lists that filter on nothing it would say.
 func summarize(tx *bolt.Tx, k, v []byte, q app.EventQuery) (app.EventSummary, bool, error) {
-	e, err := decodeEvent(v)
+	e, size, err := eventHead(v)
 	if err != nil {
 		row := app.EventSummary{Seq: binary.BigEndian.Uint64(k), Size: len(v), Status: app.StateUnreadable}
 		row.ReceivedAt, _ = receivedAt(v)
 		return row, q.Source == "" && q.Topic == "" && (q.Status == "" || q.Status == app.StateUnreadable), nil
 	}
-	if q.Source != "" && e.Source != q.Source || q.Topic != "" && !app.Glob(q.Topic, e.Topic) {
+	if q.Source != "" && e.name.Source != q.Source || q.Topic != "" && !app.Glob(q.Topic, e.name.Topic) {
 		return app.EventSummary{}, false, nil
 	}
 	status, err := eventStatus(tx, k)
@@ -154,8 +154,8 @@ func summarize(tx *bolt.Tx, k, v []byte, q app.EventQuery) (app.EventSummary, bo
 	if status == app.StateWaiting {
 		until = waitingUntil(tx, k)
 	}
-	return app.EventSummary{Seq: binary.BigEndian.Uint64(k), Source: e.Source, ID: e.ID, Topic: e.Topic,
-		ReceivedAt: e.ReceivedAt, Size: len(e.Body), Status: status, WaitingUntil: until}, true, nil
+	return app.EventSummary{Seq: binary.BigEndian.Uint64(k), Source: e.name.Source, ID: e.name.ID, Topic: e.name.Topic,
+		ReceivedAt: e.at, Size: size, Status: status, WaitingUntil: until}, true, nil
 }
 
 // eventStatus is app.EventWord of an event's deliveries (dead, failing,
@@ -200,4 +200,23 @@ func waitingUntil(tx *bolt.Tx, k []byte) time.Time {
 		return time.Time{}
 	}
 	return p.Due
+}
+
+// eventHead decodes what a list row shows of an encoded event: its name,
+// received time and body length; a packed one's from its plain head,
+// without unpacking it.
+func eventHead(v []byte) (eventRow, int, error) {
+	if len(v) > 0 && v[0] == eventPacked {
+		_, bodyLen, _, _, _, err := packedHead(v)
+		if err != nil {
+			return eventRow{}, 0, err
+		}
+		r, err := decodeEventRow(v)
+		return r, int(bodyLen), err
+	}
+	e, err := decodeEvent(v)
+	if err != nil {
+		return eventRow{}, 0, err
+	}
+	return eventRow{name: app.EventName{Source: e.Source, ID: e.ID, Topic: e.Topic}, at: e.ReceivedAt}, len(e.Body), nil
 }

@@ -51,6 +51,26 @@ func (d *DB) ReplayCandidates(ctx context.Context, q app.ReplayQuery) ([]app.Rep
 	return items, more, nil
 }
 
+// ReplayPending counts the pending deliveries a replay by q leaves alone
+// (app.ReplayQuery.Leaves), walking the events as ReplayCandidates does.
+func (d *DB) ReplayPending(ctx context.Context, q app.ReplayQuery) (int, error) {
+	q, err := q.Check()
+	if err != nil || q.Status != app.ReplayAny {
+		return 0, err
+	}
+	var n int
+	err = d.view(ctx, func(tx *bolt.Tx) error {
+		n = 0
+		return eachEventDelivery(tx, q, &pacer{ctx: ctx}, func(dl *app.Delivery, _ uint64, ev eventRow) bool {
+			if q.Leaves(dl, ev.name, ev.at) {
+				n++
+			}
+			return true
+		})
+	})
+	return n, err
+}
+
 // Requeue makes each delivery of ids still in one of the states from
 // pending again, due at now, in one write: the due index (destination,
 // due, id) sends them in id order, that is accept order. One that left
@@ -86,7 +106,7 @@ func matchOne(tx *bolt.Tx, q app.ReplayQuery) ([]app.ReplayItem, bool, error) {
 		return nil, false, nil
 	}
 	ev, err := decodeEventRow(v)
-	if err != nil || !q.Matches(dl, ev.name, ev.at) || q.Q != "" && !bodyHas(v, app.NewSearch(q.Q)) {
+	if err != nil || !q.Matches(dl, ev.name, ev.at) || q.Q != "" && !bodyHas(v, app.NewSearch(q.Q), new([]byte)) {
 		return nil, false, nil
 	}
 	return []app.ReplayItem{{Delivery: dl.ID, Destination: dl.Destination, State: dl.State, EventSeq: dl.EventSeq, Event: ev.name}}, false, nil
@@ -99,6 +119,7 @@ func matchDead(tx *bolt.Tx, q app.ReplayQuery, p *pacer) ([]app.ReplayItem, bool
 	names := map[uint64]eventRow{}
 	found := map[uint64]bool{} // the events whose body has q.Q
 	search := app.NewSearch(q.Q)
+	var buf []byte // bodyHas's room
 	events := tx.Bucket(bucketEvents)
 	c := tx.Bucket(bucketDead).Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
@@ -112,14 +133,14 @@ func matchDead(tx *bolt.Tx, q app.ReplayQuery, p *pacer) ([]app.ReplayItem, bool
 			if v == nil {
 				continue // its event is gone: nothing to send
 			}
-			if err := p.read(len(v)); err != nil {
+			if err := p.read(unpackedSize(v)); err != nil {
 				return nil, false, err
 			}
 			if ev, err = decodeEventRow(v); err != nil {
 				continue
 			}
 			names[dl.EventSeq] = ev
-			found[dl.EventSeq] = q.Q == "" || bodyHas(v, search)
+			found[dl.EventSeq] = q.Q == "" || bodyHas(v, search, &buf)
 		}
 		if !found[dl.EventSeq] || !q.Matches(dl, ev.name, ev.at) {
 			continue
@@ -133,10 +154,29 @@ func matchDead(tx *bolt.Tx, q app.ReplayQuery, p *pacer) ([]app.ReplayItem, bool
 }
 
 // matchEvents returns the dead or delivered deliveries q selects by
-// walking the events from q.Since (found by binary search) in seq order
-// and each one's deliveries, and whether more than q.Limit matched.
+// walking the events from q.Since and each one's deliveries
+// (eachEventDelivery), and whether more than q.Limit matched.
 func matchEvents(tx *bolt.Tx, q app.ReplayQuery, p *pacer) ([]app.ReplayItem, bool, error) {
 	var items []app.ReplayItem
+	more := false
+	err := eachEventDelivery(tx, q, p, func(dl *app.Delivery, seq uint64, ev eventRow) bool {
+		if !q.Matches(dl, ev.name, ev.at) {
+			return true
+		}
+		if len(items) == q.Limit {
+			more = true
+			return false
+		}
+		items = append(items, app.ReplayItem{Delivery: dl.ID, Destination: dl.Destination, State: dl.State, EventSeq: seq, Event: ev.name})
+		return true
+	})
+	return items, more, err
+}
+
+// eachEventDelivery calls fn with each delivery of each event q's event
+// filters (time, source, topic, body) select, walking the events from
+// q.Since (found by binary search) in seq order, until fn returns false.
+func eachEventDelivery(tx *bolt.Tx, q app.ReplayQuery, p *pacer, fn func(dl *app.Delivery, seq uint64, ev eventRow) bool) error {
 	c := tx.Bucket(bucketEvents).Cursor()
 	var k, v []byte
 	if q.Since.IsZero() {
@@ -148,9 +188,10 @@ func matchEvents(tx *bolt.Tx, q app.ReplayQuery, p *pacer) ([]app.ReplayItem, bo
 	}
 	dc := tx.Bucket(bucketEventDlv).Cursor()
 	search := app.NewSearch(q.Q)
+	var buf []byte // bodyHas's room
 	for ; k != nil; k, v = c.Next() {
-		if err := p.read(len(v)); err != nil {
-			return nil, false, err
+		if err := p.read(unpackedSize(v)); err != nil {
+			return err
 		}
 		ev, err := decodeEventRow(v)
 		if err != nil {
@@ -159,22 +200,21 @@ func matchEvents(tx *bolt.Tx, q app.ReplayQuery, p *pacer) ([]app.ReplayItem, bo
 		if !q.Until.IsZero() && ev.at.After(q.Until) {
 			break // arrival follows seq: later ones are later still
 		}
-		if !q.MatchesEvent(ev.name, ev.at) || q.Q != "" && !bodyHas(v, search) {
+		if !q.MatchesEvent(ev.name, ev.at) || q.Q != "" && !bodyHas(v, search, &buf) {
 			continue
 		}
 		seq := binary.BigEndian.Uint64(k)
 		for dk, _ := dc.Seek(k); dk != nil && bytes.HasPrefix(dk, k); dk, _ = dc.Next() {
 			dl, err := getDelivery(tx, binary.BigEndian.Uint64(dk[8:]))
-			if err != nil || !q.Matches(dl, ev.name, ev.at) {
+			if err != nil {
 				continue
 			}
-			if len(items) == q.Limit {
-				return items, true, nil
+			if !fn(dl, seq, ev) {
+				return nil
 			}
-			items = append(items, app.ReplayItem{Delivery: dl.ID, Destination: dl.Destination, State: dl.State, EventSeq: seq, Event: ev.name})
 		}
 	}
-	return items, false, nil
+	return nil
 }
 
 // eventRow is an event's name and received time, decoded without its

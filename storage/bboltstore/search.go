@@ -61,6 +61,7 @@ func (d *DB) SearchEvents(ctx context.Context, q app.EventQuery) (app.EventSearc
 	search := app.NewSearch(q.Q)
 	budget := d.searchBudget()
 	var res app.EventSearch
+	var buf []byte // a packed body's room, reused
 	err := d.view(ctx, func(tx *bolt.Tx) error {
 		res = app.EventSearch{}
 		events := tx.Bucket(bucketEvents)
@@ -71,7 +72,7 @@ func (d *DB) SearchEvents(ctx context.Context, q app.EventQuery) (app.EventSearc
 			}
 			for _, r := range rows {
 				res.Searched++
-				if body, ok := eventBody(events.Get(seqKey(r.Seq))); ok && search.In(body) {
+				if body, ok := eventBody(events.Get(seqKey(r.Seq)), &buf); ok && search.In(body) {
 					res.Rows = append(res.Rows, r)
 				}
 			}
@@ -114,7 +115,7 @@ func (d *DB) SearchEvents(ctx context.Context, q app.EventQuery) (app.EventSearc
 			}
 			res.Searched++
 			seen++
-			read += len(v)
+			read += unpackedSize(v)
 			at, err := receivedAt(v)
 			if err != nil {
 				continue // unreadable: no body to search
@@ -126,7 +127,7 @@ func (d *DB) SearchEvents(ctx context.Context, q app.EventQuery) (app.EventSearc
 			if !q.Since.IsZero() && at.Before(q.Since) {
 				return nil // older from here on
 			}
-			if body, ok := eventBody(v); !ok || !search.In(body) {
+			if body, ok := eventBody(v, &buf); !ok || !search.In(body) {
 				continue
 			}
 			row, ok, err := summarize(tx, k, v, q)
@@ -143,10 +144,19 @@ func (d *DB) SearchEvents(ctx context.Context, q app.EventQuery) (app.EventSearc
 }
 
 // eventBody finds the body in an encoded event (see encodeEvent) without
-// copying it: the bytes are the transaction's, valid until it ends. ok is
+// copying it: the bytes are the transaction's, valid until it ends. A
+// packed event (pack.go) is unpacked into *buf, which keeps the room for
+// the next: the body is then valid until the next call with buf. ok is
 // false when the record cannot be read.
-func eventBody(b []byte) (body []byte, ok bool) {
-	if len(b) < 9 || b[0] != eventVersion1 && b[0] != eventVersion {
+func eventBody(b []byte, buf *[]byte) (body []byte, ok bool) {
+	if len(b) > 0 && b[0] == eventPacked {
+		plain, err := unpack(b, *buf)
+		if err != nil {
+			return nil, false
+		}
+		*buf, b = plain, plain
+	}
+	if len(b) < 9 || b[0] != eventVersion1 && b[0] != eventVersion && b[0] != eventVersion3 {
 		return nil, false
 	}
 	dec := decoder{b: b[9:]}
@@ -162,8 +172,9 @@ func eventBody(b []byte) (body []byte, ok bool) {
 	return body, dec.err == nil
 }
 
-// bodyHas reports whether the encoded event v's body contains s's text.
-func bodyHas(v []byte, s app.Search) bool {
-	body, ok := eventBody(v)
+// bodyHas reports whether the encoded event v's body contains s's text;
+// buf is eventBody's.
+func bodyHas(v []byte, s app.Search, buf *[]byte) bool {
+	body, ok := eventBody(v, buf)
 	return ok && s.In(body)
 }

@@ -130,13 +130,13 @@ func transient(err error) bool {
 // (ordered, so that two groups lock them in the same order), the events of
 // the ids that were new or expired, their deliveries, and the NOTIFY that
 // tells the other nodes, delivered at commit, and the count changes the
-// domain gave for each write ($18 on, deltaArgs tagged with i), of the
+// domain gave for each write ($20 on, deltaArgs tagged with i), of the
 // accepted writes only (in the committer's own shard). It returns (i, seq)
 // per accepted write, and (-1, 0) when it notified.
 var acceptSQL = `
 WITH input AS (
-	SELECT * FROM unnest($1::int[], $2::text[], $3::bytea[], $4::timestamptz[], $5::timestamptz[], $6::bytea[], $7::bytea[], $8::bytea[], $9::bool[], $15::text[])
-		AS t(i, source, id, received, expires, topic, headers, body, opens, unrouted)
+	SELECT * FROM unnest($1::int[], $2::text[], $3::bytea[], $4::timestamptz[], $5::timestamptz[], $6::bytea[], $7::bytea[], $8::bytea[], $9::bool[], $15::text[], $18::text[], $19::timestamptz[])
+		AS t(i, source, id, received, expires, topic, headers, body, opens, unrouted, origin, provider_at)
 ), ids AS (
 	INSERT INTO hookbox_event_ids AS x (source, id, received, expires, seq)
 	SELECT source, id, received, expires, nextval('hookbox_event_seq') FROM input ORDER BY source, id
@@ -146,8 +146,8 @@ WITH input AS (
 ), acc AS MATERIALIZED (
 	SELECT input.*, ids.seq FROM input JOIN ids USING (source, id)
 ), ev AS (
-	INSERT INTO hookbox_events (seq, source, id, topic, received_at, headers, body, unrouted)
-	SELECT seq, source, id, topic, received, headers, body, unrouted FROM acc
+	INSERT INTO hookbox_events (seq, source, id, topic, received_at, headers, body, unrouted, origin, provider_at)
+	SELECT seq, source, id, topic, received, headers, body, unrouted, origin, provider_at FROM acc
 ), dl AS (
 	INSERT INTO hookbox_deliveries (event_seq, destination, state, due, run_at, created, updated, route, order_key)
 	SELECT acc.seq, d.dest, 1, acc.received, acc.received, acc.received, acc.received, d.route, d.order_key
@@ -155,7 +155,7 @@ WITH input AS (
 	ORDER BY d.ord
 ), n AS (
 	SELECT pg_notify($12, $13) FROM (SELECT 1 FROM acc WHERE opens LIMIT 1) o
-), ` + deltaCTEs(`SELECT i::bigint AS i, NULL::text AS name FROM acc`, "$13", "$14", 18) + `
+), ` + deltaCTEs(`SELECT i::bigint AS i, NULL::text AS name FROM acc`, "$13", "$14", 20) + `
 SELECT i, seq FROM acc
 UNION ALL SELECT -1, 0 FROM n`
 
@@ -187,6 +187,8 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 		received, expires []time.Time
 		opens             []bool
 		unrouted          []string
+		origins           []string
+		providerAt        []*time.Time
 		dlIndex           []int32
 		dlDest            []string
 		dlRoute, dlOrder  []string
@@ -212,6 +214,12 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 		bodies = append(bodies, nonNil(e.Body))
 		opens = append(opens, !w.plan.Empty())
 		unrouted = append(unrouted, e.Unrouted)
+		origins = append(origins, e.Origin)
+		var at *time.Time
+		if !e.ProviderAt.IsZero() {
+			at = &e.ProviderAt
+		}
+		providerAt = append(providerAt, at)
 		if w.plan != nil {
 			for _, dest := range w.plan.Direct {
 				dlIndex = append(dlIndex, int32(i))
@@ -226,7 +234,7 @@ func (d *DB) acceptGroup(ctx context.Context, group []*acceptWrite) error {
 	}
 	shard := d.takeShard()
 	defer d.giveShard(shard)
-	args := []any{is, sources, ids, received, expires, topics, hdrs, bodies, opens, dlIndex, dlDest, d.channel, d.node, shard, unrouted, dlRoute, dlOrder}
+	args := []any{is, sources, ids, received, expires, topics, hdrs, bodies, opens, dlIndex, dlDest, d.channel, d.node, shard, unrouted, dlRoute, dlOrder, origins, providerAt}
 	args = append(args, counts.args()...)
 	var accepted []*acceptWrite
 	opened := false

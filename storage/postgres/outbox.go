@@ -18,12 +18,12 @@ import (
 const deliveryCols = "d.id, d.event_seq, d.destination, d.state, d.attempts, d.tries, d.due, d.created, d.updated, d.last_status, d.last_error, d.route, d.order_key"
 
 // eventCols are the columns eventDest reads, in order.
-const eventCols = "e.seq, e.source, e.id, e.topic, e.received_at, e.headers, e.body"
+const eventCols = "e.seq, e.source, e.id, e.topic, e.received_at, e.headers, e.body, e.origin, e.provider_at"
 
 // eventColsOrEmpty are eventCols of an outer join: empty values where the
 // event is missing.
 const eventColsOrEmpty = "coalesce(e.seq, 0), coalesce(e.source, ''), coalesce(e.id, ''::bytea), coalesce(e.topic, ''::bytea), " +
-	"coalesce(e.received_at, now()), coalesce(e.headers, ''::bytea), coalesce(e.body, ''::bytea)"
+	"coalesce(e.received_at, now()), coalesce(e.headers, ''::bytea), coalesce(e.body, ''::bytea), coalesce(e.origin, ''), e.provider_at"
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -47,8 +47,12 @@ func scanDelivery(r scanner) (*app.Delivery, error) {
 func eventDest(e *app.Event) (dest []any, finish func() error) {
 	var seq int64
 	var id, topic, headers []byte
-	return []any{&seq, &e.Source, &id, &topic, &e.ReceivedAt, &headers, &e.Body}, func() error {
+	var providerAt *time.Time
+	return []any{&seq, &e.Source, &id, &topic, &e.ReceivedAt, &headers, &e.Body, &e.Origin, &providerAt}, func() error {
 		e.Seq, e.ID, e.Topic = uint64(seq), string(id), string(topic)
+		if providerAt != nil {
+			e.ProviderAt = *providerAt
+		}
 		if e.Body == nil {
 			e.Body = []byte{}
 		}
@@ -90,7 +94,7 @@ WITH c AS MATERIALIZED (
 SELECT u.*, e.seq IS NULL, ` + eventColsOrEmpty + ` FROM u LEFT JOIN hookbox_events e ON e.seq = u.event_seq
 UNION ALL
 SELECT (SELECT run_at FROM hookbox_deliveries d WHERE destination = $1 AND state = 1 AND NOT (id = ANY(ARRAY(SELECT id FROM c))) AND ` + headOnly + `
-	ORDER BY run_at, id LIMIT 1), -1, 0, '', 0, 0, 0, now(), now(), now(), 0, '', '', '', true, 0, '', ''::bytea, ''::bytea, now(), ''::bytea, ''::bytea`
+	ORDER BY run_at, id LIMIT 1), -1, 0, '', 0, 0, 0, now(), now(), now(), 0, '', '', '', true, 0, '', ''::bytea, ''::bytea, now(), ''::bytea, ''::bytea, '', NULL::timestamptz`
 }
 
 // The outbox reads: what is due by $2 (a due time, or the end of a lease

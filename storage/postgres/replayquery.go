@@ -63,11 +63,29 @@ func states(from []app.DeliveryState) []int16 {
 	return s
 }
 
-// matchReplay returns up to q.Limit+1 of the deliveries q selects, in id
-// order, with their events' names.
-func (d *DB) matchReplay(ctx context.Context, q app.ReplayQuery, states []int16) ([]app.ReplayItem, error) {
+// ReplayPending counts the pending deliveries a replay by q leaves alone
+// (app.ReplayQuery.Leaves), with the filters ReplayCandidates uses.
+func (d *DB) ReplayPending(ctx context.Context, q app.ReplayQuery) (int, error) {
+	q, err := q.Check()
+	if err != nil || q.Status != app.ReplayAny {
+		return 0, err
+	}
 	ctx, cancel := opCtx(ctx)
 	defer cancel()
+	where, args := replayWhere(q, states([]app.DeliveryState{app.Pending}))
+	var n int64
+	if err := d.pool.QueryRow(ctx, `SELECT count(*)
+	FROM hookbox_deliveries d JOIN hookbox_events e ON e.seq = d.event_seq
+	WHERE `+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("replay by query, pending: %w", err)
+	}
+	return int(n), nil
+}
+
+// replayWhere is the WHERE clause (and its arguments) of the deliveries
+// in states that q's filters select, over hookbox_deliveries d joined to
+// hookbox_events e.
+func replayWhere(q app.ReplayQuery, states []int16) (string, []any) {
 	args := []any{states}
 	conds := []string{"d.state = ANY($1)"}
 	add := func(cond string, v any) {
@@ -97,10 +115,19 @@ func (d *DB) matchReplay(ctx context.Context, q app.ReplayQuery, states []int16)
 		args = append(args, pattern, lower)
 		conds = append(conds, searchSQL("e", len(args)-1, len(args)))
 	}
+	return strings.Join(conds, " AND "), args
+}
+
+// matchReplay returns up to q.Limit+1 of the deliveries q selects, in id
+// order, with their events' names.
+func (d *DB) matchReplay(ctx context.Context, q app.ReplayQuery, states []int16) ([]app.ReplayItem, error) {
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
+	where, args := replayWhere(q, states)
 	args = append(args, q.Limit+1)
 	rows, err := d.pool.Query(ctx, `SELECT d.id, d.destination, d.state, d.event_seq, e.source, e.id, e.topic
 	FROM hookbox_deliveries d JOIN hookbox_events e ON e.seq = d.event_seq
-	WHERE `+strings.Join(conds, " AND ")+` ORDER BY d.id LIMIT $`+strconv.Itoa(len(args)), args...)
+	WHERE `+where+` ORDER BY d.id LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return nil, err
 	}

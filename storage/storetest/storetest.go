@@ -74,6 +74,8 @@ func Run(t *testing.T, open Opener, damage Damage) {
 	t.Run("DeadLetters", func(t *testing.T) { testDeadLetters(t, open) })
 	t.Run("Meta", func(t *testing.T) { testMeta(t, open) })
 	t.Run("JobLock", func(t *testing.T) { testJobLock(t, open) })
+	t.Run("Origin", func(t *testing.T) { testOrigin(t, open) })
+	t.Run("Quarantine", func(t *testing.T) { testQuarantine(t, open) })
 	t.Run("Controls", func(t *testing.T) { testControls(t, open) })
 	t.Run("Health", func(t *testing.T) { testHealth(t, open) })
 	t.Run("Filtered", func(t *testing.T) { testFiltered(t, open) })

@@ -2,7 +2,10 @@
 //
 // Times: the server writes each time in UTC (<time datetime=…>); this
 // rewrites them in the browser's time zone and keeps UTC on hover (the
-// title). Chart hours (<text data-hour=…>) likewise.
+// title). Chart hours (<text data-hour=…>) likewise. The forms' hidden
+// tz fields (<input data-tz>) get the browser's offset from UTC in
+// minutes east, so a time typed in a form is read as the browser's; a
+// page without this script says its forms' times are UTC.
 //
 // Refresh: the overview reloads in place every 10 seconds (without it, a
 // plain link reloads it).
@@ -35,6 +38,8 @@
     }
     var notes = root.querySelectorAll("[data-zone]");
     for (var k = 0; k < notes.length; k++) { notes[k].textContent = "your time, " + (zone(new Date()) || "local"); }
+    var tz = root.querySelectorAll("input[data-tz]");
+    for (var m = 0; m < tz.length; m++) { tz[m].value = String(-new Date().getTimezoneOffset()); }
   }
   localize(document);
 
