@@ -775,6 +775,8 @@ After=$SERVICE.socket
 Type=notify
 NotifyAccess=main
 WatchdogSec=30
+# The start checks the data file, which takes minutes for a large one; connections wait meanwhile.
+TimeoutStartSec=15min
 User=$SVC_USER
 Group=$SVC_USER
 ExecStart=$REAL_BIN serve -config $REAL_CONFIG
