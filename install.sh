@@ -2,6 +2,7 @@
 # install.sh — install hookbox as a hardened systemd service on Debian/Ubuntu.
 #
 #   sudo ./install.sh                 install or upgrade (idempotent), then start or restart
+#   sudo ./install.sh --upgrade FILE  upgrade to the binary FILE, back to the old one if it fails
 #   sudo ./install.sh --uninstall     remove the service and the binary; keep config and data
 #   sudo ./install.sh --purge [--yes] also remove /etc/hookbox, /var/lib/hookbox and the user
 #   ./install.sh --root DIR [...]     install into DIR as a prefix, without systemctl/useradd/chown
@@ -15,22 +16,29 @@ SVC_USER=hookbox
 
 usage() {
 	cat <<'EOF'
-Usage: sudo ./install.sh [--uninstall | --purge [--yes]] [--root DIR]
+Usage: sudo ./install.sh [--upgrade FILE | --uninstall | --purge [--yes]] [--root DIR]
 
 Installs hookbox as a systemd service (Debian/Ubuntu, run as root). Running it again upgrades:
-the binary and the unit are replaced, the config and the data are kept, and the service is
-restarted, but only after `hookbox check` accepts the config.
+the binary and the units are replaced, the config and the data are kept, and the service is
+restarted, but only after `hookbox check` accepts the config with the new binary. Before the
+restart it takes a backup of the data file; if the new hookbox is not ready (/healthz) within
+30 s, the old binary and that backup are put back and the old hookbox started again.
+hookbox.socket holds the ports: while hookbox restarts, new connections wait in its queue, so
+no sender is refused. To stop hookbox: systemctl stop hookbox.socket hookbox (stopping only
+hookbox leaves the ports listening, and the next webhook starts it again).
 
   (no option)    install or upgrade: /usr/local/bin/hookbox, the hookbox system user,
                  /etc/hookbox/config.toml (only if absent), /etc/hookbox/hookbox.env (0600:
                  every variable the config names, empty until you fill it in; values already
                  there are kept), /var/lib/hookbox (the data, 0700),
-                 /etc/systemd/system/hookbox.service; then enable and (re)start the service.
+                 /etc/systemd/system/hookbox.socket (the ports of listen, and with domain
+                 :443 and :80) and hookbox.service; then enable and (re)start them.
                  When the only thing the check misses is a variable still empty in hookbox.env,
                  a first install is made and enabled but not started: the summary says what to
                  fill in, then systemctl restart hookbox. With the service running, only the
                  new (empty) lines are added to hookbox.env: fill them in and run it again.
                  Uses the hookbox binary next to this script, else builds it with `go build`.
+  --upgrade FILE use the hookbox binary FILE (a release downloaded elsewhere), as above.
   --uninstall    stop and disable the service, remove the unit and the binary;
                  keep /etc/hookbox (config, secrets) and /var/lib/hookbox (data).
   --purge        like --uninstall, and also remove /etc/hookbox, /var/lib/hookbox (every stored
@@ -58,11 +66,17 @@ ACTION=install
 YES=false
 ROOT_ARG=
 ROOT_SET=false
+UPGRADE_BIN=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--uninstall) ACTION=uninstall ;;
 	--purge) ACTION=purge ;;
 	--yes | -y) YES=true ;;
+	--upgrade)
+		[ $# -ge 2 ] || die "--upgrade needs the new hookbox binary (try --help)"
+		UPGRADE_BIN=$2
+		shift
+		;;
 	--root)
 		[ $# -ge 2 ] || die "--root needs a directory (try --help)"
 		ROOT_ARG=$2
@@ -109,6 +123,7 @@ ENV_FILE=$ETC/hookbox.env
 DATA=$ROOT/var/lib/hookbox
 UNIT_DIR=$ROOT/etc/systemd/system
 UNIT=$UNIT_DIR/$SERVICE.service
+SOCKET_UNIT=$UNIT_DIR/$SERVICE.socket
 DROPIN_DIR=$UNIT_DIR/$SERVICE.service.d
 # The paths the unit names are those of a real install, also under --root.
 REAL_BIN=/usr/local/bin/hookbox
@@ -266,22 +281,91 @@ write_if_changed() {
 
 service_active() { $REAL && systemctl is-active --quiet "$SERVICE" 2>/dev/null; }
 
+# healthz_ok BASE: GET BASE/healthz answers 200 (curl, else bash's /dev/tcp for plain HTTP; without
+# either, the service being active is taken as ready: Type=notify says READY=1 only once it serves).
+healthz_ok() {
+	if command -v curl >/dev/null 2>&1; then
+		curl -fsSk --max-time 3 -o /dev/null "$1/healthz" 2>/dev/null
+		return
+	fi
+	case $1 in
+	http://*) ;;
+	*) return 0 ;;
+	esac
+	local hostport=${1#http://} line
+	hostport=${hostport%%/*}
+	case $hostport in \[*) return 0 ;; esac # /dev/tcp takes no [IPv6]: active is taken as ready
+	exec 9<>"/dev/tcp/${hostport%:*}/${hostport##*:}" 2>/dev/null || return 1
+	printf 'GET /healthz HTTP/1.0\r\nHost: %s\r\n\r\n' "$hostport" >&9
+	IFS= read -r -t 3 line <&9 || line=
+	exec 9<&- 9>&-
+	case $line in HTTP/1.?\ 200*) return 0 ;; esac
+	return 1
+}
+
+# wait_ready SECONDS: within SECONDS, a hookbox.service process other than $old_pid (the one a
+# restart replaces) is active (Type=notify: it said READY=1) and /healthz answers 200.
+old_pid=0
+wait_ready() {
+	local i pid
+	for ((i = 0; i < $1; i++)); do
+		sleep 1
+		pid=$(systemctl show -p MainPID --value "$SERVICE.service" 2>/dev/null || echo 0)
+		if [ "${pid:-0}" = 0 ] || [ "$pid" = "$old_pid" ]; then
+			continue
+		fi
+		# A first start with domain has no certificate yet (ACME gets it): active is ready then.
+		if systemctl is-active --quiet "$SERVICE.service" 2>/dev/null &&
+			{ { [ "$tls_mode" = acme ] && ! $upgrading; } || healthz_ok "$local_base"; }; then
+			return 0
+		fi
+	done
+	return 1
+}
+
+# rollback puts back the binary that ran before the upgrade and the data file as it was before it
+# (a new binary may have converted it), starts hookbox again, and stops install.sh, saying so. The
+# socket stops too while the file is replaced (hookbox restore refuses while it listens): senders
+# are refused for those seconds.
+rollback() {
+	warn "the new hookbox (${version:-new}) did not become ready within 30 s: putting back ${old_version:-the old binary}${pre_upgrade:+ and the data file from $pre_upgrade}"
+	systemctl stop "$SERVICE.socket" "$SERVICE.service" || true
+	mv -f -- "$prev_bin" "$BIN"
+	if [ -n "$pre_upgrade" ]; then
+		(load_env_file "$ENV_FILE" && "$BIN" restore -config "$CONFIG" "$pre_upgrade") ||
+			warn "hookbox restore $pre_upgrade failed (above): the data file is as the new binary left it"
+	fi
+	systemctl start "$SERVICE.socket" "$SERVICE.service" || true
+	old_pid=0
+	if wait_ready 30; then
+		die "upgrade rolled back: ${old_version:-the old hookbox} runs again with the data as before the upgrade; the new binary's log: journalctl -u $SERVICE"
+	fi
+	die "upgrade rolled back, but the old hookbox is not ready either: see journalctl -u $SERVICE and systemctl status $SERVICE"
+}
+
 # ---- uninstall / purge ----
 
 remove_service() {
 	if $REAL; then
+		if [ -f "$SOCKET_UNIT" ] || systemctl cat "$SERVICE.socket" >/dev/null 2>&1; then
+			info "stopping and disabling $SERVICE.socket"
+			systemctl disable --now "$SERVICE.socket" >/dev/null 2>&1 || warn "systemctl disable --now $SERVICE.socket failed; continuing"
+		fi
 		if [ -f "$UNIT" ] || systemctl cat "$SERVICE.service" >/dev/null 2>&1; then
 			info "stopping and disabling $SERVICE.service"
 			systemctl disable --now "$SERVICE.service" >/dev/null 2>&1 || warn "systemctl disable --now $SERVICE failed; continuing"
 		fi
 	fi
-	if [ -e "$UNIT" ]; then
-		rm -f -- "$UNIT"
-		info "removed $UNIT"
-	fi
+	local u
+	for u in "$SOCKET_UNIT" "$UNIT"; do
+		if [ -e "$u" ]; then
+			rm -f -- "$u"
+			info "removed $u"
+		fi
+	done
 	if $REAL; then
 		systemctl daemon-reload
-		systemctl reset-failed "$SERVICE.service" >/dev/null 2>&1 || true
+		systemctl reset-failed "$SERVICE.socket" "$SERVICE.service" >/dev/null 2>&1 || true
 	fi
 	if [ -e "$BIN" ]; then
 		rm -f -- "$BIN"
@@ -326,7 +410,13 @@ fi
 
 # 1. The binary to install: next to this script, else built from the source next to it.
 SRC_BIN=
-if [ -f "$SCRIPT_DIR/hookbox" ] && [ -x "$SCRIPT_DIR/hookbox" ]; then
+if [ -n "$UPGRADE_BIN" ]; then
+	if [ ! -f "$UPGRADE_BIN" ] || [ ! -x "$UPGRADE_BIN" ]; then
+		die "--upgrade $UPGRADE_BIN: not an executable file"
+	fi
+	SRC_BIN=$UPGRADE_BIN
+	info "using $SRC_BIN (--upgrade)"
+elif [ -f "$SCRIPT_DIR/hookbox" ] && [ -x "$SCRIPT_DIR/hookbox" ]; then
 	SRC_BIN=$SCRIPT_DIR/hookbox
 	info "using $SRC_BIN"
 elif [ -f "$SCRIPT_DIR/go.mod" ] && [ -f "$SCRIPT_DIR/main.go" ]; then
@@ -547,9 +637,10 @@ if ! check_out=$(run_check "$new_bin"); then
 	fi
 fi
 
-# 8. The ports decide whether the service may bind a privileged port: listen, and http_listen
-# (the ACME challenge and HTTPS redirect listener). With TLS (domain, or cert_file) listen
-# defaults to :443, and with domain (ACME) http_listen defaults to :80.
+# 8. The ports hookbox.socket binds: listen, and with TLS http_listen (the ACME challenge and
+# HTTPS redirect listener). With TLS (domain, or cert_file) listen defaults to :443, and with
+# domain (ACME) http_listen defaults to :80. systemd binds them as root, so the service needs no
+# capability, whatever the port.
 domain=$(server_key domain "$CONFIG")
 cert_file=$(server_key cert_file "$CONFIG")
 tls_mode=none
@@ -571,12 +662,36 @@ public_url=$(server_key public_url "$CONFIG")
 data_dir=$(server_key data_dir "$CONFIG")
 backup_dir=$(toml_key backup dir "$CONFIG")
 port=$(listen_port "$listen")
-caps=
-for p in "$port" ${http_listen:+"$(listen_port "$http_listen")"}; do
-	if [ "$p" -gt 0 ] && [ "$p" -lt 1024 ]; then
-		caps=CAP_NET_BIND_SERVICE
-	fi
-done
+[ "$tls_mode" != none ] || http_listen= # plain HTTP serves no http_listen
+# Where this machine reaches hookbox: the readiness check after a start.
+lhost=${listen%:*}
+lhost=${lhost#[}
+lhost=${lhost%]}
+case $lhost in
+'' | 0.0.0.0) lhost=127.0.0.1 ;;
+::) lhost='[::1]' ;;
+*:*) lhost="[$lhost]" ;;
+esac
+lscheme=http
+[ "$tls_mode" = none ] || lscheme=https
+local_base="$lscheme://$lhost:$port"
+# listen_stream ADDR prints ADDR as the socket unit's ListenStream= takes it: a bare port for
+# every address (IPv6 and IPv4), an IP address as it is (systemd resolves no names).
+listen_stream() {
+	local host=${1%:*} p
+	p=$(listen_port "$1")
+	[ "$p" -gt 0 ] || die "listen address $1 in $CONFIG: no port systemd can bind (hookbox.socket needs a fixed port)"
+	case $host in
+	'' | '[::]') printf '%s\n' "$p" ;;
+	localhost) printf '127.0.0.1:%s\n' "$p" ;;
+	*) printf '%s:%s\n' "$host" "$p" ;;
+	esac
+}
+streams="ListenStream=$(listen_stream "$listen")"
+if [ -n "$http_listen" ]; then
+	streams="$streams
+ListenStream=$(listen_stream "$http_listen")"
+fi
 case ${data_dir:-./data} in
 "$DATA" | "$DATA"/*) ;;
 *) warn "data_dir in $CONFIG is ${data_dir:-./data (relative)}, outside $DATA: the unit's ProtectSystem=strict makes it read-only; use $REAL_DATA, or add ReadWritePaths= in a drop-in (systemctl edit hookbox)" ;;
@@ -605,9 +720,42 @@ if grep -q 'demo-secret-change-me' "$CONFIG"; then
 	warn "$CONFIG still has the demo source and its public secret (demo-secret-change-me): change or remove it before hookbox is reachable from outside"
 fi
 
-# 9. The unit. It is rewritten on every run: local changes belong in a drop-in.
+# 9. The units, rewritten on every run: local changes belong in a drop-in. hookbox.socket holds
+# the ports and hands them to hookbox.service at each start; while hookbox restarts, the kernel
+# queues new connections on them (Backlog=), so a restart refuses no sender.
 was_active=false
 if service_active; then was_active=true; fi
+socket_was_active=false
+if $REAL && systemctl is-active --quiet "$SERVICE.socket" 2>/dev/null; then socket_was_active=true; fi
+socket_changed=false
+had_socket=false
+[ -f "$SOCKET_UNIT" ] && had_socket=true
+if write_if_changed 0644 "$SOCKET_UNIT" <<EOF; then socket_changed=true; fi
+# Written by install.sh from server.listen (and, with TLS, server.http_listen) in $REAL_CONFIG;
+# running it again overwrites this file. hookbox serves these sockets, whatever the config says
+# (hookbox check warns when the two differ).
+# systemctl stop hookbox alone leaves these ports listening, and the next connection starts
+# hookbox again: to stop it, systemctl stop hookbox.socket hookbox.
+[Unit]
+Description=hookbox webhook receiver (its listening ports)
+
+[Socket]
+$streams
+# Connections that arrive while hookbox restarts wait here, up to 4096 (also capped by the
+# kernel's net.core.somaxconn): senders wait the restart out instead of being refused.
+Backlog=4096
+NoDelay=true
+
+[Install]
+WantedBy=sockets.target
+EOF
+if ! $socket_changed; then
+	info "$SOCKET_UNIT is up to date"
+elif $had_socket; then
+	info "updated $SOCKET_UNIT"
+else
+	info "created $SOCKET_UNIT"
+fi
 had_unit=false
 [ -f "$UNIT" ] && had_unit=true
 unit_changed=false
@@ -618,9 +766,15 @@ if write_if_changed 0644 "$UNIT" <<EOF; then unit_changed=true; fi
 Description=hookbox webhook receiver
 Wants=network-online.target
 After=network-online.target
+# The ports are hookbox.socket's: it binds them and hands them over at each start.
+Requires=$SERVICE.socket
+After=$SERVICE.socket
 
 [Service]
-Type=simple
+# READY=1 once the data file is open and the ports served; WATCHDOG=1 while its commits come back.
+Type=notify
+NotifyAccess=main
+WatchdogSec=30
 User=$SVC_USER
 Group=$SVC_USER
 ExecStart=$REAL_BIN serve -config $REAL_CONFIG
@@ -637,7 +791,9 @@ RuntimeDirectory=hookbox
 RuntimeDirectoryMode=0750
 Restart=on-failure
 RestartSec=2
-# hookbox drains in-flight requests for up to 10 s on SIGTERM.
+# On SIGTERM hookbox stops accepting (new connections wait on hookbox.socket), answers the
+# requests in flight with Connection: close, lets sends in flight end for up to 8 s (one cut
+# then goes out again from the next process) and exits within 10 s.
 TimeoutStopSec=20
 
 # Hardening. Go and bbolt need only @system-service (mmap, flock, fdatasync, prlimit64 are in it;
@@ -669,13 +825,13 @@ SystemCallFilter=@system-service
 SystemCallFilter=~@privileged @resources
 RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX
 UMask=0077
-# No capabilities; when server.listen or server.http_listen is a port below 1024, only the one
-# to bind it.
-CapabilityBoundingSet=$caps
-AmbientCapabilities=$caps
+# No capabilities: hookbox.socket binds the ports, 443 and 80 too.
+CapabilityBoundingSet=
+AmbientCapabilities=
 
 [Install]
 WantedBy=multi-user.target
+Also=$SERVICE.socket
 EOF
 if ! $unit_changed; then
 	info "$UNIT is up to date"
@@ -685,7 +841,26 @@ else
 	info "created $UNIT"
 fi
 
-# 10. The binary, atomically: the staged copy is renamed over the old one.
+# 10. The binary, atomically: the staged copy is renamed over the old one. An upgrade of a
+# running hookbox first keeps the old binary and takes a backup of the data file (through the
+# running server, a consistent copy): a new binary may convert the file, and step 11 puts both
+# back if the new one does not become ready.
+upgrading=false
+prev_bin=$BIN_DIR/.hookbox.previous
+pre_upgrade=
+if $was_active && [ -f "$BIN" ] && ! cmp -s -- "$new_bin" "$BIN"; then
+	upgrading=true
+	old_version=$("$BIN" version 2>/dev/null || true)
+	cp -p -- "$BIN" "$prev_bin"
+	if [ "$(toml_key storage backend "$CONFIG")" != postgres ]; then
+		pre_upgrade=$DATA/hookbox.db.pre-upgrade
+		if ! (load_env_file "$ENV_FILE" && "$BIN" backup -config "$CONFIG" -o "$pre_upgrade") >/dev/null; then
+			rm -f -- "$prev_bin"
+			die "could not take a backup of the data file before the upgrade (hookbox backup, above); the binary was not changed and the running service was left alone"
+		fi
+		info "took a backup of the data file: $pre_upgrade"
+	fi
+fi
 if [ -f "$BIN" ] && cmp -s -- "$new_bin" "$BIN"; then
 	info "$BIN is up to date (${version:-hookbox})"
 else
@@ -700,22 +875,33 @@ if $REAL && $waiting; then
 	systemctl enable "$SERVICE.service" || true
 elif $REAL; then
 	systemctl daemon-reload
-	systemctl enable --now "$SERVICE.service" || true
-	if $was_active; then
-		info "restarting $SERVICE.service"
-		systemctl restart "$SERVICE.service" || true
+	if $was_active && ! $socket_was_active; then
+		# The first install of hookbox.socket: the running hookbox binds the ports itself. It stops,
+		# the socket takes the ports, hookbox starts on them: senders are refused this once.
+		info "handing the ports to $SERVICE.socket: stopping $SERVICE.service (this once, senders are refused until it is back)"
+		systemctl stop "$SERVICE.service" || true
+	elif $socket_changed && $socket_was_active; then
+		# Other ports: the socket binds them anew, so both stop.
+		info "the ports changed: restarting $SERVICE.socket and $SERVICE.service"
+		systemctl stop "$SERVICE.socket" "$SERVICE.service" || true
 	fi
-	# The service must still be running a few seconds later (a bad port, a locked data file…).
-	state=
-	for _ in 1 2 3; do
-		sleep 1
-		state=$(systemctl is-active "$SERVICE.service" 2>/dev/null || true)
-		[ "$state" = active ] || break
-	done
-	if [ "$state" != active ]; then
+	systemctl enable --now "$SERVICE.socket" || die "systemctl enable --now $SERVICE.socket failed (a port in use? see systemctl status $SERVICE.socket)"
+	systemctl enable "$SERVICE.service" || true
+	if [ "$(systemctl is-active "$SERVICE.service" 2>/dev/null || true)" = active ]; then
+		info "restarting $SERVICE.service (new connections wait on $SERVICE.socket meanwhile)"
+		old_pid=$(systemctl show -p MainPID --value "$SERVICE.service" 2>/dev/null || echo 0)
+		systemctl restart --no-block "$SERVICE.service" || true
+	else
+		systemctl start --no-block "$SERVICE.service" || true
+	fi
+	if ! wait_ready 30; then
 		{ journalctl -u "$SERVICE" -n 20 --no-pager -o cat 2>/dev/null || true; } | sed 's/^/    /' >&2
-		die "$SERVICE.service did not stay running (state: ${state:-unknown}); see journalctl -u $SERVICE"
+		if $upgrading; then
+			rollback
+		fi
+		die "$SERVICE.service did not become ready within 30 s (state: $(systemctl is-active "$SERVICE.service" 2>/dev/null || echo unknown)); see journalctl -u $SERVICE"
 	fi
+	rm -f -- "$prev_bin"
 fi
 
 # 12. Where to find it.
@@ -749,6 +935,8 @@ printf '  config:   %s   secrets: %s   data: %s\n' "$CONFIG" "$ENV_FILE" "$DATA"
 printf '  status:   %s/   health: %s/healthz%s\n' "$base" "$base" "${public_url:+   public: $public_url}"
 if $REAL; then
 	printf '  logs:     journalctl -u %s -f      state: systemctl status %s\n' "$SERVICE" "$SERVICE"
+	printf '  stop:     systemctl stop %s.socket %s   (both: the socket alone starts it again)\n' "$SERVICE" "$SERVICE"
+	printf '  upgrade:  sudo ./install.sh again (or --upgrade FILE): a restart refuses no sender\n'
 fi
 printf '  hookbox check says:\n'
 printf '%s\n' "$check_out" | sed 's/^/    /'
@@ -821,9 +1009,10 @@ if ! $REAL; then
     $BIN  to $REAL_BIN
     $ETC/  to /etc/hookbox/ (root:$SVC_USER, 0750; config.toml 0640; hookbox.env root-only, 0600)
     $UNIT  to /etc/systemd/system/$SERVICE.service
+    $SOCKET_UNIT  to /etc/systemd/system/$SERVICE.socket
   The unit names those real paths, never $ROOT. The config's data_dir is $DATA, so that
   the staged binary can run here; in the copy set data_dir = "$REAL_DATA". There: create the $SVC_USER
-  system user, then sudo systemctl daemon-reload && sudo systemctl enable --now $SERVICE
+  system user, then sudo systemctl daemon-reload && sudo systemctl enable --now $SERVICE.socket $SERVICE
   (logs: journalctl -u $SERVICE -f). Or run sudo ./install.sh on that machine: it does all of this.
 EOF
 fi

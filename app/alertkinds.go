@@ -18,6 +18,10 @@ const (
 	// AlertSubscriptionDisabled: a provider sends a source nothing (a
 	// Stripe endpoint or GitHub hook turned off), as an upstream check saw.
 	AlertSubscriptionDisabled = "subscription_disabled"
+	// AlertSourceQuiet: a source with quiet_after accepted nothing for
+	// that long; AlertSourceActive: it accepts events again.
+	AlertSourceQuiet  = "source_quiet"
+	AlertSourceActive = "source_active"
 )
 
 // AlertMessage is one alert as every channel sends it: the alert URL gets
@@ -26,7 +30,7 @@ const (
 type AlertMessage struct {
 	Kind        string `json:"kind"`
 	Destination string `json:"destination,omitempty"`
-	// Source names the source an upstream alert is about.
+	// Source names the source an upstream or quiet alert is about.
 	Source string `json:"source,omitempty"`
 	// Subject is one line that says what happened, for an email's subject.
 	Subject string `json:"-"`

@@ -40,6 +40,7 @@ type Store interface {
 	JobLockStore
 	UpstreamStore
 	QuarantineStore
+	QuietStore
 }
 
 // Accept: the receiver.
@@ -292,6 +293,18 @@ type AlertStore interface {
 	// Poisoned returns up to limit of the records set aside because they
 	// could not be decoded, newest first, and how many there are in all.
 	Poisoned(ctx context.Context, limit int) ([]Poison, int, error)
+}
+
+// QuietStore is what the alerter's watch of quiet sources (quiet_after)
+// reads and keeps: when each source last accepted an event, as the
+// store's commits wrote it, and the mark of the episode alerted (by name,
+// SourceQuietMeta), so that a restart does not alert it again.
+type QuietStore interface {
+	// Lasts is CountStore's.
+	Lasts(ctx context.Context) (map[Named]Last, error)
+	// Meta and SetMeta are MetaStore's.
+	Meta(ctx context.Context, name string) ([]byte, error)
+	SetMeta(ctx context.Context, name string, value []byte) error
 }
 
 // Destinations: the Pauser, the dispatcher's lanes and the health notes.

@@ -55,8 +55,13 @@ var UpstreamProviders = map[string]UpstreamProvider{
 		Endpoint: `the webhook endpoint's id, e.g. endpoint = "we_123"`},
 	"github": {APIURL: "https://api.github.com", Keeps: 72 * time.Hour, Backfill: 72 * time.Hour,
 		Endpoint: `the hook's API path, e.g. endpoint = "repos/OWNER/REPO/hooks/123" or "orgs/ORG/hooks/123"`},
+	"shopify":     {},
 	"woocommerce": {Endpoint: `the webhook's id (WooCommerce → Settings → Advanced → Webhooks), e.g. endpoint = "12"`},
 }
+
+// DefaultShopifyVersion is [source.upstream] api_version's default: the
+// Admin API version a Shopify check asks for, one Shopify supports.
+const DefaultShopifyVersion = "2026-10"
 
 // DefaultUpstreamCheck is [source.upstream] check's default.
 const DefaultUpstreamCheck = "@every 10m"

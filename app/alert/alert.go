@@ -37,6 +37,10 @@ type Alerter struct {
 	// Health, when set, holds the destinations' stored health, which
 	// WatchDestinations alerts on.
 	Health app.HealthStore
+	// Quiet, when set, has the sources with quiet_after watched
+	// (quiet.go); watched is when the watch began.
+	Quiet   app.QuietStore
+	watched time.Time
 
 	alerting bool // the last message sent said "over"
 	// storageTold is whether the last storage message said "failing".
@@ -94,13 +98,14 @@ func New(cfg *app.Config, store app.AlertStore) *Alerter {
 type alertSettings struct {
 	app.AlertsConfig
 	dests []string // the configured destinations' names, in order
-	where string   // where to act, for the message
-	page  string   // where the overview is, for the message
+	quiet []quietSource
+	where string // where to act, for the message
+	page  string // where the overview is, for the message
 }
 
 // Apply puts cfg's [alerts] and public_url in force for the next alert.
 func (a *Alerter) Apply(cfg *app.Config) {
-	s := &alertSettings{AlertsConfig: cfg.Alerts, dests: sortedNames(cfg.Destinations), where: "hookbox replay -all", page: "the status page"}
+	s := &alertSettings{AlertsConfig: cfg.Alerts, dests: sortedNames(cfg.Destinations), quiet: quietSources(cfg), where: "hookbox replay -all", page: "the status page"}
 	if cfg.Server.PublicURL != "" {
 		s.where = cfg.Server.PublicURL + "/ or " + s.where
 		s.page = cfg.Server.PublicURL + "/"
@@ -139,6 +144,7 @@ func (a *Alerter) CheckCluster(ctx context.Context) {
 		return
 	}
 	a.checkPoison(ctx)
+	a.checkQuiet(ctx)
 	n, err := a.store.CountDead(ctx)
 	if err != nil {
 		a.Logger.Error("count dead deliveries", slog.Any("error", err))

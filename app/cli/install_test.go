@@ -179,6 +179,7 @@ func installCheckMessages(t *testing.T, out string) {
 
 const (
 	installUnit   = "etc/systemd/system/hookbox.service"
+	installSocket = "etc/systemd/system/hookbox.socket"
 	installBin    = "usr/local/bin/hookbox"
 	installConfig = "etc/hookbox/config.toml"
 	installEnvF   = "etc/hookbox/hookbox.env"
@@ -200,6 +201,14 @@ var installUnitLines = []string{
 	"Restart=on-failure",
 	"RestartSec=2",
 	"TimeoutStopSec=20",
+	"Type=notify", // READY=1, STOPPING=1, STATUS= (issue 46)
+	"NotifyAccess=main",
+	"WatchdogSec=30",
+	"Requires=hookbox.socket", // the ports are the socket's
+	"After=hookbox.socket",
+	"Also=hookbox.socket",
+	"CapabilityBoundingSet=", // whatever the port: the socket binds it
+	"AmbientCapabilities=",
 	"ProtectSystem=strict",
 	"ProtectHome=true",
 	"PrivateTmp=true",
@@ -254,9 +263,12 @@ func installVerifyUnit(t *testing.T, e *installEnv) {
 	if err := os.WriteFile(filepath.Join(dir, "hookbox.service"), []byte(unit), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "hookbox.socket"), []byte(e.read(installSocket)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, analyze, "verify", filepath.Join(dir, "hookbox.service")).CombinedOutput()
+	out, err := exec.CommandContext(ctx, analyze, "verify", filepath.Join(dir, "hookbox.socket"), filepath.Join(dir, "hookbox.service")).CombinedOutput()
 	syntax := regexp.MustCompile(`(?i)unknown (key|section|lvalue|system call)|failed to parse|ignoring|invalid|missing '='`)
 	for _, line := range strings.Split(string(out), "\n") {
 		if syntax.MatchString(line) {
@@ -399,7 +411,11 @@ func mustRead(t *testing.T, path string) []byte {
 	return data
 }
 
-func TestInstallPrivilegedPort(t *testing.T) {
+// hookbox.socket holds the ports (issue 46): written from listen, with its
+// Backlog=, so that the service needs no capability for 443, and hookbox
+// check finds the socket unit and the config agree; when listen changes,
+// the socket unit follows.
+func TestInstallSocketUnit(t *testing.T) {
 	t.Parallel()
 	e := newInstallEnv(t)
 	repo := string(mustRead(t, filepath.Join(e.dir, "config.toml")))
@@ -413,23 +429,42 @@ func TestInstallPrivilegedPort(t *testing.T) {
 	out := e.install()
 	unit := e.read(installUnit)
 	installUnitHas(t, unit, installUnitLines...)
-	installUnitHas(t, unit, "CapabilityBoundingSet=CAP_NET_BIND_SERVICE", "AmbientCapabilities=CAP_NET_BIND_SERVICE")
-	if !strings.Contains(out, "http://127.0.0.1:443/") {
-		t.Errorf("output lacks the status address on port 443:\n%s", out)
+	if strings.Contains(unit, "CAP_NET_BIND_SERVICE") {
+		t.Errorf("the unit grants CAP_NET_BIND_SERVICE for port 443, which the socket binds:\n%s", unit)
+	}
+	socket := e.read(installSocket)
+	installUnitHas(t, socket, "[Socket]", "ListenStream=0.0.0.0:443", "Backlog=4096", "WantedBy=sockets.target")
+	if n := strings.Count(socket, "ListenStream="); n != 1 {
+		t.Errorf("%d ListenStream= lines for plain HTTP, want 1:\n%s", n, socket)
+	}
+	for _, want := range []string{"created " + e.path(installSocket), "http://127.0.0.1:443/", "enable --now hookbox.socket hookbox"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 	installVerifyUnit(t, e)
+	installSocketAgrees(t, e)
 
-	// Back to an unprivileged port: the rewritten unit drops the capability.
 	config := strings.Replace(e.read(installConfig), `listen = "0.0.0.0:443"`, `listen = "127.0.0.1:8443"`, 1)
 	e.write(installConfig, config, 0o640)
 	out = e.install()
-	unit = e.read(installUnit)
-	installUnitHas(t, unit, "CapabilityBoundingSet=", "AmbientCapabilities=")
-	if strings.Contains(unit, "CAP_NET_BIND_SERVICE") {
-		t.Errorf("the unit keeps CAP_NET_BIND_SERVICE for port 8443:\n%s", unit)
+	installUnitHas(t, e.read(installSocket), "ListenStream=127.0.0.1:8443")
+	if !strings.Contains(out, "updated "+e.path(installSocket)) {
+		t.Errorf("output does not say the socket unit was updated:\n%s", out)
 	}
-	if !strings.Contains(out, "updated "+e.path(installUnit)) {
-		t.Errorf("output does not say the unit was updated:\n%s", out)
+	installSocketAgrees(t, e)
+}
+
+// installSocketAgrees runs the installed hookbox check against the socket
+// unit installed, with the env file's variables: no warning that they
+// disagree.
+func installSocketAgrees(t *testing.T, e *installEnv) {
+	t.Helper()
+	cmd := exec.Command(e.path(installBin), "check", "-config", e.path(installConfig), "-socket", e.path(installSocket))
+	cmd.Env = append(os.Environ(), strings.Fields(e.read(installEnvF))...)
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.Contains(string(out), "hookbox.socket") {
+		t.Errorf("hookbox check with the socket unit: %v\n%s", err, out)
 	}
 }
 
@@ -606,7 +641,7 @@ func TestInstallShellcheck(t *testing.T) {
 	}
 }
 
-// ACME mode: the default ports 443 and 80 need CAP_NET_BIND_SERVICE, the printed addresses
+// ACME mode: the socket unit binds the default ports 443 and 80 (no capability), the printed addresses
 // are https://domain, and a backup dir outside the data dir becomes writable for the unit.
 func TestInstallACME(t *testing.T) {
 	t.Parallel()
@@ -624,8 +659,11 @@ func TestInstallACME(t *testing.T) {
 	out := e.install()
 	unit := e.read(installUnit)
 	installUnitHas(t, unit, installUnitLines...)
-	installUnitHas(t, unit, "CapabilityBoundingSet=CAP_NET_BIND_SERVICE", "AmbientCapabilities=CAP_NET_BIND_SERVICE",
-		"ReadWritePaths=-/srv/hookbox-backups")
+	installUnitHas(t, unit, "ReadWritePaths=-/srv/hookbox-backups")
+	if strings.Contains(unit, "CAP_NET_BIND_SERVICE") {
+		t.Errorf("the unit grants CAP_NET_BIND_SERVICE for 443 and 80, which the socket binds:\n%s", unit)
+	}
+	installUnitHas(t, e.read(installSocket), "ListenStream=443", "ListenStream=80", "Backlog=4096")
 	for _, want := range []string{"status:   https://hooks.example.com/", "POST https://hooks.example.com/in/shop",
 		"Paste into each platform's webhook settings:", "shop             https://hooks.example.com/in/shop",
 		"certificate for hooks.example.com"} {
@@ -649,4 +687,6 @@ func TestInstallACME(t *testing.T) {
 	if !strings.Contains(out, "https://hooks.example.com:8443/in/shop") {
 		t.Errorf("output lacks the source URL on port 8443:\n%s", out)
 	}
+	installUnitHas(t, e.read(installSocket), "ListenStream=8443", "ListenStream=8080")
+	installSocketAgrees(t, e)
 }

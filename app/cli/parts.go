@@ -97,6 +97,7 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, no
 	alerter := alert.New(cfg, db)
 	alerter.Storage = stats.Storage
 	alerter.Health = db
+	alerter.Quiet = db // quiet_after: the sources' last events, the episodes told
 	p.alerter = alerter
 	backuper := backups.New(cfg, n.writeBackup)
 	backuper.Alert = alerter.Backup

@@ -19,7 +19,8 @@ import (
 
 const restoreHelp = "Replaces data_dir/hookbox.db with a copy of FILE (a scheduled backup from\n" +
 	"backup.dir, or one saved by hookbox backup). Stop hookbox first: the command\n" +
-	"refuses while a process holds the data file. FILE is checked with bbolt's\n" +
+	"refuses while a process holds the data file, or while systemctl says hookbox.socket\n" +
+	"or hookbox.service is active (stop both). FILE is checked with bbolt's\n" +
 	"consistency check before anything changes; the replaced data file is kept as\n" +
 	"hookbox.db.replaced-YYYYMMDD-HHMMSS. Run it as root or as the hookbox user: the\n" +
 	"new file gets the owner of the one it replaces. At the next start, deliveries\n" +
@@ -57,6 +58,10 @@ func runRestore(ctx context.Context, c *command, args []string, stdout, stderr i
 		}
 		fmt.Fprintf(stdout, "%s: bbolt check passed\n", file)
 		return 0
+	}
+	if unit := activeUnit(); unit != "" {
+		fmt.Fprintf(stderr, "hookbox restore: %s is active: with the socket listening, the next webhook starts hookbox on the data file being replaced; stop both first: systemctl stop hookbox.socket hookbox (nothing was changed)\n", unit)
+		return 1
 	}
 	// bbolt's check panics on some damage, in a goroutine no recover
 	// reaches: check in a child process first, so that a damaged copy gets
@@ -119,4 +124,20 @@ func checkInChild(file string) (string, bool) {
 		return file + " is damaged: bbolt's consistency check crashed on it", false
 	}
 	return "", true
+}
+
+// activeUnit names the unit of install.sh's that systemd runs now
+// (hookbox.socket first: it starts hookbox at the next connection), or ""
+// when neither runs or there is no systemctl. A hookbox started by hand
+// holds the data file's lock, which the restore checks itself.
+func activeUnit() string {
+	if _, err := exec.LookPath("systemctl"); err != nil {
+		return ""
+	}
+	for _, unit := range []string{"hookbox.socket", "hookbox.service"} {
+		if exec.Command("systemctl", "is-active", "--quiet", unit).Run() == nil {
+			return unit
+		}
+	}
+	return ""
 }

@@ -181,6 +181,8 @@ func describeCheck(c app.UpstreamCheck) string {
 	switch c.Provider {
 	case "woocommerce":
 		b.WriteString(" (WooCommerce keeps no list of missed events: nothing to fetch)")
+	case "shopify":
+		fmt.Fprintf(&b, " %d of the app's subscriptions looked at (Shopify keeps no list of missed events: nothing to fetch)", c.Seen)
 	case "github":
 		fmt.Fprintf(&b, " %d deliveries looked at, %d failed ones held already, %d asked again", c.Seen, c.Held, c.Redelivered)
 	default:

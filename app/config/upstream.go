@@ -49,7 +49,7 @@ func upstreamProviders() string {
 // upstream checks a source's [source.upstream] table (key is the
 // source's, e.g. "source[0] (pay)"); nil when there is none or it has a
 // mistake (reported).
-func (v *validator) upstream(key, provider string, r *rawUpstream) *app.Upstream {
+func (v *validator) upstream(key, provider string, r *rawUpstream, publicURL string) *app.Upstream {
 	if r == nil {
 		return nil
 	}
@@ -79,15 +79,17 @@ func (v *validator) upstream(key, provider string, r *rawUpstream) *app.Upstream
 		v.fail(k, "a WooCommerce key is the REST API key's consumer key and secret joined by a colon: ck_…:cs_…")
 	}
 	switch {
+	case provider == "shopify":
+		v.shopifyUpstream(key, r, u, publicURL)
 	case r.Endpoint == "":
 		v.fail(key+".endpoint", "is missing: "+p.Endpoint)
 	case !endpoints[provider].MatchString(r.Endpoint):
 		v.fail(key+".endpoint", fmt.Sprintf("%q is not %s", r.Endpoint, p.Endpoint))
 	}
-	if len(r.Topics) > 0 {
+	if provider != "shopify" && len(r.Topics) > 0 {
 		v.fail(key+".topics", fmt.Sprintf("a %s source takes no topics: the endpoint names what it sends", provider))
 	}
-	if r.APIVersion != "" {
+	if provider != "shopify" && r.APIVersion != "" {
 		v.fail(key+".api_version", fmt.Sprintf("a %s source takes no api_version", provider))
 	}
 	if r.APIURL == "" && p.APIURL == "" {
@@ -157,4 +159,44 @@ func providerTitle(p string) string {
 		return "Shopify"
 	}
 	return p
+}
+
+// shopifyTopic is a Shopify webhook topic as the GraphQL Admin API names
+// it (WebhookSubscriptionTopic).
+var shopifyTopic = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,79}$`)
+
+// shopifyVersion is an Admin API version.
+var shopifyVersion = regexp.MustCompile(`^(20[0-9]{2}-(01|04|07|10)|unstable)$`)
+
+// shopifyUpstream checks what only a Shopify source's upstream takes:
+// topics (the subscriptions to keep in place), api_version, and no
+// endpoint; the subscriptions point at the source's public URL.
+func (v *validator) shopifyUpstream(key string, r *rawUpstream, u *app.Upstream, publicURL string) {
+	if r.Endpoint != "" {
+		v.fail(key+".endpoint", "a Shopify source takes no endpoint: topics name the subscriptions to keep in place")
+	}
+	if len(r.Topics) == 0 && !v.isBroken(key+".topics") {
+		v.fail(key+".topics", `is missing: the subscriptions to keep in place, as the GraphQL Admin API names them, e.g. topics = ["ORDERS_CREATE"]`)
+	}
+	seen := map[string]bool{}
+	for i, t := range r.Topics {
+		switch {
+		case !shopifyTopic.MatchString(t):
+			v.fail(fmt.Sprintf("%s.topics[%d]", key, i), fmt.Sprintf("%q is not a topic as the GraphQL Admin API names it (ORDERS_CREATE, not orders/create)", t))
+		case seen[t]:
+			v.fail(fmt.Sprintf("%s.topics[%d]", key, i), fmt.Sprintf("%s is named twice", t))
+		}
+		seen[t] = true
+	}
+	u.Topics = r.Topics
+	u.APIVersion = app.DefaultShopifyVersion
+	if r.APIVersion != "" {
+		if !shopifyVersion.MatchString(r.APIVersion) {
+			v.fail(key+".api_version", fmt.Sprintf("%q is not an Admin API version (e.g. %q)", r.APIVersion, app.DefaultShopifyVersion))
+		}
+		u.APIVersion = r.APIVersion
+	}
+	if publicURL == "" {
+		v.fail("server.public_url", "a Shopify source's [source.upstream] makes subscriptions to this server's URL: set public_url to the address Shopify posts to")
+	}
 }

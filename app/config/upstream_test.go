@@ -53,6 +53,18 @@ func TestParseConfig_Upstream(t *testing.T) {
 			t.Errorf("upstream = %+v; want %+v (no backfill)", got, want)
 		}
 	})
+	t.Run("Shopify", func(t *testing.T) {
+		cfg, err := config.Parse("c.toml", "[server]\npublic_url = \"https://hooks.example\"\n[[source]]\nname = \"shop\"\nprovider = \"shopify\"\nsecret = \"x\"\n"+
+			"[source.upstream]\napi_key = \"shpat_1\"\napi_url = \"https://shop.myshopify.com\"\ntopics = [\"ORDERS_CREATE\"]\n", env(set))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &app.Upstream{APIKey: "shpat_1", APIURL: "https://shop.myshopify.com", Topics: []string{"ORDERS_CREATE"},
+			APIVersion: app.DefaultShopifyVersion, Check: "@every 10m"}
+		if got := cfg.Sources[0].Upstream; !reflect.DeepEqual(got, want) {
+			t.Errorf("upstream = %+v; want %+v", got, want)
+		}
+	})
 	t.Run("NoneWithoutTheTable", func(t *testing.T) {
 		cfg, err := config.Parse("c.toml", stripeSource, env(set))
 		if err != nil || cfg.Sources[0].Upstream != nil {
@@ -69,8 +81,17 @@ func TestParseConfig_UpstreamMistakes(t *testing.T) {
 		name, toml string
 		want       []string // each line of the message
 	}{
-		{"UnknownProvider", "[[source]]\nname = \"shop\"\nprovider = \"shopify\"\nsecret = \"x\"\n[source.upstream]\napi_key = \"shpat_0a1b2c3d\"\n",
-			[]string{`c.toml:5: source[0] (shop).upstream: hookbox cannot check provider "shopify"'s side yet: [source.upstream] takes a source of github, stripe, woocommerce`}},
+		{"UnknownProvider", "[[source]]\nname = \"sq\"\nprovider = \"paddle\"\nsecret = \"x\"\n[source.upstream]\napi_key = \"sq0atp_0a1b2c3d\"\n",
+			[]string{`c.toml:5: source[0] (sq).upstream: hookbox cannot check provider "paddle"'s side yet: [source.upstream] takes a source of github, shopify, stripe, woocommerce`}},
+		{"ShopifyAllAtOnce", "[[source]]\nname = \"shop\"\nprovider = \"shopify\"\nsecret = \"x\"\n[source.upstream]\napi_key = \"shpat_0a1b2c3d4e5f\"\napi_url = \"https://shop.myshopify.com\"\nendpoint = \"1\"\ntopics = [\"orders/create\", \"ORDERS_PAID\", \"ORDERS_PAID\"]\napi_version = \"2026-05\"\nbackfill = \"1h\"\n",
+			[]string{
+				"c.toml:8: source[0] (shop).upstream.endpoint: a Shopify source takes no endpoint: topics name the subscriptions to keep in place",
+				`c.toml:9: source[0] (shop).upstream.topics[0]: "orders/create" is not a topic as the GraphQL Admin API names it (ORDERS_CREATE, not orders/create)`,
+				"c.toml:9: source[0] (shop).upstream.topics[2]: ORDERS_PAID is named twice",
+				`c.toml:10: source[0] (shop).upstream.api_version: "2026-05" is not an Admin API version (e.g. "2026-10")`,
+				"c.toml:11: source[0] (shop).upstream.backfill: Shopify keeps no list of missed events: a check turns the webhook on again (repair), it cannot fetch what was missed",
+				"c.toml: server.public_url: a Shopify source's [source.upstream] makes subscriptions to this server's URL: set public_url to the address Shopify posts to",
+			}},
 		{"WooAllAtOnce", "[[source]]\nname = \"woo\"\nprovider = \"woocommerce\"\nsecret = \"x\"\n[source.upstream]\napi_key = \"ck_0a1b2c3d4e5f\"\nendpoint = \"we_1\"\nbackfill = \"24h\"\n",
 			[]string{
 				"c.toml:5: source[0] (woo).upstream.api_url: is missing: the shop's address, whose API a check reads, e.g. api_url = \"https://shop.example\"",

@@ -318,8 +318,8 @@ func (v *validator) source(key string, r rawSource, publicURL string) *app.Sourc
 	}
 	s.ID = v.template(key+".id", r.ID)
 	s.Topic = v.template(key+".topic", r.Topic)
-	s.Upstream = v.upstream(key, r.Provider, r.Upstream) // upstream.go
-	s.QuietAfter = v.quietAfter(key, r.QuietAfter)       // quarantine.go
+	s.Upstream = v.upstream(key, r.Provider, r.Upstream, publicURL) // upstream.go
+	s.QuietAfter = v.quietAfter(key, r.QuietAfter)                  // quarantine.go
 	if v.failed() > failed || !provider.Known(r.Provider) || len(secrets) == 0 {
 		return nil
 	}

@@ -236,6 +236,8 @@ func providerName(p string) string {
 		return "Stripe"
 	case "woocommerce":
 		return "WooCommerce"
+	case "shopify":
+		return "Shopify"
 	}
 	return p
 }

@@ -56,8 +56,18 @@ func New(cfg *app.Config, store app.UpstreamStore, taker Taker) *Checker {
 }
 
 // Apply puts cfg's upstream tables in force for the checks that start
-// from now on.
-func (c *Checker) Apply(cfg *app.Config) { c.cfg.Store(cfg) }
+// from now on. It says, for each Shopify source, what cannot be checked
+// at load: the subscriptions a check makes are the app's, signed with its
+// client secret, which must be among the source's secrets.
+func (c *Checker) Apply(cfg *app.Config) {
+	c.cfg.Store(cfg)
+	for _, s := range cfg.Sources {
+		if s.Upstream != nil && s.Provider == "shopify" {
+			c.Logger.Info("upstream: the subscriptions a check makes for this source are the app's whose token api_key is: "+
+				"Shopify signs them with that app's client secret, which must be among the source's secrets", "source", s.Name)
+		}
+	}
+}
 
 // Sources returns the names of the sources of cfg that have an upstream.
 func Sources(cfg *app.Config) []string {
@@ -154,6 +164,8 @@ func (c *Checker) check(ctx context.Context, source string, who app.Who) app.Ups
 		err = c.checkGitHub(ctx, src, &res, prev)
 	case "woocommerce":
 		err = c.checkWoo(ctx, src, &res, prev)
+	case "shopify":
+		err = c.checkShopify(ctx, src, &res, prev)
 	default:
 		err = fmt.Errorf("hookbox cannot check provider %s's side", src.Provider)
 	}
@@ -221,8 +233,14 @@ func (c *Checker) disabled(ctx context.Context, src *app.Source, res *app.Upstre
 		res.Alerted = true // this episode's alert went out
 		return
 	}
-	text := fmt.Sprintf("hookbox: %s of source %s is disabled: %s sends it no webhooks.", what, src.Name, providerName(src.Provider))
+	state := "is disabled"
+	if src.Provider == "shopify" {
+		state = "is gone (Shopify deletes a subscription after repeated failed deliveries)"
+	}
+	text := fmt.Sprintf("hookbox: %s of source %s %s: %s sends it no webhooks.", what, src.Name, state, providerName(src.Provider))
 	switch {
+	case res.Repaired && src.Provider == "shopify":
+		text += " hookbox subscribed again."
 	case res.Repaired:
 		text += " hookbox turned it on again (repair = true)."
 	case note != "":
