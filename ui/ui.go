@@ -61,9 +61,14 @@ type Deps struct {
 	Access *access.Service
 	// Who is the audit actor of a request (the Team page's changes).
 	Who func(c *fiber.Ctx) app.Who
+	// Quarantine backs the Quarantine page (nil: 404).
+	Quarantine app.QuarantineStore
 	// Searches bounds the body searches that run at once (nil: a gate of
 	// app.NewSearchGate's defaults, this UI's own).
 	Searches *app.SearchGate
+	// Upstream, when set, gives each source's last upstream check for the
+	// configuration page.
+	Upstream app.Upstreams
 }
 
 // UI renders the status pages.
@@ -157,7 +162,7 @@ func New(d Deps) *UI {
 		d.Searches = app.NewSearchGate(0, 0)
 	}
 	u := &UI{d: d, tmpl: map[string]*template.Template{}}
-	for _, page := range []string{"overview", "destinations", "events", "event", "dead", "confirm", "replay", "config", "login", "audit", "team"} {
+	for _, page := range []string{"overview", "destinations", "events", "event", "dead", "confirm", "replay", "config", "login", "audit", "team", "quarantine"} {
 		u.tmpl[page] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html"))
 	}
 	return u
@@ -183,6 +188,7 @@ func (u *UI) Mount(add func(method, path string, h fiber.Handler)) {
 	add(fiber.MethodPost, "/destinations/:name/pause", u.pause)
 	add(fiber.MethodPost, "/destinations/:name/resume", u.resume)
 	add(fiber.MethodGet, "/config", u.config)
+	add(fiber.MethodGet, "/quarantine", u.quarantine) // quarantine.go
 	// Team access (admins): audit_page.go, team.go.
 	add(fiber.MethodGet, "/audit", u.audit)
 	add(fiber.MethodGet, "/team", u.team)
@@ -229,6 +235,7 @@ var CanActions = map[string]app.Action{
 	"Backup":           app.ActDownloadBackup,
 	"Audit":            app.ActReadAudit,
 	"Team":             app.ActManageTeam,
+	"Quarantine":       app.ActReadQuarantine,
 }
 
 // canOf reads what id may do from app's table: CanActions' names, each

@@ -113,7 +113,7 @@ func printQuarantine(answer string, stdout, stderr io.Writer) int {
 		if len(body) > 60 {
 			body = body[:60] + "…"
 		}
-		fmt.Fprintf(stdout, "%d  %s  %s  %s  %d bytes  %s\n", e.ID, e.At.Format(time.RFC3339), e.Client, e.Reason, e.BodyBytes, body)
+		fmt.Fprintf(stdout, "%d  %s  %s  %s  %d bytes  %s\n", e.ID, e.At.Local().Format(time.RFC3339), e.Client, e.Reason, e.BodyBytes, body)
 	}
 	return 0
 }

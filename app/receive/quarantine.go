@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"hookbox/app"
@@ -26,7 +27,11 @@ const (
 // (QuarantinePerSourceMinute a source a minute come through the gate),
 // written keepBatch at a time in one commit.
 const (
-	queueLen     = 256
+	queueLen = 256
+	// queueBytes bounds the bytes of the copies waiting, whatever
+	// max_body_bytes allows: a store that stalls must not make the queue
+	// hold 256 bodies of a megabyte each.
+	queueBytes   = 8 << 20
 	keepBatch    = 64
 	recheckPage  = 100
 	drainTimeout = 5 * time.Second
@@ -45,6 +50,8 @@ type quarantine struct {
 	wake chan struct{}
 
 	queue chan *app.Quarantined
+	// queued is the bytes (Size) of the copies in queue.
+	queued atomic.Int64
 	// rechecking lets one recheck run at a time.
 	rechecking sync.Mutex
 	// Written, when set, hears each batch written (tests).
@@ -82,11 +89,25 @@ func (r *Receiver) offer(rt *routing, src *app.Source, in *app.Inbound, now time
 		r.Stats.Quarantine(src.Name, quarantineLimited)
 		return
 	}
+	// What one address may hold at most (QuarantineFit would refuse it),
+	// and what the queue has room for, before the body is copied.
 	e := &app.Quarantined{Source: src.Name, At: now, Client: in.Client, Reason: err.Error(),
-		Header: keptHeaders(in.Header), Body: bytes.Clone(in.Body)} // the body is the connection's buffer
+		Header: keptHeaders(in.Header), Body: in.Body}
+	size := e.Size()
+	if _, perB := rt.cfg.Quarantine.PerClient(); size > perB {
+		r.Stats.Quarantine(src.Name, quarantineFull)
+		return
+	}
+	if q.queued.Add(size) > queueBytes {
+		q.queued.Add(-size)
+		r.Stats.Quarantine(src.Name, quarantineFailed)
+		return
+	}
+	e.Body = bytes.Clone(in.Body) // the body is the connection's buffer
 	select {
 	case q.queue <- e:
 	default:
+		q.queued.Add(-size)
 		r.Stats.Quarantine(src.Name, quarantineFailed)
 	}
 }
@@ -145,8 +166,16 @@ func (q *quarantine) take(first *app.Quarantined) []*app.Quarantined {
 		case e := <-q.queue:
 			batch = append(batch, e)
 		default:
-			return batch
+			return q.taken(batch)
 		}
+	}
+	return q.taken(batch)
+}
+
+// taken gives back the queue's room of batch, taken from it.
+func (q *quarantine) taken(batch []*app.Quarantined) []*app.Quarantined {
+	for _, e := range batch {
+		q.queued.Add(-e.Size())
 	}
 	return batch
 }

@@ -236,3 +236,35 @@ func TestReceiver_QuarantineReloadRechecks(t *testing.T) {
 		return ok && n == 0
 	})
 }
+
+// While the writer is held up (a slow disk), the copies waiting for it
+// are bounded in bytes, whatever max_body_bytes allows; once written,
+// their room is free again.
+func TestReceiver_QuarantineQueueBounded(t *testing.T) {
+	ctx := context.Background()
+	now := now0
+	db := openDisk(t)
+	r := receive.New(quarantineCfg(t, "right", "whsec_right"), db)
+	r.Now = func() time.Time { return now }
+	r.KeepQuarantine(db)
+	big := make([]byte, 100<<10)
+	offer := func(n int) {
+		for i := range n {
+			in := from(apptest.Signed(t, "github", "wrong", big, "", fmt.Sprint("d-", i), "push", now), fmt.Sprintf("198.51.100.%d", i%250))
+			r.Receive(ctx, "gh", in)
+			if i%60 == 59 {
+				now = now.Add(time.Minute) // past the source's rate
+			}
+		}
+	}
+	offer(300)
+	n := receive.WriteQuarantine(ctx, r)
+	t.Logf("%d copies waited", n)
+	if n == 0 || n*len(big) > 8<<20 {
+		t.Errorf("%d copies of 100 KiB waited for the writer; want some, within 8 MiB", n)
+	}
+	offer(60)
+	if m := receive.WriteQuarantine(ctx, r); m != 60 {
+		t.Errorf("after the writer ran, %d of 60 waited; want all: the room was given back", m)
+	}
+}

@@ -22,7 +22,7 @@ var ctx = context.Background()
 // through a real receiver, with its alerts and audit entries recorded.
 type rig struct {
 	t       *testing.T
-	store   *bboltstore.DB
+	store   app.Store
 	recv    *receive.Receiver
 	checker *upstream.Checker
 	now     time.Time
@@ -36,6 +36,17 @@ const apiKey = "rk_test_51Secret0key"
 
 func newRig(t *testing.T, sources string) *rig {
 	t.Helper()
+	db, err := bboltstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return newRigOver(t, sources, db)
+}
+
+// newRigOver is newRig over store.
+func newRigOver(t *testing.T, sources string, db app.Store) *rig {
+	t.Helper()
 	cfg, err := config.Parse("c.toml", sources+`
 [[destination]]
 name = "erp"
@@ -44,11 +55,6 @@ url = "http://127.0.0.1:1/hooks"
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := bboltstore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	r := &rig{t: t, store: db, now: time.Now().UTC().Truncate(time.Second)}
 	r.recv = receive.New(cfg, db)
 	r.recv.Now = func() time.Time { return r.now }

@@ -82,6 +82,7 @@ var expectedRoles = map[string]struct {
 	"GET /events/:seq":                              {role: app.RoleViewer, page: true},
 	"GET /dead-letters":                             {role: app.RoleViewer, page: true},
 	"GET /config":                                   {role: app.RoleViewer, page: true},
+	"GET /quarantine":                               {role: app.RoleOperator, page: true},
 	"GET /destinations":                             {role: app.RoleViewer, page: true},
 	"POST /dead-letters/replay":                     {role: app.RoleOperator, page: true},
 	"POST /deliveries/:id/replay":                   {role: app.RoleOperator, page: true},

@@ -78,3 +78,34 @@ func TestAPI_Quarantine(t *testing.T) {
 		t.Errorf("unknown source: %d; want 404", status)
 	}
 }
+
+// The Quarantine page (operators) shows each source's kept requests, the
+// signature masked; a viewer gets neither the page nor its link.
+func TestPage_Quarantine(t *testing.T) {
+	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+	sig := "c2VjcmV0LWxvb2tpbmctc2lnbmF0dXJlLTMyYnl0ZXM="
+	req, _ := http.NewRequest("POST", f.base+"/in/shop", strings.NewReader(`{"forged": "<b>page</b>"}`))
+	req.Header.Set("X-Shopify-Hmac-Sha256", sig)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 401 {
+		t.Fatalf("forged request: %v, %v; want 401", resp, err)
+	}
+	resp.Body.Close()
+	var page string
+	apptest.Eventually(t, 10*time.Second, "the page lists the forged request", func() bool {
+		status, b := f.get("/quarantine")
+		if status != 200 {
+			t.Fatalf("page: %d %s", status, b)
+		}
+		page = string(b)
+		return strings.Contains(page, "1 request kept")
+	})
+	for _, want := range []string{`data-source="shop"`, "signature does not match", "X-Shopify-Hmac-Sha256", "masked", `&lt;b&gt;page&lt;/b&gt;`, `href="/quarantine"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, sig) {
+		t.Error("the page shows the signature")
+	}
+}

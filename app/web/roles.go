@@ -88,6 +88,7 @@ var routeRules = map[string]rule{
 	"GET /events/:seq":                does(app.ActReadEvents),
 	"GET /dead-letters":               does(app.ActReadDeadLetters),
 	"GET /config":                     does(app.ActReadConfig),
+	"GET /quarantine":                 does(app.ActReadQuarantine),
 	"POST /dead-letters/replay":       does(app.ActReplayDead).audit(),
 	"POST /deliveries/:id/replay":     does(app.ActReplay).audit(),
 	"POST /deliveries/:id/retry":      does(app.ActRetry).audit(),

@@ -103,3 +103,22 @@ func TestAPI_FetchedEvent(t *testing.T) {
 		t.Errorf("page of a webhook says fetched")
 	}
 }
+
+// The configuration page shows, per source with [source.upstream], what
+// its last check found (not its reason: that is the operators'), and a
+// dash for the others.
+func TestPage_ConfigUpstream(t *testing.T) {
+	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+	if _, page := f.get("/config"); !strings.Contains(string(page), `data-label="provider's side" class="upstream">not checked yet</td>`) {
+		t.Errorf("config page before a check: no \"not checked yet\"")
+	}
+	f.post("/api/v1/sources/stripe-payments-europe/upstream/check")
+	_, page := f.get("/config")
+	if !strings.Contains(string(page), `class="upstream warn">failed: see hookbox upstream check stripe-payments-europe (<time`) ||
+		strings.Contains(string(page), "webhook_endpoints") {
+		t.Errorf("config page after a failed check: no failure line, or its reason shown")
+	}
+	if !strings.Contains(string(page), `data-label="provider's side" class="upstream">—</td>`) {
+		t.Errorf("config page: no dash for the source without upstream")
+	}
+}

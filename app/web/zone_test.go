@@ -129,3 +129,31 @@ func TestEvents_SinceInBrowserZone(t *testing.T) {
 		}
 	})
 }
+
+// The audit page's since is the browser's time too: half an hour ahead in
+// New York (tz -300) lists nothing yet, half an hour back lists the
+// pause. On the old main the New York time was read as UTC, five hours
+// back, and listed the pause either way.
+func TestAudit_SinceInBrowserZone(t *testing.T) {
+	f := openFixture(t, t.TempDir(), time.Now().UTC().Truncate(time.Second), nil)
+	if code, _ := f.post("/api/v1/destinations/pos/pause"); code != 200 {
+		t.Fatalf("pause: %d", code)
+	}
+	ny := time.FixedZone("-05:00", -5*3600)
+	listed := func(at time.Time) bool {
+		t.Helper()
+		v := url.Values{"since": {at.In(ny).Format("2006-01-02 15:04")}, "tz": {"-300"}}
+		code, b := f.get("/audit?" + v.Encode())
+		if code != 200 || strings.Contains(string(b), `class="bad"`) {
+			t.Fatalf("/audit?%s: %d %s", v.Encode(), code, between(t, string(b), "<h1>", "</table>"))
+		}
+		return strings.Contains(between(t, string(b), `id="audit"`, "</table>"), app.AuditPause)
+	}
+	now := time.Now()
+	if !listed(now.Add(-30 * time.Minute)) {
+		t.Errorf("since half an hour ago in New York does not list the pause")
+	}
+	if listed(now.Add(30 * time.Minute)) {
+		t.Errorf("since half an hour ahead in New York lists the pause: the time was not read in the browser's zone")
+	}
+}
