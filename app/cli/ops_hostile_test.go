@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -402,7 +403,8 @@ func opsFillData(t *testing.T, dataDir string, n, size int) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	body := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+	body := make([]byte, size) // random: events are stored compressed, and these must take their size
+	rand.Read(body)
 	now := time.Now()
 	for i := range n {
 		body[0] = byte(i) // no two alike

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,38 +27,13 @@ var initialMmapSize = func() int {
 	return 0
 }()
 
-// copyTo writes a consistent copy of the data file to w from one read
-// transaction: writers go on committing meanwhile.
-func (d *DB) copyTo(w io.Writer) (int64, error) {
-	var n int64
-	err := d.db.View(func(tx *bolt.Tx) error {
-		var err error
-		n, err = tx.WriteTo(w)
-		return err
-	})
-	return n, err
-}
-
-// ctxWriter stops a copy when ctx is done (shutdown does not wait for a
-// whole backup).
-type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c ctxWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.w.Write(p)
-}
-
-// WriteBackup writes a consistent copy of the data file to path: into a
-// temporary file in path's directory first, synced, then renamed, and the
-// directory and its parent synced, so path is either absent or a complete
-// copy, even after a power cut (TestPowerLoss_Backup). It returns the
-// copy's size. The temporary file of a run that died is named "." + the
-// base of path + ".<random>.tmp".
+// WriteBackup writes a consistent copy of the data file's live data
+// (compactTo: its free pages left out) to path: into a temporary file in
+// path's directory first, synced, then renamed, and the directory and its
+// parent synced, so path is either absent or a complete copy, even after a
+// power cut (TestPowerLoss_Backup). It returns the copy's size. The
+// temporary file of a run that died is named "." + the base of path +
+// ".<random>.tmp".
 func (d *DB) WriteBackup(ctx context.Context, path string) (int64, error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
@@ -67,13 +41,8 @@ func (d *DB) WriteBackup(ctx context.Context, path string) (int64, error) {
 		return 0, fmt.Errorf("backup: %w", err)
 	}
 	tmp := f.Name()
-	n, err := d.copyTo(ctxWriter{ctx, f})
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	f.Close()
+	n, err := d.compactTo(ctx, tmp)
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}

@@ -273,22 +273,23 @@ func (d *DB) Check() error {
 	})
 }
 
-// Backup writes a consistent copy of the data file to a new temp file in
-// dir, from one read transaction (ingest goes on meanwhile), and returns
-// it open at its start, already unlinked: the copy goes away when the
-// caller closes it, and is never held in memory.
+// Backup writes a consistent copy of the data file's live data (compactTo)
+// to a new temp file in dir, from one read transaction (ingest goes on
+// meanwhile), and returns it open at its start, already unlinked: the copy
+// goes away when the caller closes it, and is never held in memory.
 func (d *DB) Backup(dir string) (*os.File, int64, error) {
 	f, err := os.CreateTemp(dir, ".backup-*")
 	if err != nil {
 		return nil, 0, fmt.Errorf("backup: %w", err)
 	}
-	os.Remove(f.Name())
-	n, err := d.copyTo(f)
+	name := f.Name()
+	f.Close()
+	defer os.Remove(name)
+	n, err := d.compactTo(context.Background(), name)
 	if err == nil {
-		_, err = f.Seek(0, 0)
+		f, err = os.Open(name)
 	}
 	if err != nil {
-		f.Close()
 		return nil, 0, fmt.Errorf("backup: %w", err)
 	}
 	return f, n, nil

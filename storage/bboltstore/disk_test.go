@@ -118,6 +118,8 @@ func TestDisk_ShopifyOrders(t *testing.T) {
 			done, bodies/len(orders), fi.Size(), perEvent, rate)
 		if testing.Verbose() {
 			logBuckets(t, db)
+			commits, writes, pages := db.CommitCounts()
+			t.Logf("%d commits, %.1f writes each, %.2f pages written per event", commits, float64(writes)/float64(commits), float64(pages)/float64(done))
 		}
 		if perEvent > diskTarget {
 			t.Errorf("%d events: %.0f bytes per event; want at most %d", done, perEvent, diskTarget)
@@ -175,4 +177,67 @@ func logBuckets(t *testing.T, db *bboltstore.DB) {
 		}
 	}
 	t.Logf("pages: %d in the file, %d free, %d pending; bytes in use/allocated by bucket:%s", st.Pages, st.Free, st.Pending, &line)
+}
+
+// After the sweep deletes most events the data file keeps its size (bbolt
+// gives no page back), but a backup holds only the live data: it is as
+// small as the file would be holding only what is left, and it restores
+// with every event left readable.
+func TestBackup_LiveDataOnly(t *testing.T) {
+	orders := shopifyOrders(t)
+	dir := t.TempDir()
+	db := mustOpenDir(t, dir)
+	ctx := context.Background()
+	const n = 3000
+	inParallel(t, n, func(i int) error {
+		at := t0.Add(time.Duration(i) * time.Second)
+		_, err := db.Accept(ctx, shopifyEvent(orders, i, at), at.Add(time.Hour), nil)
+		return err
+	})
+	kept := n / 10
+	for {
+		k, err := db.DeleteEventsBefore(ctx, t0.Add(time.Duration(n-kept)*time.Second), 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == 0 {
+			break
+		}
+	}
+	st := db.PageStats()
+	var live int
+	for _, b := range st.Buckets {
+		live += b.Inuse
+	}
+	file := dirBytes(t, dir)
+	out := filepath.Join(t.TempDir(), "backup.db")
+	size, err := db.WriteBackup(ctx, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, size2, err := db.Backup(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	t.Logf("about %d of %d events left: data file %d bytes (%d pages free), live data %d bytes, backup %d bytes (download %d)",
+		kept, n, file, st.Free, live, size, size2)
+	if limit := int64(live)*3/2 + 64<<10; size > limit || size2 > limit {
+		t.Errorf("backup %d and %d bytes; want at most 1.5× the live data (%d) and 64 KiB", size, size2, live)
+	}
+	_, left, err := db.Counts(ctx)
+	if err != nil || left > kept*11/10 {
+		t.Fatalf("%d events left, %v; want about %d", left, err, kept)
+	}
+	restored := mustOpenDir(t, restoreInto(t, out))
+	_, events, err := restored.Counts(ctx)
+	if err != nil || events != left {
+		t.Fatalf("the restored copy holds %d events, %v; want %d", events, err, left)
+	}
+	last := shopifyEvent(orders, n-1, t0)
+	if _, seq, ok, err := restored.LookupID(ctx, "shop", last.ID); !ok || err != nil {
+		t.Fatalf("the restored copy lacks the newest id: %v", err)
+	} else if e, err := restored.Event(ctx, seq); err != nil || e == nil || !bytes.Equal(e.Body, last.Body) {
+		t.Fatalf("the newest event restored: %v, %v", e, err)
+	}
 }
