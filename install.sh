@@ -114,6 +114,15 @@ elif [ "$(id -u)" -ne 0 ]; then
 fi
 REAL=true
 $ROOT_SET && REAL=false
+# SERVICES: systemctl is run, as on a real install. The tests of the restart and of the rollback
+# stage under --root with HOOKBOX_INSTALL_FAKE_SYSTEMD=1 and a fake systemctl (and curl) first in
+# PATH; they may shorten the wait for readiness (HOOKBOX_INSTALL_READY_WITHIN, seconds).
+SERVICES=$REAL
+READY_WITHIN=30
+if $ROOT_SET && [ "${HOOKBOX_INSTALL_FAKE_SYSTEMD:-}" = 1 ]; then
+	SERVICES=true
+	READY_WITHIN=${HOOKBOX_INSTALL_READY_WITHIN:-30}
+fi
 
 BIN_DIR=$ROOT/usr/local/bin
 BIN=$BIN_DIR/hookbox
@@ -279,7 +288,7 @@ write_if_changed() {
 	return 0
 }
 
-service_active() { $REAL && systemctl is-active --quiet "$SERVICE" 2>/dev/null; }
+service_active() { $SERVICES && systemctl is-active --quiet "$SERVICE" 2>/dev/null; }
 
 # healthz_ok BASE: GET BASE/healthz answers 200 (curl, else bash's /dev/tcp for plain HTTP; without
 # either, the service being active is taken as ready: Type=notify says READY=1 only once it serves).
@@ -328,7 +337,7 @@ wait_ready() {
 # socket stops too while the file is replaced (hookbox restore refuses while it listens): senders
 # are refused for those seconds.
 rollback() {
-	warn "the new hookbox (${version:-new}) did not become ready within 30 s: putting back ${old_version:-the old binary}${pre_upgrade:+ and the data file from $pre_upgrade}"
+	warn "the new hookbox (${version:-new}) did not become ready within $READY_WITHIN s: putting back ${old_version:-the old binary}${pre_upgrade:+ and the data file from $pre_upgrade}"
 	systemctl stop "$SERVICE.socket" "$SERVICE.service" || true
 	mv -f -- "$prev_bin" "$BIN"
 	if [ -n "$pre_upgrade" ]; then
@@ -337,7 +346,7 @@ rollback() {
 	fi
 	systemctl start "$SERVICE.socket" "$SERVICE.service" || true
 	old_pid=0
-	if wait_ready 30; then
+	if wait_ready "$READY_WITHIN"; then
 		die "upgrade rolled back: ${old_version:-the old hookbox} runs again with the data as before the upgrade; the new binary's log: journalctl -u $SERVICE"
 	fi
 	die "upgrade rolled back, but the old hookbox is not ready either: see journalctl -u $SERVICE and systemctl status $SERVICE"
@@ -726,7 +735,7 @@ fi
 was_active=false
 if service_active; then was_active=true; fi
 socket_was_active=false
-if $REAL && systemctl is-active --quiet "$SERVICE.socket" 2>/dev/null; then socket_was_active=true; fi
+if $SERVICES && systemctl is-active --quiet "$SERVICE.socket" 2>/dev/null; then socket_was_active=true; fi
 socket_changed=false
 had_socket=false
 [ -f "$SOCKET_UNIT" ] && had_socket=true
@@ -775,6 +784,8 @@ After=$SERVICE.socket
 Type=notify
 NotifyAccess=main
 WatchdogSec=30
+# The start checks the data file, which takes minutes for a large one; connections wait meanwhile.
+TimeoutStartSec=15min
 User=$SVC_USER
 Group=$SVC_USER
 ExecStart=$REAL_BIN serve -config $REAL_CONFIG
@@ -869,11 +880,11 @@ else
 fi
 
 # 11. Start, or restart on upgrade.
-if $REAL && $waiting; then
+if $SERVICES && $waiting; then
 	# Not started: it would stop at once on the variables still empty (the summary says which).
 	systemctl daemon-reload
 	systemctl enable "$SERVICE.service" || true
-elif $REAL; then
+elif $SERVICES; then
 	systemctl daemon-reload
 	if $was_active && ! $socket_was_active; then
 		# The first install of hookbox.socket: the running hookbox binds the ports itself. It stops,
@@ -894,12 +905,12 @@ elif $REAL; then
 	else
 		systemctl start --no-block "$SERVICE.service" || true
 	fi
-	if ! wait_ready 30; then
+	if ! wait_ready "$READY_WITHIN"; then
 		{ journalctl -u "$SERVICE" -n 20 --no-pager -o cat 2>/dev/null || true; } | sed 's/^/    /' >&2
 		if $upgrading; then
 			rollback
 		fi
-		die "$SERVICE.service did not become ready within 30 s (state: $(systemctl is-active "$SERVICE.service" 2>/dev/null || echo unknown)); see journalctl -u $SERVICE"
+		die "$SERVICE.service did not become ready within $READY_WITHIN s (state: $(systemctl is-active "$SERVICE.service" 2>/dev/null || echo unknown)); see journalctl -u $SERVICE"
 	fi
 	rm -f -- "$prev_bin"
 fi

@@ -204,6 +204,7 @@ var installUnitLines = []string{
 	"Type=notify", // READY=1, STOPPING=1, STATUS= (issue 46)
 	"NotifyAccess=main",
 	"WatchdogSec=30",
+	"TimeoutStartSec=15min",   // a large data file's check at start
 	"Requires=hookbox.socket", // the ports are the socket's
 	"After=hookbox.socket",
 	"Also=hookbox.socket",

@@ -299,7 +299,7 @@ func (p *parts) listeners() app.Service {
 			ln = p.srv.Limit(ln) // under TLS, so a refused connection costs no handshake
 			p.attrs = []any{"version", Version, "listen", ln.Addr().String(), "tls", cfg.Server.TLS.String()}
 			if passed.main != nil {
-				p.attrs = append(p.attrs, "socket", "passed by the service manager")
+				p.attrs = append(p.attrs, "listen_from", "the service manager")
 			}
 			if p.tls != nil {
 				ln = p.tls.Listener(ln)
