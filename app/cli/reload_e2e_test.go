@@ -249,6 +249,9 @@ to = ["new"]
 		if !strings.Contains(page, `id="config-refused"`) || !strings.Contains(page, ".concurency: unknown key") {
 			t.Errorf("the overview does not show the refusal:\n%s", page)
 		}
+		if !strings.Contains(page, "<code>hookbox reload</code>") {
+			t.Errorf("the refusal does not say how to reload from the box (hookbox reload):\n%s", page)
+		}
 		if !strings.Contains(page, `id="config-loaded"`) || !strings.Contains(page, config) {
 			t.Errorf("the overview does not say which config runs:\n%s", page)
 		}

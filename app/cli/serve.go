@@ -201,7 +201,7 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 // process pid, whose log is on stderr.
 func runHints(getenv func(string) string, cgroup string, pid int) []any {
 	if getenv("INVOCATION_ID") == "" && getenv("NOTIFY_SOCKET") == "" {
-		return []any{"stop", "Ctrl-C", "reload", fmt.Sprintf("kill -HUP %d", pid), "log", "stderr"}
+		return []any{"stop", "Ctrl-C", "reload", fmt.Sprintf("hookbox reload (or kill -HUP %d)", pid), "log", "stderr"}
 	}
 	unit, user := systemdUnit(cgroup)
 	ctl, journal := "systemctl", "journalctl"

@@ -19,7 +19,7 @@ func TestRunHints(t *testing.T) {
 		want   []any
 	}{
 		{"Laptop", nil, "0::/user.slice/user-1000.slice/session-2.scope\n",
-			[]any{"stop", "Ctrl-C", "reload", "kill -HUP 4242", "log", "stderr"}},
+			[]any{"stop", "Ctrl-C", "reload", "hookbox reload (or kill -HUP 4242)", "log", "stderr"}},
 		{"Systemd", map[string]string{"INVOCATION_ID": "0a1b"}, system,
 			[]any{"status", "systemctl status hookbox", "reload", "systemctl reload hookbox", "log", "journalctl -u hookbox"}},
 		{"NotifySocket", map[string]string{"NOTIFY_SOCKET": "/run/systemd/notify"}, system,
