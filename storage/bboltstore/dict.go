@@ -131,17 +131,17 @@ func (d *DB) maybeTrain() {
 	d.trainers.Add(1)
 	go func() {
 		defer d.trainers.Done()
-		if err := d.TrainDictionary(context.Background()); err != nil {
+		if err := d.trainDictionary(context.Background()); err != nil {
 			d.accepted.Store(0) // tried again after dictAfter more
 			d.training.Store(false)
 		}
 	}()
 }
 
-// TrainDictionary trains a dictionary from the newest events' packed
+// trainDictionary trains a dictionary from the newest events' packed
 // parts and packs the events accepted after it with it. The dictionary is
 // durable before any event uses it.
-func (d *DB) TrainDictionary(ctx context.Context) error {
+func (d *DB) trainDictionary(ctx context.Context) error {
 	var samples [][]byte
 	err := d.view(ctx, func(tx *bolt.Tx) error {
 		samples = samples[:0]
