@@ -106,7 +106,7 @@ func (d *DB) remembered(key []byte, t time.Time) bool {
 		return false
 	}
 	var ok bool
-	d.db.View(func(tx *bolt.Tx) error {
+	d.view(context.Background(), func(tx *bolt.Tx) error {
 		exp, _, found := d.ids.find(tx, key)
 		ok = found && exp > t.UnixNano()
 		return nil

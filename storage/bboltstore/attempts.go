@@ -98,7 +98,7 @@ func (d *DB) ReplayDead(ctx context.Context, now time.Time) (int, error) {
 		return 0, err
 	}
 	var n int
-	err := d.db.Update(func(tx *bolt.Tx) error {
+	err := d.updateDirect(func(tx *bolt.Tx) error {
 		n = 0
 		var ids []uint64
 		c := tx.Bucket(bucketDead).Cursor()

@@ -2,9 +2,11 @@ package bboltstore
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"hookbox/app"
 	"hookbox/storage"
@@ -121,9 +123,11 @@ func (d *DB) gather(group []write) []write {
 // fails is answered with its error and the rest are retried without it, so
 // one bad write never fails its neighbours.
 func (d *DB) commitGroup(group []write, st *txState) {
+	d.gate.RLock()
+	defer d.gate.RUnlock()
 	for len(group) > 0 {
 		failed := -1
-		err := d.db.Update(func(tx *bolt.Tx) error {
+		err := d.updateBolt(func(tx *bolt.Tx) error {
 			fillAppendOnly(tx)
 			st.reset()
 			for i, w := range group {
@@ -155,7 +159,7 @@ func (d *DB) commitGroup(group []write, st *txState) {
 				w.done <- err // nil, or the commit's error for all of them
 			}
 			if brokenEarlyAck {
-				d.db.Sync()
+				d.db().Sync()
 			}
 			return
 		}
@@ -187,7 +191,32 @@ func (d *DB) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return d.db.View(fn)
+	for {
+		db := d.db()
+		err := db.View(fn)
+		if errors.Is(err, bolterrors.ErrDatabaseNotOpen) && d.db() != db {
+			continue // a compaction swapped the file before this read began
+		}
+		return err
+	}
+}
+
+// updateBolt runs fn in a bbolt write transaction on the open file, or
+// fails when a compaction lost it. The caller holds the gate.
+func (d *DB) updateBolt(fn func(*bolt.Tx) error) error {
+	if err := d.broken.Load(); err != nil {
+		return *err
+	}
+	return d.db().Update(fn)
+}
+
+// updateDirect is updateBolt for the writes that run outside the
+// committer (long ones, and the last counts at Close): they hold the gate
+// too, so a compaction's last round sees no write.
+func (d *DB) updateDirect(fn func(*bolt.Tx) error) error {
+	d.gate.RLock()
+	defer d.gate.RUnlock()
+	return d.updateBolt(fn)
 }
 
 // update runs fn in a group-committed write transaction and returns after
@@ -277,6 +306,6 @@ func (d *DB) OnCommit(f func(err error)) { d.onCommit.Store(&f) }
 // writes they carried (their ratio is the group size) and the pages bbolt
 // wrote in all write transactions, the figure that fsync time follows.
 func (d *DB) CommitCounts() (commits, writes, pages uint64) {
-	st := d.db.Stats()
-	return d.commits.Load(), d.writes.Load(), uint64(st.TxStats.GetPageCount())
+	st := d.db().Stats()
+	return d.commits.Load(), d.writes.Load(), d.pagesGone.Load() + uint64(st.TxStats.GetPageCount())
 }

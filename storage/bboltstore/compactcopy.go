@@ -26,26 +26,12 @@ func (d *DB) compactTo(ctx context.Context, path string) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("copy: %w", err)
 	}
-	dst, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true, NoGrowSync: true})
+	dst, err := openCopy(path)
 	if err != nil {
 		return 0, err
 	}
-	dst.AllocSize = allocSize
-	c := &copier{ctx: ctx, dst: dst}
-	err = d.db.View(func(src *bolt.Tx) error {
-		c.src.setMap(d.db.Info().Data, src.Size())
-		if c.tx, err = dst.Begin(true); err != nil {
-			return err
-		}
-		return src.ForEach(func(name []byte, b *bolt.Bucket) error {
-			return c.bucket(nil, name, b)
-		})
-	})
-	if err == nil {
-		err = c.commit()
-	} else if c.tx != nil {
-		c.tx.Rollback()
-	}
+	db := d.db()
+	err = db.View(func(src *bolt.Tx) error { return copyInto(ctx, src, dst) })
 	if err == nil {
 		err = dst.Sync()
 	}
@@ -60,6 +46,38 @@ func (d *DB) compactTo(ctx context.Context, path string) (int64, error) {
 		return 0, err
 	}
 	return fi.Size(), nil
+}
+
+// openCopy opens a new bbolt file at path (which may exist, empty) to
+// copy into: written without syncs, its owner syncs it once at the end.
+func openCopy(path string) (*bolt.DB, error) {
+	dst, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true, NoGrowSync: true})
+	if err != nil {
+		return nil, err
+	}
+	dst.AllocSize = allocSize
+	return dst, nil
+}
+
+// copyInto copies every bucket of src, nested ones too, with its keys and
+// its sequence, into dst, which holds none of them yet, pages filled full.
+func copyInto(ctx context.Context, src *bolt.Tx, dst *bolt.DB) (err error) {
+	c := &copier{ctx: ctx, dst: dst}
+	c.src.setMap(src.DB().Info().Data, src.Size())
+	if c.tx, err = dst.Begin(true); err != nil {
+		return err
+	}
+	err = src.ForEach(func(name []byte, b *bolt.Bucket) error {
+		return c.bucket(nil, name, b)
+	})
+	if err != nil {
+		if c.tx != nil {
+			c.tx.Rollback()
+		}
+		c.src.release()
+		return err
+	}
+	return c.commit()
 }
 
 // copier copies buckets into dst, committing every copyTxMax bytes.

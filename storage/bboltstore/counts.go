@@ -281,7 +281,7 @@ func (d *DB) flushCounts() error {
 	if taken.Empty() {
 		return nil
 	}
-	return d.db.Update(func(tx *bolt.Tx) error {
+	return d.updateDirect(func(tx *bolt.Tx) error {
 		if err := putCounts(tx, taken.Hours); err != nil {
 			return err
 		}

@@ -43,7 +43,7 @@ const LockName = "hookbox.lock"
 
 // DB is the bbolt-backed implementation of app.Store.
 type DB struct {
-	db     *bolt.DB
+	handle atomic.Pointer[bolt.DB] // the open file; a compaction swaps it (db)
 	path   string
 	unlock func() // releases the data directory's lock (lockDir)
 
@@ -70,7 +70,21 @@ type DB struct {
 	accepted atomic.Int64           // events accepted since Open, until a dictionary
 	training atomic.Bool            // a dictionary is being trained
 	trainers sync.WaitGroup
+
+	// gate is the write side: the committer holds it for reading through
+	// each commit, and so do the few writes that run outside it; a
+	// compaction's last round holds it for writing (compact.go). Readers
+	// never take it.
+	gate       sync.RWMutex
+	broken     atomic.Pointer[error] // set when a compaction lost the file: every write fails
+	compacting atomic.Bool
+	pagesGone  atomic.Uint64 // pages written through handles a compaction closed
 }
+
+// db returns the open bbolt file. A compaction may swap it at any moment:
+// a reader uses view, which begins again on the new file when the one it
+// took was closed under it.
+func (d *DB) db() *bolt.DB { return d.handle.Load() }
 
 var _ app.Store = (*DB)(nil)
 
@@ -97,27 +111,20 @@ func Open(dir string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	// A compaction that died left its copy: the file is whole without it
+	// (compact.go).
+	if err := dd.Remove(compactName); err != nil && !errors.Is(err, os.ErrNotExist) {
+		unlock()
+		return nil, fmt.Errorf("open %s: remove a compaction's leftover: %w", path, err)
+	}
 	if err := inspect(dd); err != nil {
 		unlock()
 		return nil, err
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: initialMmapSize, NoSync: brokenNoSync,
-		OpenFile: func(_ string, flag int, perm os.FileMode) (*os.File, error) { return dd.OpenFile(FileName, flag, perm) }})
+	bdb, err := openBolt(dd, path)
 	if err != nil {
 		unlock()
-		if errors.Is(err, bolterrors.ErrTimeout) {
-			return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
-		}
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	bdb.AllocSize = allocSize
-	// bbolt syncs a new file's pages, not its name: without a sync of the
-	// directory a power cut after the first commits can take the whole
-	// file (TestPowerLoss_FirstStart).
-	if err := dd.Sync(); err != nil {
-		bdb.Close()
-		unlock()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	older, err := checkFormat(bdb, path)
 	if err != nil {
@@ -161,7 +168,6 @@ func Open(dir string) (*DB, error) {
 	d := &DB{
 		unlock:    unlock,
 		ids:       ids,
-		db:        bdb,
 		path:      path,
 		queue:     make(chan write, maxGroup),
 		closing:   make(chan struct{}),
@@ -170,12 +176,34 @@ func Open(dir string) (*DB, error) {
 		lingerMax: lingerMax,
 		counts:    newCounter(),
 	}
+	d.handle.Store(bdb)
 	if pk != nil {
 		d.packer.Store(pk)
 	}
 	markKept(dd, time.Now())
 	go d.committer()
 	return d, nil
+}
+
+// openBolt opens the data file in dd with hookbox's options, and syncs
+// dd: bbolt syncs a new file's pages, not its name, and without a sync of
+// the directory a power cut after the first commits can take the whole
+// file (TestPowerLoss_FirstStart).
+func openBolt(dd *datadir.Dir, path string) (*bolt.DB, error) {
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: initialMmapSize, NoSync: brokenNoSync,
+		OpenFile: func(_ string, flag int, perm os.FileMode) (*os.File, error) { return dd.OpenFile(FileName, flag, perm) }})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	bdb.AllocSize = allocSize
+	if err := dd.Sync(); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return bdb, nil
 }
 
 // Path returns the data file's path.
@@ -196,7 +224,7 @@ func (d *DB) Close() error {
 	close(d.closing)
 	<-d.stopped
 	err := d.flushCounts()
-	if cerr := d.db.Close(); err == nil {
+	if cerr := d.db().Close(); err == nil {
 		err = cerr
 	}
 	d.unlock()
@@ -262,7 +290,7 @@ func (d *DB) Ping(ctx context.Context) error {
 
 // Check runs bbolt's consistency check and returns the first problem found.
 func (d *DB) Check() error {
-	return d.db.View(func(tx *bolt.Tx) error {
+	return d.view(context.Background(), func(tx *bolt.Tx) error {
 		var first error
 		for err := range tx.Check() { // drain: the checker runs until done
 			if first == nil {

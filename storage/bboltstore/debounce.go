@@ -343,7 +343,7 @@ func (d *DB) PruneWindows(ctx context.Context, now time.Time, limit int) (int, e
 		return 0, err
 	}
 	var n int
-	err := d.db.Update(func(tx *bolt.Tx) error {
+	err := d.updateDirect(func(tx *bolt.Tx) error {
 		n = 0
 		var keys [][]byte
 		c := tx.Bucket(bucketWindow).Cursor()

@@ -1,6 +1,14 @@
 package bboltstore
 
-import bolt "go.etcd.io/bbolt"
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
 
 // PageStats is what the data file's pages hold (for the tests' logs).
 type PageStats struct {
@@ -14,9 +22,9 @@ type BucketBytes struct{ Inuse, Alloc int }
 // PageStats reports the file's pages and each bucket's bytes.
 func (d *DB) PageStats() PageStats {
 	st := PageStats{Buckets: map[string]BucketBytes{}}
-	ds := d.db.Stats()
+	ds := d.db().Stats()
 	st.Free, st.Pending = ds.FreePageN, ds.PendingPageN
-	d.db.View(func(tx *bolt.Tx) error {
+	d.db().View(func(tx *bolt.Tx) error {
 		st.Pages = int(tx.Size() / int64(tx.DB().Info().PageSize))
 		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			s := b.Stats()
@@ -25,4 +33,71 @@ func (d *DB) PageStats() PageStats {
 		})
 	})
 	return st
+}
+
+// Dump returns every key of the data file, nested buckets' too, with its
+// value, and every bucket's sequence (see dumpTx).
+func (d *DB) Dump() map[string]string {
+	var m map[string]string
+	d.view(context.Background(), func(tx *bolt.Tx) error { m = dumpTx(tx); return nil })
+	return m
+}
+
+// dumpTx maps each key of tx (its bucket path, then the key) to its
+// value, and each bucket's path to its sequence.
+func dumpTx(tx *bolt.Tx) map[string]string {
+	m := map[string]string{}
+	var walk func(path string, b *bolt.Bucket)
+	walk = func(path string, b *bolt.Bucket) {
+		m[path+"\x00seq"] = fmt.Sprint(b.Sequence())
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if v == nil {
+				walk(path+"/"+string(k), b.Bucket(k))
+				continue
+			}
+			m[path+"\x01"+string(k)] = string(v)
+		}
+	}
+	tx.ForEach(func(name []byte, b *bolt.Bucket) error { walk(string(name), b); return nil })
+	return m
+}
+
+// diffDumps describes how b differs from a ("" when it does not).
+func diffDumps(a, b map[string]string) string {
+	var out []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok {
+			out = append(out, fmt.Sprintf("%q gone", k))
+		} else if w != v {
+			out = append(out, fmt.Sprintf("%q changed", k))
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, fmt.Sprintf("%q added", k))
+		}
+	}
+	slices.Sort(out)
+	if len(out) > 10 {
+		out = append(out[:10], fmt.Sprintf("and %d more", len(out)-10))
+	}
+	return strings.Join(out, ", ")
+}
+
+// DiffDumps is diffDumps for the external tests.
+func DiffDumps(a, b map[string]string) string { return diffDumps(a, b) }
+
+// CheckCompactions makes every compaction until tb ends compare, in its
+// last round, the file's state with its caught-up copy, key by key, and
+// fail when they differ.
+func CheckCompactions(tb testing.TB) {
+	compactCheck = func(file, copy *bolt.Tx) error {
+		if diff := diffDumps(dumpTx(file), dumpTx(copy)); diff != "" {
+			tb.Errorf("the compacted copy differs from the file: %s", diff)
+			return fmt.Errorf("copy differs: %s", diff)
+		}
+		return nil
+	}
+	tb.Cleanup(func() { compactCheck = nil })
 }

@@ -262,7 +262,7 @@ func testMigratesIDsBucket(t *testing.T, interrupted func(*testing.T, *bolt.Tx))
 	if ids, _, _ := db.Counts(context.Background()); ids != n {
 		t.Fatalf("%d ids remembered, want %d", ids, n)
 	}
-	db.db.View(func(tx *bolt.Tx) error {
+	db.db().View(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketIDs) != nil || tx.Bucket(bucketMigrate) != nil {
 			t.Error("the ids or the migrate bucket is still there")
 		}

@@ -78,7 +78,7 @@ func TestDeleteEventsBefore_DropsGroupIndex(t *testing.T) {
 		}
 	}
 	keys := func() (n int) {
-		db.db.View(func(tx *bolt.Tx) error { n = tx.Bucket(bucketOrderAll).Stats().KeyN; return nil })
+		db.db().View(func(tx *bolt.Tx) error { n = tx.Bucket(bucketOrderAll).Stats().KeyN; return nil })
 		return n
 	}
 	if n := keys(); n != 2 {

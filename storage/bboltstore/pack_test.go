@@ -162,7 +162,7 @@ func TestDictionary_TrainedAndKept(t *testing.T) {
 		}
 	}
 	size := func(seq uint64) (n int) {
-		db.db.View(func(tx *bolt.Tx) error { n = len(tx.Bucket(bucketEvents).Get(seqKey(seq))); return nil })
+		db.db().View(func(tx *bolt.Tx) error { n = len(tx.Bucket(bucketEvents).Get(seqKey(seq))); return nil })
 		return n
 	}
 	before, after := size(events[dictAfter-2].Seq), size(events[dictAfter+40].Seq)
@@ -289,7 +289,7 @@ func TestPackEvent_OldFileReads(t *testing.T) {
 	db := openT(t, dir)
 	old := &app.Event{Source: "shop", ID: "old", Topic: "orders/create", ReceivedAt: time.Unix(10, 0),
 		Header: []app.HeaderField{{Name: "X-Shopify-Topic", Value: "orders/create"}}, Body: []byte(`{"note":"written plain by an older build"}`)}
-	err := db.db.Update(func(tx *bolt.Tx) error {
+	err := db.db().Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketEvents)
 		seq, err := b.NextSequence()
 		if err != nil {
@@ -318,7 +318,7 @@ func TestPackEvent_OldFileReads(t *testing.T) {
 			t.Fatalf("event %s: %+v, %v", e.ID, got, err)
 		}
 	}
-	if format, err := checkFormat(db.db, dir); err != nil || format {
+	if format, err := checkFormat(db.db(), dir); err != nil || format {
 		t.Fatalf("format older after open: %v, %v", format, err)
 	}
 	for q, want := range map[string]string{"older build": "old", `"packed"`: "new"} {

@@ -24,7 +24,7 @@ func (d *DB) DeleteEventsBefore(ctx context.Context, t time.Time, limit int) (in
 		return 0, err
 	}
 	var n int
-	err := d.db.Update(func(tx *bolt.Tx) error {
+	err := d.updateDirect(func(tx *bolt.Tx) error {
 		n = 0
 		events := tx.Bucket(bucketEvents)
 		waiting := tx.Bucket(bucketPendingEvent)

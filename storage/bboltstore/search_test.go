@@ -24,7 +24,7 @@ func TestSearch_NoAllocationPerEvent(t *testing.T) {
 	}
 	defer db.Close()
 	walk := func() {
-		db.db.View(func(tx *bolt.Tx) error {
+		db.db().View(func(tx *bolt.Tx) error {
 			c := tx.Bucket(bucketEvents).Cursor()
 			for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
 			}
