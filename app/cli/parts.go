@@ -144,7 +144,7 @@ func wire(ctx context.Context, opts *configOptions, cfg *app.Config, n *node, no
 	}
 	// Jobs run on one node of a cluster (n.onLeader): on bbolt, the only one.
 	sweepJob := &cronJob{key: "retention.sweep", spec: func(c *app.Config) string { return c.Retention.Sweep },
-		run: n.onLeader(func() { sweeper.Run(ctx) })}
+		run: n.onLeader(func() { sweeper.Run(ctx); compactAfterSweep(ctx, db, logger.With("component", "sweep")) })}
 	if err := p.reload.schedule(cfg, sweepJob); err != nil {
 		return nil, err
 	}

@@ -1,11 +1,15 @@
 package bboltstore_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -172,4 +176,116 @@ func liveBytes(db *bboltstore.DB) int {
 		live += b.Inuse
 	}
 	return live
+}
+
+// A process killed at any point of a compaction leaves a data file that
+// opens, passes bbolt's check and holds every event it acknowledged: the
+// old file or the complete new one, never a half one; the copy it left is
+// removed at open. The child compacts in a loop while it accepts events,
+// and is killed after a different number of compactions each time.
+func TestCompact_KilledMidway(t *testing.T) {
+	if dir := os.Getenv("HOOKBOX_COMPACT_CHILD"); dir != "" {
+		compactChild(t, dir)
+		return
+	}
+	orders := shopifyOrders(t)
+	dir := t.TempDir()
+	db := mustOpenDir(t, dir)
+	ctx := context.Background()
+	inParallel(t, 2000, func(i int) error {
+		at := t0.Add(time.Duration(i) * time.Second)
+		_, err := db.Accept(ctx, shopifyEvent(orders, i, at), at.Add(time.Hour), nil)
+		return err
+	})
+	if _, err := db.DeleteEventsBefore(ctx, t0.Add(1800*time.Second), 2000); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for round := range 6 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCompact_KilledMidway$")
+		cmd.Env = append(os.Environ(), "HOOKBOX_COMPACT_CHILD="+dir, fmt.Sprint("HOOKBOX_COMPACT_ROUND=", round))
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Killed once compaction round+1 began and then 3×round more
+		// events were acknowledged: at a different point of it each time.
+		var acked []string
+		compactions, after := 0, -1
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			if id, ok := strings.CutPrefix(line, "acked "); ok {
+				acked = append(acked, id)
+				if after >= 0 {
+					after++
+				}
+			} else if line == "compact" {
+				if compactions++; compactions == round+1 {
+					after = 0
+				}
+			} else {
+				t.Errorf("round %d: the child says %q", round, line)
+			}
+			if after >= 3*round {
+				cmd.Process.Kill()
+				break
+			}
+		}
+		cmd.Wait()
+		db := mustOpenDir(t, dir)
+		if err := db.Check(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		for _, id := range acked {
+			if _, _, ok, err := db.LookupID(ctx, "shop", id); !ok || err != nil {
+				t.Fatalf("round %d: event %s acknowledged before the kill is gone: %v", round, id, err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, bboltstore.FileName+".compact")); !os.IsNotExist(err) {
+			t.Fatalf("round %d: the compaction's copy is left after open: %v", round, err)
+		}
+		t.Logf("round %d: killed in or after compaction %d, %d events acknowledged, all there", round, compactions, len(acked))
+		db.Close()
+	}
+}
+
+// compactChild accepts events and compacts until it is killed, telling
+// the parent each acknowledged id and each compaction begun.
+func compactChild(t *testing.T, dir string) {
+	orders := shopifyOrders(t)
+	db, err := bboltstore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	round, _ := strconv.Atoi(os.Getenv("HOOKBOX_COMPACT_ROUND"))
+	var mu sync.Mutex
+	say := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		os.Stdout.WriteString(s + "\n")
+	}
+	for w := range 4 {
+		go func() {
+			for i := 0; ; i++ {
+				k := 10_000_000*(round+1) + 1_000_000*w + i
+				at := t0.Add(time.Duration(k) * time.Second)
+				e := shopifyEvent(orders, k, at)
+				if _, err := db.Accept(context.Background(), e, at.Add(time.Hour), nil); err != nil {
+					say("error " + err.Error())
+					return
+				}
+				say("acked " + e.ID)
+			}
+		}()
+	}
+	for {
+		say("compact")
+		if _, err := db.Compact(context.Background()); err != nil {
+			say("error " + err.Error())
+		}
+	}
 }
