@@ -74,6 +74,15 @@ type DB struct {
 
 var _ app.Store = (*DB)(nil)
 
+// noFreelistSync is bbolt's NoFreelistSync: the free page list is not
+// written with every commit but rebuilt at Open by walking the file's
+// pages. freelistType is how bbolt keeps that list in memory. (Tests set
+// both to compare.)
+var (
+	noFreelistSync = false
+	freelistType   = bolt.FreelistArrayType
+)
+
 // Open opens (creating if needed) the data file in dir. It fails within a
 // second with ErrLocked when another process holds the file.
 func Open(dir string) (*DB, error) {
@@ -102,6 +111,7 @@ func Open(dir string) (*DB, error) {
 		return nil, err
 	}
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: initialMmapSize, NoSync: brokenNoSync,
+		NoFreelistSync: noFreelistSync, FreelistType: freelistType,
 		OpenFile: func(_ string, flag int, perm os.FileMode) (*os.File, error) { return dd.OpenFile(FileName, flag, perm) }})
 	if err != nil {
 		unlock()

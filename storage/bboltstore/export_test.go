@@ -26,3 +26,12 @@ func (d *DB) PageStats() PageStats {
 	})
 	return st
 }
+
+// SetFreelist sets bbolt's NoFreelistSync and freelist type for the stores
+// opened after it (benchmarks compare them); it returns the previous
+// settings.
+func SetFreelist(noSync bool, typ bolt.FreelistType) (bool, bolt.FreelistType) {
+	wasSync, wasType := noFreelistSync, freelistType
+	noFreelistSync, freelistType = noSync, typ
+	return wasSync, wasType
+}
