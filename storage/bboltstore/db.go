@@ -168,6 +168,7 @@ func Open(dir string) (*DB, error) {
 		unlock()
 		return nil, fmt.Errorf("init %s: %w", path, err)
 	}
+	bdb.View(func(tx *bolt.Tx) error { releaseMap(tx); return nil }) // what the scans above touched
 	d := &DB{
 		unlock:    unlock,
 		ids:       ids,
