@@ -137,6 +137,10 @@ func serveConfig(ctx context.Context, opts *configOptions, cfg *app.Config, logg
 	if err != nil {
 		return err
 	}
+	// Opening built the remembered ids' index (36 bytes an id), and its
+	// growth left garbage that GOGC=400 would keep mapped: give it back
+	// once (1,000,000 stored events: idle RSS 80 → 73 MB; BENCHMARKS.md).
+	debug.FreeOSMemory()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	// SIGHUP from here on is a reload (reload.go), never the end of the
