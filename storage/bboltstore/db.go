@@ -70,6 +70,8 @@ type DB struct {
 	accepted atomic.Int64           // events accepted since Open, until a dictionary
 	training atomic.Bool            // a dictionary is being trained
 	trainers sync.WaitGroup
+
+	releasing sync.WaitGroup // the releaser (openmap.go)
 }
 
 var _ app.Store = (*DB)(nil)
@@ -186,6 +188,8 @@ func Open(dir string) (*DB, error) {
 	}
 	markKept(dd, time.Now())
 	go d.committer()
+	d.releasing.Add(1)
+	go d.releaser()
 	return d, nil
 }
 
@@ -206,6 +210,7 @@ func (d *DB) Close() error {
 	d.inflight.Wait()
 	close(d.closing)
 	<-d.stopped
+	d.releasing.Wait()
 	err := d.flushCounts()
 	if cerr := d.db.Close(); err == nil {
 		err = cerr

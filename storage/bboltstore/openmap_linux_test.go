@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/storage/bboltstore"
 )
 
@@ -71,4 +72,32 @@ func mappedRSS(t *testing.T, path string) int64 {
 		}
 	}
 	return n
+}
+
+// An open store gives back, every releaseEvery, the map's pages that its
+// reads and commits touched since: here a walk of every event's page
+// (Counts) leaves none of them resident once a release has run. Without
+// it they stayed, and under 64 connections' load the commits left 130 MB
+// of a 1,000,000-event file resident in 20 s.
+func TestStore_GivesBackTouchedPages(t *testing.T) {
+	was := bboltstore.SetReleaseEvery(20 * time.Millisecond)
+	t.Cleanup(func() { bboltstore.SetReleaseEvery(was) })
+	dir := t.TempDir()
+	db := mustOpenDir(t, dir)
+	body := []byte(strings.Repeat(`{"order":{"id":1,"line_items":[{"sku":"A-1"}]}}`, 4))
+	inParallel(t, 20000, func(i int) error {
+		e := &app.Event{Source: "shop", ID: randomID(uint64(i)), Topic: "orders/create", ReceivedAt: t0, Body: body}
+		_, err := db.Accept(context.Background(), e, t0.Add(time.Hour), nil)
+		return err
+	})
+	path := filepath.Join(dir, bboltstore.FileName)
+	if _, events, err := db.Counts(context.Background()); err != nil || events != 20000 {
+		t.Fatalf("%d events, %v", events, err)
+	}
+	apptest.Until(t, 10*time.Second, func() error {
+		if rss := mappedRSS(t, path); rss > 1<<20 {
+			return fmt.Errorf("%d KiB of the data file still resident", rss>>10)
+		}
+		return nil
+	})
 }
