@@ -77,7 +77,8 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 //   - GOGC=400: the live heap is tens of MB and most allocations die
 //     within a request, so collecting less often saves CPU under load. The
 //     soft memory limit keeps the larger target from growing the heap past
-//     what a small VPS has.
+//     what a small VPS has; once the store is open serve fits it to the
+//     store (fitMemory).
 const (
 	defaultGCPercent   = 400
 	defaultMemoryLimit = 256 << 20
