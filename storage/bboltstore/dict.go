@@ -99,9 +99,14 @@ func decoderFor(id uint32) *zstd.Decoder {
 	return nil
 }
 
-// newPacker makes the packer of dictionary d (id id).
+// newPacker makes the packer of dictionary d (id id). Its literals are
+// stored without entropy coding: with a dictionary most of a body comes
+// from it as matches, the literals left are few, and Huffman-coding them
+// saved 8% of the bytes (906 against 980 per Shopify order) for a third
+// of the time each unpack takes (10 µs against 6.5), which a body search
+// pays for every event it reads (BenchmarkSearch_Packed).
 func newPacker(id uint32, d []byte) (*packer, error) {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderDict(d),
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderDict(d), zstd.WithNoEntropyCompression(true),
 		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithLowerEncoderMem(true))
 	if err != nil {
 		return nil, fmt.Errorf("dictionary %d: %w", id, err)
