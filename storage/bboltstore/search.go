@@ -52,7 +52,7 @@ func (d *DB) searchBudget() app.SearchBudget {
 // in the transaction's pages, a packed one unpacked into a room reused
 // from one to the next: nothing is allocated per event, and only matches
 // are decoded. The bodies are unpacked and matched a batch at a time on
-// every core (searchbatch.go), the events then taken in order.
+// two cores (searchbatch.go), the events then taken in order.
 func (d *DB) SearchEvents(ctx context.Context, q app.EventQuery) (app.EventSearch, error) {
 	if err := app.CheckSearch(q.Q); err != nil {
 		return app.EventSearch{}, err

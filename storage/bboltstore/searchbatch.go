@@ -1,8 +1,8 @@
-// A body search's matching on several cores (issue 47): a packed body
-// costs 10 µs or more to unpack (zstd with the file's dictionary), ten
-// times what the matcher takes, so the search walks the events on one
-// goroutine, in order, and has the bodies of the next batch unpacked and
-// matched on all of them meanwhile.
+// A body search's matching on two cores (issue 47): a packed body costs
+// 6-10 µs to unpack (zstd with the file's dictionary), ten times what the
+// matcher takes, so the search walks the events on one goroutine, in
+// order, and has the bodies of each batch unpacked and matched on two
+// goroutines first.
 
 package bboltstore
 
@@ -20,8 +20,11 @@ import (
 // batch's work at most.
 const batchEvents = 128
 
-// maxMatchers bounds the goroutines one search matches bodies on.
-const maxMatchers = 8
+// maxMatchers bounds the goroutines one search matches bodies on: two,
+// as app.DefaultSearches lets half as many searches run at once as there
+// are CPUs, so that searches alone never keep more than every CPU busy
+// (and each for at most its second).
+const maxMatchers = 2
 
 // candidate is one event of a batch: its key and record (the read
 // transaction's bytes), its unpacked size, and whether its body matched.
@@ -32,8 +35,8 @@ type candidate struct {
 }
 
 // matcher matches the bodies of a batch of events against one search on
-// up to maxMatchers goroutines: the caller's and helpers started once per
-// search, each with its own unpacking room.
+// up to maxMatchers goroutines (one where there is one CPU): the caller's
+// and helpers started once per search, each with its own unpacking room.
 type matcher struct {
 	search       app.Search
 	since, until time.Time // the query's received-time bounds: others are not unpacked
@@ -46,7 +49,7 @@ type matcher struct {
 // newMatcher makes the matcher of search; stop ends its helpers.
 func newMatcher(search app.Search, since, until time.Time) *matcher {
 	m := &matcher{search: search, since: since, until: until,
-		bufs: make([][]byte, min(runtime.GOMAXPROCS(0), maxMatchers))}
+		bufs: make([][]byte, min(runtime.GOMAXPROCS(0), runtime.NumCPU(), maxMatchers))}
 	if len(m.bufs) > 1 {
 		m.start, m.done = make(chan struct{}), make(chan struct{})
 		for i := 1; i < len(m.bufs); i++ {
