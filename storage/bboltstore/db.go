@@ -9,8 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -299,16 +301,30 @@ func (d *DB) Backup(dir string) (*os.File, int64, error) {
 		return nil, 0, fmt.Errorf("backup: %w", err)
 	}
 	name := f.Name()
-	f.Close()
 	defer os.Remove(name)
-	n, err := d.compactTo(context.Background(), name)
+	n, err := d.compactTo(context.Background(), openedPath(f))
 	if err == nil {
-		f, err = os.Open(name)
+		_, err = f.Seek(0, io.SeekStart)
 	}
 	if err != nil {
+		f.Close()
 		return nil, 0, fmt.Errorf("backup: %w", err)
 	}
 	return f, n, nil
+}
+
+// openedPath names the file f holds open: /proc/self/fd/N where there is
+// one, which opens that very file whatever has become of its name since;
+// else its name. Another process of the data directory's owner can put a
+// link in place of a name between its creation and its use (the attacker
+// of TestLocalUser_RootCommands does), and the copy must still go to the
+// file created.
+func openedPath(f *os.File) string {
+	p := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+		return p
+	}
+	return f.Name()
 }
 
 // allocSize is how much the data file grows by when it must (bbolt's
