@@ -161,7 +161,7 @@ func Open(dir string) (*DB, error) {
 	}
 	ids := newIDIndex()
 	if err == nil {
-		err = bdb.View(ids.load)
+		err = ids.load(bdb)
 	}
 	var pk *packer
 	if err == nil {

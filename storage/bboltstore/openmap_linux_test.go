@@ -101,3 +101,29 @@ func TestStore_GivesBackTouchedPages(t *testing.T) {
 		return nil
 	})
 }
+
+// Open loads the remembered ids in parts by expiry time, at once: every
+// id comes back whichever part its expiry falls in, those sharing an
+// expiry at a part's edge included.
+func TestOpen_LoadsEveryIDInParts(t *testing.T) {
+	dir := t.TempDir()
+	db := mustOpenDir(t, dir)
+	const n = 5000
+	exp := func(i int) time.Time { return t0.Add(time.Hour + time.Duration(i/7)*time.Second) } // seven ids an expiry
+	inParallel(t, n, func(i int) error {
+		i--
+		_, err := db.Accept(context.Background(), newEvent("shop", randomID(uint64(i)), t0), exp(i), nil)
+		return err
+	})
+	db.Close()
+	db = mustOpenDir(t, dir)
+	if ids, _, err := db.Counts(context.Background()); err != nil || ids != n {
+		t.Fatalf("%d ids after open, %v; want %d", ids, err, n)
+	}
+	for i := range n {
+		got, _, ok, err := db.LookupID(context.Background(), "shop", randomID(uint64(i)))
+		if err != nil || !ok || !got.Equal(exp(i)) {
+			t.Fatalf("id %d: %v %v %v; want remembered until %v", i, got, ok, err, exp(i))
+		}
+	}
+}
