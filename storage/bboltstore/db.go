@@ -72,9 +72,20 @@ type DB struct {
 	accepted atomic.Int64           // events accepted since Open, until a dictionary
 	training atomic.Bool            // a dictionary is being trained
 	trainers sync.WaitGroup
+
+	releasing sync.WaitGroup // the releaser (openmap.go)
 }
 
 var _ app.Store = (*DB)(nil)
+
+// noFreelistSync is bbolt's NoFreelistSync: the free page list is not
+// written with every commit but rebuilt at Open by walking the file's
+// pages. freelistType is how bbolt keeps that list in memory. (Tests set
+// both to compare.)
+var (
+	noFreelistSync = false
+	freelistType   = bolt.FreelistArrayType
+)
 
 // Open opens (creating if needed) the data file in dir. It fails within a
 // second with ErrLocked when another process holds the file.
@@ -104,6 +115,7 @@ func Open(dir string) (*DB, error) {
 		return nil, err
 	}
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: initialMmapSize, NoSync: brokenNoSync,
+		NoFreelistSync: noFreelistSync, FreelistType: freelistType,
 		OpenFile: func(_ string, flag int, perm os.FileMode) (*os.File, error) { return dd.OpenFile(FileName, flag, perm) }})
 	if err != nil {
 		unlock()
@@ -160,6 +172,7 @@ func Open(dir string) (*DB, error) {
 		unlock()
 		return nil, fmt.Errorf("init %s: %w", path, err)
 	}
+	bdb.View(func(tx *bolt.Tx) error { releaseMap(tx); return nil }) // what the scans above touched
 	d := &DB{
 		unlock:    unlock,
 		ids:       ids,
@@ -177,6 +190,8 @@ func Open(dir string) (*DB, error) {
 	}
 	markKept(dd, time.Now())
 	go d.committer()
+	d.releasing.Add(1)
+	go d.releaser()
 	return d, nil
 }
 
@@ -197,6 +212,7 @@ func (d *DB) Close() error {
 	d.inflight.Wait()
 	close(d.closing)
 	<-d.stopped
+	d.releasing.Wait()
 	err := d.flushCounts()
 	if cerr := d.db.Close(); err == nil {
 		err = cerr

@@ -1,6 +1,10 @@
 package bboltstore
 
-import bolt "go.etcd.io/bbolt"
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
 
 // PageStats is what the data file's pages hold (for the tests' logs).
 type PageStats struct {
@@ -25,6 +29,23 @@ func (d *DB) PageStats() PageStats {
 		})
 	})
 	return st
+}
+
+// SetFreelist sets bbolt's NoFreelistSync and freelist type for the stores
+// opened after it (benchmarks compare them); it returns the previous
+// settings.
+func SetFreelist(noSync bool, typ bolt.FreelistType) (bool, bolt.FreelistType) {
+	wasSync, wasType := noFreelistSync, freelistType
+	noFreelistSync, freelistType = noSync, typ
+	return wasSync, wasType
+}
+
+// SetReleaseEvery sets how often the stores opened after it give back
+// their map's pages; it returns the previous setting.
+func SetReleaseEvery(every time.Duration) time.Duration {
+	was := releaseEvery
+	releaseEvery = every
+	return was
 }
 
 // CPUTime is cpuTime, for the external tests' logs.

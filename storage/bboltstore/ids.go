@@ -155,11 +155,19 @@ func (x *idIndex) sourceList() []string {
 	return slices.Sorted(maps.Keys(x.sources))
 }
 
+// loadRelease is how many keys load reads between two releases of the
+// map's pages (releaseMap).
+const loadRelease = 1 << 14
+
 // load builds the index from tx's expiry index, which holds each key once
 // (Accept deletes a key's expired entry when it accepts the key again).
 func (x *idIndex) load(tx *bolt.Tx) error {
 	c := tx.Bucket(bucketExpiry).Cursor()
+	n := 0
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if n++; n%loadRelease == 0 {
+			releaseMap(tx) // the pages read so far, and those mapped around them
+		}
 		if len(k) < 9 {
 			return fmt.Errorf("expiry key %x: %w", k, errCorrupt)
 		}
