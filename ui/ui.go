@@ -8,6 +8,7 @@ package ui
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"fmt"
 	"html/template"
@@ -63,6 +64,9 @@ type Deps struct {
 	Who func(c *fiber.Ctx) app.Who
 	// Quarantine backs the Quarantine page (nil: 404).
 	Quarantine app.QuarantineStore
+	// Recheck checks a source's quarantine again with the secrets in
+	// force, the page's Recheck now (nil: that button answers 404).
+	Recheck func(ctx context.Context, source string) (app.QuarantineRecheck, error)
 	// Searches bounds the body searches that run at once (nil: a gate of
 	// app.NewSearchGate's defaults, this UI's own).
 	Searches *app.SearchGate
@@ -189,6 +193,8 @@ func (u *UI) Mount(add func(method, path string, h fiber.Handler)) {
 	add(fiber.MethodPost, "/destinations/:name/resume", u.resume)
 	add(fiber.MethodGet, "/config", u.config)
 	add(fiber.MethodGet, "/quarantine", u.quarantine) // quarantine.go
+	add(fiber.MethodPost, "/sources/:name/quarantine/recheck", u.recheckQuarantine)
+	add(fiber.MethodPost, "/sources/:name/quarantine/clear", u.clearQuarantine)
 	// Team access (admins): audit_page.go, team.go.
 	add(fiber.MethodGet, "/audit", u.audit)
 	add(fiber.MethodGet, "/team", u.team)
@@ -236,6 +242,8 @@ var CanActions = map[string]app.Action{
 	"Audit":            app.ActReadAudit,
 	"Team":             app.ActManageTeam,
 	"Quarantine":       app.ActReadQuarantine,
+	"Recheck":          app.ActRecheck,
+	"ClearQuarantine":  app.ActClearQuarantine,
 }
 
 // canOf reads what id may do from app's table: CanActions' names, each

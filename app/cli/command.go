@@ -313,6 +313,10 @@ type configOptions struct {
 	// rest of the file has mistakes (config.LoadReach): hookbox reload
 	// sends such a file to the server, which names them.
 	reach bool
+	// keepMemoryLimit: serve keeps the runtime's memory limit as
+	// tuneRuntime set it instead of fitting it to the store (fitMemory):
+	// bench's in-process hookbox shares its process with the load.
+	keepMemoryLimit bool
 }
 
 // configFlags adds -config, -listen and -data-dir to fs.

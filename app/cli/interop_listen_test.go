@@ -34,7 +34,7 @@ import (
 var listenSDKSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("hookbox listen interop key 32 B!"))
 
 // listenSDKReadyRE is listen's line once it is subscribed.
-var listenSDKReadyRE = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  Ready, forwarding events of `)
+var listenSDKReadyRE = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d \S+  Ready, forwarding events of `)
 
 // listenSDKCase is one genuine event and the SDKs that judge its forward.
 type listenSDKCase struct {

@@ -263,8 +263,8 @@ func vmHWM(t *testing.T, pid int) (hwm, anon, file int) {
 }
 
 var (
-	forwardedRE = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  shop  orders/create  (listen-\d+)  → 200 OK  \d+ ms$`)
-	readyRE     = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  Ready, forwarding events of http://\S+ to http://\S+ \(source shop, topic orders/\*\)$`)
+	forwardedRE = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d \S+  shop  orders/create  (listen-\d+)  → 200 OK  \d+ ms$`)
+	readyRE     = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d \S+  Ready, forwarding events of http://\S+ to http://\S+ \(source shop, topic orders/\*\)$`)
 	lostRE      = regexp.MustCompile(`(?m)connection lost: .*; reconnecting in \S+`)
 	// listenSecretRE is listen's first line.
 	listenSecretRE = regexp.MustCompile(`(?m)^Your listen secret is (whsec_\S+): verify forwarded requests with it`)

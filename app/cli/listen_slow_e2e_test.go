@@ -63,9 +63,9 @@ func TestListen_SlowLaptop(t *testing.T) {
 		}
 	}
 	close(release)
-	lapRE := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  shop  orders/create  (lap-\d+)  → 200 OK  \d+ ms$`)
+	lapRE := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d \S+  shop  orders/create  (lap-\d+)  → 200 OK  \d+ ms$`)
 	ln.wait(t, lapRE, n)
-	ln.wait(t, regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  dropped: `), 1)
+	ln.wait(t, regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d \S+  dropped: `), 1)
 	ln.wait(t, readyRE, 2)
 
 	mu.Lock()

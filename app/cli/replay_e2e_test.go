@@ -313,7 +313,10 @@ func TestReplayCommand_EventForceAndErrors(t *testing.T) {
 // delivered, dead and pending deliveries, the dead ones are sent, the
 // delivered ones skipped unless -force and the pending one left alone, on
 // both stores.
-func TestReplayCommand_DryRunSplitIsTheRuns(t *testing.T) { eachStore(t, testReplayDryRunSplit) }
+func TestReplayCommand_DryRunSplitIsTheRuns(t *testing.T) {
+	t.Parallel() // waits on deliveries and retries: it overlaps the other waiting tests
+	eachStore(t, testReplayDryRunSplit)
+}
 
 func testReplayDryRunSplit(t *testing.T, st storeCase) {
 	sink := newLedgerSink(t, 200)

@@ -205,8 +205,8 @@ func testRestartRefusesNone(t *testing.T, st storeCase) {
 		client: &http.Client{Timeout: restartDeadline, Transport: &http.Transport{MaxConnsPerHost: restartSenders, MaxIdleConnsPerHost: restartSenders}}}
 
 	p := startActivated(t, ln, config)
-	stop := make(chan struct{})
-	go load.run(stop)
+	stop, ran := make(chan struct{}), make(chan struct{})
+	go func() { defer close(ran); load.run(stop) }()
 	var restarts []span
 	for round := range restartRounds {
 		time.Sleep(restartSettle) // load that the restart interrupts: the test is about real time
@@ -226,6 +226,7 @@ func testRestartRefusesNone(t *testing.T, st storeCase) {
 	}
 	time.Sleep(restartSettle)
 	close(stop)
+	<-ran // no wg.Add after this: an Add racing the Wait is a race (the detector says so)
 	load.wg.Wait()
 
 	load.mu.Lock()

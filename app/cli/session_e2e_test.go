@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"hookbox/app/access"
 	"hookbox/app/apptest"
+	"hookbox/app/cli/clitest"
 )
 
 // Issue 44: a restart logged everyone out (the sessions were in memory).
@@ -22,18 +25,23 @@ import (
 // its cached session within access.SessionCache), and the others go on.
 // A restart with another config password ends the admin's. On today's
 // main the first restart sent every cookie to the login page.
-func TestSessions_SurviveRestart(t *testing.T) { eachStore(t, testSessionsSurviveRestart) }
+func TestSessions_SurviveRestart(t *testing.T) {
+	t.Parallel() // mostly waits on restarts and polls: it overlaps the other waiting tests
+	eachStore(t, testSessionsSurviveRestart)
+}
 
 func testSessionsSurviveRestart(t *testing.T, st storeCase) {
-	t.Setenv("E2E_STATUS_PASSWORD", "pw-e2e") // hookbox user reads the config
-	t.Setenv("E2E_GH_SECRET", e2eSecret)
 	dir := t.TempDir()
 	config := writeConfig(t, dir, "\n[status]\npassword_env = \"E2E_STATUS_PASSWORD\"\n", st.config(2*time.Second))
 	cmd := func(stdin string, want string, args ...string) {
 		t.Helper()
-		out, errOut, code := hookbox(t, []byte(stdin), append(args, "-config", config)...)
-		if code != 0 || !strings.Contains(out+errOut, want) {
-			t.Fatalf("hookbox %v: %d\n%s%s", args, code, out, errOut)
+		// hookbox user and passwd read the config, which names both variables.
+		c := exec.Command(clitest.Binary(t), append(args, "-config", config)...)
+		c.Env = append(os.Environ(), "E2E_STATUS_PASSWORD=pw-e2e", "E2E_GH_SECRET="+e2eSecret)
+		c.Stdin = strings.NewReader(stdin)
+		out, err := c.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Fatalf("hookbox %v: %v\n%s", args, err, out)
 		}
 	}
 	cmd("dana-password-1\n", "user dana added", "user", "add", "dana", "-role", "admin")
@@ -75,7 +83,7 @@ func testSessionsSurviveRestart(t *testing.T, st storeCase) {
 	want(t, p.addr, bound, map[string]int{"admin": 200, "dana": 303, "eve": 303})
 	p.stop(t)
 
-	p = startWith(t, config, []string{"E2E_STATUS_PASSWORD=pw-e2e-changed"})
+	p = startWith(t, config, []string{"E2E_GH_SECRET=" + e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e-changed"})
 	want(t, p.addr, time.Second, map[string]int{"admin": 303})
 	p.stop(t)
 }

@@ -340,8 +340,9 @@ func (a *activity) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// clock is the local time of a line.
-func (l *Listener) clock() string { return l.Now().Format("15:04:05") }
+// clock is the local time of a line, with its zone (issue 44: the CLI
+// prints local time, and a printed time carries its zone).
+func (l *Listener) clock() string { return l.Now().Local().Format("15:04:05 MST") }
 
 // printf writes one line to Out.
 func (l *Listener) printf(format string, args ...any) {

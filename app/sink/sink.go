@@ -78,7 +78,7 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.printf("%s %s source=%s event=%s topic=%s attempt=%s bytes=%d signature %s",
-		s.Now().Format("15:04:05"), clean(r.Header.Get("webhook-id")), clean(r.Header.Get("X-Hookbox-Source")),
+		s.Now().Local().Format("15:04:05 MST"), clean(r.Header.Get("webhook-id")), clean(r.Header.Get("X-Hookbox-Source")),
 		clean(r.Header.Get("X-Hookbox-Event-Id")), clean(r.Header.Get("X-Hookbox-Topic")),
 		clean(r.Header.Get("X-Hookbox-Attempt")), len(body), sig)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -134,7 +134,7 @@ to = ["good", "wrong"]
 		}
 		return nil
 	})
-	line := regexp.MustCompile(`^\d\d:\d\d:\d\d msg_\S+ source=gh event=evt-1 topic=push attempt=1 bytes=12 signature ok\n$`)
+	line := regexp.MustCompile(`^\d\d:\d\d:\d\d \S+ msg_\S+ source=gh event=evt-1 topic=push attempt=1 bytes=12 signature ok\n$`)
 	if !line.MatchString(good.String()) {
 		t.Errorf("good sink printed %q", good.String())
 	}

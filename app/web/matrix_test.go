@@ -83,6 +83,8 @@ var expectedRoles = map[string]struct {
 	"GET /dead-letters":                             {role: app.RoleViewer, page: true},
 	"GET /config":                                   {role: app.RoleViewer, page: true},
 	"GET /quarantine":                               {role: app.RoleOperator, page: true},
+	"POST /sources/:name/quarantine/recheck":        {role: app.RoleOperator, page: true},
+	"POST /sources/:name/quarantine/clear":          {role: app.RoleOperator, page: true},
 	"GET /destinations":                             {role: app.RoleViewer, page: true},
 	"POST /dead-letters/replay":                     {role: app.RoleOperator, page: true},
 	"POST /deliveries/:id/replay":                   {role: app.RoleOperator, page: true},

@@ -1,7 +1,7 @@
 package web
 
 import (
-	"fmt"
+	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"hookbox/app"
+	"hookbox/app/receive"
 	"hookbox/ui"
 )
 
@@ -70,7 +71,7 @@ func (s *Server) quarantineSource(c *fiber.Ctx) (*app.Source, error) {
 	if src == nil || s.deps.Quarantine == nil {
 		return nil, s.sendError(c, app.Errorf(app.ENOTFOUND, "no such source"))
 	}
-	c.Locals(ui.AuditTarget, "source "+src.Name)
+	c.Locals(ui.AuditTarget, ui.QuarantineTarget(src.Name))
 	return src, nil
 }
 
@@ -130,7 +131,7 @@ func (s *Server) handleRecheck(c *fiber.Ctx) error {
 		}
 		return s.storeError(c, err)
 	}
-	c.Locals(ui.AuditDetail, fmt.Sprintf("checked %d, recovered %d (%d held already), remaining %d", res.Checked, res.Recovered, res.Duplicate, res.Remaining))
+	c.Locals(ui.AuditDetail, ui.RecheckDetail(res))
 	return c.JSON(res)
 }
 
@@ -149,6 +150,15 @@ func (s *Server) handleClearQuarantine(c *fiber.Ctx) error {
 	if err != nil {
 		return s.storeError(c, err)
 	}
-	c.Locals(ui.AuditDetail, fmt.Sprintf("cleared %d", n))
+	c.Locals(ui.AuditDetail, ui.ClearDetail(n))
 	return c.JSON(clearedJSON{Source: src.Name, Cleared: n})
+}
+
+// recheckOf is the recheck of r's quarantines for the page's button; nil
+// without a receiver.
+func recheckOf(r *receive.Receiver) func(context.Context, string) (app.QuarantineRecheck, error) {
+	if r == nil {
+		return nil
+	}
+	return r.Recheck
 }

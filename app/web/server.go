@@ -195,7 +195,7 @@ func New(cfg *app.Config, deps Deps) *Server {
 	}
 	s.ui = ui.New(ui.Deps{Running: deps.Running, Store: deps.Store, Stats: deps.Stats, Wake: deps.Wake, Now: deps.Now,
 		LastBackup: deps.LastBackup, Pauser: deps.Pauser, Access: deps.Access, Searches: deps.Searches, Upstream: deps.Upstream,
-		Quarantine: deps.Quarantine})
+		Quarantine: deps.Quarantine, Recheck: recheckOf(deps.Receiver)})
 	s.ui.SetWho(s.who)
 	s.fiber = fiber.New(fiber.Config{
 		BodyLimit:      cfg.Server.MaxBodyBytes,

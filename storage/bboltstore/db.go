@@ -9,8 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,6 +81,7 @@ type DB struct {
 	broken     atomic.Pointer[error] // set when a compaction lost the file: every write fails
 	compacting atomic.Bool
 	pagesGone  atomic.Uint64 // pages written through handles a compaction closed
+	releasing  sync.WaitGroup // the releaser (openmap.go)
 }
 
 // db returns the open bbolt file. A compaction may swap it at any moment:
@@ -87,6 +90,15 @@ type DB struct {
 func (d *DB) db() *bolt.DB { return d.handle.Load() }
 
 var _ app.Store = (*DB)(nil)
+
+// noFreelistSync is bbolt's NoFreelistSync: the free page list is not
+// written with every commit but rebuilt at Open by walking the file's
+// pages. freelistType is how bbolt keeps that list in memory. (Tests set
+// both to compare.)
+var (
+	noFreelistSync = false
+	freelistType   = bolt.FreelistArrayType
+)
 
 // Open opens (creating if needed) the data file in dir. It fails within a
 // second with ErrLocked when another process holds the file.
@@ -154,7 +166,7 @@ func Open(dir string) (*DB, error) {
 	}
 	ids := newIDIndex()
 	if err == nil {
-		err = bdb.View(ids.load)
+		err = ids.load(bdb)
 	}
 	var pk *packer
 	if err == nil {
@@ -165,6 +177,7 @@ func Open(dir string) (*DB, error) {
 		unlock()
 		return nil, fmt.Errorf("init %s: %w", path, err)
 	}
+	bdb.View(func(tx *bolt.Tx) error { releaseMap(tx); return nil }) // what the scans above touched
 	d := &DB{
 		unlock:    unlock,
 		ids:       ids,
@@ -182,6 +195,8 @@ func Open(dir string) (*DB, error) {
 	}
 	markKept(dd, time.Now())
 	go d.committer()
+	d.releasing.Add(1)
+	go d.releaser()
 	return d, nil
 }
 
@@ -191,6 +206,7 @@ func Open(dir string) (*DB, error) {
 // file (TestPowerLoss_FirstStart).
 func openBolt(dd *datadir.Dir, path string) (*bolt.DB, error) {
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: initialMmapSize, NoSync: brokenNoSync,
+		NoFreelistSync: noFreelistSync, FreelistType: freelistType,
 		OpenFile: func(_ string, flag int, perm os.FileMode) (*os.File, error) { return dd.OpenFile(FileName, flag, perm) }})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
@@ -223,6 +239,7 @@ func (d *DB) Close() error {
 	d.inflight.Wait()
 	close(d.closing)
 	<-d.stopped
+	d.releasing.Wait()
 	err := d.flushCounts()
 	if cerr := d.db().Close(); err == nil {
 		err = cerr
@@ -311,16 +328,30 @@ func (d *DB) Backup(dir string) (*os.File, int64, error) {
 		return nil, 0, fmt.Errorf("backup: %w", err)
 	}
 	name := f.Name()
-	f.Close()
 	defer os.Remove(name)
-	n, err := d.compactTo(context.Background(), name)
+	n, err := d.compactTo(context.Background(), openedPath(f))
 	if err == nil {
-		f, err = os.Open(name)
+		_, err = f.Seek(0, io.SeekStart)
 	}
 	if err != nil {
+		f.Close()
 		return nil, 0, fmt.Errorf("backup: %w", err)
 	}
 	return f, n, nil
+}
+
+// openedPath names the file f holds open: /proc/self/fd/N where there is
+// one, which opens that very file whatever has become of its name since;
+// else its name. Another process of the data directory's owner can put a
+// link in place of a name between its creation and its use (the attacker
+// of TestLocalUser_RootCommands does), and the copy must still go to the
+// file created.
+func openedPath(f *os.File) string {
+	p := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+		return p
+	}
+	return f.Name()
 }
 
 // allocSize is how much the data file grows by when it must (bbolt's

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/dict"
 	"github.com/klauspost/compress/zstd"
@@ -44,11 +45,13 @@ type packer struct {
 // decoders are the zstd decoders of the dictionaries loaded from every
 // data file opened in this process, by id (ids are random 32-bit
 // numbers). An id already known with other contents refuses the file.
+// The map is replaced whole when one is added (rarely), so that readers,
+// a search's on every core, look it up without a lock.
 var decoders = struct {
 	sync.Mutex
-	m       map[uint32]*zstd.Decoder
+	m       atomic.Pointer[map[uint32]*zstd.Decoder]
 	content map[uint32]string
-}{m: map[uint32]*zstd.Decoder{}, content: map[uint32]string{}}
+}{content: map[uint32]string{}}
 
 // errDictClash means two data files opened in one process hold different
 // dictionaries under the same id (one chance in 2^32).
@@ -73,7 +76,13 @@ func registerDict(d []byte) (uint32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: dictionary %d: %v", errCorrupt, id, err)
 	}
-	decoders.m[id] = dec
+	m := map[uint32]*zstd.Decoder{id: dec}
+	if old := decoders.m.Load(); old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	decoders.m.Store(&m)
 	decoders.content[id] = string(d)
 	return id, nil
 }
@@ -84,14 +93,20 @@ func decoderFor(id uint32) *zstd.Decoder {
 	if id == 0 {
 		return zstdDecoder()
 	}
-	decoders.Lock()
-	defer decoders.Unlock()
-	return decoders.m[id]
+	if m := decoders.m.Load(); m != nil {
+		return (*m)[id]
+	}
+	return nil
 }
 
-// newPacker makes the packer of dictionary d (id id).
+// newPacker makes the packer of dictionary d (id id). Its literals are
+// stored without entropy coding: with a dictionary most of a body comes
+// from it as matches, the literals left are few, and Huffman-coding them
+// saved 8% of the bytes (906 against 980 per Shopify order) for a third
+// of the time each unpack takes (10 µs against 6.5), which a body search
+// pays for every event it reads (BenchmarkSearch_Packed).
 func newPacker(id uint32, d []byte) (*packer, error) {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderDict(d),
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderDict(d), zstd.WithNoEntropyCompression(true),
 		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithLowerEncoderMem(true))
 	if err != nil {
 		return nil, fmt.Errorf("dictionary %d: %w", id, err)

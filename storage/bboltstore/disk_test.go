@@ -126,15 +126,20 @@ func TestDisk_ShopifyOrders(t *testing.T) {
 		}
 	}
 	// A body search for text that is nowhere reads every body it can
-	// within its budget (issue 29): how far it gets with packed bodies.
-	start := time.Now()
-	res, err := db.SearchEvents(context.Background(), app.EventQuery{Q: "no-such-text-anywhere", Limit: 50})
-	if err != nil {
-		t.Fatal(err)
+	// within its budget (issue 29): how far it gets with packed bodies,
+	// three times (on a shared machine the others' load varies), with the
+	// CPU time the process spent, every core counted.
+	for range 3 {
+		start, cpu := time.Now(), bboltstore.CPUTime()
+		res, err := db.SearchEvents(context.Background(), app.EventQuery{Q: "no-such-text-anywhere", Limit: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		took, cpu := time.Since(start), bboltstore.CPUTime()-cpu
+		t.Logf("a search for absent text read %d of %d events in %v (stopped by its budget: %v); %.1f µs per event, CPU %.1f µs per event",
+			res.Searched, done, took.Round(time.Millisecond), res.Stopped, float64(took.Microseconds())/float64(res.Searched),
+			float64(cpu.Microseconds())/float64(res.Searched))
 	}
-	took := time.Since(start)
-	t.Logf("a search for absent text read %d of %d events in %v (stopped by its budget: %v); %.1f µs per event",
-		res.Searched, done, took.Round(time.Millisecond), res.Stopped, float64(took.Microseconds())/float64(res.Searched))
 }
 
 // diskTarget is issue 47's bound on the data directory's bytes per stored

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -101,3 +102,23 @@ func CheckCompactions(tb testing.TB) {
 	}
 	tb.Cleanup(func() { compactCheck = nil })
 }
+
+// SetFreelist sets bbolt's NoFreelistSync and freelist type for the stores
+// opened after it (benchmarks compare them); it returns the previous
+// settings.
+func SetFreelist(noSync bool, typ bolt.FreelistType) (bool, bolt.FreelistType) {
+	wasSync, wasType := noFreelistSync, freelistType
+	noFreelistSync, freelistType = noSync, typ
+	return wasSync, wasType
+}
+
+// SetReleaseEvery sets how often the stores opened after it give back
+// their map's pages; it returns the previous setting.
+func SetReleaseEvery(every time.Duration) time.Duration {
+	was := releaseEvery
+	releaseEvery = every
+	return was
+}
+
+// CPUTime is cpuTime, for the external tests' logs.
+var CPUTime = cpuTime

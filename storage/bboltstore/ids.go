@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"maps"
@@ -101,6 +102,11 @@ type txID struct {
 func (x *idIndex) add(key []byte, exp int64, over bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.addLocked(key, exp, over)
+}
+
+// addLocked is add with x.mu held.
+func (x *idIndex) addLocked(key []byte, exp int64, over bool) {
 	if over {
 		x.over[string(key)] = exp
 	} else {
@@ -155,18 +161,90 @@ func (x *idIndex) sourceList() []string {
 	return slices.Sorted(maps.Keys(x.sources))
 }
 
-// load builds the index from tx's expiry index, which holds each key once
-// (Accept deletes a key's expired entry when it accepts the key again).
-func (x *idIndex) load(tx *bolt.Tx) error {
+// loadRelease is how many keys a part of load reads between two releases
+// of the map's pages (releaseMap).
+const loadRelease = 1 << 14
+
+// loadParts is how many parts of the expiry index load reads at once. Its
+// pages lie between the events' pages they were written with, and from
+// disk each is a read of its own (bbolt maps the file MADV_RANDOM): with
+// one reader a cold start waited on them one at a time.
+const loadParts = 8
+
+// load builds the index from db's expiry index, which holds each key once
+// (Accept deletes a key's expired entry when it accepts the key again),
+// reading loadParts ranges of expiry times at once, each in a read
+// transaction of its own (no writer runs while Open loads).
+func (x *idIndex) load(db *bolt.DB) error {
+	var lo, hi uint64
+	err := db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketExpiry).Cursor()
+		first, _ := c.First()
+		last, _ := c.Last()
+		if first == nil {
+			return nil
+		}
+		if len(first) < 9 || len(last) < 9 {
+			return fmt.Errorf("expiry keys %x, %x: %w", first, last, errCorrupt)
+		}
+		lo, hi = binary.BigEndian.Uint64(first), binary.BigEndian.Uint64(last)
+		return nil
+	})
+	if err != nil || lo == 0 && hi == 0 {
+		return err
+	}
+	step := (hi - lo) / loadParts
+	errs := make([]error, loadParts)
+	var wg sync.WaitGroup
+	for i := range loadParts {
+		from, to := lo+step*uint64(i), lo+step*uint64(i+1)
+		if i == 0 {
+			from = 0
+		}
+		if i == loadParts-1 {
+			to = ^uint64(0)
+		}
+		wg.Go(func() { errs[i] = db.View(func(tx *bolt.Tx) error { return x.loadPart(tx, from, to) }) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// loadPart adds the keys of tx's expiry index whose expiry is in
+// [from, to), to inclusive when it is the largest.
+func (x *idIndex) loadPart(tx *bolt.Tx, from, to uint64) error {
+	type entry struct {
+		key []byte // in bbolt's map: valid in tx
+		exp int64
+	}
+	batch := make([]entry, 0, 1024)
+	flush := func() {
+		x.mu.Lock()
+		for _, e := range batch {
+			_, taken := x.main[x.hash(e.key)]
+			x.addLocked(e.key, e.exp, taken)
+		}
+		x.mu.Unlock()
+		batch = batch[:0]
+	}
 	c := tx.Bucket(bucketExpiry).Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+	n := 0
+	for k, _ := c.Seek(binary.BigEndian.AppendUint64(nil, from)); k != nil; k, _ = c.Next() {
+		if n++; n%loadRelease == 0 {
+			releaseMap(tx) // the pages read so far, and those mapped around them
+		}
 		if len(k) < 9 {
 			return fmt.Errorf("expiry key %x: %w", k, errCorrupt)
 		}
-		exp, key := int64(binary.BigEndian.Uint64(k)), k[8:]
-		_, taken := x.main[x.hash(key)]
-		x.add(key, exp, taken)
+		exp := binary.BigEndian.Uint64(k)
+		if exp >= to && to != ^uint64(0) {
+			break
+		}
+		if batch = append(batch, entry{k[8:], int64(exp)}); len(batch) == cap(batch) {
+			flush()
+		}
 	}
+	flush()
 	return nil
 }
 

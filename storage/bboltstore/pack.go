@@ -133,23 +133,47 @@ func packedHead(b []byte) (headEnd int, bodyLen uint64, codec byte, size uint64,
 // (nil: a new buffer); what it returns is never part of b. The payload
 // must unpack to exactly the length the record says.
 func unpack(b, buf []byte) ([]byte, error) {
-	headEnd, _, codec, size, payload, err := packedHead(b)
+	headEnd, _, _, size, _, err := packedHead(b)
 	if err != nil {
 		return nil, err
 	}
+	// The plain record: the tail's version byte, the head, then the rest
+	// of the tail, unpacked after the head and its first byte moved.
 	need := headEnd + int(size)
 	if cap(buf) < need {
 		buf = make([]byte, 0, need)
 	}
-	// The plain record: the tail's version byte, the head, then the tail.
-	out := append(buf[:0], 0)
-	out = append(out, b[1:headEnd]...)
+	tail, err := unpackTail(b, buf[:headEnd])
+	if err != nil {
+		return nil, err
+	}
+	out := buf[:need]
+	out[0] = tail[0]
+	copy(out[1:headEnd], b[1:headEnd])
+	return append(out[:headEnd], tail[1:]...), nil
+}
+
+// unpackTail unpacks the payload of the packed record b, appending it to
+// dst (which keeps its room for the next when it has enough) and returning
+// what it appended: the plain record's version byte and everything after
+// its topic (see eventPacked), what a body search reads. It never makes
+// more than the record says it holds, and the payload must make exactly
+// that.
+func unpackTail(b, dst []byte) ([]byte, error) {
+	_, _, codec, size, payload, err := packedHead(b)
+	if err != nil {
+		return nil, err
+	}
+	at := len(dst)
+	if cap(dst)-at < int(size) {
+		dst = append(make([]byte, 0, at+int(size)), dst...)
+	}
 	switch codec {
 	case codecRaw:
 		if uint64(len(payload)) != size {
 			return nil, fmt.Errorf("%w: raw payload of %d bytes, %d said", errCorrupt, len(payload), size)
 		}
-		out = append(out, payload...)
+		return append(dst, payload...)[at:], nil
 	case codecZstd:
 		// A frame says its size (zstd leaves it out below 256 bytes): one
 		// that says another is refused before anything is unpacked, and
@@ -162,18 +186,17 @@ func unpack(b, buf []byte) ([]byte, error) {
 		if dec == nil {
 			return nil, fmt.Errorf("%w: no dictionary %d", errCorrupt, fh.DictionaryID)
 		}
-		out, err = dec.DecodeAll(payload, out)
+		out, err := dec.DecodeAll(payload, dst)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", errCorrupt, err)
 		}
-		if uint64(len(out)-headEnd) != size {
-			return nil, fmt.Errorf("%w: unpacked %d bytes, %d said", errCorrupt, len(out)-headEnd, size)
+		if uint64(len(out)-at) != size {
+			return nil, fmt.Errorf("%w: unpacked %d bytes, %d said", errCorrupt, len(out)-at, size)
 		}
+		return out[at:], nil
 	default:
 		return nil, fmt.Errorf("%w: codec %d", errCorrupt, codec)
 	}
-	out[0] = out[headEnd] // the plain version, then the head, then its tail
-	return append(out[:headEnd], out[headEnd+1:]...), nil
 }
 
 // unpackedSize is how many bytes the encoded event v stands for: a packed
