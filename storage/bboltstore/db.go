@@ -80,7 +80,7 @@ type DB struct {
 	gate       sync.RWMutex
 	broken     atomic.Pointer[error] // set when a compaction lost the file: every write fails
 	compacting atomic.Bool
-	pagesGone  atomic.Uint64 // pages written through handles a compaction closed
+	pagesGone  atomic.Uint64  // pages written through handles a compaction closed
 	releasing  sync.WaitGroup // the releaser (openmap.go)
 }
 
