@@ -18,6 +18,12 @@ import (
 // cursor does (bbolt itself allocates once per page it reads, a boxed
 // argument of its page check), whether it reads 100 events or 2,100.
 func TestSearch_NoAllocationPerEvent(t *testing.T) {
+	if raceEnabled {
+		// The search's buffers and zstd's decoder state come from pools,
+		// and under -race sync.Pool drops a share of each Put: 250
+		// allocations for 100 events there, 21 without.
+		t.Skip("allocation counts under -race say nothing about the shipped build: run without -race")
+	}
 	db, err := Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
