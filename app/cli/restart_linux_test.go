@@ -148,6 +148,19 @@ func longest(waits, within []span) span {
 	return max
 }
 
+// settle waits until the senders have sent restartSettle's worth of
+// webhooks more: the signal is their count, not the clock.
+func (l *restartLoad) settle(t *testing.T) {
+	t.Helper()
+	target := l.sent.Load() + int64(restartRate*restartSettle/time.Second)
+	apptest.Until(t, restartDeadline, func() error {
+		if n := l.sent.Load(); n < target {
+			return fmt.Errorf("%d of %d webhooks sent", n, target)
+		}
+		return nil
+	})
+}
+
 func (l *restartLoad) run(stop <-chan struct{}) {
 	tick := time.NewTicker(time.Second / restartRate)
 	defer tick.Stop()
@@ -209,7 +222,7 @@ func testRestartRefusesNone(t *testing.T, st storeCase) {
 	go func() { defer close(ran); load.run(stop) }()
 	var restarts []span
 	for round := range restartRounds {
-		time.Sleep(restartSettle) // load that the restart interrupts: the test is about real time
+		load.settle(t) // load that the restart interrupts
 		if round == 0 && !strings.Contains(p.logText(), `listen_from="the service manager"`) {
 			t.Fatalf("hookbox did not take the socket passed:\n%s", p.logText())
 		}
@@ -224,7 +237,7 @@ func testRestartRefusesNone(t *testing.T, st storeCase) {
 		})
 		restarts = append(restarts, span{begin: begin, end: time.Now()})
 	}
-	time.Sleep(restartSettle)
+	load.settle(t)
 	close(stop)
 	<-ran // no wg.Add after this: an Add racing the Wait is a race (the detector says so)
 	load.wg.Wait()
