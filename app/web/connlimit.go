@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"strconv"
@@ -176,4 +177,29 @@ func (c *limitedConn) Close() error {
 		c.l.release(c)
 	}
 	return c.Conn.Close()
+}
+
+// Deadlines on a connection closed already are no error. Shutdown closes
+// the connections under fasthttp once no handler runs, and between a
+// handler's return and the answer's write fasthttp sets a deadline,
+// panicking on any error it gets (it took the whole server down in CI).
+// The write that follows fails as it should, and fasthttp ends the
+// connection.
+func (c *limitedConn) SetDeadline(t time.Time) error {
+	return c.afterClose(c.Conn.SetDeadline(t))
+}
+
+func (c *limitedConn) SetReadDeadline(t time.Time) error {
+	return c.afterClose(c.Conn.SetReadDeadline(t))
+}
+
+func (c *limitedConn) SetWriteDeadline(t time.Time) error {
+	return c.afterClose(c.Conn.SetWriteDeadline(t))
+}
+
+func (c *limitedConn) afterClose(err error) error {
+	if err != nil && c.closed.Load() && errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
 }
