@@ -20,8 +20,8 @@ type Plan struct {
 func (p *Plan) Empty() bool { return p == nil || len(p.Direct) == 0 && len(p.Debounce) == 0 }
 
 // DebounceOp is one debounced route's part of a plan: the entity key the
-// event belongs to, the route's rules, and (set by Store.Accept) what
-// became of it.
+// event belongs to, the route's rules, and what became of it (set by the
+// store as it applies the event: see DebounceResult).
 type DebounceOp struct {
 	Route  string
 	Key    string
@@ -37,7 +37,9 @@ type DebounceOp struct {
 	Result DebounceResult
 }
 
-// DebounceResult is what Accept did with a DebounceOp.
+// DebounceResult is what the store did with a DebounceOp when it applied
+// the event: within Accept on PostgreSQL; on bbolt right behind the
+// answer (its intake log), before any read that follows.
 type DebounceResult uint8
 
 // The results of a DebounceOp, in the order they are checked.

@@ -5,6 +5,8 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -86,8 +88,10 @@ func TestFault_DiskFull(t *testing.T) {
 	filler := filepath.Join(mnt, "filler")
 	fillUpTo(t, filler, 1<<20)
 
-	body := bytes.Repeat([]byte("x"), 3500)
-	body = append(append([]byte(`{"pad":"`), body...), `"}`...)
+	// Random: events are stored compressed, and these must take room.
+	pad := make([]byte, 1750)
+	rand.Read(pad)
+	body := append(append([]byte(`{"pad":"`), hex.EncodeToString(pad)...), `"}`...)
 	var acked, failed []string
 	for i := 0; len(failed) < 20; i++ {
 		if i == 5000 {

@@ -225,12 +225,15 @@ func TestPowerLoss_Acknowledged(t *testing.T) {
 					dupAccepted, damaged, sink.attempts.Load(), sink.failed.Load())
 			}()
 			for cut < cuts {
-				// Every other cut lands at the start of a flush of the data
-				// file, when the most is at stake: a commit written and not
-				// yet durable.
+				// Two cuts of three land at the start of a flush, when the
+				// most is at stake: of the data file (events answered from
+				// the intake log, their apply written and not yet durable:
+				// the cut between the log's sync and its apply), or of the
+				// intake log (a group written and not yet answered).
 				var armed atomic.Bool
+				flushOf := []string{"", "data/" + bboltstore.FileName, "data/hookbox.log."}[cut%3]
 				atFlush := func(op powercut.Op) bool {
-					return armed.Load() && op.Kind == "fsync" && op.Path == "data/"+bboltstore.FileName
+					return armed.Load() && op.Kind == "fsync" && strings.HasPrefix(op.Path, flushOf)
 				}
 				disk.mount(powercut.Options{Torn: mode.torn, Seed: seed + uint64(cut), SyncLatency: syncLatency, CutWhen: atFlush})
 				p := startBinary(t, exe, config, env)
@@ -245,11 +248,11 @@ func TestPowerLoss_Acknowledged(t *testing.T) {
 				wg := ledger.load(p.addr, 6, fmt.Sprintf("%s%d", mode.name, cut), stop)
 				ledger.waitSent(t, 10+rand.IntN(200))
 				how := "at a random moment"
-				if cut%2 == 1 {
+				if flushOf != "" {
 					armed.Store(true)
 					select {
 					case <-disk.fs.Frozen():
-						how = "at a flush of the data file"
+						how = "at a flush of " + flushOf
 					case <-time.After(200 * time.Millisecond): // a build that never flushes
 					}
 				}

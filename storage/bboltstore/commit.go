@@ -77,14 +77,31 @@ func (d *DB) committer() {
 	defer close(d.stopped)
 	group := make([]write, 0, maxGroup)
 	st := newTxState()
+	delay := time.NewTimer(applyDelay)
+	delay.Stop()
+	armed := false
 	for {
-		var w write
 		select {
-		case w = <-d.queue:
+		case w := <-d.queue:
+			group = d.gather(append(group[:0], w))
+		case <-d.tailReady:
+			if !armed {
+				delay.Reset(applyDelay)
+				armed = true
+			}
+			continue
+		case <-delay.C:
+			armed = false
+			group = group[:0] // the tail alone
+		case <-d.applyWake:
+			group = group[:0] // the tail alone
 		case <-d.closing:
+			// The intake has stopped: what it logged is applied now,
+			// so that a clean stop leaves an empty log.
+			for len(d.tailHead()) > 0 && d.commitGroup(nil, st) == nil {
+			}
 			return
 		}
-		group = d.gather(append(group[:0], w))
 		d.commitGroup(group, st)
 	}
 }
@@ -95,41 +112,33 @@ func (d *DB) committer() {
 // stops at the first quiet gap of lingerGap, after lingerMax, or at maxGroup,
 // so a lone write waits at most lingerGap.
 func (d *DB) gather(group []write) []write {
-	deadline := time.Now().Add(d.lingerMax)
-	timer := time.NewTimer(d.lingerGap)
-	defer timer.Stop()
-	for len(group) < maxGroup {
-		select {
-		case w := <-d.queue:
-			group = append(group, w)
-			continue
-		default:
-		}
-		if d.lingerGap <= 0 || !time.Now().Before(deadline) {
-			break
-		}
-		timer.Reset(d.lingerGap)
-		select {
-		case w := <-d.queue:
-			group = append(group, w)
-		case <-timer.C:
-			return group
-		}
-	}
-	return group
+	return gatherFrom(d.queue, group, d.lingerGap, d.lingerMax)
 }
 
-// commitGroup runs the group's functions in one transaction. A function that
-// fails is answered with its error and the rest are retried without it, so
-// one bad write never fails its neighbours.
-func (d *DB) commitGroup(group []write, st *txState) {
+// commitGroup applies the tail's oldest records (intake.go) and runs the
+// group's functions, in one transaction. A function that fails is answered
+// with its error and the rest are retried without it, so one bad write
+// never fails its neighbours. A record of the tail that cannot be applied
+// fails the whole commit (an acknowledged event is never set aside): it
+// stays in the tail, and the next commit tries it again. The error is
+// that of the tail's records.
+func (d *DB) commitGroup(group []write, st *txState) error {
 	d.gate.RLock()
 	defer d.gate.RUnlock()
-	for len(group) > 0 {
+	for {
+		recs := d.tailHead()
+		if len(group) == 0 && len(recs) == 0 {
+			return nil
+		}
 		failed := -1
 		err := d.updateBolt(func(tx *bolt.Tx) error {
 			fillAppendOnly(tx)
 			st.reset()
+			for _, l := range recs {
+				if err := d.applyLogged(tx, st, l); err != nil {
+					return err
+				}
+			}
 			for i, w := range group {
 				if err := w.fn(tx, st); err != nil {
 					failed = i
@@ -139,32 +148,35 @@ func (d *DB) commitGroup(group []write, st *txState) {
 			return d.writeCounts(tx, &st.counts, st.fold)
 		})
 		d.settleCounts(err == nil)
-		if failed < 0 {
-			if f := d.onCommit.Load(); f != nil && !allQuiet(group) {
-				(*f)(err)
-			}
-			if err == nil {
-				d.commits.Add(1)
-				d.writes.Add(uint64(len(group)))
-				for _, w := range group {
-					if w.committed != nil {
-						w.committed(st)
-					}
-				}
-				if f := d.onOpened.Load(); st.opened && f != nil {
-					(*f)()
-				}
-			}
-			for _, w := range group {
-				w.done <- err // nil, or the commit's error for all of them
-			}
-			if brokenEarlyAck {
-				d.db().Sync()
-			}
-			return
+		if failed >= 0 {
+			group[failed].done <- err
+			group = append(group[:failed], group[failed+1:]...)
+			continue
 		}
-		group[failed].done <- err
-		group = append(group[:failed], group[failed+1:]...)
+		if f := d.onCommit.Load(); f != nil && (len(recs) > 0 || !allQuiet(group)) {
+			(*f)(err)
+		}
+		if err == nil {
+			d.commits.Add(1)
+			d.writes.Add(uint64(len(group) + len(recs)))
+			d.loggedCommitted(recs, st)
+			for _, w := range group {
+				if w.committed != nil {
+					w.committed(st)
+				}
+			}
+			if f := d.onOpened.Load(); st.opened && f != nil {
+				(*f)()
+			}
+		}
+		d.tailApplied(recs, err)
+		for _, w := range group {
+			w.done <- err // nil, or the commit's error for all of them
+		}
+		if brokenEarlyAck {
+			d.db().Sync()
+		}
+		return err
 	}
 }
 
@@ -191,6 +203,22 @@ func (d *DB) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	return d.rawView(fn)
+}
+
+// viewCaught is view for the reads a person or a sender's next request
+// makes (the pages, the API, the command line): it sees every event
+// answered before it (caughtUp), unless the data file cannot take them
+// (its disk full: then it reads what the file holds). The dispatcher's
+// reads need not wait: the commit that applies events wakes it.
+func (d *DB) viewCaught(ctx context.Context, fn func(*bolt.Tx) error) error {
+	d.caughtUp(ctx)
+	return d.view(ctx, fn)
+}
+
+// rawView is view without a context, on the data file as it is: for the
+// intake and the committer's helpers, which must not wait for the tail.
+func (d *DB) rawView(fn func(*bolt.Tx) error) error {
 	for {
 		db := d.db()
 		err := db.View(fn)

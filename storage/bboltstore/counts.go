@@ -206,7 +206,7 @@ func (d *DB) settleCounts(committed bool) {
 func (d *DB) HourlyCounts(ctx context.Context, from, to time.Time) ([]app.HourCounts, error) {
 	first, last := app.Hour(from), app.Hour(to)
 	byHour := map[int64]*app.Counts{}
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketCounts).Cursor()
 		for k, v := c.Seek(hourKey(first)); k != nil; k, v = c.Next() {
 			if len(k) != 8 || int64(binary.BigEndian.Uint64(k)) > last {

@@ -68,6 +68,24 @@ type DB struct {
 	budget   atomic.Pointer[app.SearchBudget] // see SetSearchBudget; nil: the default
 	jobs     jobLocks                         // see TryJobLock (joblock.go)
 
+	// The intake (intake.go): Accept's requests, the log, and the tail of
+	// events logged and answered but not applied to the data file yet.
+	inbox         chan *intake
+	log           *logFiles
+	logID         uint64        // the data file's, written in each record (logrec.go)
+	intakeClosing chan struct{} // closed by Close once no Accept is in flight
+	intakeStopped chan struct{} // closed when the intake goroutine has returned
+	applyWake     chan struct{} // apply the tail now (intake.go)
+	tailReady     chan struct{} // the tail holds records: apply them within applyDelay
+	tailMu        sync.Mutex    // guards what follows
+	tail          []*logged     // oldest first
+	tailBytes     int
+	pendingIDs    map[string]*logged // the tail's keys → their newest record
+	loggedSeq     uint64             // the newest seq logged
+	appliedSeq    uint64             // the newest seq applied and committed
+	appliedCh     chan struct{}      // closed, and replaced, at each attempt to apply records
+	applyErr      error              // the last attempt's error (nil: it worked)
+
 	packer   atomic.Pointer[packer] // packs new events; nil: no dictionary yet (dict.go)
 	accepted atomic.Int64           // events accepted since Open, until a dictionary
 	training atomic.Bool            // a dictionary is being trained
@@ -179,22 +197,35 @@ func Open(dir string) (*DB, error) {
 	}
 	bdb.View(func(tx *bolt.Tx) error { releaseMap(tx); return nil }) // what the scans above touched
 	d := &DB{
-		unlock:    unlock,
-		ids:       ids,
-		path:      path,
-		queue:     make(chan write, maxGroup),
-		closing:   make(chan struct{}),
-		stopped:   make(chan struct{}),
-		lingerGap: lingerGap,
-		lingerMax: lingerMax,
-		counts:    newCounter(),
+		unlock:        unlock,
+		ids:           ids,
+		path:          path,
+		queue:         make(chan write, maxGroup),
+		closing:       make(chan struct{}),
+		stopped:       make(chan struct{}),
+		inbox:         make(chan *intake, maxGroup),
+		intakeClosing: make(chan struct{}),
+		intakeStopped: make(chan struct{}),
+		applyWake:     make(chan struct{}, 1),
+		tailReady:     make(chan struct{}, 1),
+		pendingIDs:    map[string]*logged{},
+		appliedCh:     make(chan struct{}),
+		lingerGap:     lingerGap,
+		lingerMax:     lingerMax,
+		counts:        newCounter(),
 	}
 	d.handle.Store(bdb)
 	if pk != nil {
 		d.packer.Store(pk)
 	}
+	if err := d.openLog(dd); err != nil {
+		bdb.Close()
+		unlock()
+		return nil, fmt.Errorf("init %s: %w", path, err)
+	}
 	markKept(dd, time.Now())
 	go d.committer()
+	go d.intakeLoop()
 	d.releasing.Add(1)
 	go d.releaser()
 	return d, nil
@@ -237,10 +268,16 @@ func (d *DB) Close() error {
 	d.mu.Unlock()
 	d.trainers.Wait()
 	d.inflight.Wait()
+	close(d.intakeClosing)
+	<-d.intakeStopped
 	close(d.closing)
-	<-d.stopped
+	<-d.stopped // the committer applied the tail before it returned
 	d.releasing.Wait()
 	err := d.flushCounts()
+	if len(d.tailHead()) == 0 { // else Open applies it again
+		err = errors.Join(err, d.log.reset())
+	}
+	err = errors.Join(err, d.log.close())
 	if cerr := d.db().Close(); err == nil {
 		err = cerr
 	}
@@ -251,7 +288,7 @@ func (d *DB) Close() error {
 // Event returns the event stored under seq, or nil when there is none.
 func (d *DB) Event(ctx context.Context, seq uint64) (*app.Event, error) {
 	var e *app.Event
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketEvents).Get(seqKey(seq))
 		if v == nil {
 			return nil
@@ -273,7 +310,7 @@ func (d *DB) Event(ctx context.Context, seq uint64) (*app.Event, error) {
 // sequence number of the event that was accepted with it.
 func (d *DB) LookupID(ctx context.Context, source, id string) (expires time.Time, seq uint64, ok bool, err error) {
 	key := idKey(source, id)
-	err = d.view(ctx, func(tx *bolt.Tx) error {
+	err = d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		exp, entry, found := d.ids.find(tx, key)
 		if ok = found; !ok {
 			return nil
@@ -287,7 +324,7 @@ func (d *DB) LookupID(ctx context.Context, source, id string) (expires time.Time
 
 // Counts reports how many ids are remembered and how many events are stored.
 func (d *DB) Counts(ctx context.Context) (ids, events int, err error) {
-	err = d.view(ctx, func(tx *bolt.Tx) error {
+	err = d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		ids = d.ids.len()
 		events = tx.Bucket(bucketEvents).Stats().KeyN
 		return nil
@@ -305,9 +342,14 @@ func (d *DB) Ping(ctx context.Context) error {
 	})
 }
 
-// Check runs bbolt's consistency check and returns the first problem found.
+// Check runs bbolt's consistency check and returns the first problem
+// found. It holds the writes off while it runs: the checker reads bbolt's
+// free list, which a commit (one that fails too) changes under it.
 func (d *DB) Check() error {
-	return d.view(context.Background(), func(tx *bolt.Tx) error {
+	d.caughtUp(context.Background())
+	d.gate.Lock()
+	defer d.gate.Unlock()
+	return d.rawView(func(tx *bolt.Tx) error {
 		var first error
 		for err := range tx.Check() { // drain: the checker runs until done
 			if first == nil {
@@ -323,6 +365,9 @@ func (d *DB) Check() error {
 // meanwhile), and returns it open at its start, already unlinked: the copy
 // goes away when the caller closes it, and is never held in memory.
 func (d *DB) Backup(dir string) (*os.File, int64, error) {
+	if err := d.caughtUp(context.Background()); err != nil { // the events answered before it
+		return nil, 0, fmt.Errorf("backup: %w", err)
+	}
 	f, err := os.CreateTemp(dir, ".backup-*")
 	if err != nil {
 		return nil, 0, fmt.Errorf("backup: %w", err)

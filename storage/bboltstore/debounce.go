@@ -197,7 +197,9 @@ func (d *DB) FirePending(ctx context.Context, now time.Time) (map[string]int, ti
 		}
 		return nil
 	})
-	if err != nil || !due {
+	// Events the tail holds may merge into a pending delivery, or open
+	// one due already: the write applies them first, then fires.
+	if err != nil || !due && !d.tailDebounces() {
 		return nil, next, err
 	}
 	var fired map[string]int
@@ -368,7 +370,7 @@ func (d *DB) PruneWindows(ctx context.Context, now time.Time, limit int) (int, e
 // delivery by debouncing.
 func (d *DB) MergedInto(ctx context.Context, seq uint64) ([]uint64, error) {
 	var out []uint64
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		prefix := seqKey(seq)
 		c := tx.Bucket(bucketMerged).Cursor()
 		for k, _ := c.Seek(prefix); len(k) == 16 && string(k[:8]) == string(prefix); k, _ = c.Next() {
@@ -386,7 +388,7 @@ func (d *DB) MergedInto(ctx context.Context, seq uint64) ([]uint64, error) {
 // latest (at most MaxMergedKept+1 of them, the most a window records).
 func (d *DB) CarriedBy(ctx context.Context, seq uint64) (uint64, error) {
 	var out uint64
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketMerged)
 		for range app.MaxMergedKept + 1 {
 			v := b.Get(seqKey(seq))
@@ -404,7 +406,7 @@ func (d *DB) CarriedBy(ctx context.Context, seq uint64) (uint64, error) {
 // PendingCount returns the number of pending (debounced) deliveries.
 func (d *DB) PendingCount(ctx context.Context) (int, error) {
 	var n int
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		n = tx.Bucket(bucketPending).Stats().KeyN
 		return nil
 	})

@@ -390,7 +390,7 @@ func (d *DB) Delivery(ctx context.Context, id uint64) (*app.Delivery, []*app.Att
 // EventDeliveries returns the deliveries of event seq.
 func (d *DB) EventDeliveries(ctx context.Context, seq uint64) ([]*app.Delivery, error) {
 	var out []*app.Delivery
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		prefix := seqKey(seq)
 		c := tx.Bucket(bucketEventDlv).Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
@@ -410,7 +410,7 @@ func (d *DB) EventDeliveries(ctx context.Context, seq uint64) ([]*app.Delivery, 
 func (d *DB) DeadLetters(ctx context.Context, after uint64, limit int) ([]*app.Delivery, int, error) {
 	var out []*app.Delivery
 	var total int
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		dead := tx.Bucket(bucketDead)
 		total = dead.Stats().KeyN
 		c := dead.Cursor()
@@ -429,7 +429,7 @@ func (d *DB) DeadLetters(ctx context.Context, after uint64, limit int) ([]*app.D
 // CountDead returns the number of dead deliveries.
 func (d *DB) CountDead(ctx context.Context) (int, error) {
 	var n int
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		n = tx.Bucket(bucketDead).Stats().KeyN
 		return nil
 	})
@@ -440,7 +440,7 @@ func (d *DB) CountDead(ctx context.Context) (int, error) {
 // included.
 func (d *DB) CountPending(ctx context.Context) (int, error) {
 	var n int
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		n = tx.Bucket(bucketDue).Stats().KeyN + tx.Bucket(bucketPending).Stats().KeyN
 		return nil
 	})
@@ -451,7 +451,7 @@ func (d *DB) CountPending(ctx context.Context) (int, error) {
 // pending after an attempt, waiting for a retry), counting at most limit.
 func (d *DB) CountRetrying(ctx context.Context, limit int) (int, error) {
 	var n int
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketDue).Cursor()
 		for k, _ := c.First(); k != nil && n < limit; k, _ = c.Next() {
 			if len(k) < 8 {
@@ -472,7 +472,7 @@ func (d *DB) CountRetrying(ctx context.Context, limit int) (int, error) {
 func (d *DB) Backlog(ctx context.Context, dest string, limit int) (int, error) {
 	var n int
 	prefix := append([]byte(dest), 0)
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketDue).Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n < limit; k, _ = c.Next() {
 			n++

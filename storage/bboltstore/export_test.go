@@ -40,7 +40,7 @@ func (d *DB) PageStats() PageStats {
 // value, and every bucket's sequence (see dumpTx).
 func (d *DB) Dump() map[string]string {
 	var m map[string]string
-	d.view(context.Background(), func(tx *bolt.Tx) error { m = dumpTx(tx); return nil })
+	d.viewCaught(context.Background(), func(tx *bolt.Tx) error { m = dumpTx(tx); return nil })
 	return m
 }
 

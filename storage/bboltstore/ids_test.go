@@ -20,6 +20,16 @@ func idsEvent(id string, at time.Time) *app.Event {
 	return &app.Event{Source: "shop", ID: id, Topic: "orders/create", ReceivedAt: at, Body: []byte(`{"id":"` + id + `"}`)}
 }
 
+// settle waits until db has applied every event it answered: tests that
+// look at its in-memory state (the id index, the dictionary) look after
+// the committer, which applies the intake log behind the answers.
+func settle(t testing.TB, db *DB) {
+	t.Helper()
+	if err := db.caughtUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func openT(t *testing.T, dir string) *DB {
 	t.Helper()
 	db, err := Open(dir)
@@ -52,6 +62,7 @@ func TestIDIndex_Collisions(t *testing.T) {
 			t.Fatalf("new id c-%d taken for a duplicate", i)
 		}
 	}
+	settle(t, db)
 	if len(db.ids.over) != n-1 || len(db.ids.main) != 1 {
 		t.Fatalf("index: %d in main, %d in over; want 1 and %d", len(db.ids.main), len(db.ids.over), n-1)
 	}

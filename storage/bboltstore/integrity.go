@@ -28,7 +28,10 @@ import (
 //  3. events packed (pack.go): their headers and bodies compressed. A
 //     build of format 2 would read them as unreadable records; it refuses
 //     the file instead.
-const FormatVersion = 3
+//  4. the intake log (intake.go): events answered are in hookbox.log.0
+//     and .1 until the committer applies them. A build of format 3 would
+//     not read the log, and lose those a crash left there.
+const FormatVersion = 4
 
 // ErrNewerFormat means the data file was written by a newer hookbox.
 var ErrNewerFormat = errors.New("the data file was written by a newer hookbox")

@@ -109,7 +109,7 @@ func putLasts(tx *bolt.Tx, m map[app.Named]app.Last) error {
 func (d *DB) NamedCounts(ctx context.Context, from, to time.Time) (map[app.Named]uint64, error) {
 	first, last := app.Hour(from), app.Hour(to)
 	out := map[app.Named]uint64{}
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketNamed).Cursor()
 		for k, v := c.Seek(hourKey(first)); k != nil; k, v = c.Next() {
 			if len(k) < 9 || int64(binary.BigEndian.Uint64(k)) > last {
@@ -140,7 +140,7 @@ func (d *DB) NamedCounts(ctx context.Context, from, to time.Time) (map[app.Named
 // failed attempt of each destination.
 func (d *DB) Lasts(ctx context.Context) (map[app.Named]app.Last, error) {
 	out := map[app.Named]app.Last{}
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketLast).ForEach(func(k, v []byte) error {
 			if len(k) < 1 {
 				return nil

@@ -1,7 +1,6 @@
 package bboltstore
 
 import (
-	"context"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -26,7 +25,7 @@ func (d *DB) releaser() {
 		case <-d.closing:
 			return
 		case <-t.C:
-			d.view(context.Background(), func(tx *bolt.Tx) error { releaseMap(tx); return nil })
+			d.rawView(func(tx *bolt.Tx) error { releaseMap(tx); return nil })
 		}
 	}
 }

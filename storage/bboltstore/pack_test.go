@@ -155,6 +155,7 @@ func TestDictionary_TrainedAndKept(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i == dictAfter-1 {
+			settle(t, db)      // the last accept applied: it starts the training
 			db.trainers.Wait() // the training the last accept started
 			if db.packer.Load() == nil {
 				t.Fatalf("no dictionary after %d events", dictAfter)
@@ -200,6 +201,7 @@ func TestDictionary_NothingToLearn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	settle(t, db)
 	db.trainers.Wait()
 	if db.packer.Load() != nil || db.training.Load() || db.accepted.Load() != 0 {
 		t.Fatalf("dictionary %v, training %v, accepted %d; want none, not training, counting again from 0",

@@ -32,7 +32,7 @@ func (d *DB) ListEvents(ctx context.Context, q app.EventQuery) ([]app.EventSumma
 	}
 	var out []app.EventSummary
 	var next uint64
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		if q.ID != "" {
 			return d.findByID(tx, q, &out)
 		}

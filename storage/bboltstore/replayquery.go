@@ -32,7 +32,7 @@ func (d *DB) ReplayCandidates(ctx context.Context, q app.ReplayQuery) ([]app.Rep
 	}
 	var items []app.ReplayItem
 	var more bool
-	err = d.view(ctx, func(tx *bolt.Tx) error {
+	err = d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		var err error
 		switch {
 		case q.Delivery != 0:
@@ -59,7 +59,7 @@ func (d *DB) ReplayPending(ctx context.Context, q app.ReplayQuery) (int, error) 
 		return 0, err
 	}
 	var n int
-	err = d.view(ctx, func(tx *bolt.Tx) error {
+	err = d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		n = 0
 		return eachEventDelivery(tx, q, &pacer{ctx: ctx}, func(dl *app.Delivery, _ uint64, ev eventRow) bool {
 			if q.Leaves(dl, ev.name, ev.at) {
@@ -243,7 +243,7 @@ func decodeEventRow(b []byte) (eventRow, error) {
 // is stored (and can be read).
 func (d *DB) EventNames(ctx context.Context, seqs []uint64) (map[uint64]app.EventName, error) {
 	out := make(map[uint64]app.EventName, len(seqs))
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		clear(out)
 		events := tx.Bucket(bucketEvents)
 		for _, seq := range seqs {

@@ -95,6 +95,9 @@ func Restore(dataDir, from string, now time.Time) (*Restored, error) {
 		return nil, err
 	}
 	defer unlock()
+	if err := logHoldsNone(d); err != nil {
+		return nil, fmt.Errorf("restore: %w; nothing was changed", err)
+	}
 	out, err := d.NewFile("."+FileName+".restore-*.tmp", 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
@@ -150,4 +153,31 @@ func Restore(dataDir, from string, now time.Time) (*Restored, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// logHoldsNone fails when the intake log in d holds events: answered,
+// perhaps not in the data file yet (hookbox did not stop cleanly). They
+// belong to the data file a restore would replace, and would be lost with
+// it, or worse applied to the backup put in its place.
+func logHoldsNone(d *datadir.Dir) error {
+	n := 0
+	for _, name := range logNames {
+		f, err := d.OpenFile(name, os.O_RDONLY, 0)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		recs, err := readLogFile(f, 0)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("read the intake log %s: %w", name, err)
+		}
+		n += len(recs)
+	}
+	if n > 0 {
+		return fmt.Errorf("the intake log (%s, %s in %s) holds %d events that hookbox answered and may not have put in the data file yet: it did not stop cleanly; start hookbox and stop it once (it applies them), then restore; or remove those two files to give the events up", logNames[0], logNames[1], d.Path(), n)
+	}
+	return nil
 }

@@ -139,7 +139,7 @@ func TestRestore(t *testing.T) {
 		if !errors.Is(err, bboltstore.ErrLocked) || time.Since(start) > 5*time.Second {
 			t.Fatalf("restore under a running hookbox: %v after %s", err, time.Since(start))
 		}
-		if ents := dataDirFiles(t, dir); len(ents) != 2 { // the data file and its marker
+		if ents := dataDirFiles(t, dir); len(ents) != 4 { // the data file, its marker and the intake log's two files
 			t.Errorf("a refused restore changed the data dir: %v", ents)
 		}
 		if err := running.Ping(context.Background()); err != nil {
@@ -168,7 +168,7 @@ func TestRestore(t *testing.T) {
 		}
 		ents := dataDirFiles(t, dir)
 		after, _ := os.ReadFile(filepath.Join(dir, bboltstore.FileName))
-		if len(ents) != 2 || string(after) != string(before) { // the data file and its marker
+		if len(ents) != 4 || string(after) != string(before) { // the data file, its marker and the intake log's two files
 			t.Errorf("a refused restore changed the data dir: %v", ents)
 		}
 	})

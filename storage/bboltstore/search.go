@@ -65,7 +65,7 @@ func (d *DB) SearchEvents(ctx context.Context, q app.EventQuery) (app.EventSearc
 	var res app.EventSearch
 	var buf []byte // a packed body's room, reused
 	var batch []candidate
-	err := d.view(ctx, func(tx *bolt.Tx) error {
+	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
 		res = app.EventSearch{}
 		events := tx.Bucket(bucketEvents)
 		if q.ID != "" {

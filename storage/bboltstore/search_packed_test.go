@@ -70,6 +70,7 @@ func packedOrdersDB(tb testing.TB, n int) (*DB, []*app.Event) {
 	}
 	first := min(n, dictAfter+dictSamples)
 	accept(0, first)
+	settle(tb, db) // the last accepts applied: they start the training
 	db.trainers.Wait()
 	if n >= first && db.packer.Load() == nil {
 		tb.Fatal("no dictionary trained")

@@ -105,6 +105,9 @@ func mustAccept(t *testing.T, s storage.Store, e *app.Event, plan *app.Plan) {
 	if e.Seq == 0 {
 		t.Fatalf("Accept %s/%s: no seq assigned", e.Source, e.ID)
 	}
+	// What the tests do next (the dispatcher's and the sweep's reads, a
+	// debounce step's Result) sees the event once the store applied it.
+	settled(t, s)
 }
 
 // deliveries returns event seq's deliveries, failing t unless there are n.
@@ -134,6 +137,17 @@ func record(t *testing.T, s storage.Store, id uint64, a *app.Attempt, state app.
 	if err := s.RecordAttempts(ctx, []app.AttemptRecord{{ID: id, Attempt: a, State: state, Due: due}})[0]; err != nil {
 		t.Fatalf("RecordAttempts(%d): %v", id, err)
 	}
+}
+
+// settled returns once s has applied what it acknowledged. The bbolt
+// store applies an event right behind the answer (its intake log):
+// the reads of a person (the pages, the API) wait for it; the
+// dispatcher's and the sweep's do not (the commit that applies it wakes
+// the dispatcher), nor is a debounce step's Result set before. Counts is
+// a read of the first kind.
+func settled(t *testing.T, s storage.Store) {
+	t.Helper()
+	counts(t, s)
 }
 
 func counts(t *testing.T, s storage.Store) (ids, events int) {
