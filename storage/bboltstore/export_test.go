@@ -122,3 +122,11 @@ func SetReleaseEvery(every time.Duration) time.Duration {
 
 // CPUTime is cpuTime, for the external tests' logs.
 var CPUTime = cpuTime
+
+// Settle waits until d has applied every event it answered and the
+// dictionary training those applies started (if any) is done: what a
+// test that compares the file before and after something needs.
+func (d *DB) Settle() {
+	d.caughtUp(context.Background())
+	d.trainers.Wait()
+}

@@ -390,6 +390,7 @@ func expirySeq(v []byte) (uint64, error) {
 // what expired, not with what is stored. It goes through the committer,
 // which keeps the id index in step.
 func (d *DB) ForgetExpiredIDs(ctx context.Context, now time.Time, limit int) (int, error) {
+	d.caughtUp(ctx) // the sweep sees every event answered before it
 	var keys [][]byte
 	err := d.updateTx(ctx, func(tx *bolt.Tx, _ *txState) error {
 		keys = keys[:0]

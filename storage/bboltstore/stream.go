@@ -23,7 +23,7 @@ func (d *DB) EventsAfter(ctx context.Context, after uint64, limit, maxBytes int)
 		return nil, nil
 	}
 	var out []*app.Event
-	err := d.viewCaught(ctx, func(tx *bolt.Tx) error {
+	err := d.view(ctx, func(tx *bolt.Tx) error {
 		out = out[:0]
 		size := 0
 		c := tx.Bucket(bucketEvents).Cursor()
