@@ -219,14 +219,6 @@ func TestBackupRestore_EndToEnd(t *testing.T) {
 	p.stop(t)
 }
 
-// hookboxEnv runs the binary with the e2e environment.
-func hookboxEnv(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	t.Setenv("E2E_GH_SECRET", e2eSecret)
-	t.Setenv("E2E_STATUS_PASSWORD", "pw-e2e")
-	return hookbox(t, nil, args...)
-}
-
 // A backup that cannot be written (its dir is under a regular file, which
 // stops root too) sends one alert and ingest goes on answering.
 func TestBackup_FailureAlertsIngestGoesOn(t *testing.T) {
