@@ -1,9 +1,7 @@
 package cli_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/user"
 	"strings"
@@ -34,19 +32,7 @@ name = "gh2"
 provider = "github"
 secret_env = "E2E_GH_SECRET"
 `
-	reloadConfig(t, dir, storeCase{}, oldSink.url, newSource+fmt.Sprintf(`
-[[destination]]
-name = "new"
-url = %q
-timeout = "5s"
-
-[[route]]
-name = "to-new"
-source = "gh"
-to = ["new"]
-`, newSink.url))
-	data, _ := os.ReadFile(config)
-	os.WriteFile(config, bytes.Replace(data, []byte("max_body_bytes = 4096"), []byte("max_body_bytes = 8192"), 1), 0o600)
+	editReloadConfig(t, dir, storeCase{}, oldSink.url, newSink.url, newSource)
 	body := []byte(`{"n": 1}`)
 	out, errOut, code := hookboxAt(t, config, p.addr, body, "sign", "-source", "gh2", "-send", "-")
 	if code != 1 || !strings.HasPrefix(out, "404 ") {
