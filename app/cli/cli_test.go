@@ -38,8 +38,8 @@ func hookbox(t *testing.T, stdin []byte, args ...string) (string, string, int) {
 	return hookboxWith(t, nil, stdin, args...)
 }
 
-// hookboxEnv runs the binary with the e2e environment (e2eEnv).
-func hookboxEnv(t *testing.T, args ...string) (string, string, int) {
+// runCLI runs the binary with the e2e environment (e2eEnv).
+func runCLI(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	return hookboxWith(t, e2eEnv(), nil, args...)
 }

@@ -626,14 +626,14 @@ func (s *opsAlertSink) wait(t *testing.T, want string, limit time.Duration) stri
 // failure is logged (the failed request to the CA, and the certificate
 // not renewed) and sent to alerts.url. (hookbox used to say nothing.)
 func TestOps_CertificateTroubleIsReported(t *testing.T) {
+	t.Parallel() // mostly waits for the renewal, 30 s after the issue
 	httpPort, tlsPort := freePort(t), freePort(t)
 	const validity = 45
 	pebble := startPebbleValidity(t, httpPort, tlsPort, startDNS(t), validity)
-	t.Setenv("SSL_CERT_FILE", pebble.serverPEM)
 	sink := startAlertSink(t)
 
 	config := opsACMEConfig(t, httpPort, pebble.directory, sink.url, "[status]\nmetrics_public = true\n")
-	p := start(t, config)
+	p := startWith(t, config, pebble.env())
 	waitLog(t, p, "certificate ready", 90*time.Second)
 	issued := time.Now()
 	t.Logf("expiry alert: %s", sink.wait(t, "expires in", 30*time.Second))

@@ -140,7 +140,7 @@ to = ["sink"]
 	os.WriteFile(live, bytes.Replace(data, []byte(`"127.0.0.1:0"`), []byte(`"`+p.addr+`"`), 1), 0o600)
 	replay := func(args ...string) (string, string, int) {
 		t.Helper()
-		return hookboxEnv(t, append([]string{"replay", "-config", live}, args...)...)
+		return runCLI(t, append([]string{"replay", "-config", live}, args...)...)
 	}
 
 	// The dry run says what the run does (issue 43: it said "would replay"
@@ -240,7 +240,7 @@ func TestReplayCommand_EventForceAndErrors(t *testing.T) {
 	os.WriteFile(live, bytes.Replace(data, []byte(`"127.0.0.1:0"`), []byte(`"`+p.addr+`"`), 1), 0o600)
 	replay := func(args ...string) (string, string, int) {
 		t.Helper()
-		return hookboxEnv(t, append([]string{"replay", "-config", live}, args...)...)
+		return runCLI(t, append([]string{"replay", "-config", live}, args...)...)
 	}
 	delivered, dead := fmt.Sprint(ids[0]), fmt.Sprint(ids[1])
 	dName, xName := "#"+delivered+" sink ← gh/e-1 push", "#"+dead+" sink ← gh/e-2 push"
@@ -322,7 +322,7 @@ func testReplayDryRunSplit(t *testing.T, st storeCase) {
 	os.WriteFile(live, bytes.Replace(data, []byte(`"127.0.0.1:0"`), []byte(`"`+p.addr+`"`), 1), 0o600)
 	replay := func(args ...string) string {
 		t.Helper()
-		out, errOut, code := hookboxEnv(t, append([]string{"replay", "-config", live}, args...)...)
+		out, errOut, code := runCLI(t, append([]string{"replay", "-config", live}, args...)...)
 		if code != 0 || errOut != "" {
 			t.Fatalf("replay %q: exit %d\n%s%s", args, code, out, errOut)
 		}

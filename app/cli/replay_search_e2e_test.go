@@ -43,7 +43,7 @@ func testReplayCommandSearch(t *testing.T, st storeCase) {
 	os.WriteFile(live, bytes.Replace(data, []byte(`"127.0.0.1:0"`), []byte(`"`+p.addr+`"`), 1), 0o600)
 	replay := func(args ...string) (string, string, int) {
 		t.Helper()
-		return hookboxEnv(t, append([]string{"replay", "-config", live}, args...)...)
+		return runCLI(t, append([]string{"replay", "-config", live}, args...)...)
 	}
 	first, third := fmt.Sprint(ids[0]), fmt.Sprint(ids[2])
 	for _, tc := range []struct {
