@@ -84,7 +84,7 @@ func TestStorageHealth_WatchBeats(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
 		go func() { h.Watch(ctx, probe, 10*time.Second, func() { beats.Add(1) }); close(done) }()
-		time.Sleep(25 * time.Second)
+		time.Sleep(25 * time.Second) // the bubble's clock: two beats at one per 10 s
 		synctest.Wait()
 		if got := beats.Load(); got != 2 {
 			t.Fatalf("%d beats in 25 s at one per 10 s, want 2", got)
@@ -109,7 +109,7 @@ func TestStorageHealth_WatchBeats(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		go h.Watch(ctx, func() error { probes.Add(1); return nil }, 0, func() { t.Error("a beat without a watchdog") })
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) // the bubble's clock: a minute of commits that work
 		synctest.Wait()
 		if got := probes.Load(); got != 0 {
 			t.Fatalf("%d probes while commits work and no watchdog asks, want 0", got)

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +42,17 @@ type pebbleCA struct {
 	stop      func()         // takes the CA off the network
 }
 
+// env is the environment of a hookbox that talks ACME to p: it trusts the
+// directory's certificate as a system root (a variable of the process, not
+// of the test, so that the tests stay t.Parallel), with the e2e secrets.
+func (p *pebbleCA) env() []string {
+	return []string{"SSL_CERT_FILE=" + p.serverPEM, "E2E_GH_SECRET=" + e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e"}
+}
+
+// pebbleNoSleep sets PEBBLE_VA_NOSLEEP once for this process: va.New
+// reads it, and t.Setenv would forbid t.Parallel. No hookbox reads it.
+var pebbleNoSleep = sync.OnceFunc(func() { os.Setenv("PEBBLE_VA_NOSLEEP", "1") })
+
 // startPebble starts pebble whose validation authority checks HTTP-01 on
 // httpPort and TLS-ALPN-01 on tlsPort of whatever dnsAddr resolves names to.
 func startPebble(t *testing.T, httpPort, tlsPort int, dnsAddr string) *pebbleCA {
@@ -52,7 +64,7 @@ func startPebble(t *testing.T, httpPort, tlsPort int, dnsAddr string) *pebbleCA 
 // validity seconds (0: pebble's default, 90 days).
 func startPebbleValidity(t *testing.T, httpPort, tlsPort int, dnsAddr string, validity uint64) *pebbleCA {
 	t.Helper()
-	t.Setenv("PEBBLE_VA_NOSLEEP", "1") // read by va.New
+	pebbleNoSleep()
 	logger := log.New(io.Discard, "pebble ", 0)
 	if testing.Verbose() {
 		logger = log.New(os.Stderr, "pebble ", log.Lmicroseconds)
@@ -107,13 +119,12 @@ func startDNS(t *testing.T) string {
 // redirects plain HTTP, and after a restart serves the cached certificate
 // without asking the CA again.
 func TestACME_Pebble(t *testing.T) {
+	t.Parallel() // mostly waits for the CA's validation
 	httpPort := freePort(t)
 	// Nothing listens on tlsPort: TLS-ALPN-01, which autocert tries first,
 	// fails, so the certificate is proven through HTTP-01 on http_listen.
 	tlsPort := freePort(t)
 	pebble := startPebble(t, httpPort, tlsPort, startDNS(t))
-	// hookbox trusts the ACME directory's certificate as a system root.
-	t.Setenv("SSL_CERT_FILE", pebble.serverPEM)
 
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
@@ -137,7 +148,7 @@ secret_env = "E2E_GH_SECRET"
 	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, config)
+	p := startWith(t, config, pebble.env())
 	waitLog(t, p, "certificate ready", 90*time.Second)
 	if strings.Contains(p.logText(), "no certificate yet") {
 		t.Fatalf("a failed attempt was logged:\n%s", p.logText())
@@ -233,7 +244,7 @@ secret_env = "E2E_GH_SECRET"
 	p.stop(t)
 
 	// A restart serves the cached certificate; the id is still remembered.
-	p = start(t, config)
+	p = startWith(t, config, pebble.env())
 	waitLog(t, p, "certificate ready", 30*time.Second)
 	req, _ = http.NewRequest("POST", "https://"+p.addr+"/in/gh", bytes.NewReader(body))
 	for k, v := range githubHeaders(body, e2eSecret, "acme-1") {

@@ -156,6 +156,24 @@ func (a *adminAPI) doJSON(method, path string, body []byte) (*http.Response, err
 	return a.send(req)
 }
 
+// call sends a request (body: JSON, none when nil) and returns the answer
+// when the server answered 200 OK; else it prints why to stderr (the
+// server out of reach, or what it answered) and returns nil. The caller
+// closes the body.
+func (a *adminAPI) call(method, path string, body []byte, stderr io.Writer) *http.Response {
+	resp, err := a.doJSON(method, path, body)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "hookbox %s: the server answered %d: %s\n", a.cmd, resp.StatusCode, readAnswer(resp.Body))
+		resp.Body.Close()
+		return nil
+	}
+	return resp
+}
+
 // send sends req with the CLI's credential and turns the answers that
 // refuse it (401, 403, 429) into errors. The caller closes the body.
 func (a *adminAPI) send(req *http.Request) (*http.Response, error) {

@@ -35,7 +35,28 @@ func freePort(t *testing.T) int {
 // stdout, stderr and exit code.
 func hookbox(t *testing.T, stdin []byte, args ...string) (string, string, int) {
 	t.Helper()
+	return hookboxWith(t, nil, stdin, args...)
+}
+
+// runCLI runs the binary with the e2e environment (e2eEnv).
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	return hookboxWith(t, e2eEnv(), nil, args...)
+}
+
+// hookboxAt runs a hookbox command with -config config and -listen addr
+// (the server's bound address: its file says 127.0.0.1:0) and the e2e
+// environment.
+func hookboxAt(t *testing.T, config, addr string, stdin []byte, args ...string) (string, string, int) {
+	t.Helper()
+	return hookboxWith(t, e2eEnv(), stdin, append([]string{args[0], "-config", config, "-listen", addr}, args[1:]...)...)
+}
+
+// hookboxWith is hookbox with env added to the environment.
+func hookboxWith(t *testing.T, env []string, stdin []byte, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(clitest.Binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

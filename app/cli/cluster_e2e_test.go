@@ -78,6 +78,7 @@ func (s *clusterSink) missing(want map[string]bool) (missing []string, last time
 // everything the dead node had leased once the lease has ended, with
 // nothing lost.
 func TestCluster_TwoNodes(t *testing.T) {
+	t.Parallel() // mostly waits for the killed node's leases to end
 	dbURL := pgtest.URL(t)
 	sink := newClusterSink(t)
 	const timeout = time.Second

@@ -21,7 +21,10 @@ import (
 // per event, every attempt recorded with its output), dead at once on exit
 // 65 and replayed, killed with its children at its timeout and retried,
 // never more processes at once than its concurrency, paused and resumed.
-func TestEndToEnd_CommandDestination(t *testing.T) { eachStore(t, testCommandDestination) }
+func TestEndToEnd_CommandDestination(t *testing.T) {
+	t.Parallel() // mostly waits on retries, timeouts and scripts that sleep
+	eachStore(t, testCommandDestination)
+}
 
 // commandScripts are the scripts of the test, each run by a destination;
 // $1 is the directory they keep their state in.
@@ -356,6 +359,7 @@ func waitGroupGone(t *testing.T, pgid int) []string {
 // the command's whole group and records nothing of the attempt: after the
 // restart it runs again as the same attempt.
 func TestEndToEnd_CommandKilledAtShutdown(t *testing.T) {
+	t.Parallel() // mostly waits out the shutdown's grace
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "hang.sh")
 	// While the file hang exists it starts a child and waits for it.

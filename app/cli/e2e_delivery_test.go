@@ -121,7 +121,10 @@ to = ["sink"]
 // are arriving; after a restart every acknowledged event reaches the sink
 // (on PostgreSQL, what the killed process had leased goes out when its
 // lease ends).
-func TestEndToEnd_KillWhileRetrying(t *testing.T) { eachStore(t, testKillWhileRetrying) }
+func TestEndToEnd_KillWhileRetrying(t *testing.T) {
+	t.Parallel() // mostly waits on retries, and on PostgreSQL for the killed process's leases
+	eachStore(t, testKillWhileRetrying)
+}
 
 func testKillWhileRetrying(t *testing.T, st storeCase) {
 	sink := newLedgerSink(t, 503)

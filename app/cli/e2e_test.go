@@ -29,6 +29,12 @@ func TestMain(m *testing.M) { clitest.Main(m) }
 
 const e2eSecret = "e2e-secret-value-9f8e7d"
 
+// e2eEnv is what the e2e configs read from the environment: gh's secret
+// and the [status] password.
+func e2eEnv() []string {
+	return []string{"E2E_GH_SECRET=" + e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e"}
+}
+
 // writeConfig writes a config serving on 127.0.0.1:0 with data in dir,
 // followed by extra.
 func writeConfig(t *testing.T, dir string, extra ...string) string {

@@ -827,8 +827,7 @@ func testKeepAliveRace(t *testing.T, d *realDest, probes int) {
 			size = 1 << 20
 		}
 		aim := -spread + float64(i)*2*spread/float64(probes-1)
-		// The moment of the send, near the server's close, is what this tests.
-		time.Sleep(time.Until(time.UnixMicro(int64((prev.End + idle + aim - latency[size]) * 1000))))
+		time.Sleep(time.Until(time.UnixMicro(int64((prev.End + idle + aim - latency[size]) * 1000)))) // the moment of the send, near the server's close, is what this tests
 		sent := float64(time.Now().UnixMicro()) / 1000
 		id := fmt.Sprintf("%s-%02d", d.name, i)
 		postStd(t, p.addr, id, size, false)

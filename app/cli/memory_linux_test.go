@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/storage/bboltstore"
 	"hookbox/storage/storetest"
 )
@@ -129,27 +130,12 @@ func TestMemory_IdleStored(t *testing.T) {
 const idleRSSFile = 8 << 20
 
 // mappedRSS is the resident size of the process's maps of the file at
-// path (from /proc/PID/smaps).
+// path.
 func (p *proc) mappedRSS(t *testing.T, path string) int64 {
 	t.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", p.cmd.Process.Pid))
+	n, err := apptest.MappedRSS(fmt.Sprintf("/proc/%d/smaps", p.cmd.Process.Pid), path)
 	if err != nil {
 		t.Fatalf("hookbox is gone: %v\n%s", err, p.logText())
-	}
-	var n int64
-	in := false
-	for _, line := range strings.Split(string(raw), "\n") {
-		f := strings.Fields(line)
-		switch {
-		case len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":"): // a map's header line
-			in = len(f) == 6 && f[5] == path
-		case in && len(f) == 3 && f[0] == "Rss:":
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n += kb << 10
-		}
 	}
 	return n
 }

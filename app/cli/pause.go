@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -57,32 +56,12 @@ func control(cmd string, opts *configOptions, names []string, body []byte, stdou
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	resp, err := api.post("/destinations/"+url.PathEscape(names[0])+"/"+cmd, body)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
+	resp := api.call(http.MethodPost, "/destinations/"+url.PathEscape(names[0])+"/"+cmd, body, stderr)
+	if resp == nil {
 		return 1
 	}
-	defer resp.Body.Close()
-	answer := readAnswer(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(stderr, "hookbox %s: the server answered %d: %s\n", cmd, resp.StatusCode, answer)
-		return 1
-	}
+	resp.Body.Close()
 	past := map[string]string{"pause": "paused", "resume": "resumed"}[cmd]
 	fmt.Fprintf(stdout, "%s %s\n", past, names[0])
 	return 0
-}
-
-// post sends body (JSON, may be nil) to path under /api/v1; the server
-// records a change as by the user or token it authenticates. The caller
-// closes the body.
-func (a *adminAPI) post(path string, body []byte) (*http.Response, error) {
-	req, err := http.NewRequest(http.MethodPost, a.base+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return a.send(req)
 }

@@ -258,12 +258,13 @@ func TestPowerLoss_Acknowledged(t *testing.T) {
 				}
 				disk.fs.Freeze() // the power goes out: nothing hookbox does from now on is durable
 				// Answers already sent reach their senders; then hookbox dies.
-				// (The kill would reset connections with bytes unread: the
-				// time lets the senders read what was sent.)
-				time.Sleep(20 * time.Millisecond)
-				p.kill(t)
+				// The senders stop, each once it has read the answer to its
+				// request in flight (every write fails from the freeze on, so
+				// what is not acknowledged yet is answered 503): the kill then
+				// resets no connection with an answer unread.
 				close(stop)
 				wg.Wait()
+				p.kill(t)
 				r := disk.cut()
 				cut++
 				fresh = append([]string(nil), ledger.ackedList[before:]...)

@@ -44,26 +44,19 @@ func runQuarantine(_ context.Context, c *command, args []string, stdout, stderr 
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	path := "/sources/" + url.PathEscape(source) + "/quarantine"
-	var resp *http.Response
+	path, method := "/sources/"+url.PathEscape(source)+"/quarantine", http.MethodGet
 	switch verb {
-	case "list":
-		resp, err = api.do(http.MethodGet, path)
 	case "recheck":
-		resp, err = api.post(path+"/recheck", nil)
+		path, method = path+"/recheck", http.MethodPost
 	case "clear":
-		resp, err = api.do(http.MethodDelete, path)
+		method = http.MethodDelete
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, err)
+	resp := api.call(method, path, nil, stderr)
+	if resp == nil {
 		return 1
 	}
 	defer resp.Body.Close()
 	answer := readAnswer(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(stderr, "hookbox quarantine %s: the server answered %d: %s\n", verb, resp.StatusCode, answer)
-		return 1
-	}
 	if *asJSON {
 		fmt.Fprintln(stdout, answer)
 		return 0

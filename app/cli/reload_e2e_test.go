@@ -111,6 +111,26 @@ to = ["old"]
 %s%s`, oldURL, extra, st.config(5*time.Second)))
 }
 
+// editReloadConfig rewrites reloadConfig's file as both reload tests edit
+// it: extra, a destination "new" at newURL with a route of gh to it, and a
+// larger max_body_bytes (which waits for a restart).
+func editReloadConfig(t *testing.T, dir string, st storeCase, oldURL, newURL, extra string) {
+	t.Helper()
+	config := reloadConfig(t, dir, st, oldURL, extra+fmt.Sprintf(`
+[[destination]]
+name = "new"
+url = %q
+timeout = "5s"
+
+[[route]]
+name = "to-new"
+source = "gh"
+to = ["new"]
+`, newURL))
+	data, _ := os.ReadFile(config)
+	os.WriteFile(config, bytes.Replace(data, []byte("max_body_bytes = 4096"), []byte("max_body_bytes = 8192"), 1), 0o600)
+}
+
 // uniqueNs returns the sink's event numbers as a set, and the numbers
 // it received more than once.
 func uniqueNs(s *startSink) (set map[int]bool, repeated []int) {
@@ -162,19 +182,7 @@ func TestEndToEnd_Reload(t *testing.T) {
 		apptest.Eventually(t, 30*time.Second, "500 events sent", func() bool { return load.next.Load() >= 500 })
 		// The same file, with a destination and a route more, and a
 		// larger max_body_bytes (which waits for a restart).
-		reloadConfig(t, dir, st, oldSink.url, fmt.Sprintf(`
-[[destination]]
-name = "new"
-url = %q
-timeout = "5s"
-
-[[route]]
-name = "to-new"
-source = "gh"
-to = ["new"]
-`, newSink.url))
-		data, _ := os.ReadFile(config)
-		os.WriteFile(config, []byte(strings.Replace(string(data), "max_body_bytes = 4096", "max_body_bytes = 8192", 1)), 0o600)
+		editReloadConfig(t, dir, st, oldSink.url, newSink.url, "")
 		hup := time.Now()
 		p.cmd.Process.Signal(syscall.SIGHUP)
 		waitLog(t, p, "config reloaded", 10*time.Second)

@@ -1,11 +1,8 @@
 package cli_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"os/user"
 	"strings"
 	"syscall"
@@ -13,30 +10,7 @@ import (
 	"time"
 
 	"hookbox/app/apptest"
-	"hookbox/app/cli/clitest"
 )
-
-// hookboxAt runs a hookbox command with -config config and -listen addr
-// (the server's bound address: its file says 127.0.0.1:0) and the e2e
-// secrets, and returns its stdout, stderr and exit code.
-func hookboxAt(t *testing.T, config, addr string, stdin []byte, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(clitest.Binary(t), append([]string{args[0], "-config", config, "-listen", addr}, args[1:]...)...)
-	cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
-	cmd.Stdin = bytes.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("run hookbox %v: %v", args, err)
-		}
-		code = ee.ExitCode()
-	}
-	return stdout.String(), stderr.String(), code
-}
 
 // `hookbox reload` puts an edited file in force in the running server
 // and prints what changed, with no pid to find; the audit log names the
@@ -58,19 +32,7 @@ name = "gh2"
 provider = "github"
 secret_env = "E2E_GH_SECRET"
 `
-	reloadConfig(t, dir, storeCase{}, oldSink.url, newSource+fmt.Sprintf(`
-[[destination]]
-name = "new"
-url = %q
-timeout = "5s"
-
-[[route]]
-name = "to-new"
-source = "gh"
-to = ["new"]
-`, newSink.url))
-	data, _ := os.ReadFile(config)
-	os.WriteFile(config, bytes.Replace(data, []byte("max_body_bytes = 4096"), []byte("max_body_bytes = 8192"), 1), 0o600)
+	editReloadConfig(t, dir, storeCase{}, oldSink.url, newSink.url, newSource)
 	body := []byte(`{"n": 1}`)
 	out, errOut, code := hookboxAt(t, config, p.addr, body, "sign", "-source", "gh2", "-send", "-")
 	if code != 1 || !strings.HasPrefix(out, "404 ") {

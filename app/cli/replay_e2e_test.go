@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"time"
 
 	"hookbox/app"
-	"hookbox/app/cli/clitest"
 )
 
 // replaySink is a destination on 127.0.0.1 that records the "n" of each
@@ -142,18 +140,7 @@ to = ["sink"]
 	os.WriteFile(live, bytes.Replace(data, []byte(`"127.0.0.1:0"`), []byte(`"`+p.addr+`"`), 1), 0o600)
 	replay := func(args ...string) (string, string, int) {
 		t.Helper()
-		cmd := exec.Command(clitest.Binary(t), append([]string{"replay", "-config", live}, args...)...)
-		cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return stdout.String(), stderr.String(), code
+		return runCLI(t, append([]string{"replay", "-config", live}, args...)...)
 	}
 
 	// The dry run says what the run does (issue 43: it said "would replay"
@@ -253,18 +240,7 @@ func TestReplayCommand_EventForceAndErrors(t *testing.T) {
 	os.WriteFile(live, bytes.Replace(data, []byte(`"127.0.0.1:0"`), []byte(`"`+p.addr+`"`), 1), 0o600)
 	replay := func(args ...string) (string, string, int) {
 		t.Helper()
-		cmd := exec.Command(clitest.Binary(t), append([]string{"replay", "-config", live}, args...)...)
-		cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return stdout.String(), stderr.String(), code
+		return runCLI(t, append([]string{"replay", "-config", live}, args...)...)
 	}
 	delivered, dead := fmt.Sprint(ids[0]), fmt.Sprint(ids[1])
 	dName, xName := "#"+delivered+" sink ← gh/e-1 push", "#"+dead+" sink ← gh/e-2 push"
@@ -346,14 +322,11 @@ func testReplayDryRunSplit(t *testing.T, st storeCase) {
 	os.WriteFile(live, bytes.Replace(data, []byte(`"127.0.0.1:0"`), []byte(`"`+p.addr+`"`), 1), 0o600)
 	replay := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command(clitest.Binary(t), append([]string{"replay", "-config", live}, args...)...)
-		cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil || stderr.Len() > 0 {
-			t.Fatalf("replay %q: %v\n%s%s", args, err, stdout.String(), stderr.String())
+		out, errOut, code := runCLI(t, append([]string{"replay", "-config", live}, args...)...)
+		if code != 0 || errOut != "" {
+			t.Fatalf("replay %q: exit %d\n%s%s", args, code, out, errOut)
 		}
-		return stdout.String()
+		return out
 	}
 	split := func(out string) string { first, _, _ := strings.Cut(out, "\n"); return first }
 	pending := ", 1 pending left alone (on its way already)"

@@ -5,14 +5,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"hookbox/app"
-	"hookbox/app/cli/clitest"
 )
 
 // hookbox replay -q TEXT replays the deliveries of the events whose body
@@ -45,18 +43,7 @@ func testReplayCommandSearch(t *testing.T, st storeCase) {
 	os.WriteFile(live, bytes.Replace(data, []byte(`"127.0.0.1:0"`), []byte(`"`+p.addr+`"`), 1), 0o600)
 	replay := func(args ...string) (string, string, int) {
 		t.Helper()
-		cmd := exec.Command(clitest.Binary(t), append([]string{"replay", "-config", live}, args...)...)
-		cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return stdout.String(), stderr.String(), code
+		return runCLI(t, append([]string{"replay", "-config", live}, args...)...)
 	}
 	first, third := fmt.Sprint(ids[0]), fmt.Sprint(ids[2])
 	for _, tc := range []struct {

@@ -97,6 +97,8 @@ var backupNameRE = regexp.MustCompile(`^hookbox-\d{6,}-(\d{8}-\d{6})\.db$`)
 // every event accepted before the backup is there, its id is still a
 // duplicate, and its delivery, pending when the backup was taken, goes out.
 func TestBackupRestore_EndToEnd(t *testing.T) {
+	t.Parallel() // mostly waits on 1 s backups and 1 s retries
+
 	sink := newLedgerSink(t, 503) // the destination is down while the backups are taken
 	dir := t.TempDir()
 	backups := filepath.Join(dir, "backups")
@@ -188,13 +190,13 @@ func TestBackupRestore_EndToEnd(t *testing.T) {
 
 	// restore refuses while hookbox holds the data file.
 	began := time.Now()
-	out, errOut, code := hookboxEnv(t, "restore", "-config", config, chosen)
+	out, errOut, code := runCLI(t, "restore", "-config", config, chosen)
 	if code != 1 || !strings.Contains(errOut, "locked by another process") || time.Since(began) > 10*time.Second {
 		t.Fatalf("restore under a running hookbox: exit %d after %s\n%s%s", code, time.Since(began), out, errOut)
 	}
 	p.stop(t)
 
-	out, errOut, code = hookboxEnv(t, "restore", "-config", config, chosen)
+	out, errOut, code = runCLI(t, "restore", "-config", config, chosen)
 	if code != 0 || !strings.Contains(out, "bbolt check passed") || !strings.Contains(out, ".replaced-") {
 		t.Fatalf("restore: exit %d\n%s%s", code, out, errOut)
 	}
@@ -217,14 +219,6 @@ func TestBackupRestore_EndToEnd(t *testing.T) {
 	}
 	sink.waitDelivered(t, before, 60*time.Second)
 	p.stop(t)
-}
-
-// hookboxEnv runs the binary with the e2e environment.
-func hookboxEnv(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	t.Setenv("E2E_GH_SECRET", e2eSecret)
-	t.Setenv("E2E_STATUS_PASSWORD", "pw-e2e")
-	return hookbox(t, nil, args...)
 }
 
 // A backup that cannot be written (its dir is under a regular file, which
@@ -312,7 +306,7 @@ func TestRestore_DamagedCopy(t *testing.T) {
 	for name, data := range map[string][]byte{"damaged.db": damaged, "text.db": []byte("not a database\n")} {
 		bad := filepath.Join(t.TempDir(), name)
 		os.WriteFile(bad, data, 0o600)
-		out, errOut, code := hookboxEnv(t, "restore", "-config", config, bad)
+		out, errOut, code := runCLI(t, "restore", "-config", config, bad)
 		if code != 1 || !strings.Contains(errOut, "nothing was changed") || strings.Contains(errOut, "goroutine") {
 			t.Errorf("restore of %s: exit %d\n%s%s", name, code, out, errOut)
 		}

@@ -1,19 +1,15 @@
 package cli_test
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"hookbox/app/apptest"
-	"hookbox/app/cli/clitest"
 	"hookbox/storage/postgres/pgtest"
 )
 
@@ -64,24 +60,6 @@ func (s *retrySink) next(t *testing.T, within time.Duration) arrival {
 		t.Fatalf("no request reached the sink within %v", within)
 	}
 	return arrival{}
-}
-
-// runCLI runs hookbox with args and the e2e status password.
-func runCLI(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(clitest.Binary(t), args...)
-	cmd.Env = append(os.Environ(), "E2E_GH_SECRET="+e2eSecret, "E2E_STATUS_PASSWORD=pw-e2e")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	code := 0
-	if err := cmd.Run(); err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("run hookbox %v: %v", args, err)
-		}
-		code = ee.ExitCode()
-	}
-	return stdout.String(), stderr.String(), code
 }
 
 // waitingDelivery waits until event seq's one delivery has failed once and
@@ -159,7 +137,7 @@ to = ["sink"]
 	retried := func(args ...string) (string, time.Time) {
 		t.Helper()
 		called := time.Now() // the process's start and config load count too
-		out, errOut, code := runCLI(t, append([]string{"retry", "-config", config, "-listen", a.addr}, args...)...)
+		out, errOut, code := hookboxAt(t, config, a.addr, nil, append([]string{"retry"}, args...)...)
 		if code != 0 || errOut != "" {
 			t.Fatalf("hookbox retry %v: exit %d, %q %q", args, code, out, errOut)
 		}
@@ -218,15 +196,15 @@ to = ["sink"]
 		}
 	})
 	t.Run("Refused", func(t *testing.T) {
-		_, errOut, code := runCLI(t, "retry", "-config", config, "-listen", a.addr, "99999999")
+		_, errOut, code := hookboxAt(t, config, a.addr, nil, "retry", "99999999")
 		if code != 1 || !strings.Contains(errOut, "there is no delivery #99999999") {
 			t.Fatalf("retry of an unknown delivery: exit %d, %q", code, errOut)
 		}
-		_, errOut, code = runCLI(t, "retry", "-config", config, "-listen", a.addr, "-destination", "nowhere")
+		_, errOut, code = hookboxAt(t, config, a.addr, nil, "retry", "-destination", "nowhere")
 		if code != 1 || !strings.Contains(errOut, `no destination named "nowhere"`) {
 			t.Fatalf("retry of an unknown destination: exit %d, %q", code, errOut)
 		}
-		_, errOut, code = runCLI(t, "retry", "-config", config, "-listen", a.addr, "7", "-destination", "sink")
+		_, errOut, code = hookboxAt(t, config, a.addr, nil, "retry", "7", "-destination", "sink")
 		if code != 2 || !strings.Contains(errOut, "not both or neither") {
 			t.Fatalf("retry with ids and -destination: exit %d, %q", code, errOut)
 		}

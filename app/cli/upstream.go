@@ -127,17 +127,12 @@ func runUpstream(_ context.Context, c *command, args []string, stdout, stderr io
 	if len(names) == 1 {
 		path = "/sources/" + url.PathEscape(names[0]) + "/upstream/check"
 	}
-	resp, err := api.post(path, nil)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
+	resp := api.call(http.MethodPost, path, nil, stderr)
+	if resp == nil {
 		return 1
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(stderr, "hookbox upstream check: the server answered %d: %s\n", resp.StatusCode, strings.TrimSpace(string(body)))
-		return 1
-	}
 	var out struct {
 		Checks []app.UpstreamCheck `json:"checks"`
 	}

@@ -340,7 +340,7 @@ func TestDispatcher_ProbesAtLeastEveryMinute(t *testing.T) {
 		o := newFakeOutbox(dls...)
 		s := &outage{up: start.Add(10 * time.Minute)}
 		runFake(t, `["1h", "2h"]`, 2, o, s, nil)
-		time.Sleep(10*time.Minute + time.Minute + 5*time.Second)
+		time.Sleep(10*time.Minute + time.Minute + 5*time.Second) // the bubble's clock: the outage, a minute of probes after it, the walk
 		synctest.Wait()
 		s.mu.Lock()
 		at := slices.Clone(s.at)

@@ -67,12 +67,7 @@ const destCardsJS = `(() => {
 // directory, named in the log).
 func TestBrowser_Phone(t *testing.T) {
 	exe := needChromium(t)
-	dir := os.Getenv(ScreenshotsEnv)
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := screenshotDir(t)
 	f := openFixture(t, t.TempDir(), time.Now().UTC(), nil)
 	f.fill()
 	for i := range 10 { // a list longer than a screen
@@ -110,20 +105,8 @@ func TestBrowser_Phone(t *testing.T) {
 	var width, height int64
 	shot := func(name string) {
 		t.Helper()
-		var png []byte
-		var m struct {
-			Scroll   int      `json:"scroll"`
-			Client   int      `json:"client"`
-			Culprits []string `json:"culprits"`
-		}
-		if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100), chromedp.Evaluate(overflowJS, &m)); err != nil {
-			t.Fatalf("%s at %d px: %v", name, width, err)
-		}
 		file := filepath.Join(dir, fmt.Sprintf("phone-%s-%d.png", name, width))
-		if err := os.WriteFile(file, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if m.Scroll > m.Client {
+		if m := shoot(t, ctx, file); m.Scroll > m.Client {
 			t.Errorf("%s at %d px scrolls sideways: scrollWidth %d > clientWidth %d; past the edge: %q (%s)", name, width, m.Scroll, m.Client, m.Culprits, file)
 		}
 	}

@@ -38,73 +38,113 @@ func (r rule) denied() rule { r.audited, r.deniedOnly = true, true; return r }
 func does(a app.Action) rule { return rule{action: a} }
 
 // routeRules maps "METHOD /path" (as registered in Fiber) to the action it
-// does. Who may do it is app's table (app/roles.go), never written here.
-var routeRules = map[string]rule{
+// does; what the audit log records of it is the action's (audits). Who may
+// do it is app's table (app/roles.go), never written here.
+var routeRules = rulesOf(map[string]app.Action{
 	// The read API and /metrics.
-	"GET /api/v1/dead-letters":                      does(app.ActReadDeadLetters),
-	"GET /api/v1/deliveries/:id":                    does(app.ActReadDeliveries),
-	"GET /api/v1/stats":                             does(app.ActReadStats),
-	"GET /api/v1/config":                            does(app.ActReadConfig),
-	"GET /api/v1/events":                            does(app.ActReadEvents),
-	"GET /api/v1/events/:seq":                       does(app.ActReadEvents),
-	"GET /api/v1/events/:seq/body":                  does(app.ActReadEvents),
-	"GET /api/v1/destinations":                      does(app.ActReadDestinations),
-	"GET /api/v1/stream":                            does(app.ActStream),
-	"GET /metrics":                                  does(app.ActReadMetrics),
-	"POST /api/v1/dead-letters/replay":              does(app.ActReplayDead).audit(),
-	"POST /api/v1/dead-letters/:id/replay":          does(app.ActReplay).audit(),
-	"POST /api/v1/deliveries/:id/replay":            does(app.ActReplay).audit(),
-	"POST /api/v1/deliveries/replay":                does(app.ActReplay).audit(),
-	"POST /api/v1/replay":                           does(app.ActReplayQuery).audit(),
-	"POST /api/v1/deliveries/:id/retry":             does(app.ActRetry).audit(),
-	"POST /api/v1/destinations/:name/retry":         does(app.ActRetryDestination).audit(),
-	"POST /api/v1/destinations/:name/pause":         does(app.ActPause).audit(),
-	"POST /api/v1/destinations/:name/resume":        does(app.ActResume).audit(),
-	"GET /api/v1/backup":                            does(app.ActDownloadBackup).audit(),
-	"GET /api/v1/sources/:name/upstream":            does(app.ActReadUpstream),
-	"POST /api/v1/sources/:name/upstream/check":     does(app.ActCheckUpstream).audit(),
-	"POST /api/v1/upstream/check":                   does(app.ActCheckUpstream).audit(),
-	"POST /api/v1/reload":                           does(app.ActReload).audit(),
-	"GET /api/v1/sources/:name/quarantine":          does(app.ActReadQuarantine),
-	"POST /api/v1/sources/:name/quarantine/recheck": does(app.ActRecheck).audit(),
-	"DELETE /api/v1/sources/:name/quarantine":       does(app.ActClearQuarantine).audit(),
+	"GET /api/v1/dead-letters":                      app.ActReadDeadLetters,
+	"GET /api/v1/deliveries/:id":                    app.ActReadDeliveries,
+	"GET /api/v1/stats":                             app.ActReadStats,
+	"GET /api/v1/config":                            app.ActReadConfig,
+	"GET /api/v1/events":                            app.ActReadEvents,
+	"GET /api/v1/events/:seq":                       app.ActReadEvents,
+	"GET /api/v1/events/:seq/body":                  app.ActReadEvents,
+	"GET /api/v1/destinations":                      app.ActReadDestinations,
+	"GET /api/v1/stream":                            app.ActStream,
+	"GET /metrics":                                  app.ActReadMetrics,
+	"POST /api/v1/dead-letters/replay":              app.ActReplayDead,
+	"POST /api/v1/dead-letters/:id/replay":          app.ActReplay,
+	"POST /api/v1/deliveries/:id/replay":            app.ActReplay,
+	"POST /api/v1/deliveries/replay":                app.ActReplay,
+	"POST /api/v1/replay":                           app.ActReplayQuery,
+	"POST /api/v1/deliveries/:id/retry":             app.ActRetry,
+	"POST /api/v1/destinations/:name/retry":         app.ActRetryDestination,
+	"POST /api/v1/destinations/:name/pause":         app.ActPause,
+	"POST /api/v1/destinations/:name/resume":        app.ActResume,
+	"GET /api/v1/backup":                            app.ActDownloadBackup,
+	"GET /api/v1/sources/:name/upstream":            app.ActReadUpstream,
+	"POST /api/v1/sources/:name/upstream/check":     app.ActCheckUpstream,
+	"POST /api/v1/upstream/check":                   app.ActCheckUpstream,
+	"POST /api/v1/reload":                           app.ActReload,
+	"GET /api/v1/sources/:name/quarantine":          app.ActReadQuarantine,
+	"POST /api/v1/sources/:name/quarantine/recheck": app.ActRecheck,
+	"DELETE /api/v1/sources/:name/quarantine":       app.ActClearQuarantine,
 
 	// Team access. Access records the changes itself; the routes, their
 	// refusals.
-	"GET /api/v1/audit":                 does(app.ActReadAudit),
-	"GET /api/v1/users":                 does(app.ActListUsers),
-	"GET /api/v1/tokens":                does(app.ActListTokens),
-	"POST /api/v1/users":                does(app.ActAddUser).denied(),
-	"DELETE /api/v1/users/:name":        does(app.ActRemoveUser).denied(),
-	"POST /api/v1/users/:name/role":     does(app.ActChangeRole).denied(),
-	"POST /api/v1/users/:name/password": does(app.ActChangePassword).denied(),
-	"POST /api/v1/tokens":               does(app.ActCreateToken).denied(),
-	"DELETE /api/v1/tokens/:name":       does(app.ActRevokeToken).denied(),
+	"GET /api/v1/audit":                 app.ActReadAudit,
+	"GET /api/v1/users":                 app.ActListUsers,
+	"GET /api/v1/tokens":                app.ActListTokens,
+	"POST /api/v1/users":                app.ActAddUser,
+	"DELETE /api/v1/users/:name":        app.ActRemoveUser,
+	"POST /api/v1/users/:name/role":     app.ActChangeRole,
+	"POST /api/v1/users/:name/password": app.ActChangePassword,
+	"POST /api/v1/tokens":               app.ActCreateToken,
+	"DELETE /api/v1/tokens/:name":       app.ActRevokeToken,
 
 	// The pages (tokens are never taken there).
-	"GET /":                                  does(app.ActSeeOverview),
-	"GET /destinations":                      does(app.ActReadDestinations),
-	"GET /events":                            does(app.ActReadEvents),
-	"GET /events/:seq":                       does(app.ActReadEvents),
-	"GET /dead-letters":                      does(app.ActReadDeadLetters),
-	"GET /config":                            does(app.ActReadConfig),
-	"GET /quarantine":                        does(app.ActReadQuarantine),
-	"POST /sources/:name/quarantine/recheck": does(app.ActRecheck).audit(),
-	"POST /sources/:name/quarantine/clear":   does(app.ActClearQuarantine).audit(),
-	"POST /dead-letters/replay":              does(app.ActReplayDead).audit(),
-	"POST /deliveries/:id/replay":            does(app.ActReplay).audit(),
-	"POST /deliveries/:id/retry":             does(app.ActRetry).audit(),
-	"POST /destinations/:name/retry":         does(app.ActRetryDestination).audit(),
-	"POST /replay":                           does(app.ActReplayQuery).audit(),
-	"POST /destinations/:name/pause":         does(app.ActPause).audit(),
-	"POST /destinations/:name/resume":        does(app.ActResume).audit(),
-	"GET /audit":                             does(app.ActReadAudit),
-	"GET /team":                              does(app.ActManageTeam),
-	"POST /team/users":                       does(app.ActAddUser).denied(),
-	"POST /team/users/:name/role":            does(app.ActChangeRole).denied(),
-	"POST /team/users/:name/remove":          does(app.ActRemoveUser).denied(),
-	"POST /team/tokens":                      does(app.ActCreateToken).denied(),
-	"POST /team/tokens/:name/revoke":         does(app.ActRevokeToken).denied(),
+	"GET /":                                  app.ActSeeOverview,
+	"GET /destinations":                      app.ActReadDestinations,
+	"GET /events":                            app.ActReadEvents,
+	"GET /events/:seq":                       app.ActReadEvents,
+	"GET /dead-letters":                      app.ActReadDeadLetters,
+	"GET /config":                            app.ActReadConfig,
+	"GET /quarantine":                        app.ActReadQuarantine,
+	"POST /sources/:name/quarantine/recheck": app.ActRecheck,
+	"POST /sources/:name/quarantine/clear":   app.ActClearQuarantine,
+	"POST /dead-letters/replay":              app.ActReplayDead,
+	"POST /deliveries/:id/replay":            app.ActReplay,
+	"POST /deliveries/:id/retry":             app.ActRetry,
+	"POST /destinations/:name/retry":         app.ActRetryDestination,
+	"POST /replay":                           app.ActReplayQuery,
+	"POST /destinations/:name/pause":         app.ActPause,
+	"POST /destinations/:name/resume":        app.ActResume,
+	"GET /audit":                             app.ActReadAudit,
+	"GET /team":                              app.ActManageTeam,
+	"POST /team/users":                       app.ActAddUser,
+	"POST /team/users/:name/role":            app.ActChangeRole,
+	"POST /team/users/:name/remove":          app.ActRemoveUser,
+	"POST /team/tokens":                      app.ActCreateToken,
+	"POST /team/tokens/:name/revoke":         app.ActRevokeToken,
+})
+
+// audits says what the audit log records of each audited action, whichever
+// route does it (the API's or a page's form): every request, refusals
+// included (rule.audit); or only the refusals (rule.denied), where Access
+// records what the handler did itself (the changes of users and tokens).
+// An action not here is not audited.
+var audits = map[app.Action]func(rule) rule{
+	app.ActReplay:           rule.audit,
+	app.ActReplayDead:       rule.audit,
+	app.ActReplayQuery:      rule.audit,
+	app.ActRetry:            rule.audit,
+	app.ActRetryDestination: rule.audit,
+	app.ActPause:            rule.audit,
+	app.ActResume:           rule.audit,
+	app.ActCheckUpstream:    rule.audit,
+	app.ActRecheck:          rule.audit,
+	app.ActClearQuarantine:  rule.audit,
+	app.ActDownloadBackup:   rule.audit,
+	app.ActReload:           rule.audit,
+	app.ActAddUser:          rule.denied,
+	app.ActRemoveUser:       rule.denied,
+	app.ActChangeRole:       rule.denied,
+	app.ActChangePassword:   rule.denied,
+	app.ActCreateToken:      rule.denied,
+	app.ActRevokeToken:      rule.denied,
+}
+
+// rulesOf gives each route of actions its action's rule.
+func rulesOf(actions map[string]app.Action) map[string]rule {
+	rules := make(map[string]rule, len(actions))
+	for route, a := range actions {
+		r := does(a)
+		if audit, ok := audits[a]; ok {
+			r = audit(r)
+		}
+		rules[route] = r
+	}
+	return rules
 }
 
 // publicRoutes are the routes anyone may use, or anyone logged in

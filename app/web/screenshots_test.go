@@ -74,6 +74,42 @@ const overflowJS = `(() => {
   return {scroll: document.documentElement.scrollWidth, client: w, culprits: out};
 })()`
 
+// overflow is what overflowJS measures of a page.
+type overflow struct {
+	Scroll   int      `json:"scroll"`
+	Client   int      `json:"client"`
+	Culprits []string `json:"culprits"`
+}
+
+// screenshotDir is where a test keeps its screenshots: $HOOKBOX_SCREENSHOTS
+// when set, else a temporary directory.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv(ScreenshotsEnv)
+	if dir == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// shoot writes a full screenshot of the page ctx shows to file, and
+// measures what of it reaches past the viewport's right edge.
+func shoot(t *testing.T, ctx context.Context, file string) overflow {
+	t.Helper()
+	var png []byte
+	var m overflow
+	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100), chromedp.Evaluate(overflowJS, &m)); err != nil {
+		t.Fatalf("%s: %v", filepath.Base(file), err)
+	}
+	if err := os.WriteFile(file, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // Every page of the status site in a real headless Chromium, at 1280 px
 // and at a phone's 390 px, against an in-process server over a real bbolt
 // store: a screenshot of each (kept in $HOOKBOX_SCREENSHOTS when set), and
@@ -81,12 +117,7 @@ const overflowJS = `(() => {
 // own box instead).
 func TestBrowser_Screenshots(t *testing.T) {
 	exe := needChromium(t)
-	dir := os.Getenv(ScreenshotsEnv)
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := screenshotDir(t)
 	f := openFixture(t, t.TempDir(), time.Now().UTC(), nil)
 	events := f.fill()
 	for path, body := range map[string]string{ // the Team and Audit pages with something on them
@@ -120,20 +151,8 @@ func TestBrowser_Screenshots(t *testing.T) {
 	for _, width := range []int64{1280, 390} {
 		shot := func(name string) {
 			t.Helper()
-			var png []byte
-			var m struct {
-				Scroll   int      `json:"scroll"`
-				Client   int      `json:"client"`
-				Culprits []string `json:"culprits"`
-			}
-			if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100), chromedp.Evaluate(overflowJS, &m)); err != nil {
-				t.Fatalf("%s at %d px: %v", name, width, err)
-			}
 			file := filepath.Join(dir, fmt.Sprintf("%s-%d.png", name, width))
-			if err := os.WriteFile(file, png, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if width == 390 && m.Scroll > m.Client {
+			if m := shoot(t, ctx, file); width == 390 && m.Scroll > m.Client {
 				t.Errorf("%s at 390 px scrolls sideways: scrollWidth %d > clientWidth %d; past the edge: %q (%s)", name, m.Scroll, m.Client, m.Culprits, file)
 			}
 		}

@@ -110,30 +110,12 @@ func (d *DB) Audit(ctx context.Context, q app.AuditQuery) ([]app.AuditEntry, err
 func (d *DB) DeleteAuditBefore(ctx context.Context, t time.Time, limit int) (int, error) {
 	var n int
 	err := d.update(ctx, func(tx *bolt.Tx) error {
-		n = 0
-		b := tx.Bucket(bucketAudit)
-		if b == nil {
-			return nil
-		}
-		var keys [][]byte
-		c := b.Cursor()
-		for k, v := c.First(); k != nil && len(keys) < limit; k, v = c.Next() {
+		var err error
+		n, err = deleteBefore(tx.Bucket(bucketAudit), t, limit, true, func(k, v []byte) (time.Time, error) {
 			e, err := decodeAudit(k, v)
-			if err != nil {
-				return err
-			}
-			if !e.At.Before(t) {
-				break
-			}
-			keys = append(keys, append([]byte(nil), k...))
-		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		n = len(keys)
-		return nil
+			return e.At, err
+		})
+		return err
 	})
 	return n, err
 }

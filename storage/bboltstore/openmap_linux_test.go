@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,27 +48,12 @@ func TestOpen_GivesBackTheMap(t *testing.T) {
 }
 
 // mappedRSS is the resident size of this process's maps of the file at
-// path (from /proc/self/smaps).
+// path.
 func mappedRSS(t *testing.T, path string) int64 {
 	t.Helper()
-	raw, err := os.ReadFile("/proc/self/smaps")
+	n, err := apptest.MappedRSS("/proc/self/smaps", path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var n int64
-	in := false
-	for _, line := range strings.Split(string(raw), "\n") {
-		f := strings.Fields(line)
-		switch {
-		case len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":"): // a map's header line
-			in = len(f) == 6 && f[5] == path
-		case in && len(f) == 3 && f[0] == "Rss:":
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				t.Fatal(fmt.Errorf("smaps: %w", err))
-			}
-			n += kb << 10
-		}
 	}
 	return n
 }

@@ -214,10 +214,8 @@ func (d *DB) DeleteQuarantined(ctx context.Context, source string, ids []uint64)
 				keys = append(keys, k)
 			}
 		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
+		if err := deleteKeys(b, keys); err != nil {
+			return err
 		}
 		n = len(keys)
 		return nil
@@ -230,29 +228,12 @@ func (d *DB) DeleteQuarantined(ctx context.Context, source string, ids []uint64)
 func (d *DB) DeleteQuarantinedBefore(ctx context.Context, t time.Time, limit int) (int, error) {
 	var n int
 	err := d.updateQuiet(ctx, func(tx *bolt.Tx) error {
-		n = 0
-		b := tx.Bucket(bucketQuarantine)
-		if b == nil {
-			return nil
-		}
-		var keys [][]byte
-		c := b.Cursor()
-		for k, v := c.First(); k != nil && len(keys) < limit; k, v = c.Next() {
+		var err error
+		n, err = deleteBefore(tx.Bucket(bucketQuarantine), t, limit, false, func(k, v []byte) (time.Time, error) {
 			h, err := decodeQuarantinedHead(k, v)
-			if err != nil {
-				return err
-			}
-			if h.At.Before(t) {
-				keys = append(keys, bytes.Clone(k))
-			}
-		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		n = len(keys)
-		return nil
+			return h.At, err
+		})
+		return err
 	})
 	return n, err
 }

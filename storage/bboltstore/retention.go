@@ -132,3 +132,41 @@ func deleteEvent(tx *bolt.Tx, k []byte) error {
 	}
 	return tx.Bucket(bucketEvents).Delete(k)
 }
+
+// deleteBefore deletes at most limit records of b (none when b is nil),
+// the oldest first, whose time, as at reads it from a record, is before t;
+// inOrder says b is keyed in time order, so the first record that is not
+// before t ends the scan. A record at cannot read stops it with the error.
+func deleteBefore(b *bolt.Bucket, t time.Time, limit int, inOrder bool, at func(k, v []byte) (time.Time, error)) (int, error) {
+	if b == nil {
+		return 0, nil
+	}
+	var keys [][]byte
+	c := b.Cursor()
+	for k, v := c.First(); k != nil && len(keys) < limit; k, v = c.Next() {
+		when, err := at(k, v)
+		if err != nil {
+			return 0, err
+		}
+		if when.Before(t) {
+			keys = append(keys, bytes.Clone(k))
+		} else if inOrder {
+			break
+		}
+	}
+	if err := deleteKeys(b, keys); err != nil {
+		return 0, err
+	}
+	return len(keys), nil
+}
+
+// deleteKeys deletes keys from b, after the scan that found them (never
+// while a cursor walks b). b may be nil when keys is empty.
+func deleteKeys(b *bolt.Bucket, keys [][]byte) error {
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

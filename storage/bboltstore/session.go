@@ -105,7 +105,7 @@ func (d *DB) DeleteExpiredSessions(ctx context.Context, now time.Time, limit int
 			return err
 		}
 		n = len(keys)
-		return deleteKeys(tx, keys)
+		return deleteKeys(tx.Bucket(bucketSessions), keys)
 	})
 	return n, err
 }
@@ -117,7 +117,7 @@ func endUserSessions(tx *bolt.Tx, name string) error {
 	if err != nil {
 		return err
 	}
-	return deleteKeys(tx, keys)
+	return deleteKeys(tx.Bucket(bucketSessions), keys)
 }
 
 // sessionKeys returns the keys of at most limit (-1: all) sessions that
@@ -136,19 +136,4 @@ func sessionKeys(tx *bolt.Tx, limit int, match func(app.Session) bool) ([][]byte
 		}
 	}
 	return keys, nil
-}
-
-// deleteKeys deletes keys from the sessions bucket, after the scan that
-// found them (never while a cursor walks it).
-func deleteKeys(tx *bolt.Tx, keys [][]byte) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	b := tx.Bucket(bucketSessions)
-	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
 }

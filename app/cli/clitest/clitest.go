@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -33,11 +34,27 @@ var (
 // Main runs the tests of m, removes what Binary and Shipped built, and
 // exits with the tests' code. A package's TestMain calls it.
 func Main(m *testing.M) {
+	quickRaceExit()
 	code := m.Run()
 	if dir != "" {
 		os.RemoveAll(dir)
 	}
 	os.Exit(code)
+}
+
+// quickRaceExit makes the binaries the tests run exit at once. A program
+// built with -race sleeps a second at exit while other goroutines live
+// (GORACE's atexit_sleep_ms, 1000 by default), and the tests run the
+// binary hundreds of times under -race: `hookbox version` took 1.03 s,
+// and 0.03 s without the sleep. Races found while a process runs are
+// still reported, and still fail its exit code (66); only the last second
+// after main returns goes unwatched. A GORACE that sets the sleep wins.
+func quickRaceExit() {
+	g := os.Getenv("GORACE")
+	if !RaceEnabled || strings.Contains(g, "atexit_sleep_ms") {
+		return
+	}
+	os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
 }
 
 // Root returns the module's root directory: where go.mod, main.go,
