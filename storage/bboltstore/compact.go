@@ -167,6 +167,13 @@ func (d *DB) compact(ctx context.Context, dir, tmp string) (c Compaction, err er
 		}
 	}
 
+	// The copy's bulk goes to the disk before writes are held: the last
+	// round's sync then writes only what that round changed (on a 1.1 GB
+	// file, writes were held 263 ms while it flushed 480 MB).
+	if err := dst.Sync(); err != nil {
+		return c, err
+	}
+
 	// The last round, with every write held at the gate: what it reads is
 	// the file's last state, and stays so until the swap.
 	paused := time.Now()
