@@ -324,6 +324,7 @@ func TestIDIndex_CollisionsConcurrent(t *testing.T) {
 			t.Fatalf("k-%d accepted a third time", i)
 		}
 	}
+	settle(t, db) // the index holds what the committer applied
 	db.ids.mu.RLock()
 	defer db.ids.mu.RUnlock()
 	if got := len(db.ids.main) + len(db.ids.over); got != n {
