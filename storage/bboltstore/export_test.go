@@ -22,6 +22,7 @@ type BucketBytes struct{ Inuse, Alloc int }
 
 // PageStats reports the file's pages and each bucket's bytes.
 func (d *DB) PageStats() PageStats {
+	d.caughtUp(context.Background()) // the events answered are in the file
 	st := PageStats{Buckets: map[string]BucketBytes{}}
 	ds := d.db().Stats()
 	st.Free, st.Pending = ds.FreePageN, ds.PendingPageN

@@ -163,6 +163,7 @@ func TestDictionary_TrainedAndKept(t *testing.T) {
 		}
 	}
 	size := func(seq uint64) (n int) {
+		settle(t, db) // the file as the committer left it
 		db.db().View(func(tx *bolt.Tx) error { n = len(tx.Bucket(bucketEvents).Get(seqKey(seq))); return nil })
 		return n
 	}
