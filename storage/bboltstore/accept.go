@@ -36,13 +36,9 @@ func (d *DB) Accept(ctx context.Context, e *app.Event, idExpires time.Time, plan
 		received: e.ReceivedAt.UnixNano(),
 		done:     make(chan struct{}),
 	}
-	d.mu.RLock()
-	if d.closed {
-		d.mu.RUnlock()
+	if !d.enter() {
 		return false, ErrClosed
 	}
-	d.inflight.Add(1)
-	d.mu.RUnlock()
 	defer d.inflight.Done()
 	select {
 	case d.inbox <- r:

@@ -35,9 +35,6 @@ var initialMmapSize = func() int {
 // temporary file of a run that died is named "." + the base of path +
 // ".<random>.tmp".
 func (d *DB) WriteBackup(ctx context.Context, path string) (int64, error) {
-	if err := d.caughtUp(ctx); err != nil { // the events answered before it
-		return 0, fmt.Errorf("backup: %w", err)
-	}
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {

@@ -279,18 +279,26 @@ func (d *DB) updateTx(ctx context.Context, fn func(*bolt.Tx, *txState) error, co
 	return d.enqueue(ctx, write{fn: fn, committed: committed, done: make(chan error, 1)})
 }
 
+// enter counts a call in flight, which Close waits for, unless Close
+// began: then it returns false. The caller calls d.inflight.Done.
+func (d *DB) enter() bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return false
+	}
+	d.inflight.Add(1)
+	return true
+}
+
 // enqueue hands w to the committer and waits for its commit (updateTx).
 func (d *DB) enqueue(ctx context.Context, w write) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	d.mu.RLock()
-	if d.closed {
-		d.mu.RUnlock()
+	if !d.enter() {
 		return ErrClosed
 	}
-	d.inflight.Add(1)
-	d.mu.RUnlock()
 	defer d.inflight.Done()
 	select {
 	case d.queue <- w:

@@ -87,13 +87,9 @@ func (d *DB) freePages() (pages, free int, err error) {
 // the directory after. It stops with ctx's error when ctx is done before
 // the last round.
 func (d *DB) Compact(ctx context.Context) (Compaction, error) {
-	d.mu.RLock()
-	if d.closed {
-		d.mu.RUnlock()
+	if !d.enter() { // Close waits for it
 		return Compaction{}, ErrClosed
 	}
-	d.inflight.Add(1) // Close waits for it
-	d.mu.RUnlock()
 	defer d.inflight.Done()
 	if !d.compacting.CompareAndSwap(false, true) {
 		return Compaction{}, ErrCompacting

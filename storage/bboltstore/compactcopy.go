@@ -21,9 +21,13 @@ const copyTxMax = 16 << 20
 // into a new bbolt file at path (which may exist, empty): every bucket,
 // nested ones too, with its keys and its sequence, pages filled full. It
 // syncs every copyTxMax bytes and at the end; it stops when ctx is done.
-// It returns the copy's size.
+// It returns the copy's size. The copy holds every event answered before
+// it (caughtUp).
 func (d *DB) compactTo(ctx context.Context, path string) (int64, error) {
 	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("copy: %w", err)
+	}
+	if err := d.caughtUp(ctx); err != nil {
 		return 0, fmt.Errorf("copy: %w", err)
 	}
 	dst, err := openCopy(path)

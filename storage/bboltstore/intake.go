@@ -98,6 +98,7 @@ func (d *DB) intakeGroup(group []*intake, buf []byte) []byte {
 	}
 	err := d.log.append(buf, seq, !brokenNoSync && !brokenEarlyAck)
 	d.tailMu.Lock()
+	tail := len(d.tail)
 	if err != nil {
 		for _, l := range slices.Backward(fresh) {
 			if d.pendingIDs[string(l.key)] == l {
@@ -111,13 +112,14 @@ func (d *DB) intakeGroup(group []*intake, buf []byte) []byte {
 	} else {
 		d.loggedSeq = seq
 		d.tail = append(d.tail, fresh...)
+		tail = len(d.tail)
 		for _, l := range fresh {
 			d.tailBytes += len(l.rec)
 		}
 	}
 	d.tailMu.Unlock()
 	if err == nil {
-		d.tailNews()
+		d.tailNews(tail)
 	}
 	if f := d.onCommit.Load(); f != nil {
 		(*f)(err)
@@ -175,12 +177,9 @@ func (d *DB) waitRoom() error {
 // Deliveries wait for it (the dispatcher is woken after the apply).
 var applyDelay = 10 * time.Millisecond
 
-// tailNews tells the committer that the tail holds records: to apply
+// tailNews tells the committer that the tail holds n records: to apply
 // them at once when they fill a chunk, else within applyDelay.
-func (d *DB) tailNews() {
-	d.tailMu.Lock()
-	n := len(d.tail)
-	d.tailMu.Unlock()
+func (d *DB) tailNews(n int) {
 	if n >= applyMax {
 		d.wakeApply()
 		return
@@ -227,14 +226,14 @@ func (d *DB) tailApplied(recs []*logged, err error) {
 	}
 	close(d.appliedCh)
 	d.appliedCh = make(chan struct{})
-	more := len(d.tail) > 0
+	more := len(d.tail)
 	d.tailMu.Unlock()
 	if err != nil {
 		return // tried again when woken: by the next group, a read, a write
 	}
 	d.log.applied(last)
-	if more {
-		d.tailNews()
+	if more > 0 {
+		d.tailNews(more)
 	}
 }
 
@@ -265,11 +264,12 @@ func (d *DB) forgetPending(l *logged) {
 // apply them fails (the data file's disk full), it returns that error
 // instead of waiting for the disk.
 func (d *DB) caughtUp(ctx context.Context) error {
-	d.tailMu.Lock()
-	target := d.loggedSeq
-	d.tailMu.Unlock()
+	var target uint64
 	for tried := false; ; tried = true {
 		d.tailMu.Lock()
+		if !tried {
+			target = d.loggedSeq
+		}
 		done, ch, err := d.appliedSeq >= target, d.appliedCh, d.applyErr
 		d.tailMu.Unlock()
 		if done {
