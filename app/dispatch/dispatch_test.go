@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -263,24 +262,17 @@ func benchmarkDispatch(b *testing.B, framing string) {
 	})
 	disp := dispatch.New(cfg, db, httpsend.New(cfg, "dev"))
 	ctx, cancel := context.WithCancel(context.Background())
-	cpu0 := processCPU()
+	cpu0 := apptest.CPUTime()
 	b.ResetTimer()
 	go disp.Run(ctx, context.Background())
 	<-done
 	b.StopTimer()
-	cpu := processCPU() - cpu0
+	cpu := apptest.CPUTime() - cpu0
 	cancel()
 	disp.Wait()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/delivery")
 	b.ReportMetric(float64(conns.Load()), "conns")
-}
-
-// processCPU is the CPU time this process used so far, user and system.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Without failures every event goes out exactly once: a dispatch pass that

@@ -390,11 +390,11 @@ func BenchmarkTransformSendPath(b *testing.B) {
 	// CPU time per op beside ns/op: on a loaded machine the wall time of
 	// a few µs is mostly waiting for a CPU.
 	cpuPerOp := func(b *testing.B, from time.Duration) {
-		b.ReportMetric(float64((processCPU()-from).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64((apptest.CPUTime()-from).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 	b.Run("AsReceived", func(b *testing.B) {
 		b.ReportAllocs()
-		cpu := processCPU()
+		cpu := apptest.CPUTime()
 		for b.Loop() {
 			if _, err := out.Header(dest, e, nil, 1, now); err != nil {
 				b.Fatal(err)
@@ -405,7 +405,7 @@ func BenchmarkTransformSendPath(b *testing.B) {
 	transformed := func(t app.Transform) func(b *testing.B) {
 		return func(b *testing.B) {
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := apptest.CPUTime()
 			for b.Loop() {
 				t, err := app.ApplyTransform(t, e.RuleInput(), cfg.Server.MaxBodyBytes)
 				if err != nil {
@@ -421,7 +421,7 @@ func BenchmarkTransformSendPath(b *testing.B) {
 	// ApplyTransform alone: the rule input, the recover, the checks.
 	b.Run("ApplyOnly", func(b *testing.B) {
 		b.ReportAllocs()
-		cpu := processCPU()
+		cpu := apptest.CPUTime()
 		for b.Loop() {
 			if _, err := app.ApplyTransform(made, e.RuleInput(), cfg.Server.MaxBodyBytes); err != nil {
 				b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/app/rules"
 )
 
@@ -42,7 +43,7 @@ func BenchmarkFilters10(b *testing.B) {
 	}
 	tmpl := *shopifyInput(b)
 	b.ReportAllocs()
-	defer reportCPU(b, cpuTime())
+	defer reportCPU(b, apptest.CPUTime())
 	b.SetBytes(int64(len(tmpl.Body)))
 	for b.Loop() {
 		in := tmpl // a new event: nothing parsed yet
@@ -62,7 +63,7 @@ func BenchmarkFilters10_HeadersOnly(b *testing.B) {
 	}
 	tmpl := *shopifyInput(b)
 	b.ReportAllocs()
-	defer reportCPU(b, cpuTime())
+	defer reportCPU(b, apptest.CPUTime())
 	for b.Loop() {
 		in := tmpl
 		for _, f := range fs {
@@ -78,7 +79,7 @@ func BenchmarkFilters10_HeadersOnly(b *testing.B) {
 func BenchmarkDecodeFull(b *testing.B) {
 	body := shopifyOrder(b)
 	b.ReportAllocs()
-	defer reportCPU(b, cpuTime())
+	defer reportCPU(b, apptest.CPUTime())
 	for b.Loop() {
 		var v map[string]any
 		if err := json.Unmarshal(body, &v); err != nil {
@@ -95,7 +96,7 @@ func BenchmarkTransform(b *testing.B) {
 	}
 	tmpl := *shopifyInput(b)
 	b.ReportAllocs()
-	defer reportCPU(b, cpuTime())
+	defer reportCPU(b, apptest.CPUTime())
 	for b.Loop() {
 		in := tmpl
 		if _, _, err := tr.Apply(&in, 1<<20); err != nil {
@@ -107,7 +108,7 @@ func BenchmarkTransform(b *testing.B) {
 // reportCPU adds the CPU time per op since start (cpu-ns/op), which a
 // loaded machine distorts less than ns/op.
 func reportCPU(b *testing.B, start time.Duration) {
-	if end := cpuTime(); end > start && b.N > 0 {
+	if end := apptest.CPUTime(); end > start && b.N > 0 {
 		b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 	}
 }

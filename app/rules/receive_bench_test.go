@@ -61,7 +61,7 @@ func BenchmarkReceive_Filters(b *testing.B) {
 			r.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 			ctx := context.Background()
 			b.ReportAllocs()
-			defer reportCPU(b, cpuTime())
+			defer reportCPU(b, apptest.CPUTime())
 			for b.Loop() {
 				if _, err := r.Receive(ctx, "shop", in); err != nil {
 					b.Fatal(err)

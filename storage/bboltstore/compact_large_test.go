@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"hookbox/storage/bboltstore"
 )
 
 // The pause of a compaction on a large file: HOOKBOX_COMPACT_EVENTS
@@ -21,7 +23,7 @@ func TestCompact_Large(t *testing.T) {
 	if n == 0 {
 		t.Skip("set HOOKBOX_COMPACT_EVENTS to measure")
 	}
-	orders := shopifyOrders(t)
+	orders := bboltstore.ShopifyOrders(t)
 	dir := t.TempDir()
 	db := mustOpenDir(t, dir)
 	ctx := context.Background()

@@ -27,7 +27,7 @@ import (
 // no read fails, and its last round found the copy equal to the file.
 func TestCompact_ShopifyOrders(t *testing.T) {
 	bboltstore.CheckCompactions(t)
-	orders := shopifyOrders(t)
+	orders := bboltstore.ShopifyOrders(t)
 	dir := t.TempDir()
 	db := mustOpenDir(t, dir)
 	ctx := context.Background()
@@ -189,7 +189,7 @@ func TestCompact_KilledMidway(t *testing.T) {
 		compactChild(t, dir)
 		return
 	}
-	orders := shopifyOrders(t)
+	orders := bboltstore.ShopifyOrders(t)
 	dir := t.TempDir()
 	db := mustOpenDir(t, dir)
 	ctx := context.Background()
@@ -257,7 +257,7 @@ func TestCompact_KilledMidway(t *testing.T) {
 // compactChild accepts events and compacts until it is killed, telling
 // the parent each acknowledged id and each compaction begun.
 func compactChild(t *testing.T, dir string) {
-	orders := shopifyOrders(t)
+	orders := bboltstore.ShopifyOrders(t)
 	db, err := bboltstore.Open(dir)
 	if err != nil {
 		t.Fatal(err)

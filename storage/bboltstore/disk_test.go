@@ -1,9 +1,7 @@
 package bboltstore_test
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -15,34 +13,9 @@ import (
 	"time"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/storage/bboltstore"
 )
-
-// shopifyOrders returns the 300 synthetic Shopify orders/create bodies of
-// testdata/shopify-orders.jsonl.gz (a copy of the shared test data: median
-// 2.7 KB, every value made up).
-func shopifyOrders(tb testing.TB) [][]byte {
-	tb.Helper()
-	f, err := os.Open(filepath.Join("testdata", "shopify-orders.jsonl.gz"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var orders [][]byte
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		orders = append(orders, bytes.Clone(sc.Bytes()))
-	}
-	if err := sc.Err(); err != nil || len(orders) == 0 {
-		tb.Fatalf("read orders: %d, %v", len(orders), err)
-	}
-	return orders
-}
 
 // shopifyEvent is the i-th order as the receiver stores it: order i%300
 // with a fresh order id (every occurrence of the old one replaced), a
@@ -86,7 +59,7 @@ func TestDisk_ShopifyOrders(t *testing.T) {
 	if n, _ := strconv.Atoi(os.Getenv("HOOKBOX_DISK_EVENTS")); n > marks[0] {
 		marks = append(marks, n)
 	}
-	orders := shopifyOrders(t)
+	orders := bboltstore.ShopifyOrders(t)
 	var bodies int
 	for _, o := range orders {
 		bodies += len(o)
@@ -130,12 +103,12 @@ func TestDisk_ShopifyOrders(t *testing.T) {
 	// three times (on a shared machine the others' load varies), with the
 	// CPU time the process spent, every core counted.
 	for range 3 {
-		start, cpu := time.Now(), bboltstore.CPUTime()
+		start, cpu := time.Now(), apptest.CPUTime()
 		res, err := db.SearchEvents(context.Background(), app.EventQuery{Q: "no-such-text-anywhere", Limit: 50})
 		if err != nil {
 			t.Fatal(err)
 		}
-		took, cpu := time.Since(start), bboltstore.CPUTime()-cpu
+		took, cpu := time.Since(start), apptest.CPUTime()-cpu
 		t.Logf("a search for absent text read %d of %d events in %v (stopped by its budget: %v); %.1f µs per event, CPU %.1f µs per event",
 			res.Searched, done, took.Round(time.Millisecond), res.Stopped, float64(took.Microseconds())/float64(res.Searched),
 			float64(cpu.Microseconds())/float64(res.Searched))
@@ -189,7 +162,7 @@ func logBuckets(t *testing.T, db *bboltstore.DB) {
 // small as the file would be holding only what is left, and it restores
 // with every event left readable.
 func TestBackup_LiveDataOnly(t *testing.T) {
-	orders := shopifyOrders(t)
+	orders := bboltstore.ShopifyOrders(t)
 	dir := t.TempDir()
 	db := mustOpenDir(t, dir)
 	ctx := context.Background()

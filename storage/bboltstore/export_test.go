@@ -121,9 +121,6 @@ func SetReleaseEvery(every time.Duration) time.Duration {
 	return was
 }
 
-// CPUTime is cpuTime, for the external tests' logs.
-var CPUTime = cpuTime
-
 // Settle waits until d has applied every event it answered and the
 // dictionary training those applies started (if any) is done: what a
 // test that compares the file before and after something needs.
@@ -131,3 +128,6 @@ func (d *DB) Settle() {
 	d.caughtUp(context.Background())
 	d.trainers.Wait()
 }
+
+// ShopifyOrders is shopifyOrders, for the external tests.
+var ShopifyOrders = shopifyOrders

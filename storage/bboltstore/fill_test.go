@@ -24,7 +24,7 @@ func TestFill_ShopifyOrders(t *testing.T) {
 	if dir == "" || n <= 0 {
 		t.Skip("set HOOKBOX_FILL_DIR and HOOKBOX_FILL_EVENTS to fill a data directory")
 	}
-	orders := shopifyOrders(t)
+	orders := bboltstore.ShopifyOrders(t)
 	db, err := bboltstore.Open(dir)
 	if err != nil {
 		t.Fatal(err)

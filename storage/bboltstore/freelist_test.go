@@ -37,7 +37,7 @@ func useFreelist(tb testing.TB, noSync bool, typ bolt.FreelistType) {
 // scattered, as after retention's daily turnover.
 func sweptStore(tb testing.TB, dir string, n int) *bboltstore.DB {
 	tb.Helper()
-	orders := shopifyOrders(tb)
+	orders := bboltstore.ShopifyOrders(tb)
 	db := mustOpenDir(tb, dir)
 	ctx := context.Background()
 	inParallel(tb, n, func(i int) error {
@@ -73,7 +73,7 @@ func sweptStore(tb testing.TB, dir string, n int) *bboltstore.DB {
 // commit, each commit writes the list's pages too (a page per 500 free
 // pages), and the array type searches it for every allocation.
 func BenchmarkAcceptFreelist(b *testing.B) {
-	orders := shopifyOrders(b)
+	orders := bboltstore.ShopifyOrders(b)
 	for _, fl := range freelists {
 		b.Run(fl.name, func(b *testing.B) {
 			useFreelist(b, fl.noSync, fl.typ)
@@ -117,7 +117,7 @@ func TestFreelist_FileOpensEitherWay(t *testing.T) {
 		t.Skip("fills 3,000 events")
 	}
 	dir := t.TempDir()
-	orders := shopifyOrders(t)
+	orders := bboltstore.ShopifyOrders(t)
 	ctx := context.Background()
 	path := filepath.Join(dir, bboltstore.FileName)
 	size := func() int64 {

@@ -2,12 +2,9 @@ package bboltstore
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -219,21 +216,8 @@ func TestDictionary_NothingToLearn(t *testing.T) {
 // with a dictionary trained from 256 of them. It reports the packed bytes
 // per event against the plain record's.
 func BenchmarkPack(b *testing.B) {
-	f, err := os.Open("testdata/shopify-orders.jsonl.gz")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		b.Fatal(err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		b.Fatal(err)
-	}
 	var events []*app.Event
-	for i, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+	for i, line := range shopifyOrders(b) {
 		events = append(events, &app.Event{Source: "shop", ID: fmt.Sprintf("evt_%016x", i*7919), Topic: "orders/create", ReceivedAt: time.Unix(int64(i), 0), Body: line,
 			Header: []app.HeaderField{{Name: "Content-Type", Value: "application/json"}, {Name: "X-Shopify-Topic", Value: "orders/create"},
 				{Name: "X-Shopify-Hmac-Sha256", Value: "XWmrwMey6OsLMeiZKwP4FppHH3cmAiiJJAweH5Jo4bM="}, {Name: "X-Shopify-Webhook-Id", Value: fmt.Sprintf("%08x-2f1c-4b8e-9d3a-%012x", i, i*31)}}})

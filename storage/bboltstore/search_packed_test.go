@@ -2,11 +2,8 @@ package bboltstore
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -15,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"hookbox/app"
+	"hookbox/app/apptest"
 	"hookbox/storage/storetest"
 )
 
@@ -25,20 +23,7 @@ import (
 // store and the accepted events, oldest first.
 func packedOrdersDB(tb testing.TB, n int) (*DB, []*app.Event) {
 	tb.Helper()
-	f, err := os.Open("testdata/shopify-orders.jsonl.gz")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	orders := bytes.Split(bytes.TrimSpace(raw), []byte("\n"))
+	orders := shopifyOrders(tb)
 	events := make([]*app.Event, n)
 	for i := range events {
 		body := orders[i%len(orders)]
@@ -92,12 +77,12 @@ func BenchmarkSearch_Packed(b *testing.B) {
 	ctx := context.Background()
 	var cpu time.Duration
 	for b.Loop() {
-		before := cpuTime()
+		before := apptest.CPUTime()
 		res, err := db.SearchEvents(ctx, app.EventQuery{Q: "#9999999"})
 		if err != nil || res.Searched != read || len(res.Rows) != 0 {
 			b.Fatalf("%d read, %d found, %v", res.Searched, len(res.Rows), err)
 		}
-		cpu += cpuTime() - before
+		cpu += apptest.CPUTime() - before
 	}
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*read), "cpu-µs/event")
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*read), "µs/event")
